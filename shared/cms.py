@@ -1,0 +1,148 @@
+"""Apple's count-mean sketch (CMS), "Learning with Privacy at Scale", Apple 2017.
+
+Client: pick row j uniformly from [k]; v = −1^m with v[h_j(d)] = +1; flip each coordinate
+with probability q = 1/(1+e^{ε/2}); send (j, ṽ) with ṽ packed as m bits (1 = +1, numpy
+``packbits`` order, zero padding). q is implemented as T/2^32 rounded up, so the effective
+epsilon is 2·ln((2^32−T)/T): two coordinates differ between neighbouring values.
+
+Server: per row j keep n_j and U[j, c] = number of +1 bits at c; with c_ε = 1/(1−2q),
+f̂(d) = (m/(m−1))·(c_ε·Σ_j U[j, h_j(d)] − ((c_ε−1)/2)·n − n/m).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from shared.accuracy import cms_count_variance
+from shared.errors import ParameterError
+from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.randomness import (
+    SCALE,
+    Rng,
+    log_ratio,
+    threshold_at_least,
+    uniform_below,
+    uniform_below_many,
+    uniform_words,
+)
+from shared.sketch import Sketch
+from shared.sums import Sums
+
+ADD_CHUNK = 1 << 15  # reports unpacked at once by add_many: 32 MiB at m = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SketchReport:
+    """One CMS report: the row and the m privatized bits, packed (ceil(m/8) bytes)."""
+
+    row: int
+    bits: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SketchBatch:
+    """Many CMS reports: rows (n,) int64 and packed bits (n, ceil(m/8)) uint8."""
+
+    rows: np.ndarray
+    bits: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def report(self, i: int) -> SketchReport:
+        """Return report i."""
+        return SketchReport(int(self.rows[i]), self.bits[i].tobytes())
+
+
+class CountMeanSketchSums(Sums):
+    """n_j and U[j, c], the count of +1 bits at bucket c of row j."""
+
+    def __init__(self, k: int, m: int) -> None:
+        super().__init__(k, m)
+        self.m = m
+
+    def add(self, report: SketchReport) -> None:
+        """Add one report."""
+        bits = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8), count=self.m)
+        self.n[report.row] += 1
+        self.table[report.row] += bits
+
+    def add_many(self, batch: SketchBatch) -> None:
+        """Add a batch: reports are grouped by row and their bits summed per group."""
+        self.n += np.bincount(batch.rows, minlength=len(self.n))
+        for start in range(0, len(batch), ADD_CHUNK):
+            rows = batch.rows[start:start + ADD_CHUNK]
+            order = np.argsort(rows, kind="stable")
+            sorted_rows = rows[order]
+            starts = np.flatnonzero(np.diff(sorted_rows, prepend=-1))
+            bits = np.unpackbits(batch.bits[start:start + ADD_CHUNK][order], axis=1,
+                                 count=self.m)
+            self.table[sorted_rows[starts]] += np.add.reduceat(bits, starts, axis=0,
+                                                               dtype=np.int64)
+
+
+class CountMeanSketch(Sketch):
+    """Count-mean sketch: a string becomes a row index and m noisy bits."""
+
+    name = "cms"
+
+    def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
+        super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
+        self.flip_threshold = threshold_at_least(1.0 / (1.0 + np.exp(self.epsilon / 2.0)))
+        keep = SCALE - self.flip_threshold
+        if keep <= self.flip_threshold:
+            raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
+        self.effective_epsilon = 2.0 * log_ratio(keep, self.flip_threshold)
+        self.flip = self.flip_threshold / SCALE
+        self.c_eps = 1.0 / (1.0 - 2.0 * self.flip)
+        self.report_bytes = (self.m + 7) // 8
+
+    def privatize(self, value: str, rng: Rng = None) -> SketchReport:
+        """Return the privatized report of one value."""
+        key = self.key(value)
+        row = uniform_below(self.k, rng)
+        flips = uniform_words(self.m, rng) < self.flip_threshold
+        flips[self.hashes.bucket(key, row)] ^= True
+        return SketchReport(row, np.packbits(flips).tobytes())
+
+    def privatize_many(self, values: Sequence[str], rng: Rng = None) -> SketchBatch:
+        """Return privatized reports of many values as a batch."""
+        keys = self.keys(values)
+        rows = uniform_below_many(self.k, len(keys), rng)
+        flips = (uniform_words(len(keys) * self.m, rng) < self.flip_threshold)
+        flips = flips.reshape(len(keys), self.m)
+        flips[np.arange(len(keys)), self.hashes.buckets(keys, rows)] ^= True
+        return SketchBatch(rows, np.packbits(flips, axis=1))
+
+    def stack(self, reports: Sequence[SketchReport]) -> SketchBatch:
+        """Return decoded reports as a batch for ``add_many``."""
+        rows = np.fromiter((r.row for r in reports), dtype=np.int64, count=len(reports))
+        bits = np.frombuffer(b"".join(r.bits for r in reports), dtype=np.uint8)
+        return SketchBatch(rows, bits.reshape(len(reports), self.report_bytes))
+
+    def output_probability(self, value: str, report: SketchReport) -> Fraction:
+        """Return P(report | value) exactly."""
+        expected = np.zeros(self.m, dtype=np.uint8)
+        expected[self.hashes.bucket(self.key(value), report.row)] = 1
+        bits = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8), count=self.m)
+        flipped = int(np.count_nonzero(bits != expected))
+        keep = SCALE - self.flip_threshold
+        return (Fraction(1, self.k) * Fraction(self.flip_threshold, SCALE) ** flipped
+                * Fraction(keep, SCALE) ** (self.m - flipped))
+
+    def new_sums(self) -> CountMeanSketchSums:
+        """Return an empty accumulator."""
+        return CountMeanSketchSums(self.k, self.m)
+
+    def estimate(self, sums: Sums, candidates: Sequence[str],
+                 level: float = DEFAULT_LEVEL) -> Estimates:
+        """Estimate the count of each candidate."""
+        n = sums.total
+        gathered = self.gather(self.keys(candidates), lambda rows: sums.table[rows])
+        estimate = self.debias(gathered, n, self.c_eps, (self.c_eps - 1.0) / 2.0)
+        variance = cms_count_variance(n, np.clip(estimate, 0, n), self.m, self.flip)
+        return self.finish(candidates, estimate, variance, n, level)

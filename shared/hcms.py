@@ -1,0 +1,163 @@
+"""Apple's Hadamard count-mean sketch (HCMS), "Learning with Privacy at Scale", Apple 2017.
+
+Client: pick row j in [k] and column l in [m] (m a power of two); w = H_m[l, h_j(d)] where
+H_m[l, c] = (−1)^popcount(l & c) is the Sylvester–Hadamard matrix; flip w with probability
+p = 1/(1+e^ε) (implemented as T/2^32, rounded up); send (j, l, bit) with bit 1 for +1.
+Effective epsilon: ln((2^32−T)/T).
+
+Server: integer sums S[j, l] of the ±1 bits and n_j; M = c_ε·S·H_mᵀ row by row with a fast
+Walsh–Hadamard transform (never a dense m×m matrix), c_ε = 1/(1−2p);
+f̂(d) = (m/(m−1))·(Σ_j M[j, h_j(d)] − n/m).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from shared.accuracy import hcms_count_variance
+from shared.errors import ParameterError
+from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.randomness import (
+    SCALE,
+    Rng,
+    log_ratio,
+    threshold_at_least,
+    uniform_below,
+    uniform_below_many,
+    uniform_word,
+    uniform_words,
+)
+from shared.sketch import Sketch
+from shared.sums import Sums
+from shared.validation import check_power_of_two
+
+
+@dataclass(frozen=True, slots=True)
+class HadamardReport:
+    """One HCMS report: row j, Hadamard column l and the privatized bit (1 means +1)."""
+
+    row: int
+    col: int
+    bit: int
+
+
+@dataclass(frozen=True, slots=True)
+class HadamardBatch:
+    """Many HCMS reports as int64 arrays rows, cols and uint8 bits."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    bits: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def report(self, i: int) -> HadamardReport:
+        """Return report i."""
+        return HadamardReport(int(self.rows[i]), int(self.cols[i]), int(self.bits[i]))
+
+
+class HadamardCountMeanSketchSums(Sums):
+    """n_j and S[j, l], the signed sum of the ±1 bits sent for row j, column l."""
+
+    def add(self, report: HadamardReport) -> None:
+        """Add one report."""
+        self.n[report.row] += 1
+        self.table[report.row, report.col] += 2 * report.bit - 1
+
+    def add_many(self, batch: HadamardBatch) -> None:
+        """Add a batch of reports."""
+        self.n += np.bincount(batch.rows, minlength=len(self.n))
+        signs = 2 * batch.bits.astype(np.int64) - 1
+        np.add.at(self.table, (batch.rows, batch.cols), signs)
+
+
+def walsh_hadamard(block: np.ndarray) -> np.ndarray:
+    """Return block·H_m for each row of a (rows, m) integer block, m a power of two."""
+    out = np.array(block, dtype=np.int64, copy=True)
+    rows, m = out.shape
+    half = 1
+    while half < m:
+        pairs = out.reshape(rows, m // (2 * half), 2, half)
+        left, right = pairs[:, :, 0, :].copy(), pairs[:, :, 1, :]
+        pairs[:, :, 0, :] += right
+        pairs[:, :, 1, :] = left - right
+        half *= 2
+    return out
+
+
+class HadamardCountMeanSketch(Sketch):
+    """Hadamard count-mean sketch: a string becomes a row, a column and one noisy bit."""
+
+    name = "hcms"
+
+    def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
+        super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
+        check_power_of_two("m", self.m)
+        self.flip_threshold = threshold_at_least(1.0 / (1.0 + np.exp(self.epsilon)))
+        keep = SCALE - self.flip_threshold
+        if keep <= self.flip_threshold:
+            raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
+        self.effective_epsilon = log_ratio(keep, self.flip_threshold)
+        self.flip = self.flip_threshold / SCALE
+        self.c_eps = 1.0 / (1.0 - 2.0 * self.flip)
+
+    def privatize(self, value: str, rng: Rng = None) -> HadamardReport:
+        """Return the privatized report of one value."""
+        key = self.key(value)
+        row, col = uniform_below(self.k, rng), uniform_below(self.m, rng)
+        plus = (col & self.hashes.bucket(key, row)).bit_count() % 2 == 0
+        flipped = uniform_word(rng) < self.flip_threshold
+        return HadamardReport(row, col, int(plus != flipped))
+
+    def privatize_many(self, values: Sequence[str], rng: Rng = None) -> HadamardBatch:
+        """Return privatized reports of many values as a batch."""
+        keys = self.keys(values)
+        rows = uniform_below_many(self.k, len(keys), rng)
+        cols = uniform_below_many(self.m, len(keys), rng)
+        plus = _parity(cols & self.hashes.buckets(keys, rows)) == 0
+        flipped = uniform_words(len(keys), rng) < self.flip_threshold
+        return HadamardBatch(rows, cols, (plus != flipped).astype(np.uint8))
+
+    def stack(self, reports: Sequence[HadamardReport]) -> HadamardBatch:
+        """Return decoded reports as a batch for ``add_many``."""
+        count = len(reports)
+        return HadamardBatch(np.fromiter((r.row for r in reports), np.int64, count),
+                             np.fromiter((r.col for r in reports), np.int64, count),
+                             np.fromiter((r.bit for r in reports), np.uint8, count))
+
+    def output_probability(self, value: str, report: HadamardReport) -> Fraction:
+        """Return P(report | value) exactly."""
+        bucket = self.hashes.bucket(self.key(value), report.row)
+        plus = (report.col & bucket).bit_count() % 2 == 0
+        kept = plus == (report.bit == 1)
+        p_bit = SCALE - self.flip_threshold if kept else self.flip_threshold
+        return Fraction(1, self.k * self.m) * Fraction(p_bit, SCALE)
+
+    def new_sums(self) -> HadamardCountMeanSketchSums:
+        """Return an empty accumulator."""
+        return HadamardCountMeanSketchSums(self.k, self.m)
+
+    def estimate(self, sums: Sums, candidates: Sequence[str],
+                 level: float = DEFAULT_LEVEL) -> Estimates:
+        """Estimate the count of each candidate."""
+        n = sums.total
+        gathered = self.gather(self.keys(candidates),
+                               lambda rows: walsh_hadamard(sums.table[rows]))
+        estimate = self.debias(gathered, n, self.c_eps, 0.0)
+        variance = hcms_count_variance(n, np.clip(estimate, 0, n), self.m, self.flip)
+        return self.finish(candidates, estimate, variance, n, level)
+
+
+def _parity(x: np.ndarray) -> np.ndarray:
+    """Return popcount(x) mod 2 elementwise for non-negative int64 below 2**32."""
+    x = x ^ (x >> 16)
+    x = x ^ (x >> 8)
+    x = x ^ (x >> 4)
+    x = x ^ (x >> 2)
+    x = x ^ (x >> 1)
+    return x & 1

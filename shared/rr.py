@@ -1,0 +1,127 @@
+"""Binary randomized response (Warner, JASA 1965), in the seeds' alpha/beta form.
+
+With probability alpha answer truthfully, otherwise answer "yes" with probability beta:
+P(1|1) = alpha + (1−alpha)·beta, P(1|0) = (1−alpha)·beta. Epsilon is the log of the larger of
+P(1|1)/P(1|0) and P(0|0)/P(0|1); alpha = beta = 1/2 gives ln 3. Built from epsilon instead,
+the truth is kept with probability e^ε/(1+e^ε) (alpha = (e^ε−1)/(e^ε+1), beta = 1/2).
+
+Both answer probabilities are implemented as thresholds T/2^32 rounded towards privacy
+(P(1|0) up, P(1|1) down); the estimator and the effective epsilon use those thresholds.
+The count of yes is estimated by (ones − n·P(1|0)) / (P(1|1) − P(1|0)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from shared.accuracy import rr_count_variance
+from shared.errors import ParameterError, ValueOutOfDomain
+from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.randomness import SCALE, Rng, log_ratio, threshold_at_least, uniform_word, uniform_words
+from shared.sums import Sums
+from shared.validation import check_epsilon, check_unit_interval
+
+
+class RandomizedResponseSums(Sums):
+    """n reports and the number of 1 answers (table[0, 0])."""
+
+    def __init__(self) -> None:
+        super().__init__(1, 1)
+
+    def add(self, report: int) -> None:
+        """Add one report (0 or 1)."""
+        self.n[0] += 1
+        self.table[0, 0] += report
+
+    def add_many(self, reports: np.ndarray) -> None:
+        """Add an array of 0/1 reports."""
+        self.n[0] += len(reports)
+        self.table[0, 0] += int(np.count_nonzero(reports))
+
+
+class RandomizedResponse:
+    """Binary randomized response: a yes/no value becomes one privatized bit."""
+
+    name = "rr"
+
+    def __init__(self, *, epsilon: float | None = None, alpha: float | None = None,
+                 beta: float | None = None) -> None:
+        if epsilon is not None:
+            if alpha is not None or beta is not None:
+                raise ParameterError("give either epsilon or alpha and beta, not both")
+            self.epsilon = check_epsilon(epsilon)
+            lie = threshold_at_least(1.0 / (1.0 + math.exp(self.epsilon)))
+            self.threshold_yes, self.threshold_no = SCALE - lie, lie
+            self.alpha, self.beta = None, None
+        else:
+            if alpha is None or beta is None:
+                raise ParameterError("give epsilon, or both alpha and beta")
+            self.alpha, self.beta = _check_alpha_beta(alpha, beta)
+            p11, p10 = alpha + (1 - alpha) * beta, (1 - alpha) * beta
+            self.epsilon = max(math.log(p11 / p10), math.log((1 - p10) / (1 - p11)))
+            self.threshold_no = threshold_at_least(p10)
+            self.threshold_yes = SCALE - threshold_at_least(1 - p11)
+        if self.threshold_yes <= self.threshold_no:
+            raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
+        t1, t0 = self.threshold_yes, self.threshold_no
+        self.effective_epsilon = max(log_ratio(t1, t0), log_ratio(SCALE - t0, SCALE - t1))
+        self.p11, self.p10 = t1 / SCALE, t0 / SCALE
+
+    def __repr__(self) -> str:
+        return f"RandomizedResponse(epsilon={self.epsilon!r})"
+
+    def privatize(self, value: bool, rng: Rng = None) -> int:
+        """Return the privatized answer (0 or 1) to a yes/no value."""
+        threshold = self.threshold_yes if _check_bool(value) else self.threshold_no
+        return int(uniform_word(rng) < threshold)
+
+    def privatize_many(self, values: Sequence[bool] | np.ndarray, rng: Rng = None) -> np.ndarray:
+        """Return privatized answers (uint8 0/1) to many yes/no values."""
+        truth = np.asarray(values)
+        if truth.dtype != np.bool_:
+            truth = np.array([_check_bool(v) for v in values], dtype=bool)
+        thresholds = np.where(truth, self.threshold_yes, self.threshold_no)
+        return (uniform_words(len(truth), rng) < thresholds).astype(np.uint8)
+
+    def output_probability(self, value: bool, report: int) -> Fraction:
+        """Return P(report | value) exactly."""
+        p_one = Fraction(self.threshold_yes if _check_bool(value) else self.threshold_no, SCALE)
+        return p_one if report == 1 else 1 - p_one
+
+    def new_sums(self) -> RandomizedResponseSums:
+        """Return an empty accumulator."""
+        return RandomizedResponseSums()
+
+    def estimate(self, sums: Sums, candidates: Sequence[bool] = (True, False),
+                 level: float = DEFAULT_LEVEL) -> Estimates:
+        """Estimate how many reports hold each of ``candidates`` (True = yes)."""
+        n, ones = sums.total, int(sums.table[0, 0])
+        yes = (ones - n * self.p10) / (self.p11 - self.p10)
+        wanted = [_check_bool(c) for c in candidates]
+        estimate = np.array([yes if c else n - yes for c in wanted], dtype=float)
+        yes_clipped = min(max(yes, 0.0), float(n))
+        variance = np.full(len(wanted), rr_count_variance(n, yes_clipped, self.p11, self.p10))
+        return Estimates.from_variance(wanted, estimate, variance, n, level)
+
+
+def _check_bool(value: object) -> bool:
+    if isinstance(value, bool | np.bool_) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise ValueOutOfDomain(f"randomized response takes a bool, got {type(value).__name__}")
+
+
+def _check_alpha_beta(alpha: float, beta: float) -> tuple[float, float]:
+    alpha = check_unit_interval("alpha", alpha)
+    beta = check_unit_interval("beta", beta)
+    if alpha == 1.0:
+        raise ParameterError("alpha=1 always answers truthfully: no privacy; use alpha < 1")
+    if alpha == 0.0:
+        raise ParameterError("alpha=0 makes answers independent of the truth; use alpha > 0")
+    if beta in (0.0, 1.0):
+        raise ParameterError(
+            f"beta={beta} lets one answer reveal the truth (infinite epsilon); use 0 < beta < 1")
+    return alpha, beta

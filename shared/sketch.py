@@ -1,0 +1,79 @@
+"""What the two count-mean sketches share: parameters, row hashes and the estimator.
+
+Symbols (Apple, "Learning with Privacy at Scale", 2017): k sketch rows, m buckets per row,
+n reports, f(d) the count of value d. Both sketches reduce a candidate d to
+
+    f̂(d) = (m/(m−1)) · (c_ε · Σ_j X[j, h_j(d)] − offset · n − n/m)
+
+where X is the mechanism's integer table (CMS: one-bit counts U; HCMS: the Walsh–Hadamard
+transform of the signed sums S), so the sum over rows is gathered in chunks of
+(candidates × rows) with numpy: no Python loop per candidate or per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from shared.errors import ValueOutOfDomain
+from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.hashing import MAX_SEED, RowHashes, value_key, value_keys
+from shared.validation import check_epsilon, check_int
+
+MAX_ROWS = 1 << 20
+MAX_BUCKETS = 1 << 16
+GATHER_ELEMENTS = 1 << 21  # bounds one (candidates × rows) block: 16 MiB of int64
+
+
+class Sketch:
+    """Parameters and hashing of a k × m sketch; subclasses add the randomizer."""
+
+    name = ""
+
+    def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.k = check_int("k", k, 1, MAX_ROWS)
+        self.m = check_int("m", m, 2, MAX_BUCKETS)
+        self.hash_seed = check_int("hash_seed", hash_seed, 0, MAX_SEED)
+        self.hashes = RowHashes(self.hash_seed, self.k, self.m)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
+                f"hash_seed={self.hash_seed})")
+
+    def key(self, value: str) -> int:
+        """Return the task's 64-bit key of a value (raises ValueOutOfDomain for non-str)."""
+        return value_key(value, self.hash_seed)
+
+    def keys(self, values: Sequence[str]) -> np.ndarray:
+        """Return the uint64 keys of many values."""
+        if isinstance(values, str):
+            raise ValueOutOfDomain("expected a sequence of str values, got one str")
+        return value_keys(values, self.hash_seed)
+
+    def gather(self, keys: np.ndarray, row_block: Callable[[slice], np.ndarray]) -> np.ndarray:
+        """Return Σ_j X[j, h_j(key)] per key, with X's rows supplied block by block."""
+        total = np.zeros(len(keys), dtype=np.int64)
+        rows_per_block = min(self.k, max(1, GATHER_ELEMENTS // max(1, len(keys))), 8192)
+        keys_per_block = max(1, GATHER_ELEMENTS // rows_per_block)
+        for start in range(0, self.k, rows_per_block):
+            rows = slice(start, min(self.k, start + rows_per_block))
+            block = np.ascontiguousarray(row_block(rows)).ravel()
+            offsets = np.arange(rows.stop - rows.start, dtype=np.int64) * self.m
+            for first in range(0, len(keys), keys_per_block):
+                part = slice(first, first + keys_per_block)
+                buckets = self.hashes.bucket_matrix(keys[part], rows)
+                total[part] += block[buckets + offsets].sum(axis=1)
+        return total
+
+    def debias(self, gathered: np.ndarray, n: int, c_eps: float, offset: float) -> np.ndarray:
+        """Turn gathered row sums into unbiased counts."""
+        m = self.m
+        return (m / (m - 1)) * (c_eps * gathered - offset * n - n / m)
+
+    def finish(self, values: Sequence[str], estimate: np.ndarray, variance: np.ndarray,
+               n: int, level: float = DEFAULT_LEVEL) -> Estimates:
+        """Wrap counts and variances as Estimates."""
+        return Estimates.from_variance(list(values), estimate, variance, n, level)
+
