@@ -108,6 +108,8 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
         raise DecodeError(f"report fields do not match the task's mechanism {task.mechanism}: "
                           f"missing {sorted(missing)}, unexpected {sorted(extra)}")
     report_id = b64decode(obj["report_id"], REPORT_ID_BYTES, "report_id")
+    if not isinstance(obj["fingerprint"], str):  # malformed, not merely outdated
+        raise DecodeError("fingerprint must be a string")
     if obj["fingerprint"] != task.fingerprint:
         raise DecodeError("the report was made with another version of this task; fetch "
                           "the task again", reason="outdated_config")

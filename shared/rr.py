@@ -13,6 +13,7 @@ The count of yes is estimated by (ones − n·P(1|0)) / (P(1|1) − P(1|0)).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -61,10 +62,8 @@ class RandomizedResponse:
             if alpha is None or beta is None:
                 raise ParameterError("give epsilon, or both alpha and beta")
             self.alpha, self.beta = _check_alpha_beta(alpha, beta)
-            p11, p10 = alpha + (1 - alpha) * beta, (1 - alpha) * beta
-            self.epsilon = max(math.log(p11 / p10), math.log((1 - p10) / (1 - p11)))
-            self.threshold_no = threshold_at_least(p10)
-            self.threshold_yes = SCALE - threshold_at_least(1 - p11)
+            self.epsilon, self.threshold_yes, self.threshold_no = _from_alpha_beta(
+                self.alpha, self.beta)
         if self.threshold_yes <= self.threshold_no:
             raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
         t1, t0 = self.threshold_yes, self.threshold_no
@@ -109,7 +108,9 @@ class RandomizedResponse:
 
 
 def _check_bool(value: object) -> bool:
-    if isinstance(value, bool | np.bool_) or (isinstance(value, int) and value in (0, 1)):
+    # numbers.Integral admits numpy integers too: iterating an int array yields np.int64.
+    if isinstance(value, bool | np.bool_) or (isinstance(value, numbers.Integral)
+                                              and value in (0, 1)):
         return bool(value)
     raise ValueOutOfDomain(f"randomized response takes a bool, got {type(value).__name__}")
 
@@ -125,3 +126,26 @@ def _check_alpha_beta(alpha: float, beta: float) -> tuple[float, float]:
         raise ParameterError(
             f"beta={beta} lets one answer reveal the truth (infinite epsilon); use 0 < beta < 1")
     return alpha, beta
+
+
+def _from_alpha_beta(alpha: float, beta: float) -> tuple[float, int, int]:
+    """Return (epsilon, threshold_yes, threshold_no) of the seeds' alpha/beta form.
+
+    Computed from the exact binary values of the floats: in float arithmetic
+    alpha + (1−alpha)·beta rounds to 1 when alpha is within an ulp of 1 (and
+    (1−alpha)·beta can underflow to 0), which made a threshold 0 or 2^32 and divided by 0.
+    """
+    a, b = Fraction(alpha), Fraction(beta)
+    p11, p10 = a + (1 - a) * b, (1 - a) * b
+    epsilon = max(_log(p11 / p10), _log((1 - p10) / (1 - p11)))
+    threshold_no = math.ceil(p10 * SCALE)  # P(1|0) rounded up, P(1|1) down: towards privacy
+    threshold_yes = SCALE - math.ceil((1 - p11) * SCALE)
+    return epsilon, threshold_yes, threshold_no
+
+
+def _log(ratio: Fraction) -> float:
+    """Return ln(ratio): via the correctly rounded float when it fits, else by parts."""
+    try:
+        return math.log(float(ratio))
+    except OverflowError:
+        return math.log(ratio.numerator) - math.log(ratio.denominator)

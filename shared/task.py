@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -53,7 +54,8 @@ class TaskConfig:
     fingerprint: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.task_id, str) or not TASK_ID.match(self.task_id):
+        # fullmatch: with match, "$" also matches before a trailing newline ("id\n").
+        if not isinstance(self.task_id, str) or not TASK_ID.fullmatch(self.task_id):
             raise ParameterError(
                 "task_id must be 1-64 letters, digits, '_', '.' or '-', starting with a "
                 f"letter or digit, got {self.task_id!r}")
@@ -69,6 +71,10 @@ class TaskConfig:
         check_int("time_precision", self.time_precision, 1, 366 * DAY)
         check_int("min_batch_size", self.min_batch_size, 1, 10**9)
         if self.domain is not None:
+            # tuple("abc") would silently turn a string into the domain ('a', 'b', 'c')
+            if isinstance(self.domain, str | bytes) or not isinstance(self.domain, Sequence):
+                raise ParameterError("domain must be a list of distinct strings, got "
+                                     f"{type(self.domain).__name__}")
             object.__setattr__(self, "domain", tuple(self.domain))
         for name in ("epsilon", "alpha", "beta"):  # 4 and 4.0 must fingerprint alike
             value = getattr(self, name)
@@ -83,6 +89,7 @@ class TaskConfig:
     @classmethod
     def create(cls, **params: Any) -> TaskConfig:
         """Return a new task; a sketch task without ``hash_seed`` gets a random one."""
+        _check_field_names(params, allowed=set())
         if params.get("mechanism") in ("cms", "hcms") and params.get("hash_seed") is None:
             params["hash_seed"] = secrets.randbelow(MAX_SEED + 1)
         return cls(**params)
@@ -92,14 +99,8 @@ class TaskConfig:
         """Return the task a :meth:`to_dict` produced (its fingerprint is checked)."""
         if not isinstance(data, dict):
             raise ParameterError("a task must be a JSON object")
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(data) - known - {"effective_epsilon"}
-        if unknown:
-            raise ParameterError(f"unknown task fields: {', '.join(sorted(unknown))}")
-        try:
-            return cls(**{key: value for key, value in data.items() if key in known})
-        except TypeError as error:
-            raise ParameterError(f"task is missing a field: {error}") from None
+        _check_field_names(data, allowed={"effective_epsilon"})
+        return cls(**{key: value for key, value in data.items() if key in _FIELDS})
 
     @cached_property
     def mechanism_object(self) -> Mechanism:
@@ -148,3 +149,16 @@ class TaskConfig:
             fields["domain"] = list(self.domain)
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+_FIELDS = frozenset(TaskConfig.__dataclass_fields__)
+
+
+def _check_field_names(params: dict[str, Any], allowed: set[str]) -> None:
+    """Raise ParameterError (not the constructor's TypeError) for unknown or missing fields."""
+    unknown = set(params) - _FIELDS - allowed
+    if unknown:
+        raise ParameterError(f"unknown task fields: {', '.join(sorted(map(str, unknown)))}")
+    missing = [name for name in ("task_id", "mechanism") if name not in params]
+    if missing:
+        raise ParameterError(f"a task needs {' and '.join(missing)}")

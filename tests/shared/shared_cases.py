@@ -1,0 +1,99 @@
+"""Small mechanisms and exhaustive output lists used by the tests of shared/.
+
+Each mechanism is built with parameters small enough that every possible report can be
+listed, so probabilities can be checked exactly (Fractions) rather than sampled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from shared import (
+    CountMeanSketch,
+    GeneralizedRandomizedResponse,
+    HadamardCountMeanSketch,
+    HadamardReport,
+    RandomizedResponse,
+    SketchReport,
+)
+
+Mechanism = Any  # one of the four mechanism classes
+STRINGS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape")
+
+
+@dataclass(frozen=True)
+class Case:
+    """A small mechanism with the inputs to exercise it on."""
+
+    name: str
+    build: Callable[[], Mechanism]
+    values: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def conformance_cases() -> list[Case]:
+    """Return one small, fully enumerable instance of each mechanism."""
+    return [
+        Case("rr", lambda: RandomizedResponse(epsilon=1.5), (True, False)),
+        Case("grr", lambda: GeneralizedRandomizedResponse(epsilon=1.5, domain=STRINGS[:4]),
+             STRINGS[:4]),
+        Case("cms", lambda: CountMeanSketch(epsilon=3.0, k=3, m=5, hash_seed=7), STRINGS[:4]),
+        Case("hcms", lambda: HadamardCountMeanSketch(epsilon=3.0, k=2, m=4, hash_seed=7),
+             STRINGS[:4]),
+    ]
+
+
+def all_outputs(mechanism: Mechanism) -> list[Any]:
+    """Return every report the mechanism can produce."""
+    if isinstance(mechanism, RandomizedResponse):
+        return [0, 1]
+    if isinstance(mechanism, GeneralizedRandomizedResponse):
+        return list(range(mechanism.d))
+    if isinstance(mechanism, CountMeanSketch):
+        return [SketchReport(row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
+                for row in range(mechanism.k)
+                for bits in itertools.product((0, 1), repeat=mechanism.m)]
+    if isinstance(mechanism, HadamardCountMeanSketch):
+        return [HadamardReport(row, col, bit) for row in range(mechanism.k)
+                for col in range(mechanism.m) for bit in (0, 1)]
+    raise TypeError(f"unknown mechanism {mechanism!r}")
+
+
+def output_key(mechanism: Mechanism, report: Any) -> Any:
+    """Return a hashable key identifying one report (for counting outcomes)."""
+    if isinstance(report, SketchReport | HadamardReport):
+        return report
+    return int(report)
+
+
+def batch_reports(mechanism: Mechanism, batch: Any) -> list[Any]:
+    """Return the single reports of a ``privatize_many`` batch."""
+    if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch):
+        return [batch.report(i) for i in range(len(batch))]
+    return [int(x) for x in batch]
+
+
+def worst_case_ratio(mechanism: Mechanism, values: Sequence[Any]) -> Fraction:
+    """Return max over pairs of distinct values and all outputs of P(o|x) / P(o|y)."""
+    outputs = all_outputs(mechanism)
+    table = {v: [mechanism.output_probability(v, o) for o in outputs] for v in values}
+    worst = Fraction(0)
+    for x, y in itertools.permutations(values, 2):
+        for p_x, p_y in zip(table[x], table[y], strict=True):
+            assert p_x > 0 and p_y > 0, "every output must be possible under every input"
+            worst = max(worst, p_x / p_y)
+    return worst
+
+
+def fraction_log(value: Fraction) -> float:
+    """Return ln(value) for a positive Fraction, even when it overflows a float."""
+    return math.log(value.numerator) - math.log(value.denominator)
