@@ -1,0 +1,60 @@
+"""Which decoded reports of a batch may be counted: the time window and duplicate ids.
+
+A report's time is the start of its bucket. It is ``report_too_early`` if that bucket starts
+after the bucket holding now + clock skew, and ``report_expired`` if the bucket ended more
+than the acceptance window ago. Its id is remembered until that same moment (``expires``),
+after which a replay would be refused as expired anyway: an id is counted once, ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from shared import Envelope, Rejection, TaskConfig
+from shared.codec import b64encode
+
+REPLAYED = ("this report id was already received and counted; a retrying client may "
+            "treat this as success")
+
+
+@dataclass
+class Admission:
+    """Reports to store, when each id may be forgotten, and the ones refused."""
+
+    envelopes: list[Envelope] = field(default_factory=list)
+    expires: list[int] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+def admit(task: TaskConfig, envelopes: Sequence[Envelope], now: float, *,
+          acceptance_window: int, clock_skew: int) -> Admission:
+    """Split decoded reports into those to store and those refused for time or repetition."""
+    latest = task.floor_time(now + clock_skew)
+    out, ids = Admission(), set()
+    for envelope in envelopes:
+        closes = envelope.time + task.time_precision + acceptance_window
+        if envelope.time > latest:
+            out.rejected.append(_reject(envelope.report_id, "report_too_early",
+                                        f"time {envelope.time} is in a future bucket; "
+                                        "check the device clock"))
+        elif closes < now:
+            out.rejected.append(_reject(envelope.report_id, "report_expired",
+                                        f"time {envelope.time} is older than the "
+                                        f"{acceptance_window} s acceptance window"))
+        elif envelope.report_id in ids:
+            out.rejected.append(_reject(envelope.report_id, "report_replayed", REPLAYED))
+        else:
+            ids.add(envelope.report_id)
+            out.envelopes.append(envelope)
+            out.expires.append(closes)
+    return out
+
+
+def replays(report_ids: Iterable[bytes]) -> list[Rejection]:
+    """Return the rejections of reports whose ids the store had seen."""
+    return [_reject(report_id, "report_replayed", REPLAYED) for report_id in report_ids]
+
+
+def _reject(report_id: bytes, reason: str, message: str) -> Rejection:
+    return Rejection(b64encode(report_id), reason, message)

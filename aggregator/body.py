@@ -1,0 +1,67 @@
+"""Read a JSON request body within size limits, gzip included.
+
+The compressed body is bounded by Flask's ``MAX_CONTENT_LENGTH`` (set from
+``MAX_BODY_BYTES``) and read through a stream; a gzip body is inflated incrementally with
+``max_length`` so a gzip bomb is refused with 413 after at most ``MAX_BODY_BYTES`` of
+output, never fully expanded in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from flask import current_app, request
+
+from aggregator.problems import ApiError
+
+READ_SIZE = 64 * 1024
+GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
+
+
+def json_body() -> Any:
+    """Return the parsed JSON body, or raise an ApiError saying what is wrong with it."""
+    if request.mimetype != "application/json":
+        raise ApiError(415, "unsupported_media_type",
+                       "send the body as JSON with 'Content-Type: application/json'")
+    limit = int(current_app.config["MAX_BODY_BYTES"])
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding == "gzip":
+        raw = _inflate(limit)
+    elif encoding == "identity":
+        raw = _read(limit)
+    else:
+        raise ApiError(415, "unsupported_media_type",
+                       f"Content-Encoding {encoding!r} is not supported; use gzip or none")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        raise ApiError(400, "invalid_json", f"the body is not valid UTF-8 JSON: "
+                                            f"{str(error)[:200]}") from None
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large",
+                    f"the body exceeds {limit} bytes (after decompression); send smaller "
+                    "batches", limit=limit)
+
+
+def _read(limit: int) -> bytes:
+    data = request.stream.read(limit + 1)
+    if len(data) > limit:
+        raise _too_large(limit)
+    return data
+
+
+def _inflate(limit: int) -> bytes:
+    inflater = zlib.decompressobj(GZIP_WINDOW)
+    try:
+        out = inflater.decompress(_read(limit), limit + 1)
+    except zlib.error:
+        raise ApiError(400, "invalid_gzip", "the body is not valid gzip data") from None
+    if len(out) > limit or inflater.unconsumed_tail:  # output was cut at the cap
+        raise _too_large(limit)
+    if not inflater.eof or inflater.unused_data:
+        raise ApiError(400, "invalid_gzip", "the body must be exactly one complete gzip member")
+    return out

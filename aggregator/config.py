@@ -1,0 +1,36 @@
+"""Default configuration of the aggregator.
+
+Every key can be overridden by the instance file ``config.py`` in the instance folder, then
+by ``LDP_<KEY>`` environment variables (values parsed as JSON when they parse, e.g.
+``LDP_MAX_REPORTS_PER_BATCH=1000``), then by the ``test_config`` mapping given to
+``create_app``.
+"""
+
+from __future__ import annotations
+
+DAY = 86_400
+
+DEFAULTS: dict[str, object] = {
+    # SQLite file; None means "ldp-aggregator.sqlite3" in the instance folder.
+    "DATABASE": None,
+    # WAL + NORMAL: a commit is in the OS page cache before the 200 is sent, so `kill -9`
+    # loses nothing; only a power cut can lose the last commits. FULL survives that too.
+    "SQLITE_SYNCHRONOUS": "NORMAL",
+    # How long a writer waits for another worker's transaction before giving up (s).
+    "SQLITE_BUSY_TIMEOUT": 30.0,
+    # Bearer tokens given in the environment (tests, demos); `ldp-aggregator tokens create`
+    # stores hashed tokens in the database instead. Both are accepted.
+    "ADMIN_TOKEN": None,
+    "ANALYST_TOKEN": None,
+    # Upper bound of a request body, compressed and (for gzip) after decompression.
+    "MAX_BODY_BYTES": 4 * 1024 * 1024,
+    "MAX_REPORTS_PER_BATCH": 5000,
+    "MAX_CANDIDATES": 100_000,
+    # Reports whose time bucket ended longer ago than this are refused (report_expired);
+    # their ids are forgotten after it, so a replay can never count twice.
+    "ACCEPTANCE_WINDOW": 7 * DAY,
+    # Tolerated client clock lead before a report counts as report_too_early (s).
+    "CLOCK_SKEW": 600,
+    # Seconds between two collections of expired report ids (per process).
+    "COLLECT_INTERVAL": 60,
+}

@@ -1,0 +1,49 @@
+"""The application factory (Flask's tutorial pattern: no module-level app)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from aggregator import metrics, problems, store
+from aggregator.config import DEFAULTS
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    """Return a configured aggregator app.
+
+    Configuration: :data:`aggregator.config.DEFAULTS`, then ``config.py`` in the instance
+    folder, then ``LDP_*`` environment variables, then ``test_config``.
+    """
+    app = Flask(__name__.rpartition(".")[0], instance_relative_config=True)
+    app.config.from_mapping(DEFAULTS)
+    app.config.from_pyfile("config.py", silent=True)
+    app.config.from_prefixed_env("LDP")
+    if test_config is not None:
+        app.config.from_mapping(test_config)
+    _normalize(app)
+    os.makedirs(app.instance_path, exist_ok=True)
+    # werkzeug's request log line starts with the client's IP address: never log it.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+    problems.init_app(app)
+    metrics.init_app(app)
+    store.init_app(app)
+    from aggregator import estimates, ingest, ops, tasks
+
+    for module in (tasks, ingest, estimates, ops):
+        app.register_blueprint(module.bp)
+    return app
+
+
+def _normalize(app: Flask) -> None:
+    # Environment values are parsed as JSON, so a numeric-looking token arrives as an int.
+    for key in ("ADMIN_TOKEN", "ANALYST_TOKEN"):
+        if app.config.get(key) is not None:
+            app.config[key] = str(app.config[key])
+    app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
+    app.json.sort_keys = False  # type: ignore[attr-defined]

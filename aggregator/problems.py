@@ -1,0 +1,78 @@
+"""RFC 9457 problem details: every error the API returns, for any input.
+
+An :class:`ApiError` raised anywhere in a view becomes ``application/problem+json`` with a
+stable ``type`` (``urn:ldp-telemetry:problem:<code>``), a title, the status and a detail that
+says what to fix; werkzeug's HTTP errors and unexpected exceptions are wrapped the same way
+so a client never sees an HTML page, a 500 body with a traceback, or a stack in a log line
+that carries request data.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, json
+from werkzeug.exceptions import HTTPException
+
+PROBLEM_TYPE = "urn:ldp-telemetry:problem:"
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+log = logging.getLogger(__name__)
+
+_HTTP_CODES = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type",
+    429: "too_many_requests", 503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error answered as a problem document; ``extra`` fields are added to it."""
+
+    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.extra = status, code, detail, extra
+        self.headers: dict[str, str] = {}
+
+
+def problem_response(status: int, code: str, title: str, detail: str,
+                     extra: dict[str, Any] | None = None) -> Response:
+    """Return a problem+json response."""
+    body = {"type": PROBLEM_TYPE + code, "title": title, "status": status, "detail": detail}
+    body.update(extra or {})
+    return Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
+
+
+def _title(code: str) -> str:
+    return code.replace("_", " ").capitalize()
+
+
+def _api_error(error: ApiError) -> Response:
+    response = problem_response(error.status, error.code, _title(error.code), error.detail,
+                                error.extra)
+    response.headers.update(error.headers)
+    return response
+
+
+def _http_error(error: HTTPException) -> Response:
+    status = error.code or 500
+    code = _HTTP_CODES.get(status, "http_error")
+    response = problem_response(status, code, error.name, error.description or error.name)
+    for name, value in error.get_headers():
+        if name.lower() not in ("content-type", "content-length"):
+            response.headers[name] = value
+    return response
+
+
+def _unexpected(error: Exception) -> Response:
+    # Log the exception type and where it happened, never the request (it may hold reports).
+    log.error("unexpected %s", type(error).__name__, exc_info=error)
+    return problem_response(500, "internal_error", "Internal error",
+                            "the server failed to handle this request; it has been logged")
+
+
+def init_app(app: Flask) -> None:
+    """Register the problem handlers on an app."""
+    app.register_error_handler(ApiError, _api_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)

@@ -1,0 +1,220 @@
+"""The embedded store: one SQLite file in WAL mode, safe for several worker processes.
+
+Sums are kept per (task, bucket, row) as the row's report count ``n`` and its counters as
+a BLOB of little-endian int64. An upload is one ``BEGIN IMMEDIATE`` transaction (the
+database's single writer lock): read the seen ids and the rows the batch touches, add,
+write back, commit. Workers therefore serialize their read-modify-writes and any number of
+them give the same sums as one. The view answers only after ``COMMIT`` returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from aggregator.folding import RowSums, fold
+from aggregator.store import StoredTask, StoreUnavailable, TaskExists
+from shared import Envelope, Sums, TaskConfig
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY, config TEXT NOT NULL, upload_key_hash TEXT,
+    created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sums (
+    task_id TEXT NOT NULL, bucket INTEGER NOT NULL, row INTEGER NOT NULL,
+    n INTEGER NOT NULL, counters BLOB NOT NULL,
+    PRIMARY KEY (task_id, bucket, row)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS seen (
+    task_id TEXT NOT NULL, report_id BLOB NOT NULL, expires INTEGER NOT NULL,
+    PRIMARY KEY (task_id, report_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS seen_by_expiry ON seen (expires);
+CREATE TABLE IF NOT EXISTS tokens (
+    token_hash TEXT PRIMARY KEY, role TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL);
+"""
+CHUNK = 500  # parameters per IN (...) query, well under SQLite's limit
+COUNTER = np.dtype("<i8")
+NO_LIMIT = (-(2**63), 2**63 - 1)
+
+
+class SqliteStore:
+    """:class:`aggregator.store.Store` on one SQLite file (one connection per thread)."""
+
+    def __init__(self, path: str, *, synchronous: str = "NORMAL",
+                 busy_timeout: float = 30.0) -> None:
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA, "
+                             f"got {synchronous!r}")
+        self.path, self.synchronous, self.busy_timeout = path, synchronous.upper(), busy_timeout
+        self._local = threading.local()
+        self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
+
+    def _connection(self) -> sqlite3.Connection:
+        # One connection per thread and per process: a connection must not cross a fork.
+        conn = getattr(self._local, "conn", None)
+        if conn is None or self._local.pid != os.getpid():
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:  # still locked after busy_timeout
+            raise StoreUnavailable(str(error)) from error
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def initialize(self) -> None:
+        """Switch the file to WAL mode and create the schema (idempotent)."""
+        conn = self._connection()
+        conn.execute("PRAGMA journal_mode=WAL")  # persistent: stored in the file
+        with self._write() as tx:
+            version = tx.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(f"{self.path} has schema {version}; this version of "
+                                   f"ldp-aggregator reads up to {SCHEMA_VERSION}")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    tx.execute(statement)
+            tx.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def create_task(self, task: StoredTask) -> None:
+        """Store a new task, or raise TaskExists."""
+        config = json.dumps(task.config.to_dict(), sort_keys=True)
+        try:
+            with self._write() as tx:
+                tx.execute("INSERT INTO tasks VALUES (?, ?, ?, ?)",
+                           (task.config.task_id, config, task.upload_key_hash, int(time.time())))
+        except sqlite3.IntegrityError:
+            raise TaskExists(task.config.task_id) from None
+
+    def get_task(self, task_id: str) -> StoredTask | None:
+        """Return a task, or None."""
+        if task_id not in self._tasks:
+            row = self._connection().execute(
+                "SELECT config, upload_key_hash FROM tasks WHERE task_id = ?",
+                (task_id,)).fetchone()
+            if row is None:
+                return None
+            self._tasks[task_id] = _task(*row)
+        return self._tasks[task_id]
+
+    def list_tasks(self) -> list[StoredTask]:
+        """Return every task, ordered by id."""
+        rows = self._connection().execute(
+            "SELECT config, upload_key_hash FROM tasks ORDER BY task_id").fetchall()
+        return [_task(*row) for row in rows]
+
+    def add_reports(self, task: TaskConfig, envelopes: Sequence[Envelope],
+                    expires: Sequence[int]) -> set[bytes]:
+        """Add the reports not seen before in one transaction; return the replayed ids."""
+        task_id = task.task_id
+        with self._write() as tx:
+            replayed = self._seen(tx, task_id, [e.report_id for e in envelopes])
+            fresh = [(e, x) for e, x in zip(envelopes, expires, strict=True)
+                     if e.report_id not in replayed]
+            tx.executemany("INSERT INTO seen VALUES (?, ?, ?)",
+                           [(task_id, e.report_id, x) for e, x in fresh])
+            by_bucket: defaultdict[int, list] = defaultdict(list)
+            for envelope, _ in fresh:
+                by_bucket[envelope.time].append(envelope.payload)
+            for bucket, payloads in by_bucket.items():
+                self._add_rows(tx, task_id, bucket, fold(task.mechanism_object, payloads))
+        return replayed
+
+    @staticmethod
+    def _seen(tx: sqlite3.Connection, task_id: str, ids: list[bytes]) -> set[bytes]:
+        found: set[bytes] = set()
+        for start in range(0, len(ids), CHUNK):
+            part = ids[start:start + CHUNK]
+            marks = ",".join("?" * len(part))
+            found.update(row[0] for row in tx.execute(
+                f"SELECT report_id FROM seen WHERE task_id = ? AND report_id IN ({marks})",
+                (task_id, *part)))
+        return found
+
+    @staticmethod
+    def _add_rows(tx: sqlite3.Connection, task_id: str, bucket: int, new: RowSums) -> None:
+        index = {int(row): i for i, row in enumerate(new.rows)}
+        n, table = new.n.copy(), new.table.copy()
+        rows = list(index)
+        for start in range(0, len(rows), CHUNK):
+            part = rows[start:start + CHUNK]
+            marks = ",".join("?" * len(part))
+            for row, count, blob in tx.execute(
+                    f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
+                    f"AND row IN ({marks})", (task_id, bucket, *part)):
+                n[index[row]] += count
+                table[index[row]] += np.frombuffer(blob, dtype=COUNTER)
+        tx.executemany(
+            "INSERT INTO sums VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, bucket, row) "
+            "DO UPDATE SET n = excluded.n, counters = excluded.counters",
+            [(task_id, bucket, row, int(n[i]), table[i].astype(COUNTER).tobytes())
+             for row, i in index.items()])
+
+    def collect_expired(self, now: int) -> int:
+        """Forget report ids whose acceptance window closed before ``now``."""
+        with self._write() as tx:
+            return tx.execute("DELETE FROM seen WHERE expires < ?", (now,)).rowcount
+
+    def count_reports(self, task_id: str, start: int | None, end: int | None) -> int:
+        """Return the number of reports in buckets starting in [start, end)."""
+        low, high = _bounds(start, end)
+        row = self._connection().execute(
+            "SELECT COALESCE(SUM(n), 0) FROM sums WHERE task_id = ? AND bucket >= ? "
+            "AND bucket < ?", (task_id, low, high)).fetchone()
+        return int(row[0])
+
+    def load_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Sums:
+        """Return the task's sums merged over buckets starting in [start, end)."""
+        sums = task.mechanism_object.new_sums()
+        low, high = _bounds(start, end)
+        cursor = self._connection().execute(
+            "SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket >= ? "
+            "AND bucket < ?", (task.task_id, low, high))
+        for row, count, blob in cursor:  # one row in memory at a time, whatever n is
+            sums.n[row] += count
+            sums.table[row] += np.frombuffer(blob, dtype=COUNTER)
+        return sums
+
+    def add_token(self, token_hash: str, role: str) -> None:
+        """Store the hash of a new token with its role."""
+        with self._write() as tx:
+            tx.execute("INSERT INTO tokens VALUES (?, ?, ?)",
+                       (token_hash, role, int(time.time())))
+
+    def token_role(self, token_hash: str) -> str | None:
+        """Return the role of a stored token hash, or None."""
+        row = self._connection().execute(
+            "SELECT role FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def check_writable(self) -> None:
+        """Commit a one-row write (raises sqlite3.Error if the file cannot be written)."""
+        with self._write() as tx:
+            tx.execute("INSERT OR REPLACE INTO probe VALUES (1, ?)", (int(time.time()),))
+
+
+def _task(config: str, upload_key_hash: str | None) -> StoredTask:
+    return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash)
+
+
+def _bounds(start: int | None, end: int | None) -> tuple[int, int]:
+    return (NO_LIMIT[0] if start is None else start, NO_LIMIT[1] if end is None else end)

@@ -1,0 +1,103 @@
+"""The storage interface of the aggregator and its wiring into the app.
+
+The collector keeps tasks, exact integer sums per (task, time bucket, sketch row), the ids
+of reports seen inside their acceptance window, and hashed tokens. :class:`Store` is what
+the views need; :mod:`aggregator.sqlite_store` is the embedded implementation and another
+backend (e.g. PostgreSQL) implements the same methods. Every method is atomic.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from flask import Flask, Response, current_app
+
+from aggregator.problems import problem_response
+from shared import Envelope, Sums, TaskConfig
+
+EXTENSION = "ldp_store"
+
+
+class TaskExists(Exception):
+    """A task with this id exists already (tasks are immutable)."""
+
+
+class StoreUnavailable(Exception):
+    """The store cannot answer now (e.g. its write lock stayed busy); retry later."""
+
+
+@dataclass(frozen=True)
+class StoredTask:
+    """A task and the SHA-256 of its upload key (None: uploads are public)."""
+
+    config: TaskConfig
+    upload_key_hash: str | None = None
+
+
+class Store(Protocol):
+    """What the views need from storage."""
+
+    def create_task(self, task: StoredTask) -> None:
+        """Store a new task, or raise TaskExists."""
+
+    def get_task(self, task_id: str) -> StoredTask | None:
+        """Return a task, or None if there is none with this id."""
+
+    def list_tasks(self) -> list[StoredTask]:
+        """Return every task, ordered by id."""
+
+    def add_reports(self, task: TaskConfig, envelopes: Sequence[Envelope],
+                    expires: Sequence[int]) -> set[bytes]:
+        """Add the reports whose id was not seen before, in one transaction.
+
+        ``expires[i]`` is when report i's id may be forgotten (its window has closed).
+        Return the ids that were already seen (and so added nothing). Distinct ids only.
+        """
+
+    def collect_expired(self, now: int) -> int:
+        """Forget report ids whose window closed before ``now``; return how many."""
+
+    def count_reports(self, task_id: str, start: int | None, end: int | None) -> int:
+        """Return the number of reports in buckets starting in [start, end)."""
+
+    def load_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Sums:
+        """Return the task's sums merged over buckets starting in [start, end)."""
+
+    def add_token(self, token_hash: str, role: str) -> None:
+        """Store the hash of a new token with its role."""
+
+    def token_role(self, token_hash: str) -> str | None:
+        """Return the role of a stored token hash, or None."""
+
+    def check_writable(self) -> None:
+        """Raise if the store cannot commit a write right now."""
+
+
+def init_app(app: Flask) -> None:
+    """Open the configured store (creating its schema) and attach it to the app."""
+    from aggregator.sqlite_store import SqliteStore  # the embedded default backend
+
+    path = app.config["DATABASE"] or os.path.join(app.instance_path, "ldp-aggregator.sqlite3")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    app.config["DATABASE"] = path
+    store = SqliteStore(path, synchronous=str(app.config["SQLITE_SYNCHRONOUS"]),
+                        busy_timeout=float(app.config["SQLITE_BUSY_TIMEOUT"]))
+    store.initialize()
+    app.extensions[EXTENSION] = store
+    app.register_error_handler(StoreUnavailable, _unavailable)
+
+
+def _unavailable(error: StoreUnavailable) -> Response:
+    response = problem_response(503, "unavailable", "Unavailable",
+                                "the database is busy; retry after the Retry-After delay")
+    response.headers["Retry-After"] = "1"
+    return response
+
+
+def get_store() -> Store:
+    """Return the current app's store."""
+    store: Store = current_app.extensions[EXTENSION]
+    return store

@@ -1,0 +1,83 @@
+"""Tasks: created by an admin, public to every client (cacheable, ETag = fingerprint)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request, url_for
+
+from aggregator.auth import hash_token, new_token, require_role
+from aggregator.body import json_body
+from aggregator.problems import ApiError
+from aggregator.store import StoredTask, TaskExists, get_store
+from shared import LdpError, TaskConfig
+
+bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
+CACHE_CONTROL = "public, max-age=60"
+CREATE_FIELDS = {"task_id", "mechanism", "epsilon", "alpha", "beta", "k", "m", "domain",
+                 "time_precision", "min_batch_size", "upload_key_required"}
+
+
+@bp.get("")
+def list_tasks() -> Response:
+    """Return every task's public configuration."""
+    response = jsonify(tasks=[stored.config.to_dict() for stored in get_store().list_tasks()])
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+@bp.get("/<task_id>")
+def get_task(task_id: str) -> Response:
+    """Return one task's public configuration; 304 if the client's copy is current."""
+    task = find_task(task_id).config
+    response = jsonify(task.to_dict())
+    response.set_etag(task.fingerprint)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    response.make_conditional(request)
+    return response
+
+
+@bp.post("")
+@require_role("admin")
+def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Create a task; the server draws the hash seed (and the upload key, if asked)."""
+    stored, upload_key = build_task(json_body())
+    try:
+        get_store().create_task(stored)
+    except TaskExists:
+        raise ApiError(409, "task_exists", f"a task {stored.config.task_id!r} exists already; "
+                       "tasks are immutable, so choose a new task_id") from None
+    body = stored.config.to_dict()
+    if upload_key is not None:
+        body["upload_key"] = upload_key  # shown once: only its hash is stored
+    location = url_for("tasks.get_task", task_id=stored.config.task_id)
+    return body, 201, {"Location": location}
+
+
+def build_task(params: Any) -> tuple[StoredTask, str | None]:
+    """Return a new task from creation parameters, with its upload key if it needs one."""
+    if not isinstance(params, dict):
+        raise ApiError(400, "invalid_task", "the body must be a JSON object of task parameters")
+    unknown = set(params) - CREATE_FIELDS
+    if unknown:
+        raise ApiError(400, "invalid_task", f"unknown task fields {sorted(unknown)}; allowed: "
+                       f"{sorted(CREATE_FIELDS)} (the server draws hash_seed)")
+    params = dict(params)
+    needs_key = params.pop("upload_key_required", False)
+    if not isinstance(needs_key, bool):
+        raise ApiError(400, "invalid_task", "upload_key_required must be true or false")
+    try:
+        task = TaskConfig.create(**params)
+    except (LdpError, TypeError, ValueError, OverflowError) as error:
+        raise ApiError(400, "invalid_task", str(error)) from None
+    upload_key = new_token() if needs_key else None
+    return StoredTask(task, hash_token(upload_key) if upload_key else None), upload_key
+
+
+def find_task(task_id: str) -> StoredTask:
+    """Return a stored task, or raise the 404 problem ``unknown_task``."""
+    stored = get_store().get_task(task_id)
+    if stored is None:
+        raise ApiError(404, "unknown_task", f"there is no task {task_id!r}; list the tasks "
+                       "with GET /v1/tasks", task_id=task_id[:64])
+    return stored
