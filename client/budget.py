@@ -1,0 +1,91 @@
+"""On-device privacy limits: reports per task per period, and reuse of a period's report.
+
+Each report a task's mechanism produces is ε-locally differentially private, with ε the
+task's *effective* epsilon (``TaskConfig.effective_epsilon``). The client adds two limits,
+per task and per period (the task's ``time_precision`` bucket, one day by default):
+
+1. **At most N reports** (``reports_per_period``, default 1). A further record is dropped
+   and counted as ``budget_exhausted``.
+2. **Memoization.** Recording a value already recorded in the same period does not draw
+   fresh noise: the report privatized the first time (same report id, same bits) is
+   queued again, and the server counts it once. Without this, an observer could average
+   many noisy copies of one value and remove the noise.
+
+Cumulative epsilon. By sequential composition, what a device discloses about its values
+in one period of one task is at most ``N · ε``; repeats of a value cost nothing more. Over
+``T`` periods it is at most ``T · N · ε`` — this SDK does not bound it across periods
+(each period draws fresh noise, as in Apple's deployment), so choose ε, N and
+``time_precision`` with the lifetime of the app in mind. Example: ε = 4, N = 1, daily:
+4 per day, 120 after 30 days in the worst case (a value that changes every day). Tasks
+compose too: a device answering two tasks about related facts spends both budgets.
+
+The memo is looked up by ``HMAC-SHA256(device secret, fingerprint ‖ period ‖ value)``,
+never by the value itself. The secret is 32 random bytes kept in ``<data_dir>/device.key``
+(mode 0600), or in memory without a data_dir — then the limits hold only for the life of
+the process, and every process of an app keeps its own. Whoever can read the data_dir
+can test candidate values against the memo, so it must be protected like the app's own
+data (which holds the raw values anyway).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from pathlib import Path
+
+import numpy as np
+
+from client.errors import ConfigurationError
+from shared.errors import ValueOutOfDomain
+from shared.grr import GeneralizedRandomizedResponse
+from shared.hashing import value_bytes
+from shared.task import TaskConfig
+
+SECRET_FILE = "device.key"
+SECRET_BYTES = 32
+
+
+def load_secret(data_dir: Path | None) -> bytes:
+    """Return the device secret, creating it in ``data_dir`` the first time."""
+    if data_dir is None:
+        return os.urandom(SECRET_BYTES)
+    path = data_dir / SECRET_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        secret = path.read_bytes()
+        if len(secret) != SECRET_BYTES:
+            raise ConfigurationError(f"{path} is not a {SECRET_BYTES}-byte device secret; "
+                                     "delete it to start a new one") from None
+        return secret
+    secret = os.urandom(SECRET_BYTES)
+    with os.fdopen(fd, "wb") as file:
+        file.write(secret)
+        file.flush()
+        os.fsync(file.fileno())
+    return secret
+
+
+def canonical_value(task: TaskConfig, value: object) -> bytes:
+    """Return the bytes that identify a value for ``task``; raise ValueOutOfDomain if invalid.
+
+    This is also the validation ``record`` does before anything else; its messages never
+    contain the value.
+    """
+    if task.mechanism == "rr":
+        if isinstance(value, bool | np.bool_) or (type(value) is int and value in (0, 1)):
+            return b"\x01" if value else b"\x00"
+        raise ValueOutOfDomain(f"task {task.task_id!r} takes a bool, "
+                               f"got {type(value).__name__}")
+    if task.mechanism == "grr":
+        mechanism = task.mechanism_object
+        assert isinstance(mechanism, GeneralizedRandomizedResponse)
+        return mechanism.index_of(value).to_bytes(4, "big")  # type: ignore[arg-type]
+    return value_bytes(value)  # type: ignore[arg-type]
+
+
+def lookup_key(secret: bytes, task: TaskConfig, period: int, value: bytes) -> bytes:
+    """Return the memo key of a canonical value in a period of a task."""
+    message = task.fingerprint.encode("ascii") + period.to_bytes(8, "big", signed=True) + value
+    return hmac.new(secret, message, hashlib.sha256).digest()

@@ -1,0 +1,242 @@
+"""The SDK's entry point: :class:`Client` privatizes values and hands them to the uploader.
+
+``record`` runs on the caller's thread: it looks up the task's configuration, validates
+the value, applies the on-device limits (:mod:`client.budget`), privatizes the value with
+the OS CSPRNG, and queues only the encoded report. The raw value is never queued,
+written, logged, put in an exception or sent. After construction no method raises into
+the application: problems are logged once and counted in :meth:`Client.stats`.
+Construction raises :class:`client.ConfigurationError` for bad settings.
+
+Embedding safety: the uploader is one daemon thread, restarted on demand in a forked
+child; ``flush`` and ``close`` take one timeout; an atexit hook closes every open client
+within its ``atexit_timeout`` (None turns it off); ``enabled=False`` or ``LDP_DISABLED=1``
+makes ``record`` a no-op and deletes queued reports.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sqlite3
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from client.budget import canonical_value, load_secret, lookup_key
+from client.errors import ConfigurationError
+from client.http_transport import HTTPTransport
+from client.problems import ProblemLog
+from client.settings import DEFAULT, Default, RetryPolicy, Settings, Timeouts
+from client.sqlite_storage import SqliteStorage
+from client.stats import ClientStats, Counters
+from client.storage import Admission, MemoryStorage, Pending, Storage
+from client.tasks import TaskRegistry
+from client.transport import Transport
+from client.uploader import Uploader
+from shared.codec import Envelope, encode_report, new_report_id
+from shared.errors import ValueOutOfDomain
+from shared.task import TaskConfig
+
+_live: weakref.WeakSet[Client] = weakref.WeakSet()
+
+
+class Client:
+    """Record privatized telemetry for the tasks of one collector.
+
+    ``endpoint`` is the collector's base URL (or ``LDP_ENDPOINT``); see
+    :mod:`client.settings` for every option and its environment variable. ``tasks`` pins
+    task configurations (they are then never fetched); ``transport`` replaces the HTTP
+    transport (e.g. :class:`client.InMemoryTransport` in tests); ``clock`` gives Unix
+    time and exists for tests.
+    """
+
+    def __init__(self, endpoint: str | None = None, *, upload_key: str | None = None,
+                 data_dir: str | os.PathLike[str] | None = None,
+                 tasks: Iterable[TaskConfig] | None = None, transport: Transport | None = None,
+                 enabled: bool | None = None, batch_size: int | Default = DEFAULT,
+                 flush_interval: float | Default = DEFAULT, max_queue: int | Default = DEFAULT,
+                 max_queue_bytes: int | Default = DEFAULT,
+                 reports_per_period: int | Default | None = DEFAULT,
+                 atexit_timeout: float | Default | None = DEFAULT,
+                 timeouts: Timeouts | Default = DEFAULT, retry: RetryPolicy | Default = DEFAULT,
+                 clock: Callable[[], float] = time.time) -> None:
+        arguments = dict(locals())
+        for name in ("self", "tasks", "transport", "clock", "__class__"):
+            arguments.pop(name, None)
+        if transport is not None and not isinstance(transport, Transport):
+            raise ConfigurationError("transport must have handle(request, *, timeout) and close()")
+        self.settings = settings = Settings.resolve(arguments, needs_http=transport is None)
+        self._clock = clock
+        self._counters, self._problems = Counters(), ProblemLog()
+        self._secret = load_secret(_prepare(settings.data_dir))
+        self._storage = self._open_storage()
+        self._owns_transport = transport is None
+        self._transport: Transport = transport or HTTPTransport(
+            settings.endpoint, upload_key=settings.upload_key, timeouts=settings.timeouts,
+            retry=settings.retry)
+        self._registry = TaskRegistry(self._transport, pinned=tasks or (),
+                                      timeout=settings.timeouts.config, problems=self._problems)
+        self._uploader = Uploader(storage=self._storage, transport=self._transport,
+                                  registry=self._registry, counters=self._counters,
+                                  problems=self._problems, settings=settings)
+        self._enabled, self._closed = True, False
+        if not settings.enabled:
+            self.set_enabled(False)
+        _live.add(self)
+
+    def _open_storage(self) -> Storage:
+        settings = self.settings
+        if settings.data_dir is None:
+            return MemoryStorage(max_queue=settings.max_queue,
+                                 max_bytes=settings.max_queue_bytes)
+        try:
+            return SqliteStorage(settings.data_dir, max_queue=settings.max_queue,
+                                 max_bytes=settings.max_queue_bytes, on_drop=self._counters.drop)
+        except (sqlite3.Error, OSError) as error:
+            raise ConfigurationError(f"data_dir {settings.data_dir} cannot hold the queue: "
+                                     f"{error}") from None
+
+    def record(self, task_id: str, value: Any) -> bool:
+        """Privatize ``value`` for task ``task_id`` and queue the report; True if queued.
+
+        rr takes a bool, grr one of the task's domain values, cms/hcms a str. Never raises.
+        """
+        if not self._enabled:
+            return False
+        if self._closed:
+            self._counters.drop("closed")
+            return False
+        try:
+            return self._record(task_id, value)
+        except ValueOutOfDomain:
+            return self._drop("invalid_value", "ldp-telemetry: a value of the wrong type or "
+                              "outside the domain of task %r was dropped", task_id)
+        except sqlite3.Error as error:
+            return self._drop("storage_error", "ldp-telemetry: the on-disk queue failed (%s)",
+                              type(error).__name__)
+        except Exception as error:  # never into the host app; the type only, no message
+            return self._drop("internal_error", "ldp-telemetry: record failed (%s)",
+                              type(error).__name__)
+
+    def _record(self, task_id: str, value: Any) -> bool:
+        task = self._registry.get(task_id) if isinstance(task_id, str) else None
+        if task is None:
+            return self._drop("task_unavailable", "ldp-telemetry: task %r is unavailable; "
+                              "records are dropped", task_id if isinstance(task_id, str) else "?")
+        period = task.floor_time(self._clock())
+        lookup = lookup_key(self._secret, task, period, canonical_value(task, value))
+        admission = self._storage.admit(task.fingerprint, period, lookup,
+                                        self.settings.reports_per_period,
+                                        lambda: _privatize(task, period, value))
+        if admission in (Admission.NEW, Admission.REUSED):
+            self._uploader.notify(self._storage.count())
+            return True
+        return self._drop(admission.value, "ldp-telemetry: a record of task %r was dropped: %s",
+                          task_id, admission.value)
+
+    def _drop(self, reason: str, message: str, *args: object) -> bool:
+        self._counters.drop(reason)
+        self._problems.report(reason, message, *args)
+        return False
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Send everything queued; return True if the queue emptied within ``timeout`` s."""
+        if not self._enabled or self._closed:
+            return not self._closed
+        try:
+            return self._uploader.flush(timeout)
+        except Exception as error:
+            self._problems.report("flush", "ldp-telemetry: flush failed (%s)",
+                                  type(error).__name__)
+            return False
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Flush, then stop the uploader, all within ``timeout`` s; True if nothing was lost.
+
+        Reports still queued are kept on disk with a data_dir (sent by the next client
+        using it), else dropped and counted as ``closed``. Idempotent.
+        """
+        if self._closed:
+            return True
+        deadline = time.monotonic() + timeout
+        flushed = self.flush(timeout)
+        self._closed = True
+        try:
+            self._uploader.stop(0)
+            if self._owns_transport:
+                self._transport.close()  # interrupts a retry wait in the uploader thread
+            self._uploader.stop(deadline - time.monotonic())
+            lost = 0 if self.settings.data_dir is not None else self._storage.clear()
+            self._counters.drop("closed", lost)
+            self._storage.close()
+            return flushed and not lost
+        except Exception as error:
+            self._problems.report("close", "ldp-telemetry: close failed (%s)",
+                                  type(error).__name__)
+            return False
+
+    def set_enabled(self, enabled: bool) -> None:
+        """Turn recording on or off; turning it off deletes every queued report."""
+        self._enabled = bool(enabled)
+        if not self._enabled:
+            try:
+                self._counters.drop("disabled", self._storage.clear())
+            except Exception as error:
+                self._problems.report("disable", "ldp-telemetry: clearing the queue failed "
+                                      "(%s)", type(error).__name__)
+
+    @property
+    def enabled(self) -> bool:
+        """Return whether ``record`` queues anything."""
+        return self._enabled
+
+    def stats(self) -> ClientStats:
+        """Return the counters: sent, queued, retries, failed batches, drops by reason."""
+        try:
+            queued = 0 if self._closed else self._storage.count()
+        except Exception:
+            queued = 0
+        return self._counters.snapshot(queued)
+
+    def _after_fork_in_child(self) -> None:
+        for part in (self._counters, self._problems, self._registry, self._storage,
+                     self._uploader):
+            part.after_fork()
+
+    def _at_exit(self) -> None:
+        if self.settings.atexit_timeout is not None:
+            self.close(self.settings.atexit_timeout)
+
+
+def _privatize(task: TaskConfig, period: int, value: Any) -> Pending:
+    """Return the encoded report of ``value``, privatized with the OS CSPRNG."""
+    payload = task.mechanism_object.privatize(value)
+    encoded = encode_report(task, Envelope(new_report_id(), task.fingerprint, period, payload))
+    return Pending(task.task_id, encoded["report_id"],
+                   json.dumps(encoded, separators=(",", ":")))
+
+
+def _prepare(data_dir: Path | None) -> Path | None:
+    if data_dir is not None:
+        try:
+            data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigurationError(f"data_dir {data_dir} cannot be created: {error}") from None
+    return data_dir
+
+
+def _after_fork_in_child() -> None:
+    for client in list(_live):
+        client._after_fork_in_child()
+
+
+def _close_all_at_exit() -> None:
+    for client in list(_live):
+        client._at_exit()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_all_at_exit)

@@ -1,0 +1,165 @@
+"""The network transport: a ``requests`` session with urllib3's retry support.
+
+Retries use :class:`urllib3.util.Retry` mounted on the session's adapter: connection
+errors, read timeouts, 429 and 5xx are retried, POST included (uploads are idempotent:
+every report has its id and a replay is recognised by the server), and a Retry-After
+answer is honoured. Two things urllib3 does not do are added by subclassing its Retry:
+waits happen on an event that :meth:`HTTPTransport.close` sets (so a shutdown is never
+stuck in a backoff sleep), and no wait goes past the call's deadline. A retry resends the
+very same body bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.util import Retry
+
+from client.errors import TransportError
+from client.settings import RetryPolicy, Timeouts
+from client.transport import Request, Response
+
+MAX_RESPONSE_BYTES = 1 << 20  # the API's answers are small; never buffer more than this
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+USER_AGENT = "ldp-telemetry-client/0.1"
+
+
+class _GiveUp(Exception):
+    """Raised from a retry wait that would pass the deadline or was interrupted."""
+
+
+class _CallState(threading.local):
+    """The deadline and retry count of the call running on this thread."""
+
+    deadline = 0.0
+    retries = 0
+    interrupt: threading.Event | None = None
+
+
+_call = _CallState()
+
+
+class DeadlineRetry(Retry):
+    """urllib3's Retry, with interruptible, deadline-bounded, jittered waits."""
+
+    def __init__(self, *args: Any, jitter: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.jitter = jitter
+
+    def new(self, **kw: Any) -> DeadlineRetry:
+        """Return a copy with updated counters (keeps the jitter)."""
+        retry = super().new(**kw)
+        retry.jitter = self.jitter
+        return retry
+
+    def increment(self, *args: Any, **kwargs: Any) -> DeadlineRetry:
+        """Count the retry urllib3 is about to make (raises when they are spent)."""
+        retry = super().increment(*args, **kwargs)
+        _call.retries += 1
+        return retry
+
+    def sleep(self, response: Any = None) -> None:
+        """Wait the Retry-After time or the backoff, unless that passes the deadline."""
+        delay = None
+        if response is not None and self.respect_retry_after_header:
+            try:
+                delay = self.get_retry_after(response)
+            except Urllib3Error:  # an unparsable Retry-After: fall back to backoff
+                delay = None
+        if delay is None:
+            attempt = max(0, len(self.history) - 1)
+            delay = min(self.backoff_max, self.backoff_factor * 2 ** attempt)
+            delay += random.random() * self.jitter  # spreads clients retrying together
+        if time.monotonic() + delay >= _call.deadline:
+            raise _GiveUp("the retry deadline would pass before the next attempt")
+        if _call.interrupt is not None and _call.interrupt.wait(delay):
+            raise _GiveUp("the transport was closed")
+
+
+class HTTPTransport:
+    """Send requests to ``endpoint`` with timeouts, bounded retries and keep-alive."""
+
+    def __init__(self, endpoint: str, *, upload_key: str | None = None,
+                 timeouts: Timeouts | None = None, retry: RetryPolicy | None = None) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self._upload_key = upload_key
+        self._timeouts = timeouts or Timeouts()
+        self._policy = retry or RetryPolicy()
+        self._reset()
+
+    def _reset(self) -> None:
+        # Sessions are per thread; after a fork the child must not touch the parent's
+        # sockets, so everything is rebuilt when the process id changes.
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._sessions: list[requests.Session] = []
+        self._closed = threading.Event()
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        """Return the answer to ``request``; raise TransportError if there is none."""
+        if os.getpid() != self._pid:
+            self._reset()
+        if self._closed.is_set():
+            raise TransportError("the transport is closed")
+        _call.deadline, _call.retries = time.monotonic() + timeout, 0
+        _call.interrupt = self._closed
+        try:
+            return self._send(request, timeout)
+        except (requests.RequestException, Urllib3Error, _GiveUp, OSError) as error:
+            raise TransportError(f"{request.method} {request.path} failed: "
+                                 f"{type(error).__name__}", retries=_call.retries) from None
+
+    def close(self) -> None:
+        """Interrupt retry waits and close every session; idempotent."""
+        self._closed.set()
+        with self._lock:
+            sessions, self._sessions = self._sessions, []
+        for session in sessions:
+            session.close()
+
+    def _send(self, request: Request, timeout: float) -> Response:
+        headers = {"User-Agent": USER_AGENT, **request.headers}
+        if self._upload_key and request.method == "POST":
+            headers["Authorization"] = f"Bearer {self._upload_key}"
+        per_attempt = (min(self._timeouts.connect, timeout), min(self._timeouts.read, timeout))
+        answer = self._session().request(request.method, self.endpoint + request.path,
+                                         data=request.body, headers=headers,
+                                         timeout=per_attempt, stream=True,
+                                         allow_redirects=False)
+        try:
+            body = answer.raw.read(MAX_RESPONSE_BYTES, decode_content=True)
+        finally:
+            answer.close()
+        return Response(answer.status_code, {k.lower(): v for k, v in answer.headers.items()},
+                        body, retries=_call.retries)
+
+    def _session(self) -> requests.Session:
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            adapter = HTTPAdapter(max_retries=self._retry(), pool_maxsize=2)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            self._local.session = session
+            with self._lock:
+                self._sessions.append(session)
+        return session
+
+    def _retry(self) -> DeadlineRetry:
+        policy = self._policy
+        return DeadlineRetry(
+            total=policy.max_retries, connect=policy.max_retries, read=policy.max_retries,
+            status=policy.max_retries, other=0, redirect=0,
+            allowed_methods=frozenset({"GET", "POST"}), status_forcelist=RETRY_STATUSES,
+            backoff_factor=policy.backoff, backoff_max=policy.backoff_max,
+            jitter=policy.jitter, respect_retry_after_header=True,
+            retry_after_max=policy.deadline, raise_on_status=False,
+        )

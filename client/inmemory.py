@@ -1,0 +1,146 @@
+"""An in-memory stand-in for the aggregator, for tests of applications that embed the SDK.
+
+:class:`InMemoryTransport` answers the two requests the client makes, the way the
+aggregator does: ``GET /v1/tasks/{id}`` (with ETag / If-None-Match) and
+``POST /v1/tasks/{id}/reports`` (gzip allowed; reports decoded with :mod:`shared.codec`,
+each report id counted once, a repeat answered ``report_replayed``). It does not check
+time windows or upload keys. What arrived can be inspected with :meth:`reports`,
+:meth:`sums` and :meth:`estimate`::
+
+    transport = InMemoryTransport([task])
+    client = Client("memory://", transport=transport, tasks=[task])
+    client.record(task.task_id, True)
+    client.flush()
+    transport.estimate(task.task_id).rows()
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import zlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from client.transport import Request, Response
+from shared.codec import Envelope, b64encode, decode_batch
+from shared.errors import DecodeError
+from shared.estimates import Estimates
+from shared.sums import Sums
+from shared.task import TaskConfig
+
+_PROBLEM = "urn:ldp-telemetry:problem:"
+
+
+class InMemoryTransport:
+    """Serve tasks and collect reports in memory; thread-safe."""
+
+    def __init__(self, tasks: Iterable[TaskConfig] = ()) -> None:
+        self._lock = threading.Lock()
+        self._tasks: dict[str, TaskConfig] = {}
+        self._reports: dict[str, list[Envelope]] = {}
+        self._seen: set[bytes] = set()
+        self.requests: list[Request] = []  # every request received, oldest first
+        for task in tasks:
+            self.add_task(task)
+
+    def add_task(self, task: TaskConfig) -> None:
+        """Publish (or replace) a task."""
+        with self._lock:
+            self._tasks[task.task_id] = task
+            self._reports.setdefault(task.task_id, [])
+
+    def reports(self, task_id: str) -> list[Envelope]:
+        """Return the reports accepted for a task, in arrival order."""
+        with self._lock:
+            return list(self._reports.get(task_id, []))
+
+    def sums(self, task_id: str) -> Sums:
+        """Return the task's accumulated sums over every accepted report."""
+        task = self._tasks[task_id]
+        sums = task.mechanism_object.new_sums()
+        for envelope in self.reports(task_id):
+            sums.add(envelope.payload)  # type: ignore[arg-type]
+        return sums
+
+    def estimate(self, task_id: str, candidates: Sequence[Any] | None = None,
+                 level: float = 0.95) -> Estimates:
+        """Return the task's estimates (rr: yes/no; grr: its domain unless given)."""
+        mechanism: Any = self._tasks[task_id].mechanism_object
+        sums = self.sums(task_id)
+        if candidates is None:
+            return mechanism.estimate(sums, level=level)
+        return mechanism.estimate(sums, candidates, level=level)
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        """Answer one request as the aggregator would."""
+        with self._lock:
+            self.requests.append(request)
+        parts = request.path.strip("/").split("/")
+        if len(parts) == 3 and parts[:2] == ["v1", "tasks"] and request.method == "GET":
+            return self._task(parts[2], request)
+        if len(parts) == 4 and parts[:2] == ["v1", "tasks"] and parts[3] == "reports" \
+                and request.method == "POST":
+            return self._upload(parts[2], request)
+        return _problem(404, "not_found", f"no route for {request.method} {request.path}")
+
+    def close(self) -> None:
+        """Do nothing: there is nothing to release."""
+
+    def _task(self, task_id: str, request: Request) -> Response:
+        task = self._tasks.get(task_id)
+        if task is None:
+            return _problem(404, "unknown_task", f"there is no task {task_id!r}")
+        etag = f'"{task.fingerprint}"'
+        headers = {"etag": etag, "cache-control": "public, max-age=60"}
+        if _header(request, "If-None-Match") == etag:
+            return Response(304, headers)
+        return _json(200, task.to_dict(), headers)
+
+    def _upload(self, task_id: str, request: Request) -> Response:
+        task = self._tasks.get(task_id)
+        if task is None:
+            return _problem(404, "unknown_task", f"there is no task {task_id!r}")
+        try:
+            body = request.body or b""
+            if (_header(request, "Content-Encoding") or "").lower() == "gzip":
+                body = gzip.decompress(body)
+            accepted, rejected = decode_batch(task, json.loads(body))
+        except DecodeError as error:
+            return _problem(400, "invalid_batch", str(error))
+        except (ValueError, OSError, EOFError, zlib.error):
+            return _problem(400, "invalid_batch", "the body is not (gzip) JSON")
+        answers = [{"report_id": r.report_id, "reason": r.reason, "message": r.message}
+                   for r in rejected]
+        count = 0
+        with self._lock:
+            for envelope in accepted:
+                if envelope.report_id in self._seen:
+                    answers.append({"report_id": b64encode(envelope.report_id),
+                                    "reason": "report_replayed",
+                                    "message": "this report was already counted"})
+                    continue
+                self._seen.add(envelope.report_id)
+                self._reports[task_id].append(envelope)
+                count += 1
+        return _json(200, {"accepted": count, "rejected": answers})
+
+
+def _header(request: Request, name: str) -> str | None:
+    for key, value in request.headers.items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(status, {"content-type": "application/json", **(headers or {})},
+                    json.dumps(data).encode())
+
+
+def _problem(status: int, code: str, detail: str) -> Response:
+    body = {"type": _PROBLEM + code, "title": code.replace("_", " "), "status": status,
+            "detail": detail}
+    return Response(status, {"content-type": "application/problem+json"},
+                    json.dumps(body).encode())

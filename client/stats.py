@@ -1,0 +1,88 @@
+"""Counters of what the client did with each report, safe to update from any thread.
+
+Drop reasons (``ClientStats.dropped``):
+
+- ``invalid_value``    the value does not fit the task (wrong type, not in the grr domain)
+- ``task_unavailable`` the task's configuration could not be obtained
+- ``budget_exhausted`` the task's reports-per-period limit was already reached
+- ``queue_full``       the in-memory queue held ``max_queue`` reports (the new one is refused)
+- ``quota_exceeded``   the on-disk queue passed a quota (the oldest reports are dropped)
+- ``batch_rejected``   the server refused a whole batch with a 4xx answer (not retried)
+- ``closed``           recorded after close(), or still queued in memory when close() ended
+- ``storage_error``    the on-disk state could not be read or written
+- ``internal_error``   anything unexpected (a bug, or a broken custom transport)
+
+``rejected`` counts the server's per-report reasons (``report_expired``, ...);
+``report_replayed`` is not among them: it means the report was already delivered.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    """A snapshot of a client's counters."""
+
+    sent: int = 0
+    queued: int = 0
+    retries: int = 0
+    failed_batches: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dropped_total(self) -> int:
+        """Return how many reports were dropped for any reason."""
+        return sum(self.dropped.values())
+
+
+class Counters:
+    """The mutable, locked counters behind :class:`ClientStats`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sent = self._retries = self._failed_batches = 0
+        self._dropped: Counter[str] = Counter()
+        self._rejected: Counter[str] = Counter()
+
+    def after_fork(self) -> None:
+        """Replace the lock (another thread may have held it at fork time)."""
+        self._lock = threading.Lock()
+
+    def drop(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` reports dropped for ``reason``."""
+        if count:
+            with self._lock:
+                self._dropped[reason] += count
+
+    def delivered(self, count: int) -> None:
+        """Count reports the server accepted (or had already accepted)."""
+        with self._lock:
+            self._sent += count
+
+    def reject(self, reason: str) -> None:
+        """Count one report the server refused, by its reason."""
+        with self._lock:
+            self._rejected[reason] += 1
+
+    def retried(self, count: int) -> None:
+        """Count retries a transport made."""
+        if count:
+            with self._lock:
+                self._retries += count
+
+    def batch_failed(self) -> None:
+        """Count a batch whose upload failed (it stays queued or is dropped)."""
+        with self._lock:
+            self._failed_batches += 1
+
+    def snapshot(self, queued: int) -> ClientStats:
+        """Return the current counters."""
+        with self._lock:
+            return ClientStats(sent=self._sent, queued=queued, retries=self._retries,
+                               failed_batches=self._failed_batches,
+                               dropped=dict(self._dropped), rejected=dict(self._rejected))

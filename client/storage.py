@@ -1,0 +1,170 @@
+"""Where privatized reports wait for upload, next to the budget ledger that admitted them.
+
+A :class:`Storage` holds two things that must change together: the ledger of the
+reports made per task and period (with each one's memo key, see :mod:`client.budget`)
+and the queue of encoded reports not yet delivered. :meth:`Storage.admit` checks and
+updates both in one step, so the budget holds even with several threads (and, on disk,
+several processes). Only encoded, privatized reports are ever stored.
+
+:class:`MemoryStorage` is the bounded in-memory queue: when it holds ``max_queue``
+reports or ``max_bytes`` bytes a new report is refused (``queue_full``) and ``record``
+returns False. :class:`client.sqlite_storage.SqliteStorage` keeps both on disk and drops
+the *oldest* reports past its quotas (``quota_exceeded``).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+DropCounter = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One encoded report waiting for upload: its task, id (base64url) and JSON text."""
+
+    task_id: str
+    report_id: str
+    report: str
+
+    @property
+    def size(self) -> int:
+        """Return the bytes it takes on the wire."""
+        return len(self.report)
+
+
+class Admission(enum.Enum):
+    """What :meth:`Storage.admit` did with a record."""
+
+    NEW = "new"                            # privatized now and queued
+    REUSED = "reused"                      # the period's earlier report, queued again
+    EXHAUSTED = "budget_exhausted"         # the period's limit is reached: dropped
+    FULL = "queue_full"                    # the queue is full: dropped
+
+
+class Storage(Protocol):
+    """The ledger and the queue; every method is thread-safe."""
+
+    def admit(self, fingerprint: str, period: int, lookup: bytes, limit: int | None,
+              make: Callable[[], Pending]) -> Admission:
+        """Queue the period's report for ``lookup``, or a new one from ``make()`` if allowed."""
+        ...
+
+    def peek(self, limit: int) -> list[Pending]:
+        """Return up to ``limit`` of the oldest queued reports, all of one task."""
+        ...
+
+    def remove(self, report_ids: Iterable[str]) -> None:
+        """Forget delivered (or definitively refused) reports."""
+        ...
+
+    def count(self) -> int:
+        """Return how many reports are queued."""
+        ...
+
+    def clear(self) -> int:
+        """Drop every queued report (the ledger stays); return how many there were."""
+        ...
+
+    def after_fork(self) -> None:
+        """Make the storage usable in a forked child."""
+        ...
+
+    def close(self) -> None:
+        """Release resources; idempotent."""
+        ...
+
+
+class MemoryStorage:
+    """The ledger and a bounded queue in memory."""
+
+    def __init__(self, *, max_queue: int, max_bytes: int) -> None:
+        self._max_queue, self._max_bytes = max_queue, max_bytes
+        self._lock = threading.Lock()
+        self._queue: OrderedDict[str, Pending] = OrderedDict()
+        self._bytes = 0
+        self._ledger: dict[tuple[str, int], dict[bytes, Pending]] = {}
+
+    def admit(self, fingerprint: str, period: int, lookup: bytes, limit: int | None,
+              make: Callable[[], Pending]) -> Admission:
+        """Queue the period's report for ``lookup``, or a new one from ``make()`` if allowed."""
+        with self._lock:
+            memo = self._ledger.get((fingerprint, period), {})
+            earlier = memo.get(lookup)
+            if earlier is not None:
+                return Admission.REUSED if self._enqueue(earlier) else Admission.FULL
+            if limit is not None and len(memo) >= limit:
+                return Admission.EXHAUSTED
+            if not self._has_room(0):
+                return Admission.FULL
+            pending = make()
+            if not self._enqueue(pending):
+                return Admission.FULL
+            self._forget_before(fingerprint, period)
+            self._ledger.setdefault((fingerprint, period), {})[lookup] = pending
+            return Admission.NEW
+
+    def peek(self, limit: int) -> list[Pending]:
+        """Return up to ``limit`` of the oldest queued reports, all of one task."""
+        with self._lock:
+            if not self._queue:
+                return []
+            task_id = next(iter(self._queue.values())).task_id
+            batch = []
+            for pending in self._queue.values():
+                if pending.task_id == task_id:
+                    batch.append(pending)
+                    if len(batch) == limit:
+                        break
+            return batch
+
+    def remove(self, report_ids: Iterable[str]) -> None:
+        """Forget delivered (or definitively refused) reports."""
+        with self._lock:
+            for report_id in report_ids:
+                pending = self._queue.pop(report_id, None)
+                if pending is not None:
+                    self._bytes -= pending.size
+
+    def count(self) -> int:
+        """Return how many reports are queued."""
+        return len(self._queue)
+
+    def clear(self) -> int:
+        """Drop every queued report (the ledger stays); return how many there were."""
+        with self._lock:
+            count = len(self._queue)
+            self._queue.clear()
+            self._bytes = 0
+            return count
+
+    def after_fork(self) -> None:
+        """Start the child with an empty queue: the parent delivers what it queued."""
+        self._lock = threading.Lock()
+        self._queue.clear()
+        self._bytes = 0
+
+    def close(self) -> None:
+        """Do nothing: memory needs no release."""
+
+    def _has_room(self, size: int) -> bool:
+        return len(self._queue) < self._max_queue and self._bytes + size <= self._max_bytes
+
+    def _enqueue(self, pending: Pending) -> bool:
+        if pending.report_id in self._queue:
+            return True  # already waiting: the server would count it once anyway
+        if not self._has_room(pending.size):
+            return False
+        self._queue[pending.report_id] = pending
+        self._bytes += pending.size
+        return True
+
+    def _forget_before(self, fingerprint: str, period: int) -> None:
+        # Only the current period's memo matters; older ones would grow without bound.
+        for key in [key for key in self._ledger if key[0] == fingerprint and key[1] < period]:
+            del self._ledger[key]

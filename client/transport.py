@@ -1,0 +1,55 @@
+"""The transport protocol: how the client sends one HTTP-shaped request.
+
+The client builds every request of the aggregator's API itself (paths, headers, bodies)
+and hands it to a :class:`Transport`. :class:`client.HTTPTransport` sends it over the
+network with retries; :class:`client.InMemoryTransport` answers it from memory for tests.
+A custom transport returns a :class:`Response` for any HTTP answer (including 4xx/5xx)
+and raises :class:`client.TransportError` when there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request: method, path below the endpoint (``/v1/...``), headers, body."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Response:
+    """One answer; header names are lower case. ``retries`` the transport made for it."""
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    retries: int = 0
+
+    def header(self, name: str) -> str | None:
+        """Return a header's value (name matched without case), or None."""
+        return self.headers.get(name.lower())
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Sends requests; one instance may be used from several threads at once."""
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        """Return the answer to ``request``, retrying as the transport sees fit.
+
+        ``timeout`` bounds the whole call, retries included, in seconds.
+        Raises :class:`client.TransportError` if no answer could be obtained.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release connections and interrupt retry waits; idempotent."""
+        ...

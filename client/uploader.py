@@ -1,0 +1,203 @@
+"""The uploader: one daemon thread that sends queued reports in batches.
+
+The thread wakes when ``batch_size`` reports are queued, when ``flush_interval`` has
+passed, or when ``flush``/``close`` ask. Each batch holds reports of one task, gzip
+compressed; its body is built once and, if the batch has to be sent again, resent
+byte for byte (same report ids, same noise). The transport retries connection errors,
+timeouts, 429 and 5xx within its deadline; if that fails the batch stays queued and the
+thread waits longer after each failure (doubling from ``flush_interval``, up to
+``MAX_BACKOFF``, jittered), ignoring batch-size wake-ups but not flushes. Any other 4xx
+drops the batch (``batch_rejected``). The server's per-report rejections are counted by
+reason; ``report_replayed`` means delivered.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import threading
+import time
+from typing import Any
+
+from client.errors import TransportError
+from client.problems import ProblemLog
+from client.settings import Settings
+from client.stats import Counters
+from client.storage import Pending, Storage
+from client.tasks import TaskRegistry
+from client.transport import Request, Response, Transport
+
+MAX_BACKOFF = 600.0
+_TRANSIENT = frozenset({408, 429})
+_HEADERS = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+
+
+class Uploader:
+    """Send what ``storage`` holds through ``transport``, from one daemon thread."""
+
+    def __init__(self, *, storage: Storage, transport: Transport, registry: TaskRegistry,
+                 counters: Counters, problems: ProblemLog, settings: Settings) -> None:
+        self._storage, self._transport, self._registry = storage, transport, registry
+        self._counters, self._problems, self._settings = counters, problems, settings
+        self._last_body: tuple[tuple[str, ...], bytes] = ((), b"")
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._progress = threading.Condition()
+        self._failures = 0      # consecutive failed attempts, sets the backoff
+        self._failed_ever = 0   # every failed attempt, lets flush() see a new failure
+
+    def after_fork(self) -> None:
+        """Forget the parent's thread and locks; the child starts its own thread on demand."""
+        self._reset()
+
+    def notify(self, queued: int) -> None:
+        """Start the thread if needed; wake it if a full batch is waiting (and not backing off)."""
+        self._ensure_started()
+        if queued >= self._settings.batch_size and self._failures == 0:
+            self._wake.set()
+
+    def flush(self, timeout: float) -> bool:
+        """Send everything queued; return True if the queue emptied within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        self._ensure_started()
+        failed_before = self._failed_ever
+        self._wake.set()
+        with self._progress:
+            while self._storage.count():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._failed_ever != failed_before \
+                        or self._stopping.is_set():
+                    return False
+                self._progress.wait(min(remaining, 0.05))
+        return True
+
+    def stop(self, timeout: float) -> bool:
+        """Stop the thread; return True if it ended within ``timeout``."""
+        self._stopping.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(max(0.0, timeout))
+            return not thread.is_alive()
+        return True
+
+    def _ensure_started(self) -> None:
+        if os.getpid() != self._pid:
+            self._reset()
+        if (self._thread is None or not self._thread.is_alive()) \
+                and not self._stopping.is_set():
+            self._thread = threading.Thread(target=self._run, name="ldp-telemetry-uploader",
+                                            daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(self._wait_time())
+            self._wake.clear()
+            try:
+                self._registry.refresh_due()
+                self._send_all()
+            except Exception as error:  # the thread must survive anything
+                self._problems.report("uploader", "ldp-telemetry: upload failed: %s",
+                                      type(error).__name__)
+                self._failed()
+            with self._progress:
+                self._progress.notify_all()
+
+    def _wait_time(self) -> float:
+        interval = self._settings.flush_interval
+        if not self._failures:
+            return interval
+        backoff = min(MAX_BACKOFF, interval * 2 ** min(self._failures - 1, 20))
+        return backoff * (0.5 + random.random() / 2)  # jitter: devices do not retry in step
+
+    def _send_all(self) -> None:
+        while not self._stopping.is_set():
+            batch = self._storage.peek(self._settings.batch_size)
+            if not batch:
+                return
+            if not self._send(batch):
+                self._failed()
+                return
+            self._failures = 0
+            with self._progress:
+                self._progress.notify_all()
+
+    def _failed(self) -> None:
+        self._failures += 1
+        self._failed_ever += 1
+        self._counters.batch_failed()
+
+    def _send(self, batch: list[Pending]) -> bool:
+        """Send one batch; return False if it must be tried again later."""
+        task_id = batch[0].task_id
+        request = Request("POST", f"/v1/tasks/{task_id}/reports", _HEADERS,
+                          self._body(batch))
+        try:
+            response = self._transport.handle(request, timeout=self._settings.retry.deadline)
+        except TransportError as error:
+            self._counters.retried(error.retries)
+            self._problems.report("network", "ldp-telemetry: cannot reach the collector "
+                                  "(%s); reports stay queued", error)
+            return False
+        self._counters.retried(response.retries)
+        if response.status == 200:
+            self._account(task_id, batch, response)
+        elif 400 <= response.status < 500 and response.status not in _TRANSIENT:
+            self._counters.drop("batch_rejected", len(batch))
+            self._counters.batch_failed()
+            self._problems.report(f"status:{response.status}", "ldp-telemetry: the collector "
+                                  "refused a batch of task %r with %d %s; it is dropped",
+                                  task_id, response.status, _problem_type(response))
+        else:
+            self._problems.report(f"status:{response.status}", "ldp-telemetry: the collector "
+                                  "answered %d; reports stay queued", response.status)
+            return False
+        self._storage.remove(p.report_id for p in batch)
+        return True
+
+    def _body(self, batch: list[Pending]) -> bytes:
+        ids = tuple(p.report_id for p in batch)
+        if self._last_body[0] != ids:
+            raw = ('{"reports":[' + ",".join(p.report for p in batch) + "]}").encode()
+            self._last_body = (ids, gzip.compress(raw, compresslevel=6, mtime=0))
+        return self._last_body[1]
+
+    def _account(self, task_id: str, batch: list[Pending], response: Response) -> None:
+        answer = _json(response)
+        accepted, rejected = answer.get("accepted"), answer.get("rejected")
+        if not isinstance(accepted, int) or not isinstance(rejected, list):
+            self._problems.report("answer", "ldp-telemetry: unexpected upload answer; "
+                                  "the batch is taken as delivered")
+            self._counters.delivered(len(batch))
+            return
+        delivered = accepted
+        for item in rejected:
+            reason = item.get("reason") if isinstance(item, dict) else None
+            if reason == "report_replayed":
+                delivered += 1
+                continue
+            self._counters.reject(str(reason))
+            if reason == "outdated_config":
+                self._registry.invalidate(task_id)
+        self._counters.delivered(delivered)
+
+
+def _json(response: Response) -> dict[str, Any]:
+    try:
+        data = json.loads(response.body)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _problem_type(response: Response) -> str:
+    problem = _json(response).get("type")
+    return str(problem).rsplit(":", 1)[-1] if problem else ""
