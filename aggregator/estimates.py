@@ -22,17 +22,15 @@ def estimate(task_id: str) -> dict[str, Any]:
     """Estimate each candidate's count over the buckets starting in [start, end)."""
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
-    store = get_store()
-    n = store.count_reports(task_id, query.start, query.end)
-    if n < task.min_batch_size:
-        raise ApiError(422, "below_min_batch_size",
-                       f"only {n} reports in this range; estimates need at least "
-                       f"{task.min_batch_size}: widen the range or wait", n=n,
-                       min_batch_size=task.min_batch_size)
-    sums = store.load_sums(task, query.start, query.end)
     mechanism: Any = task.mechanism_object
     args = () if query.candidates is None else (query.candidates,)
-    result = mechanism.estimate(sums, *args, level=query.level)
+    with get_store().read_sums(task, query.start, query.end) as sums:
+        if sums.total < task.min_batch_size:
+            raise ApiError(422, "below_min_batch_size",
+                           f"only {sums.total} reports in this range; estimates need at "
+                           f"least {task.min_batch_size}: widen the range or wait",
+                           n=sums.total, min_batch_size=task.min_batch_size)
+        result = mechanism.estimate(sums, *args, level=query.level)
     return {"task_id": task_id, "mechanism": task.mechanism, "n": result.n,
             "epsilon": task.asked_epsilon, "effective_epsilon": task.effective_epsilon,
             "level": query.level, "start": query.start, "end": query.end,

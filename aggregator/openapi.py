@@ -72,6 +72,8 @@ SCHEMAS: dict[str, Any] = {
         "task_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"},
         "mechanism": {"enum": ["rr", "grr", "cms", "hcms"]},
         "epsilon": _NUMBER, "alpha": _NUMBER, "beta": _NUMBER, "k": _INTEGER, "m": _INTEGER,
+        "hash_seed": {"type": "integer", "description": "sketches; leave out to have the "
+                      "server draw one (give it only to recreate a task's hash family)"},
         "domain": {"type": "array", "items": {"type": "string"}},
         "time_precision": _INTEGER, "min_batch_size": _INTEGER,
         "upload_key_required": {"type": "boolean"}}},

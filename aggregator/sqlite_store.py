@@ -21,7 +21,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from aggregator.folding import RowSums, fold
-from aggregator.store import StoredTask, StoreUnavailable, TaskExists
+from aggregator.store import StoredTask, StoreUnavailable, SumsView, TaskExists
+from aggregator.streamed import StreamedSums
 from shared import Envelope, Sums, TaskConfig
 
 SCHEMA_VERSION = 1
@@ -174,22 +175,32 @@ class SqliteStore:
         with self._write() as tx:
             return tx.execute("DELETE FROM seen WHERE expires < ?", (now,)).rowcount
 
-    def count_reports(self, task_id: str, start: int | None, end: int | None) -> int:
-        """Return the number of reports in buckets starting in [start, end)."""
-        low, high = _bounds(start, end)
-        row = self._connection().execute(
-            "SELECT COALESCE(SUM(n), 0) FROM sums WHERE task_id = ? AND bucket >= ? "
-            "AND bucket < ?", (task_id, low, high)).fetchone()
-        return int(row[0])
+    @contextmanager
+    def read_sums(self, task: TaskConfig, start: int | None,
+                  end: int | None) -> Iterator[SumsView]:
+        """Yield the task's sums over buckets starting in [start, end), from one snapshot."""
+        conn, (low, high) = self._connection(), _bounds(start, end)
+        where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
+        conn.execute("BEGIN")  # one WAL snapshot for n and every row block; writers go on
+        try:
+            if task.mechanism in ("rr", "grr"):  # a single small row: load it whole
+                yield self._dense(conn, task, where, (task.task_id, low, high))
+                return
+            total = conn.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}",
+                                 (task.task_id, low, high)).fetchone()[0]
+            buckets = [b for (b,) in conn.execute(f"SELECT DISTINCT bucket FROM sums {where}",
+                                                  (task.task_id, low, high))]
+            m: int = task.m  # type: ignore[assignment]
+            yield StreamedSums(int(total), task.k, m,  # type: ignore[arg-type]
+                               lambda a, b: _row_block(conn, task.task_id, buckets, a, b, m))
+        finally:
+            conn.execute("COMMIT")
 
-    def load_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Sums:
-        """Return the task's sums merged over buckets starting in [start, end)."""
+    @staticmethod
+    def _dense(conn: sqlite3.Connection, task: TaskConfig, where: str,
+               args: tuple[str, int, int]) -> Sums:
         sums = task.mechanism_object.new_sums()
-        low, high = _bounds(start, end)
-        cursor = self._connection().execute(
-            "SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket >= ? "
-            "AND bucket < ?", (task.task_id, low, high))
-        for row, count, blob in cursor:  # one row in memory at a time, whatever n is
+        for row, count, blob in conn.execute(f"SELECT row, n, counters FROM sums {where}", args):
             sums.n[row] += count
             sums.table[row] += np.frombuffer(blob, dtype=COUNTER)
         return sums
@@ -210,6 +221,18 @@ class SqliteStore:
         """Commit a one-row write (raises sqlite3.Error if the file cannot be written)."""
         with self._write() as tx:
             tx.execute("INSERT OR REPLACE INTO probe VALUES (1, ?)", (int(time.time()),))
+
+
+def _row_block(conn: sqlite3.Connection, task_id: str, buckets: list[int], start: int,
+               stop: int, width: int) -> np.ndarray:
+    """Return rows [start, stop) summed over the buckets (index range scans, one per bucket)."""
+    block = np.zeros((stop - start, width), dtype=np.int64)
+    for bucket in buckets:
+        for row, blob in conn.execute(
+                "SELECT row, counters FROM sums WHERE task_id = ? AND bucket = ? AND row >= ? "
+                "AND row < ?", (task_id, bucket, start, stop)):
+            block[row - start] += np.frombuffer(blob, dtype=COUNTER)
+    return block
 
 
 def _task(config: str, upload_key_hash: str | None) -> StoredTask:

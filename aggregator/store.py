@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
 from flask import Flask, Response, current_app
 
 from aggregator.problems import problem_response
-from shared import Envelope, Sums, TaskConfig
+from shared import Envelope, TaskConfig
 
 EXTENSION = "ldp_store"
 
@@ -35,6 +36,14 @@ class StoredTask:
 
     config: TaskConfig
     upload_key_hash: str | None = None
+
+
+class SumsView(Protocol):
+    """What an estimator reads: the shared accumulator, or a streamed stand-in."""
+
+    @property
+    def total(self) -> int:
+        """Return the number of reports."""
 
 
 class Store(Protocol):
@@ -60,11 +69,13 @@ class Store(Protocol):
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose window closed before ``now``; return how many."""
 
-    def count_reports(self, task_id: str, start: int | None, end: int | None) -> int:
-        """Return the number of reports in buckets starting in [start, end)."""
+    def read_sums(self, task: TaskConfig, start: int | None,
+                  end: int | None) -> AbstractContextManager[SumsView]:
+        """Return a context yielding the sums over buckets starting in [start, end).
 
-    def load_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Sums:
-        """Return the task's sums merged over buckets starting in [start, end)."""
+        The sums come from one consistent snapshot; a sketch's rows may be read only
+        when the estimator asks for them, so use them inside the ``with`` block.
+        """
 
     def add_token(self, token_hash: str, role: str) -> None:
         """Store the hash of a new token with its role."""

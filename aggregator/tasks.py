@@ -14,8 +14,10 @@ from shared import LdpError, TaskConfig
 
 bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
 CACHE_CONTROL = "public, max-age=60"
+# hash_seed is normally left out (the server draws it); giving it recreates a sketch task's
+# hash family exactly, e.g. on a second collector whose sums will be merged with this one's.
 CREATE_FIELDS = {"task_id", "mechanism", "epsilon", "alpha", "beta", "k", "m", "domain",
-                 "time_precision", "min_batch_size", "upload_key_required"}
+                 "hash_seed", "time_precision", "min_batch_size", "upload_key_required"}
 
 
 @bp.get("")
@@ -61,7 +63,7 @@ def build_task(params: Any) -> tuple[StoredTask, str | None]:
     unknown = set(params) - CREATE_FIELDS
     if unknown:
         raise ApiError(400, "invalid_task", f"unknown task fields {sorted(unknown)}; allowed: "
-                       f"{sorted(CREATE_FIELDS)} (the server draws hash_seed)")
+                       f"{sorted(CREATE_FIELDS)}")
     params = dict(params)
     needs_key = params.pop("upload_key_required", False)
     if not isinstance(needs_key, bool):

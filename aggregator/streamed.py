@@ -1,0 +1,38 @@
+"""Sketch sums whose rows are read from storage block by block, as the estimator asks.
+
+An Apple-size sketch (k = 65,536, m = 1,024) is a 512 MiB table. The shared sketch
+estimator only reads ``sums.total`` and blocks of rows ``sums.table[start:stop]`` (at most
+a few thousand rows at a time), so this stand-in for the shared accumulator serves each
+block straight from the database: memory depends on the block, not on k or on n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+RowReader = Callable[[int, int], np.ndarray]
+
+
+class RowBlocks:
+    """``table[start:stop]``: rows [start, stop) summed over the query's buckets."""
+
+    def __init__(self, rows: int, width: int, read: RowReader) -> None:
+        self.shape = (rows, width)
+        self._read = read
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            # Fail loudly if the shared estimator ever indexes the table another way.
+            raise TypeError(f"streamed sums serve contiguous row blocks only, got {rows!r}")
+        start, stop, _ = rows.indices(self.shape[0])
+        return self._read(start, max(start, stop))
+
+
+class StreamedSums:
+    """The ``total`` and ``table`` of a sketch's sums, with rows read on demand."""
+
+    def __init__(self, total: int, rows: int, width: int, read: RowReader) -> None:
+        self.total = total
+        self.table = RowBlocks(rows, width, read)

@@ -1,0 +1,116 @@
+"""The SQLite store and the row-sparse folding against the shared accumulators."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from agg_reports import envelopes, payloads
+
+from aggregator.admission import admit
+from aggregator.folding import fold
+from aggregator.sqlite_store import SqliteStore
+from aggregator.store import StoredTask
+from shared import TaskConfig
+
+DAY = 86_400
+WORDS = [f"w{i % 37}" for i in range(700)]
+
+
+def sketch_task(mechanism: str, k: int = 64, m: int = 32) -> TaskConfig:
+    return TaskConfig.create(task_id=f"s-{mechanism}-{k}", mechanism=mechanism, epsilon=3.0,
+                             k=k, m=m, min_batch_size=1)
+
+
+@pytest.mark.parametrize("mechanism", ["cms", "hcms"])
+def test_fold_touches_only_hit_rows_and_matches_the_dense_sums(mechanism: str) -> None:
+    task = sketch_task(mechanism)
+    reports = payloads(task, WORDS[:50], np.random.default_rng(0))
+    folded = fold(task.mechanism_object, reports)
+    dense = task.mechanism_object.new_sums()
+    dense.add_many(task.mechanism_object.stack(reports))  # type: ignore[union-attr, arg-type]
+    assert set(folded.rows) == {r.row for r in reports}  # type: ignore[union-attr]
+    assert np.array_equal(dense.n[folded.rows], folded.n)
+    assert np.array_equal(dense.table[folded.rows], folded.table)
+    assert dense.total == len(reports)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    opened = SqliteStore(str(tmp_path / "store.sqlite3"))
+    opened.initialize()
+    return opened
+
+
+@pytest.mark.parametrize("mechanism", ["rr", "grr", "cms", "hcms"])
+def test_stored_sums_give_the_shared_estimates(store: SqliteStore, mechanism: str) -> None:
+    if mechanism in ("cms", "hcms"):
+        task, values, candidates = sketch_task(mechanism), WORDS, ["w1", "w2", "nope"]
+    elif mechanism == "grr":
+        task = TaskConfig.create(task_id="g", mechanism="grr", epsilon=1.0, domain=["a", "b"])
+        values, candidates = ["a", "b", "a"] * 100, ["b", "a"]
+    else:
+        task = TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0)
+        values, candidates = [True, False, False] * 100, [True, False]
+    store.create_task(StoredTask(task))
+    reports = payloads(task, values, np.random.default_rng(1))
+    day = task.floor_time(1.7e9)
+    first, second = envelopes(task, reports[:200], day), envelopes(task, reports[200:], day + DAY)
+    assert store.add_reports(task, first, [0] * 200) == set()
+    assert store.add_reports(task, second + first[:5], [0] * (len(second) + 5)) == {
+        e.report_id for e in first[:5]}
+
+    dense = task.mechanism_object.new_sums()
+    for report in reports:
+        dense.add(report)  # type: ignore[arg-type]
+    mechanism_object = task.mechanism_object
+    expected = mechanism_object.estimate(dense, candidates)  # type: ignore[arg-type]
+    with store.read_sums(task, None, None) as sums:
+        got = mechanism_object.estimate(sums, candidates)  # type: ignore[arg-type]
+    assert got.n == len(values)
+    assert np.allclose(got.estimate, expected.estimate) and np.allclose(got.ci_low,
+                                                                        expected.ci_low)
+    with store.read_sums(task, day + DAY, None) as later:
+        assert later.total == len(values) - 200
+
+
+def test_apple_size_sketch_uses_memory_of_a_block_not_of_the_table(store: SqliteStore) -> None:
+    task = sketch_task("cms", k=65_536, m=1024)  # a dense table would be 512 MiB
+    store.create_task(StoredTask(task))
+    reports = payloads(task, WORDS[:500], np.random.default_rng(2))
+    tracemalloc.start()
+    try:
+        store.add_reports(task, envelopes(task, reports, 1.7e9), [0] * 500)
+        with store.read_sums(task, None, None) as sums:
+            result = task.mechanism_object.estimate(sums, ["w1", "w2"])  # type: ignore[arg-type]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.n == 500
+    assert peak < 160 * 2**20
+
+
+def test_expired_ids_are_collected(store: SqliteStore) -> None:
+    task = TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0)
+    batch = envelopes(task, [1, 0, 1], 1.7e9)
+    store.add_reports(task, batch, [100, 100, 300])
+    assert store.collect_expired(200) == 2
+    assert store.add_reports(task, batch, [400] * 3) == {batch[2].report_id}
+
+
+def test_admission_window_edges() -> None:
+    task = TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0, time_precision=3600)
+    hour = task.floor_time(1.7e9)
+    now = hour + 1800
+    times = [hour, hour + 3600, hour - 3600 * 24, hour - 3600 * 25]
+    batch = [envelopes(task, [1], t)[0] for t in times]
+    admitted = admit(task, [*batch, batch[0]], now, acceptance_window=24 * 3600,
+                     clock_skew=600)
+    assert [e.time for e in admitted.envelopes] == [hour, hour - 3600 * 24]
+    assert admitted.expires == [hour + 25 * 3600, hour + 3600]  # bucket end + window
+    assert [r.reason for r in admitted.rejected] == [
+        "report_too_early", "report_expired", "report_replayed"]
+    skewed = admit(task, [batch[1]], hour + 3600 - 60, acceptance_window=0, clock_skew=600)
+    assert len(skewed.envelopes) == 1  # a device clock a minute ahead is tolerated
