@@ -6,6 +6,7 @@ listed, so probabilities can be checked exactly (Fractions) rather than sampled.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -97,3 +98,23 @@ def worst_case_ratio(mechanism: Mechanism, values: Sequence[Any]) -> Fraction:
 def fraction_log(value: Fraction) -> float:
     """Return ln(value) for a positive Fraction, even when it overflows a float."""
     return math.log(value.numerator) - math.log(value.denominator)
+
+
+class FakeEntropy:
+    """A deterministic stand-in for the OS CSPRNG: SHAKE-256 of a seed, read in order.
+
+    Installed over ``os.urandom`` and ``random._urandom`` (the alias ``secrets`` and
+    ``random.SystemRandom`` read through), it makes the rng=None path reproducible and
+    lets tests count how much OS entropy was drawn.
+    """
+
+    def __init__(self, seed: bytes, size: int = 1 << 22) -> None:
+        self.stream = hashlib.shake_256(seed).digest(size)
+        self.used = 0
+
+    def __call__(self, count: int) -> bytes:
+        if self.used + count > len(self.stream):
+            raise AssertionError("the fake entropy stream is exhausted")
+        chunk = self.stream[self.used:self.used + count]
+        self.used += count
+        return chunk

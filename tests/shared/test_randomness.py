@@ -1,0 +1,89 @@
+"""Exact thresholds and secure randomness: rng=None draws only from the OS CSPRNG."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from shared_cases import Case, FakeEntropy, batch_reports, conformance_cases, output_key
+
+from shared import codec
+from shared.randomness import (
+    SCALE,
+    threshold_at_least,
+    uniform_below,
+    uniform_below_many,
+    uniform_word,
+    uniform_words,
+)
+
+
+@given(st.floats(min_value=1e-9, max_value=1 - 1e-9))
+def test_threshold_is_the_smallest_at_or_above_the_probability(probability: float) -> None:
+    threshold = threshold_at_least(probability)
+    assert Fraction(threshold, SCALE) >= Fraction(probability)
+    assert Fraction(threshold - 1, SCALE) < Fraction(probability)
+
+
+def test_exact_probabilities_give_exact_thresholds() -> None:
+    assert threshold_at_least(0.25) == SCALE // 4
+    assert threshold_at_least(0.5) == SCALE // 2
+    assert threshold_at_least(1 / 3) == SCALE // 3 + 1
+
+
+@pytest.fixture(name="entropy")
+def fixture_entropy(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEntropy]:
+    """Replace the OS CSPRNG by a counted, reproducible stream; forbid other sources."""
+    fake = FakeEntropy(b"first")
+    monkeypatch.setattr(os, "urandom", lambda count: fake(count))
+    monkeypatch.setattr(random, "_urandom", lambda count: fake(count))
+
+    def forbidden(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("privacy noise must not come from a numpy generator")
+
+    monkeypatch.setattr(np.random, "default_rng", forbidden)
+    numpy_state, random_state = np.random.get_state(), random.getstate()
+    yield fake
+    after = np.random.get_state()
+    assert all(np.array_equal(a, b) for a, b in zip(numpy_state, after, strict=True))
+    assert random.getstate() == random_state, "the random module's state was used"
+
+
+def test_helpers_draw_from_os_entropy(entropy: FakeEntropy) -> None:
+    words = uniform_words(5)
+    assert words.dtype == np.uint32 and entropy.used == 20
+    assert 0 <= uniform_word() < SCALE and 0 <= uniform_below(10) < 10
+    draws = uniform_below_many(6, 1000)
+    assert draws.dtype == np.int64 and set(draws.tolist()) == set(range(6))
+    assert len(codec.new_report_id()) == 16
+
+
+def test_uniform_below_many_rejects_the_biased_tail(monkeypatch: pytest.MonkeyPatch) -> None:
+    # n = 3: 2**32 − 1 = 3·1431655765 is the first word past the last full cycle
+    words = np.array([SCALE - 1, 5, SCALE - 2, 7] + [0] * 100, dtype=np.uint32)
+    monkeypatch.setattr(os, "urandom", lambda count: words.tobytes()[:count])
+    assert uniform_below_many(3, 3).tolist() == [5 % 3, (SCALE - 2) % 3, 7 % 3]
+
+
+def _default_outputs(case: Case, mechanism: Any, repeat: int) -> list[Any]:
+    singles = [mechanism.privatize(v) for _ in range(repeat) for v in case.values]
+    batch = batch_reports(mechanism, mechanism.privatize_many(list(case.values) * repeat))
+    return [output_key(mechanism, r) for r in singles + batch]
+
+
+@pytest.mark.parametrize("case", conformance_cases(), ids=str)
+def test_default_noise_comes_only_from_os_entropy(case: Case, entropy: FakeEntropy) -> None:
+    mechanism = case.build()
+    first = _default_outputs(case, mechanism, repeat=10)
+    assert entropy.used > 0
+    entropy.stream, entropy.used = FakeEntropy(b"first").stream, 0
+    assert _default_outputs(case, mechanism, repeat=10) == first  # nothing else is random
+    entropy.stream, entropy.used = FakeEntropy(b"second").stream, 0
+    assert _default_outputs(case, mechanism, repeat=10) != first
