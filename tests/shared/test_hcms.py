@@ -1,0 +1,66 @@
+"""Hadamard count-mean sketch specifics: the transform, parity and Apple's estimator."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.linalg import hadamard
+
+from shared import HadamardCountMeanSketch, HadamardReport
+from shared.hcms import _parity, walsh_hadamard
+
+
+@pytest.mark.parametrize("m", [2, 4, 8, 64, 256])
+def test_walsh_hadamard_equals_the_dense_sylvester_matrix(m: int) -> None:
+    block = np.random.default_rng(m).integers(-50, 50, size=(5, m))
+    assert np.array_equal(walsh_hadamard(block), block @ hadamard(m))
+    assert np.array_equal(walsh_hadamard(walsh_hadamard(block)), m * block)  # H·H = m·I
+
+
+def test_parity_matches_popcount() -> None:
+    x = np.random.default_rng(1).integers(0, 2**32, size=2000)
+    assert _parity(x).tolist() == [bin(int(v)).count("1") % 2 for v in x]
+
+
+def apple_hcms_estimate(hcms: HadamardCountMeanSketch, reports: list[HadamardReport],
+                        candidates: list[str]) -> np.ndarray:
+    """Return f̂ by the paper's steps with the dense Hadamard matrix, in floats."""
+    k, m, n = hcms.k, hcms.m, len(reports)
+    eps = math.exp(hcms.effective_epsilon)
+    c_eps = (eps + 1) / (eps - 1)
+    sketch = np.zeros((k, m))
+    for report in reports:
+        sketch[report.row, report.col] += k * c_eps * (2 * report.bit - 1)
+    transformed = sketch @ hadamard(m).T
+    out = []
+    for value in candidates:
+        key = hcms.key(value)
+        total = sum(transformed[j, hcms.hashes.bucket(key, j)] for j in range(k))
+        out.append((m / (m - 1)) * (total / k - n / m))
+    return np.array(out)
+
+
+@pytest.mark.parametrize(("k", "m"), [(1, 2), (4, 16), (16, 64)])
+def test_estimate_matches_apples_estimator(k: int, m: int) -> None:
+    hcms = HadamardCountMeanSketch(epsilon=3.0, k=k, m=m, hash_seed=17)
+    batch = hcms.privatize_many([f"item-{i % 9}" for i in range(400)],
+                                np.random.default_rng(k))
+    sums = hcms.new_sums()
+    sums.add_many(batch)
+    candidates = [f"item-{i}" for i in range(12)]
+    expected = apple_hcms_estimate(hcms, [batch.report(i) for i in range(len(batch))],
+                                   candidates)
+    assert np.allclose(hcms.estimate(sums, candidates).estimate, expected, rtol=1e-9,
+                       atol=1e-7)
+
+
+def test_report_bit_is_the_hadamard_entry_when_not_flipped() -> None:
+    hcms = HadamardCountMeanSketch(epsilon=20.0, k=3, m=8, hash_seed=5)  # flips ~ 2e-9
+    rng = np.random.default_rng(3)
+    batch = hcms.privatize_many(["x"] * 200, rng)
+    key = hcms.key("x")
+    for report in [batch.report(i) for i in range(200)] + [hcms.privatize("x", rng)]:
+        bucket = hcms.hashes.bucket(key, report.row)
+        assert report.bit == int(hadamard(8)[report.col, bucket] == 1)
