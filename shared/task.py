@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import re
 import secrets
 from collections.abc import Sequence
@@ -68,23 +69,39 @@ class TaskConfig:
             raise ParameterError(f"{self.mechanism} takes no {', '.join(sorted(extra))}")
         if self.mechanism != "rr" and (self.alpha is not None or self.beta is not None):
             raise ParameterError("alpha and beta are only for rr")
+        self._normalize_numbers()
         check_int("time_precision", self.time_precision, 1, 366 * DAY)
         check_int("min_batch_size", self.min_batch_size, 1, 10**9)
-        if self.domain is not None:
-            # tuple("abc") would silently turn a string into the domain ('a', 'b', 'c')
-            if isinstance(self.domain, str | bytes) or not isinstance(self.domain, Sequence):
-                raise ParameterError("domain must be a list of distinct strings, got "
-                                     f"{type(self.domain).__name__}")
-            object.__setattr__(self, "domain", tuple(self.domain))
-        for name in ("epsilon", "alpha", "beta"):  # 4 and 4.0 must fingerprint alike
-            value = getattr(self, name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                object.__setattr__(self, name, float(value))
+        self._normalize_domain()
         self.mechanism_object  # noqa: B018  # validates the mechanism parameters now
         expected = self._compute_fingerprint()
         if self.fingerprint and self.fingerprint != expected:
             raise ParameterError("fingerprint does not match the task's parameters")
         object.__setattr__(self, "fingerprint", expected)
+
+    def _normalize_numbers(self) -> None:
+        """Store plain int and float: numpy scalars are not JSON, and 4 must fingerprint as 4.0.
+
+        Bools and non-numbers are left for the checks to refuse.
+        """
+        for name in ("epsilon", "alpha", "beta"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                object.__setattr__(self, name, float(value))
+        for name in ("k", "m", "hash_seed", "time_precision", "min_batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                object.__setattr__(self, name, int(value))
+
+    def _normalize_domain(self) -> None:
+        """Store the domain as a tuple (it is hashed and compared)."""
+        if self.domain is None:
+            return
+        # tuple("abc") would silently turn a string into the domain ('a', 'b', 'c')
+        if isinstance(self.domain, str | bytes) or not isinstance(self.domain, Sequence):
+            raise ParameterError("domain must be a list of distinct strings, got "
+                                 f"{type(self.domain).__name__}")
+        object.__setattr__(self, "domain", tuple(self.domain))
 
     @classmethod
     def create(cls, **params: Any) -> TaskConfig:

@@ -6,6 +6,7 @@ import dataclasses
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from shared import (
@@ -146,3 +147,16 @@ def test_create_refuses_unknown_fields_with_a_parameter_error() -> None:
 def test_floor_time(precision: int, when: float, floor: int) -> None:
     task = TaskConfig.create(**{**VALID["rr"], "time_precision": precision})
     assert task.floor_time(when) == floor
+
+
+def test_numpy_scalars_are_stored_as_plain_numbers() -> None:
+    # Regression: np.int64 k or np.float32 epsilon made the fingerprint's json.dumps fail.
+    reference = TaskConfig.create(**VALID["hcms"])
+    task = TaskConfig.create(**{**VALID["hcms"], "k": np.int64(16), "m": np.uint16(128),
+                                "hash_seed": np.uint32(9), "epsilon": np.float32(4.0),
+                                "time_precision": np.int32(3600)})
+    assert task == reference and task.fingerprint == reference.fingerprint
+    assert type(task.k) is int and type(task.epsilon) is float
+    json.dumps(task.to_dict())
+    with pytest.raises(ParameterError, match="must be an integer"):
+        TaskConfig.create(**{**VALID["hcms"], "k": np.bool_(True)})
