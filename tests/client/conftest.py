@@ -1,0 +1,26 @@
+"""Fixtures for the client SDK tests (helpers live in fake_collector.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fake_collector import FakeCollector, make_tasks, start_collector
+
+from shared import TaskConfig
+
+
+@pytest.fixture
+def tasks() -> dict[str, TaskConfig]:
+    """Return one small task per mechanism."""
+    return make_tasks()
+
+
+@pytest.fixture
+def collector(tasks: dict[str, TaskConfig]) -> Iterator[FakeCollector]:
+    """Yield a running fake collector serving ``tasks``; stopped after the test."""
+    fake, server = start_collector(tasks)
+    yield fake
+    fake.release.set()
+    server.shutdown()
+    server.server_close()

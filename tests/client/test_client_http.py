@@ -1,0 +1,175 @@
+"""The network path against a fake collector on loopback: retries, drops, time bounds."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
+
+from client import Client, HTTPTransport, Request, RetryPolicy, TransportError
+from shared import TaskConfig
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def http_client(url: str, **options: object) -> Client:
+    """Return a client with fast timeouts and retries, no budget limit, no exit hook."""
+    options.setdefault("timeouts", FAST_TIMEOUTS)
+    options.setdefault("retry", FAST_RETRY)
+    options.setdefault("reports_per_period", None)
+    return Client(url, atexit_timeout=None, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def dead_url() -> str:
+    """Return a loopback URL where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def hanging_url() -> Iterator[str]:
+    """Yield a URL that accepts connections (kernel backlog) and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_upload_over_http_fetches_config_with_etag_and_gzips(
+        collector: FakeCollector, tasks: dict[str, TaskConfig]) -> None:
+    sdk = http_client(collector.url, upload_key="upload-secret")
+    assert sdk.record("t-cms", "hello") and sdk.record("t-cms", "world")
+    assert sdk.flush(5)
+    get, post = collector.seen
+    assert get.method == "GET" and get.path == "/v1/tasks/t-cms"
+    assert "authorization" not in get.headers
+    assert post.headers["content-encoding"] == "gzip"
+    assert post.headers["content-type"] == "application/json"
+    assert post.headers["authorization"] == "Bearer upload-secret"
+    assert len(post.report_ids()) == 2 and len(collector.backend.reports("t-cms")) == 2
+    assert sdk.stats().sent == 2 and sdk.close(5)
+
+
+def test_500_then_200_is_retried_with_the_same_bytes_and_counted_once(
+        collector: FakeCollector) -> None:
+    collector.then("status", 500)
+    sdk = http_client(collector.url)
+    assert sdk.record("t-rr", True)
+    assert sdk.flush(5)
+    first, second = collector.uploads()
+    assert first.raw_body == second.raw_body
+    assert len(collector.backend.reports("t-rr")) == 1
+    stats = sdk.stats()
+    assert stats.sent == 1 and stats.retries == 1 and stats.failed_batches == 0
+    sdk.close(5)
+
+
+def test_503_with_retry_after_is_honoured(collector: FakeCollector) -> None:
+    collector.then("status", 503, Retry_After="1")
+    sdk = http_client(collector.url)
+    assert sdk.record("t-rr", False)
+    assert sdk.flush(5)
+    first, second = collector.uploads()
+    assert 1.0 <= second.time - first.time < 2.5
+    assert sdk.stats().sent == 1 and sdk.close(5)
+
+
+def test_a_read_timeout_is_retried(collector: FakeCollector) -> None:
+    collector.then("hang")
+    sdk = http_client(collector.url)
+    assert sdk.record("t-grr", "blue")
+    assert sdk.flush(5)
+    assert len(collector.uploads()) == 2 and sdk.stats().sent == 1
+    assert len(collector.backend.reports("t-grr")) == 1
+    sdk.close(5)
+
+
+def test_400_drops_the_batch_without_retrying(collector: FakeCollector) -> None:
+    collector.then("status", 400)
+    sdk = http_client(collector.url)
+    assert sdk.record("t-cms", "a") and sdk.record("t-cms", "b")
+    assert sdk.flush(5)  # the queue emptied: the batch was dropped
+    assert len(collector.uploads()) == 1
+    stats = sdk.stats()
+    assert stats.dropped == {"batch_rejected": 2} and stats.sent == 0 and stats.queued == 0
+    assert sdk.flush(1) and len(collector.uploads()) == 1
+    sdk.close(5)
+
+
+def test_per_report_rejections_are_counted(collector: FakeCollector,
+                                           tasks: dict[str, TaskConfig]) -> None:
+    stale = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64)
+    sdk = http_client(collector.url, tasks=[stale])  # another hash seed: outdated
+    assert sdk.record("t-cms", "a")
+    assert sdk.flush(5)
+    stats = sdk.stats()
+    assert stats.rejected == {"outdated_config": 1} and stats.sent == 0
+    sdk.close(5)
+
+
+def test_server_down_keeps_reports_queued_and_flush_is_bounded(dead_url: str) -> None:
+    task = TaskConfig.create(task_id="t-rr", mechanism="rr", epsilon=1.0)
+    sdk = http_client(dead_url, tasks=[task])
+    assert sdk.record("t-rr", True)
+    start = time.monotonic()
+    assert sdk.flush(3) is False
+    assert time.monotonic() - start < 3.5
+    stats = sdk.stats()
+    assert stats.queued == 1 and stats.failed_batches >= 1 and stats.retries >= 1
+    assert sdk.record("t-cms", "x") is False  # its configuration cannot be fetched
+    assert sdk.stats().dropped == {"task_unavailable": 1}
+    sdk.close(1)
+
+
+def test_server_hanging_after_connect_is_bounded(hanging_url: str) -> None:
+    task = TaskConfig.create(task_id="t-rr", mechanism="rr", epsilon=1.0)
+    sdk = http_client(hanging_url, tasks=[task],
+                      retry=RetryPolicy(max_retries=5, backoff=0.05, deadline=30.0))
+    assert sdk.record("t-rr", True)
+    start = time.monotonic()
+    assert sdk.record("t-grr", "red") is False  # config fetch bounded by timeouts.config
+    assert time.monotonic() - start < 1.5
+    assert sdk.flush(1.0) is False
+    assert sdk.close(1.0) is False  # interrupts the uploader in its retries
+    assert time.monotonic() - start < 4.0
+    assert sdk.stats().dropped.get("closed") == 1
+
+
+def test_close_with_10000_queued_and_a_dead_server_is_bounded(dead_url: str) -> None:
+    task = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64)
+    sdk = http_client(dead_url, tasks=[task], max_queue=20_000, flush_interval=60.0,
+                      retry=RetryPolicy(max_retries=50, backoff=0.5, deadline=60.0))
+    for i in range(10_000):
+        assert sdk.record("t-cms", f"value-{i}")
+    assert sdk.stats().queued == 10_000
+    start = time.monotonic()
+    assert sdk.close(timeout=1.0) is False
+    assert time.monotonic() - start < 1.5
+    assert sdk.stats().dropped == {"closed": 10_000}
+
+
+def test_transport_deadline_and_close_interrupt_retry_waits(dead_url: str) -> None:
+    transport = HTTPTransport(dead_url, timeouts=FAST_TIMEOUTS,
+                              retry=RetryPolicy(max_retries=20, backoff=0.2, deadline=60.0))
+    start = time.monotonic()
+    with pytest.raises(TransportError) as caught:
+        transport.handle(Request("GET", "/v1/tasks/x"), timeout=0.5)
+    assert time.monotonic() - start < 1.0 and caught.value.retries >= 1
+    transport.close()
+    with pytest.raises(TransportError, match="closed"):
+        transport.handle(Request("GET", "/v1/tasks/x"), timeout=5)
+
+
+def test_a_dropped_connection_is_retried(collector: FakeCollector) -> None:
+    collector.then("close")
+    sdk = http_client(collector.url)
+    assert sdk.record("t-hcms", "x")
+    assert sdk.flush(5)
+    assert len(collector.uploads()) == 2 and sdk.stats().sent == 1
+    sdk.close(5)

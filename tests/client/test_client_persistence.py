@@ -1,0 +1,99 @@
+"""data_dir: privatized reports survive a restart, quotas drop the oldest, kill switch clears."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from client import Client, InMemoryTransport, Request, Response, TransportError
+from client.sqlite_storage import SqliteStorage
+from client.storage import Admission, Pending
+from shared import TaskConfig
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class DownTransport:
+    """A collector that cannot be reached."""
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        raise TransportError("connection refused")
+
+    def close(self) -> None:
+        pass
+
+
+def offline_client(data_dir: Path, tasks: dict[str, TaskConfig], **options: object) -> Client:
+    return Client("memory://test", transport=DownTransport(), data_dir=data_dir,
+                  tasks=list(tasks.values()), reports_per_period=None, atexit_timeout=None,
+                  flush_interval=60.0, **options)  # type: ignore[arg-type]
+
+
+def test_queued_reports_survive_a_restart(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
+    offline = offline_client(tmp_path, tasks)
+    for value in ("a", "b", "c"):
+        assert offline.record("t-cms", value)
+    assert offline.close(0.5) is False  # not delivered, but kept on disk
+    assert offline.stats().dropped == {}
+    transport = InMemoryTransport(tasks.values())
+    online = Client("memory://test", transport=transport, data_dir=tmp_path,
+                    atexit_timeout=None)
+    assert online.stats().queued == 3
+    assert online.flush(5)
+    assert len(transport.reports("t-cms")) == 3 and online.stats().sent == 3
+    assert online.close(5)
+
+
+def test_quotas_drop_the_oldest_and_count_them(tasks: dict[str, TaskConfig],
+                                               tmp_path: Path) -> None:
+    offline = offline_client(tmp_path, tasks, max_queue=3)
+    for i in range(5):
+        assert offline.record("t-cms", f"value-{i}")
+    stats = offline.stats()
+    assert stats.queued == 3 and stats.dropped == {"quota_exceeded": 2}
+    offline.close(0.2)
+
+
+def pending(i: int, size: int = 100) -> Pending:
+    return Pending("task", f"id-{i}", "x" * size)
+
+
+def test_storage_quota_by_count_and_bytes_keeps_the_newest(tmp_path: Path) -> None:
+    drops: list[tuple[str, int]] = []
+    storage = SqliteStorage(tmp_path, max_queue=4, max_bytes=1024,
+                            on_drop=lambda reason, n: drops.append((reason, n)))
+    for i in range(6):
+        key = i.to_bytes(4, "big")
+        assert storage.admit("fp", 0, key, None, lambda i=i: pending(i)) is Admission.NEW
+    assert [p.report_id for p in storage.peek(10)] == ["id-2", "id-3", "id-4", "id-5"]
+    assert storage.admit("fp", 0, b"big", None, lambda: pending(9, 950)) is Admission.NEW
+    assert [p.report_id for p in storage.peek(10)] == ["id-9"]  # 950 + 100 > 1024 bytes
+    assert sum(n for reason, n in drops if reason == "quota_exceeded") == 6
+    storage.close()
+
+
+def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
+    storage = SqliteStorage(tmp_path, max_queue=100, max_bytes=1 << 20,
+                            on_drop=lambda reason, n: None)
+    for i, task in enumerate(["a", "b", "a"]):
+        storage.admit("fp", 0, bytes([i]), None, lambda i=i, t=task: Pending(t, f"id{i}", "{}"))
+    assert [p.report_id for p in storage.peek(10)] == ["id0", "id2"]
+    storage.remove(["id0", "id2"])
+    assert [p.report_id for p in storage.peek(10)] == ["id1"] and storage.count() == 1
+    assert storage.clear() == 1 and storage.count() == 0
+    storage.close()
+
+
+def test_disabling_clears_the_queue_on_disk(tasks: dict[str, TaskConfig],
+                                            tmp_path: Path) -> None:
+    offline = offline_client(tmp_path, tasks)
+    assert offline.record("t-rr", True) and offline.record("t-grr", "red")
+    offline.close(0.2)
+    disabled = offline_client(tmp_path, tasks, enabled=False)
+    assert disabled.stats().dropped == {"disabled": 2}
+    assert disabled.record("t-rr", True) is False
+    disabled.close(0.2)
+    again = offline_client(tmp_path, tasks)
+    assert again.stats().queued == 0
+    again.close(0.2)

@@ -1,0 +1,223 @@
+"""record(): every mechanism through the in-memory transport, drops, and embedding safety."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from client import Client, InMemoryTransport, Request, Response, TransportError
+from shared import TaskConfig
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def memory_client(transport: InMemoryTransport, **options: object) -> Client:
+    """Return a client on ``transport`` with no budget limit and no exit hook."""
+    options.setdefault("reports_per_period", None)
+    return Client("memory://test", transport=transport, atexit_timeout=None,
+                  **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("kind", "values"), [
+    ("rr", [True, False, 1, np.True_]),
+    ("grr", ["red", "green", "blue"]),
+    ("cms", ["a", "b", "ünïcødé", ""]),
+    ("hcms", ["a", "b", "c"]),
+])
+def test_every_mechanism_round_trips(tasks: dict[str, TaskConfig], kind: str,
+                                     values: list[object]) -> None:
+    task = tasks[kind]
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport)
+    distinct = len({repr(bool(v)) if kind == "rr" else v for v in values})
+    assert all(sdk.record(task.task_id, value) for value in values)
+    assert sdk.flush(5)
+    reports = transport.reports(task.task_id)
+    assert len(reports) == distinct  # the same value in a period is one report
+    assert {r.fingerprint for r in reports} == {task.fingerprint}
+    assert {r.time for r in reports} == {task.floor_time(time.time())}
+    assert sdk.stats().sent == distinct and sdk.stats().dropped == {}
+    assert sdk.close(5)
+
+
+def test_config_is_fetched_once_with_the_transport(tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport)
+    for value in ("a", "b", "c"):
+        assert sdk.record("t-cms", value)
+    gets = [r for r in transport.requests if r.method == "GET"]
+    assert [r.path for r in gets] == ["/v1/tasks/t-cms"]
+    sdk.close(5)
+
+
+@pytest.mark.parametrize(("kind", "value"), [
+    ("rr", "yes"), ("rr", 2), ("rr", None), ("grr", "purple"), ("grr", 3), ("cms", b"bytes"),
+    ("hcms", 17), ("cms", ["list"]),
+])
+def test_invalid_values_are_dropped_and_counted(tasks: dict[str, TaskConfig], kind: str,
+                                                value: object) -> None:
+    sdk = memory_client(InMemoryTransport(tasks.values()))
+    assert sdk.record(tasks[kind].task_id, value) is False
+    assert sdk.stats().dropped == {"invalid_value": 1} and sdk.stats().queued == 0
+    sdk.close(1)
+
+
+def test_unknown_task_is_dropped_and_not_refetched_each_time(
+        tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport)
+    assert sdk.record("no-such-task", True) is False
+    assert sdk.record("no-such-task", True) is False
+    assert sdk.record("bad id with spaces", True) is False
+    assert sdk.record(42, True) is False  # type: ignore[arg-type]
+    assert sdk.stats().dropped == {"task_unavailable": 4}
+    assert len([r for r in transport.requests if r.method == "GET"]) == 1
+    sdk.close(1)
+
+
+def test_pinned_tasks_are_never_fetched(tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport, tasks=[tasks["rr"]])
+    assert sdk.record("t-rr", True)
+    assert sdk.flush(5)
+    assert [r.method for r in transport.requests] == ["POST"]
+    sdk.close(1)
+
+
+def test_queue_full_refuses_new_reports_without_blocking(tasks: dict[str, TaskConfig]) -> None:
+    sdk = memory_client(InMemoryTransport(tasks.values()), max_queue=5, flush_interval=60.0)
+    results = [sdk.record("t-cms", f"value-{i}") for i in range(8)]
+    assert results == [True] * 5 + [False] * 3
+    stats = sdk.stats()
+    assert stats.queued == 5 and stats.dropped == {"queue_full": 3}
+    sdk.close(5)
+
+
+class BrokenTransport:
+    """A transport that fails in every way a custom one could."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls = 0
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        self.calls += 1
+        raise self.error
+
+    def close(self) -> None:
+        raise RuntimeError("close failed too")
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), TransportError("down"), MemoryError()])
+def test_a_broken_transport_never_raises(tasks: dict[str, TaskConfig], error: Exception) -> None:
+    broken = BrokenTransport(error)
+    sdk = Client("memory://test", transport=broken, tasks=[tasks["rr"]], atexit_timeout=None)
+    assert sdk.record("t-cms", "x") is False  # its config cannot be fetched
+    assert sdk.record("t-rr", True) is True
+    assert sdk.flush(2) is False
+    stats = sdk.stats()
+    assert stats.failed_batches >= 1 and stats.queued == 1 and stats.sent == 0
+    assert stats.dropped == {"task_unavailable": 1}
+    assert sdk.close(1) is False
+    assert sdk.stats().dropped["closed"] == 1
+
+
+class GarbageTransport:
+    """A transport that answers nonsense."""
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        return "not a response"  # type: ignore[return-value]
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_transport_answering_garbage_never_raises(tasks: dict[str, TaskConfig]) -> None:
+    sdk = Client("memory://test", transport=GarbageTransport(), tasks=[tasks["grr"]],
+                 atexit_timeout=None)
+    assert sdk.record("t-cms", "x") is False
+    assert sdk.record("t-grr", "red") is True
+    assert sdk.flush(2) is False
+    sdk.close(1)
+
+
+def test_record_is_fast(tasks: dict[str, TaskConfig]) -> None:
+    sdk = memory_client(InMemoryTransport(tasks.values()), flush_interval=60.0,
+                        max_queue=100_000)
+    sdk.record("t-cms", "warm-up")
+    start = time.perf_counter()
+    for i in range(2000):
+        sdk.record("t-cms", f"v{i}")
+    per_call = (time.perf_counter() - start) / 2000
+    assert per_call < 500e-6  # microseconds, generous for a loaded 2-core machine
+    sdk.set_enabled(False)
+    sdk.close(1)
+
+
+def test_disabled_client_records_nothing_and_clears_the_queue(
+        tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport, flush_interval=60.0)
+    assert sdk.record("t-rr", True)
+    sdk.set_enabled(False)
+    assert sdk.stats().queued == 0 and sdk.stats().dropped == {"disabled": 1}
+    assert sdk.record("t-rr", False) is False
+    assert sdk.flush(1) is True
+    assert sdk.close(1) is True
+    assert transport.requests == [r for r in transport.requests if r.method == "GET"]
+    off = memory_client(transport, enabled=False)
+    assert off.record("t-rr", True) is False and off.stats().dropped == {}
+    off.close(1)
+
+
+def test_kill_switch_from_environment(tasks: dict[str, TaskConfig],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LDP_DISABLED", "1")
+    sdk = memory_client(InMemoryTransport(tasks.values()))
+    assert sdk.enabled is False and sdk.record("t-rr", True) is False
+    sdk.close(1)
+
+
+def test_record_after_close_is_counted(tasks: dict[str, TaskConfig]) -> None:
+    sdk = memory_client(InMemoryTransport(tasks.values()))
+    assert sdk.close(1) and sdk.close(1)
+    assert sdk.record("t-rr", True) is False
+    assert sdk.stats().dropped == {"closed": 1}
+
+
+def test_problems_are_logged_once_without_the_value(tasks: dict[str, TaskConfig],
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    sdk = memory_client(InMemoryTransport(tasks.values()))
+    with caplog.at_level(logging.DEBUG, logger="ldp_telemetry.client"):
+        for _ in range(3):
+            sdk.record("t-grr", "CANARY-not-in-domain")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "t-grr" in warnings[0].getMessage()
+    assert "CANARY" not in caplog.text
+    sdk.close(1)
+
+
+def test_concurrent_records_respect_the_budget(tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = Client("memory://test", transport=transport, reports_per_period=1,
+                 atexit_timeout=None)
+    start = threading.Barrier(8)
+    results: list[bool] = []
+
+    def worker(i: int) -> None:
+        start.wait()
+        results.append(sdk.record("t-cms", f"thread-{i}"))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(results) == [False] * 7 + [True]
+    assert sdk.flush(5) and len(transport.reports("t-cms")) == 1
+    assert sdk.stats().dropped == {"budget_exhausted": 7}
+    sdk.close(1)
