@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
+import random
 
 import numpy as np
 import pytest
+from shared_cases import FakeEntropy
 
 from shared import CountMeanSketch, SketchReport
 from shared import sketch as sketch_module
@@ -76,3 +79,28 @@ def test_gather_in_many_small_chunks_equals_one_block(monkeypatch: pytest.Monkey
     monkeypatch.setattr(sketch_module, "GATHER_ELEMENTS", 7, raising=False)
     assert np.array_equal(cms.gather(keys, lambda rows: sums.table[rows]), gathered)
     assert np.array_equal(cms.estimate(sums, candidates).estimate, whole)
+
+
+def _flip_count(cms: CountMeanSketch, value: str, reports: list[SketchReport]) -> int:
+    key, flips = cms.key(value), 0
+    for report in reports:
+        bits = np.unpackbits(np.frombuffer(report.bits, np.uint8), count=cms.m)
+        bits[cms.hashes.bucket(key, report.row)] ^= 1
+        flips += int(bits.sum())
+    return flips
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 2.0, 11.08, 14.0, 19.5])
+def test_default_rng_flip_rate_is_exact(epsilon: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rng=None flips at T/2^32 also when T's leading bytes are small (ties decide)."""
+    fake = FakeEntropy(f"flips-{epsilon}".encode(), size=1 << 24)
+    monkeypatch.setattr(os, "urandom", fake)
+    monkeypatch.setattr(random, "_urandom", fake)
+    cms = CountMeanSketch(epsilon=epsilon, k=3, m=512, hash_seed=8)
+    batch = cms.privatize_many(["v"] * 4000)
+    reports = [batch.report(i) for i in range(len(batch))]
+    reports += [cms.privatize("v") for _ in range(1000)]
+    trials = len(reports) * cms.m
+    expected = trials * cms.flip
+    sd = math.sqrt(trials * cms.flip * (1 - cms.flip))
+    assert abs(_flip_count(cms, "v", reports) - expected) < 5 * sd + 1
