@@ -15,8 +15,13 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The whole system end to end: collector, tasks, 100,000 simulated devices, estimates.
+# DEMO_ARGS passes options, e.g. make demo DEMO_ARGS="--devices 20000".
+demo: $(STAMP)
+	$(BIN)/python -m demo $(DEMO_ARGS)
+
 lint: $(STAMP)
-	$(BIN)/ruff check shared client aggregator simulations tests
+	$(BIN)/ruff check shared client aggregator simulations demo tests
 	$(BIN)/mypy
 
 clean:

@@ -1,0 +1,1 @@
+"""`make demo`: the whole system end to end on one machine (see ``python -m demo --help``)."""
