@@ -129,9 +129,10 @@ def test_batches_round_trip(name: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_privatized_reports_round_trip(name: str) -> None:
     task, rng = TASKS[name], np.random.default_rng(5)
-    values = {"rr": [True, False], "grr": ["a", "c"]}.get(name, ["x", "y"])
+    examples: dict[str, list[Any]] = {"rr": [True, False], "grr": ["a", "c"]}
+    values = examples.get(name, ["x", "y"])
     batch = [Envelope(new_report_id(), task.fingerprint, TIME_A,
-                      task.mechanism_object.privatize(v, rng)) for v in values]  # type: ignore[arg-type]
+                      task.mechanism_object.privatize(v, rng)) for v in values]
     accepted, _ = decode_batch(task, json.loads(encode_batch(task, batch)))
     assert accepted == batch
 

@@ -9,6 +9,7 @@ import pytest
 from scipy.linalg import hadamard
 
 from shared import HadamardCountMeanSketch, HadamardReport
+from shared import sketch as sketch_module
 from shared.hcms import _parity, walsh_hadamard
 
 
@@ -64,3 +65,31 @@ def test_report_bit_is_the_hadamard_entry_when_not_flipped() -> None:
     for report in [batch.report(i) for i in range(200)] + [hcms.privatize("x", rng)]:
         bucket = hcms.hashes.bucket(key, report.row)
         assert report.bit == int(hadamard(8)[report.col, bucket] == 1)
+
+
+def test_estimate_in_many_small_chunks_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    hcms = HadamardCountMeanSketch(epsilon=2.0, k=37, m=16, hash_seed=4)
+    sums = hcms.new_sums()
+    sums.add_many(hcms.privatize_many([f"v{i % 23}" for i in range(3000)],
+                                      np.random.default_rng(9)))
+    candidates = [f"v{i}" for i in range(50)]
+    whole = hcms.estimate(sums, candidates).estimate
+    monkeypatch.setattr(sketch_module, "GATHER_ELEMENTS", 7, raising=False)
+    assert np.array_equal(hcms.estimate(sums, candidates).estimate, whole)
+    expected = apple_hcms_estimate(hcms, _reports_of(sums), candidates)
+    assert np.allclose(whole, expected, rtol=1e-9, atol=1e-7)
+
+
+def _reports_of(sums: object) -> list[HadamardReport]:
+    """Return reports whose signed sums equal ``sums`` (the estimator is linear in them)."""
+    table = sums.table  # type: ignore[attr-defined]
+    counts = sums.n  # type: ignore[attr-defined]
+    reports = []
+    for row in range(table.shape[0]):
+        for col in range(table.shape[1]):
+            value = int(table[row, col])
+            reports += [HadamardReport(row, col, int(value > 0))] * abs(value)
+        # pad with +1/−1 pairs, which cancel, so each row keeps its report count
+        pairs = (int(counts[row]) - sum(abs(int(v)) for v in table[row])) // 2
+        reports += [HadamardReport(row, 0, 1), HadamardReport(row, 0, 0)] * pairs
+    return reports

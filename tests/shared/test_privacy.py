@@ -88,7 +88,7 @@ def test_output_probabilities_sum_to_exactly_one(case: tuple[Any, Any]) -> None:
 @pytest.mark.parametrize("epsilon", [1e-3, 0.1, 0.5, math.log(3), 1.0, 2.0, 4.0, 8.0,
                                      12.5, 19.99, 20.0])
 def test_effective_epsilon_never_exceeds_the_epsilon_asked(epsilon: float) -> None:
-    mechanisms = [
+    mechanisms: list[Any] = [
         RandomizedResponse(epsilon=epsilon),
         CountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
         HadamardCountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),

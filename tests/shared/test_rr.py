@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -62,6 +63,8 @@ def test_privatize_many_accepts_bool_and_zero_one_inputs() -> None:
     rng = np.random.default_rng(0)
     truth = np.array([True, False] * 50)
     assert np.array_equal(rr.privatize_many(truth, rng), truth.astype(np.uint8))
-    assert rr.privatize_many([1, 0, True, False], rng).tolist() == [1, 0, 1, 0]
+    zero_one: list[Any] = [1, 0, True, False]
+    assert rr.privatize_many(zero_one, rng).tolist() == [1, 0, 1, 0]
     assert rr.privatize_many([], rng).shape == (0,)
-    assert [rr.privatize(v, rng) for v in (True, False, 1, 0, np.bool_(True))] == [1, 0, 1, 0, 1]
+    answers: tuple[Any, ...] = (True, False, 1, 0, np.bool_(True))
+    assert [rr.privatize(v, rng) for v in answers] == [1, 0, 1, 0, 1]

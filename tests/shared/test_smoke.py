@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from shared import RandomizedResponse, TaskConfig, decode_batch, encode_batch
+from shared import CountMeanSketch, RandomizedResponse, TaskConfig, decode_batch, encode_batch
 from shared.codec import Envelope, new_report_id
 
 
@@ -19,7 +19,9 @@ def test_seed_numbers_rr() -> None:
 
 def test_cms_batch_round_trip() -> None:
     task = TaskConfig.create(task_id="smoke", mechanism="cms", epsilon=4.0, k=8, m=20)
-    report = task.mechanism_object.privatize("hello", np.random.default_rng(0))
+    cms = task.mechanism_object
+    assert isinstance(cms, CountMeanSketch)
+    report = cms.privatize("hello", np.random.default_rng(0))
     envelope = Envelope(new_report_id(), task.fingerprint, task.floor_time(1e9), report)
     accepted, rejected = decode_batch(task, json.loads(encode_batch(task, [envelope])))
     assert accepted == [envelope] and rejected == []

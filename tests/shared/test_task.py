@@ -52,7 +52,7 @@ def test_create_draws_a_random_hash_seed_for_sketches_only() -> None:
 
 def test_fingerprint_covers_every_parameter() -> None:
     base = TaskConfig.create(**VALID["hcms"])
-    changes = {"task_id": "other", "epsilon": 4.5, "k": 8, "m": 64, "hash_seed": 10,
+    changes: dict[str, Any] = {"task_id": "other", "epsilon": 4.5, "k": 8, "m": 64, "hash_seed": 10,
                "time_precision": 60, "min_batch_size": 11}
     prints = {base.fingerprint}
     for field, value in changes.items():

@@ -124,9 +124,10 @@ def test_values_outside_the_domain_are_refused() -> None:
     with pytest.raises(ValueOutOfDomain):
         grr.estimate(grr.new_sums(), ["z"])
     rr = RandomizedResponse(epsilon=1.0)
-    for bad in (2, -1, "yes", None, 0.5):
+    bad_answers: tuple[Any, ...] = (2, -1, "yes", None, 0.5)
+    for bad in bad_answers:
         with pytest.raises(ValueOutOfDomain, match="takes a bool"):
-            rr.privatize(bad, rng)  # type: ignore[arg-type]
+            rr.privatize(bad, rng)
     cms = CountMeanSketch(epsilon=1.0, k=2, m=4, hash_seed=0)
     with pytest.raises(ValueOutOfDomain, match="str"):
         cms.privatize(b"bytes", rng)  # type: ignore[arg-type]
