@@ -19,7 +19,7 @@ from shared.accuracy import grr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.randomness import SCALE, Rng, log_ratio, threshold_at_least, uniform_word, uniform_words
-from shared.sums import Sums
+from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon
 
 MAX_DOMAIN = 4096  # larger domains are the sketches' job
@@ -103,6 +103,7 @@ class GeneralizedRandomizedResponse:
     def estimate(self, sums: Sums, candidates: Sequence[str] | None = None,
                  level: float = DEFAULT_LEVEL) -> Estimates:
         """Estimate how many reports hold each candidate (default: the whole domain)."""
+        check_shape(sums, 1, self.d, repr(self))
         values = list(self.domain if candidates is None else candidates)
         indices = np.array([self.index_of(v) for v in values], dtype=np.int64)
         n = sums.total

@@ -32,7 +32,7 @@ from shared.randomness import (
     uniform_words,
 )
 from shared.sketch import Sketch
-from shared.sums import Sums
+from shared.sums import Sums, check_shape
 from shared.validation import check_power_of_two
 
 
@@ -145,6 +145,7 @@ class HadamardCountMeanSketch(Sketch):
     def estimate(self, sums: Sums, candidates: Sequence[str],
                  level: float = DEFAULT_LEVEL) -> Estimates:
         """Estimate the count of each candidate."""
+        check_shape(sums, self.k, self.m, repr(self))
         n = sums.total
         gathered = self.gather(self.keys(candidates),
                                lambda rows: walsh_hadamard(sums.table[rows]))

@@ -23,7 +23,7 @@ from shared.accuracy import rr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.randomness import SCALE, Rng, log_ratio, threshold_at_least, uniform_word, uniform_words
-from shared.sums import Sums
+from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon, check_unit_interval
 
 
@@ -98,6 +98,7 @@ class RandomizedResponse:
     def estimate(self, sums: Sums, candidates: Sequence[bool] = (True, False),
                  level: float = DEFAULT_LEVEL) -> Estimates:
         """Estimate how many reports hold each of ``candidates`` (True = yes)."""
+        check_shape(sums, 1, 1, repr(self))
         n, ones = sums.total, int(sums.table[0, 0])
         yes = (ones - n * self.p10) / (self.p11 - self.p10)
         wanted = [_check_bool(c) for c in candidates]

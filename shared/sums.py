@@ -8,6 +8,8 @@ debiases only when a query runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from shared.errors import ParameterError
@@ -55,3 +57,16 @@ class Sums:
                 and np.array_equal(self.n, other.n) and np.array_equal(self.table, other.table))
 
     __hash__ = None  # type: ignore[assignment]  # mutable
+
+
+def check_shape(sums: Any, rows: int, width: int, owner: str) -> None:
+    """Raise ParameterError unless ``sums.table`` has the estimating mechanism's shape.
+
+    Without this, sums of another task were estimated silently (extra rows ignored, or a
+    bare IndexError). Duck-typed on ``table.shape``: the aggregator passes stand-ins that
+    read rows on demand.
+    """
+    shape = tuple(getattr(getattr(sums, "table", None), "shape", ()))
+    if shape != (rows, width):
+        raise ParameterError(f"sums with table shape {shape} cannot be estimated by {owner}, "
+                             f"whose shape is {(rows, width)}: they belong to another task")

@@ -12,9 +12,11 @@ from shared_cases import Case, batch_reports, conformance_cases
 
 from shared import (
     CountMeanSketch,
+    GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
     HadamardReport,
     ParameterError,
+    RandomizedResponse,
     SketchBatch,
     Sums,
 )
@@ -136,3 +138,21 @@ def test_sums_are_unhashable_and_compare_by_content() -> None:
     with pytest.raises(TypeError):
         hash(sums)
     assert sums != Sums(2, 4) and sums != "sums"
+
+
+@pytest.mark.parametrize(("mechanism", "foreign", "candidates"), [
+    (RandomizedResponse(epsilon=1.0),
+     GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b"]), (True,)),
+    (GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b", "c"]),
+     GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b"]), ["a"]),
+    (HadamardCountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
+     HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1), ["x"]),
+    (HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1),
+     HadamardCountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1), ["x"]),
+], ids=["rr-with-grr-sums", "grr-d3-with-d2", "hcms-k4-with-k8", "hcms-k8-with-k4"])
+def test_estimating_another_tasks_sums_raises(mechanism: Any, foreign: Any,
+                                             candidates: Any) -> None:
+    # Regression: a smaller task's estimator silently read the first rows of a bigger
+    # task's sums (and rr read grr sums) instead of refusing.
+    with pytest.raises(ParameterError, match="belong to another task"):
+        mechanism.estimate(foreign.new_sums(), candidates)
