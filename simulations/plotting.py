@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -12,15 +13,17 @@ import matplotlib.pyplot as plt  # after the backend choice, on purpose
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-THEORY_STYLE = {"linestyle": "-", "linewidth": 1.6, "alpha": 0.85}
-EMPIRICAL_STYLE = {"marker": "o", "linestyle": "none", "markersize": 6,
+THEORY_STYLE: dict[str, Any] = {"linestyle": "-", "linewidth": 1.6, "alpha": 0.85}
+EMPIRICAL_STYLE: dict[str, Any] = {"marker": "o", "linestyle": "none", "markersize": 6,
                    "markerfacecolor": "none", "markeredgewidth": 1.5}
 
 
-def figure(panels: int = 1, width: float = 6.4, height: float = 4.6) -> tuple[Figure, list[Axes]]:
-    """Return a figure with ``panels`` axes side by side."""
-    fig, axes = plt.subplots(1, panels, figsize=(width * panels, height), squeeze=False)
-    return fig, list(axes[0])
+def figure(panels: int = 1, width: float = 6.4, height: float = 4.6,
+           rows: int = 1) -> tuple[Figure, list[Axes]]:
+    """Return a figure with ``panels`` axes per row and ``rows`` rows, listed row by row."""
+    fig, axes = plt.subplots(rows, panels, figsize=(width * panels, height * rows),
+                             squeeze=False)
+    return fig, list(axes.ravel())
 
 
 def save(fig: Figure, path: Path) -> Path:

@@ -11,11 +11,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Column:
-    """One table column: the row key, its header and how a value is shown in markdown."""
+    """One table column: the row key, its header and how a value is shown in markdown.
+
+    Columns with the default format hold text and are left-aligned; the others right.
+    """
 
     key: str
     header: str
     fmt: str = "{}"
+    in_markdown: bool = True  # False: a full-precision column kept for the CSV only
 
 
 @dataclass
@@ -25,6 +29,7 @@ class Table:
     title: str
     columns: Sequence[Column]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: str = ""  # shown under the markdown title: units, fixed parameters
 
     def column(self, key: str) -> list[Any]:
         """Return the values of one column, row by row."""
@@ -32,11 +37,12 @@ class Table:
 
     def markdown(self) -> str:
         """Return the table as a GitHub markdown table under a bold title."""
-        lines = [f"**{self.title}**", "",
-                 "| " + " | ".join(c.header for c in self.columns) + " |",
-                 "|" + "|".join("---:" for _ in self.columns) + "|"]
+        shown = [c for c in self.columns if c.in_markdown]
+        lines = [f"**{self.title}**", ""] + ([self.notes, ""] if self.notes else [])
+        lines.append("| " + " | ".join(c.header for c in shown) + " |")
+        lines.append("|" + "|".join(":---" if c.fmt == "{}" else "---:" for c in shown) + "|")
         for row in self.rows:
-            lines.append("| " + " | ".join(_show(c, row.get(c.key)) for c in self.columns) + " |")
+            lines.append("| " + " | ".join(_show(c, row.get(c.key)) for c in shown) + " |")
         return "\n".join(lines) + "\n"
 
     def write(self, folder: Path, stem: str) -> list[Path]:

@@ -10,7 +10,11 @@ k sketch rows, m buckets, prior π = P(secret = 1).
   π/(π + e^ε(1−π)) ≤ P(secret = 1 | y) ≤ e^ε π/(e^ε π + 1 − π).
 - Sketch collisions (DESIGN.md §2): averaged over the hash family, a count's mean squared
   error is shared/accuracy's variance plus Σ_{d'≠d} f(d')(f(d')−1)/(k(m−1)). With one fixed
-  hash family that extra term is a per-item bias, which more rows k shrink.
+  hash family that extra term is a per-item bias, which more rows k shrink. The noise left
+  around that bias is shared/accuracy's variance less (n − f(d))/(k(m−1)): with few rows a
+  value that collides with d in a row always does, which removes a little randomness
+  (both for CMS and HCMS; the fraction r of rows where d' meets d has E[r(1−r)] =
+  (1/m)(1−1/m)(1−1/k)).
 """
 
 from __future__ import annotations
@@ -45,3 +49,8 @@ def collision_variance(other_counts: np.ndarray, m: int, k: int) -> float:
     """Return Σ f(f−1)/(k(m−1)) over the other values: the hash-collision term of a count."""
     f = np.asarray(other_counts, dtype=float)
     return float(np.sum(f * (f - 1.0)) / (k * (m - 1)))
+
+
+def sketch_noise_variance(closed_form: float, n: int, count: int, m: int, k: int) -> float:
+    """Return the variance around a fixed hash family's bias, from shared's closed form."""
+    return closed_form - (n - count) / (k * (m - 1))
