@@ -79,13 +79,14 @@ def b64decode(text: str, size: int, what: str) -> bytes:
 
 def encode_report(task: TaskConfig, envelope: Envelope) -> dict[str, Any]:
     """Return the JSON object of one report."""
+    # int(): numpy integers taken from a batch's arrays are not JSON serializable
     out: dict[str, Any] = {"report_id": b64encode(envelope.report_id),
-                           "fingerprint": envelope.fingerprint, "time": envelope.time}
+                           "fingerprint": envelope.fingerprint, "time": int(envelope.time)}
     payload = envelope.payload
     if isinstance(payload, SketchReport):
-        out.update(row=payload.row, bits=b64encode(payload.bits))
+        out.update(row=int(payload.row), bits=b64encode(payload.bits))
     elif isinstance(payload, HadamardReport):
-        out.update(row=payload.row, col=payload.col, bit=payload.bit)
+        out.update(row=int(payload.row), col=int(payload.col), bit=int(payload.bit))
     else:
         out["bit" if task.mechanism == "rr" else "index"] = int(payload)
     return out

@@ -270,3 +270,14 @@ def test_reports_are_checked_against_their_own_task() -> None:
     with pytest.raises(DecodeError) as raised:
         decode_report(other, cms_report)
     assert raised.value.reason == "outdated_config"
+
+
+def test_numpy_integers_in_payloads_encode_as_json_numbers() -> None:
+    # Regression: a payload built from a batch's arrays (np.int64 row) raised TypeError.
+    hcms, cms = TASKS["hcms"], TASKS["cms"]
+    envelope = Envelope(ID_A, hcms.fingerprint, np.int64(TIME_A),
+                        HadamardReport(np.int64(3), np.int64(15), np.uint8(1)))
+    assert encode_batch(hcms, [envelope]) == encode_batch(hcms, golden_envelopes("hcms")[:1])
+    sketch = SketchReport(np.int64(3), PAYLOADS["cms"][0].bits)
+    encoded = encode_report(cms, Envelope(ID_A, cms.fingerprint, TIME_A, sketch))
+    assert decode_report(cms, json.loads(json.dumps(encoded))) == golden_envelopes("cms")[0]
