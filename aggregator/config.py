@@ -31,6 +31,9 @@ DEFAULTS: dict[str, object] = {
     "ACCEPTANCE_WINDOW": 7 * DAY,
     # Tolerated client clock lead before a report counts as report_too_early (s).
     "CLOCK_SKEW": 600,
+    # Accepted reports are staged packed and folded into the sums once a task's staged
+    # bytes pass this (or before an estimate): larger means fewer row rewrites.
+    "STAGED_BYTES": 8 * 1024 * 1024,
     # Seconds between two collections of expired report ids (per process).
     "COLLECT_INTERVAL": 60,
 }

@@ -1,18 +1,18 @@
-"""Fold a batch of decoded payloads into sums over only the sketch rows it touches.
+"""Fold a batch of reports into sums over only the sketch rows it touches.
 
 An Apple-size sketch (k = 65,536 rows, m = 1,024) has a 512 MiB table, but a batch of a
-few hundred reports touches a few hundred rows. The shared accumulators are built for the
+few thousand reports touches a few thousand rows. The shared accumulators are built for the
 compact row set (row j of the batch renumbered to its rank among the rows hit), filled with
 ``add_many``, and handed to storage with the real row numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from aggregator.staging import Batch
 from shared import (
     CountMeanSketch,
     CountMeanSketchSums,
@@ -20,7 +20,6 @@ from shared import (
     HadamardCountMeanSketchSums,
     Mechanism,
 )
-from shared.codec import Payload
 
 
 @dataclass(frozen=True)
@@ -32,10 +31,10 @@ class RowSums:
     table: np.ndarray
 
 
-def fold(mechanism: Mechanism, payloads: Sequence[Payload]) -> RowSums:
-    """Return the sums of ``payloads`` over the rows they touch."""
+def fold(mechanism: Mechanism, batch: Batch) -> RowSums:
+    """Return the sums of a batch over the rows it touches."""
     if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch):
-        batch = mechanism.stack(payloads)  # type: ignore[arg-type]
+        assert not isinstance(batch, np.ndarray)
         rows, compact = np.unique(batch.rows, return_inverse=True)
         sums_class = (CountMeanSketchSums if isinstance(mechanism, CountMeanSketch)
                       else HadamardCountMeanSketchSums)
@@ -43,6 +42,5 @@ def fold(mechanism: Mechanism, payloads: Sequence[Payload]) -> RowSums:
         sums.add_many(replace(batch, rows=compact.astype(np.int64)))  # type: ignore[arg-type]
         return RowSums(rows.astype(np.int64), sums.n, sums.table)
     flat = mechanism.new_sums()  # rr and grr keep a single row
-    flat.add_many(np.fromiter((int(p) for p in payloads), dtype=np.int64,  # type: ignore[arg-type]
-                              count=len(payloads)))
+    flat.add_many(batch)  # type: ignore[arg-type]
     return RowSums(np.zeros(1, dtype=np.int64), flat.n, flat.table)

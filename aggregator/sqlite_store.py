@@ -2,9 +2,11 @@
 
 Sums are kept per (task, bucket, row) as the row's report count ``n`` and its counters as
 a BLOB of little-endian int64. An upload is one ``BEGIN IMMEDIATE`` transaction (the
-database's single writer lock): read the seen ids and the rows the batch touches, add,
-write back, commit. Workers therefore serialize their read-modify-writes and any number of
-them give the same sums as one. The view answers only after ``COMMIT`` returns.
+database's single writer lock): check and record the ids, stage the new reports packed
+(:mod:`aggregator.staging`), and, once a task's staged bytes pass ``staged_bytes``, fold
+them into the rows they touch (read, add, write back), then commit. Workers therefore
+serialize their read-modify-writes and any number of them give the same sums as one. The
+view answers only after ``COMMIT`` returns. Estimates fold what is staged first.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from aggregator.folding import RowSums, fold
+from aggregator.staging import pack, stack, unpack
 from aggregator.store import StoredTask, StoreUnavailable, SumsView, TaskExists
 from aggregator.streamed import StreamedSums
 from shared import Envelope, Sums, TaskConfig
@@ -40,6 +43,12 @@ CREATE TABLE IF NOT EXISTS seen (
 CREATE INDEX IF NOT EXISTS seen_by_expiry ON seen (expires);
 CREATE TABLE IF NOT EXISTS tokens (
     token_hash TEXT PRIMARY KEY, role TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS staged (
+    id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, bucket INTEGER NOT NULL,
+    data BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS staged_by_task ON staged (task_id);
+CREATE TABLE IF NOT EXISTS staged_size (
+    task_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL);
 """
 CHUNK = 500  # parameters per IN (...) query, well under SQLite's limit
@@ -50,12 +59,13 @@ NO_LIMIT = (-(2**63), 2**63 - 1)
 class SqliteStore:
     """:class:`aggregator.store.Store` on one SQLite file (one connection per thread)."""
 
-    def __init__(self, path: str, *, synchronous: str = "NORMAL",
-                 busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0,
+                 staged_bytes: int = 8 << 20) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA, "
                              f"got {synchronous!r}")
         self.path, self.synchronous, self.busy_timeout = path, synchronous.upper(), busy_timeout
+        self.staged_bytes = staged_bytes
         self._local = threading.local()
         self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
 
@@ -136,9 +146,37 @@ class SqliteStore:
             by_bucket: defaultdict[int, list] = defaultdict(list)
             for envelope, _ in fresh:
                 by_bucket[envelope.time].append(envelope.payload)
-            for bucket, payloads in by_bucket.items():
-                self._add_rows(tx, task_id, bucket, fold(task.mechanism_object, payloads))
+            packed = [(task_id, bucket, pack(stack(task.mechanism_object, payloads)))
+                      for bucket, payloads in by_bucket.items()]
+            tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", packed)
+            staged = tx.execute(
+                "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
+                "SET bytes = bytes + excluded.bytes RETURNING bytes",
+                (task_id, sum(len(p[2]) for p in packed))).fetchone()[0]
+            if staged >= self.staged_bytes:
+                self._fold_staged(tx, task)
         return replayed
+
+    def _fold_staged(self, tx: sqlite3.Connection, task: TaskConfig) -> None:
+        """Add a task's staged batches to its sums (inside the caller's transaction)."""
+        by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
+        for bucket, data in tx.execute("SELECT bucket, data FROM staged WHERE task_id = ? "
+                                       "ORDER BY id", (task.task_id,)):
+            by_bucket[bucket].append(data)
+        mechanism = task.mechanism_object
+        for bucket, blobs in by_bucket.items():
+            self._add_rows(tx, task.task_id, bucket, fold(mechanism, unpack(mechanism, blobs)))
+        tx.execute("DELETE FROM staged WHERE task_id = ?", (task.task_id,))
+        tx.execute("DELETE FROM staged_size WHERE task_id = ?", (task.task_id,))
+
+    def fold_staged(self, task: TaskConfig) -> None:
+        """Fold a task's staged reports into its sums now (a no-op if there are none)."""
+        conn = self._connection()
+        if conn.execute("SELECT 1 FROM staged WHERE task_id = ? LIMIT 1",
+                        (task.task_id,)).fetchone() is None:
+            return
+        with self._write() as tx:
+            self._fold_staged(tx, task)
 
     @staticmethod
     def _seen(tx: sqlite3.Connection, task_id: str, ids: list[bytes]) -> set[bytes]:
@@ -179,6 +217,7 @@ class SqliteStore:
     def read_sums(self, task: TaskConfig, start: int | None,
                   end: int | None) -> Iterator[SumsView]:
         """Yield the task's sums over buckets starting in [start, end), from one snapshot."""
+        self.fold_staged(task)  # every report acknowledged so far is in the sums
         conn, (low, high) = self._connection(), _bounds(start, end)
         where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
         conn.execute("BEGIN")  # one WAL snapshot for n and every row block; writers go on

@@ -95,7 +95,8 @@ def init_app(app: Flask) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     app.config["DATABASE"] = path
     store = SqliteStore(path, synchronous=str(app.config["SQLITE_SYNCHRONOUS"]),
-                        busy_timeout=float(app.config["SQLITE_BUSY_TIMEOUT"]))
+                        busy_timeout=float(app.config["SQLITE_BUSY_TIMEOUT"]),
+                        staged_bytes=int(app.config["STAGED_BYTES"]))
     store.initialize()
     app.extensions[EXTENSION] = store
     app.register_error_handler(StoreUnavailable, _unavailable)

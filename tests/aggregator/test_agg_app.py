@@ -88,7 +88,9 @@ def test_stored_tokens_work_and_only_their_hash_is_kept(app: Flask) -> None:
     create(client, {"task_id": "t", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1})
     response = client.post("/v1/tasks/t/estimates", json={}, headers=bearer("db-analyst"))
     assert response.status_code == 422  # authorized; no reports yet
-    assert b"db-analyst" not in Path(app.config["DATABASE"]).read_bytes()
+    database = Path(app.config["DATABASE"])
+    stored = b"".join(p.read_bytes() for p in database.parent.glob(database.name + "*"))
+    assert b"db-analyst" not in stored and hash_token("db-analyst").encode() in stored
 
 
 def test_unknown_routes_and_methods_are_problems(client: FlaskClient) -> None:

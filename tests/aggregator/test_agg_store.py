@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+from dataclasses import astuple
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from agg_reports import envelopes, payloads
 from aggregator.admission import admit
 from aggregator.folding import fold
 from aggregator.sqlite_store import SqliteStore
+from aggregator.staging import Batch, pack, stack, unpack
 from aggregator.store import StoredTask
 from shared import TaskConfig
 
@@ -28,7 +30,7 @@ def sketch_task(mechanism: str, k: int = 64, m: int = 32) -> TaskConfig:
 def test_fold_touches_only_hit_rows_and_matches_the_dense_sums(mechanism: str) -> None:
     task = sketch_task(mechanism)
     reports = payloads(task, WORDS[:50], np.random.default_rng(0))
-    folded = fold(task.mechanism_object, reports)
+    folded = fold(task.mechanism_object, stack(task.mechanism_object, reports))
     dense = task.mechanism_object.new_sums()
     dense.add_many(task.mechanism_object.stack(reports))  # type: ignore[union-attr, arg-type]
     assert set(folded.rows) == {r.row for r in reports}  # type: ignore[union-attr]
@@ -37,9 +39,29 @@ def test_fold_touches_only_hit_rows_and_matches_the_dense_sums(mechanism: str) -
     assert dense.total == len(reports)
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
-    opened = SqliteStore(str(tmp_path / "store.sqlite3"))
+@pytest.mark.parametrize("mechanism", ["rr", "grr", "cms", "hcms"])
+def test_packed_batches_unpack_to_the_same_reports(mechanism: str) -> None:
+    task = {"rr": TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0),
+            "grr": TaskConfig.create(task_id="g", mechanism="grr", epsilon=1.0,
+                                     domain=["a", "b", "w1"])}.get(mechanism)
+    task = task or sketch_task(mechanism)
+    values = [True, False] * 5 if mechanism == "rr" else ["a", "w1", "b"] * 4
+    reports = payloads(task, values, np.random.default_rng(4))
+    mechanism_object = task.mechanism_object
+    halves = [pack(stack(mechanism_object, part)) for part in (reports[:3], reports[3:])]
+    both, whole = unpack(mechanism_object, halves), stack(mechanism_object, reports)
+    assert type(both) is type(whole)
+    for got, expected in zip(columns(both), columns(whole), strict=True):
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+def columns(batch: Batch) -> tuple[np.ndarray, ...]:
+    return (batch,) if isinstance(batch, np.ndarray) else astuple(batch)
+
+
+@pytest.fixture(params=[1, 1 << 30], ids=["fold-every-batch", "fold-before-reading"])
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> SqliteStore:
+    opened = SqliteStore(str(tmp_path / "store.sqlite3"), staged_bytes=request.param)
     opened.initialize()
     return opened
 

@@ -1,0 +1,54 @@
+"""The ldp-aggregator command: tasks and tokens on a database file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from aggregator import create_app
+from aggregator.auth import hash_token, role_of
+from aggregator.cli import main
+
+
+def run(db: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["--db", str(db), *args])
+    return result.exit_code, result.output
+
+
+def test_tasks_create_and_list(tmp_path: Path) -> None:
+    db = tmp_path / "cli.sqlite3"
+    code, out = run(db, "tasks", "create", "--task-id", "colours", "--mechanism", "grr",
+                    "--epsilon", "2", "--domain", "red,green,blue", "--upload-key-required")
+    assert code == 0, out
+    created = json.loads(out)
+    assert created["domain"] == ["red", "green", "blue"] and created["upload_key"]
+    code, out = run(db, "tasks", "create", "--task-id", "words", "--mechanism", "hcms",
+                    "--epsilon", "4", "--k", "64", "--m", "1024")
+    assert code == 0 and isinstance(json.loads(out)["hash_seed"], int)
+    code, out = run(db, "tasks", "list")
+    assert [json.loads(line)["task_id"] for line in out.splitlines()] == ["colours", "words"]
+
+
+def test_tasks_create_reports_the_fix(tmp_path: Path) -> None:
+    code, out = run(tmp_path / "cli.sqlite3", "tasks", "create", "--task-id", "w",
+                    "--mechanism", "hcms", "--epsilon", "4", "--k", "8", "--m", "1000")
+    assert code != 0 and "power of two" in out
+    run(tmp_path / "cli.sqlite3", "tasks", "create", "--task-id", "r", "--mechanism", "rr",
+        "--epsilon", "1")
+    code, out = run(tmp_path / "cli.sqlite3", "tasks", "create", "--task-id", "r",
+                    "--mechanism", "rr", "--epsilon", "2")
+    assert code != 0 and "exists already" in out
+
+
+def test_tokens_create_prints_once_and_stores_the_hash(tmp_path: Path) -> None:
+    db = tmp_path / "cli.sqlite3"
+    code, out = run(db, "tokens", "create", "--role", "analyst")
+    token = out.strip()
+    assert code == 0 and len(token) >= 40
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("cli.sqlite3*"))
+    assert hash_token(token).encode() in stored and token.encode() not in stored
+    with create_app({"DATABASE": str(db)}).app_context():
+        assert role_of(token) == "analyst"
+        assert role_of(token + "x") is None
