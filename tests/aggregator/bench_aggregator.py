@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from agg_reports import create_task, envelopes, estimates, payloads, post_reports  # noqa: E402
-from conftest import start_server  # noqa: E402
+from agg_reports import create_task, envelopes, estimates, payloads, post_reports
+from conftest import start_server
 
-from shared import TaskConfig, encode_batch  # noqa: E402
+from shared import TaskConfig, encode_batch
 
 BATCH = 500
 
