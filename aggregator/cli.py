@@ -46,6 +46,7 @@ def serve(db: str | None, host: str, port: int, workers: int) -> None:
     """Run the collector under gunicorn (SIGTERM lets in-flight uploads commit)."""
     if db:
         os.environ["LDP_DATABASE"] = json.dumps(os.path.abspath(db))
+    database = _app(db).config["DATABASE"]  # creates the file and schema before the workers
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         metrics_dir = tempfile.mkdtemp(prefix="ldp-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
@@ -53,9 +54,10 @@ def serve(db: str | None, host: str, port: int, workers: int) -> None:
     # A fresh interpreter: prometheus_client reads PROMETHEUS_MULTIPROC_DIR when imported.
     argv = [sys.executable, "-m", "gunicorn", "--config", "python:aggregator.gunicorn_conf",
             "--bind", f"{host}:{port}", "--workers", str(workers), "aggregator.wsgi:app"]
-    click.echo(f"ldp-aggregator: serving on http://{host}:{port} with {workers} worker(s)",
-               err=True)
-    sys.stdout.flush()
+    click.echo(f"ldp-aggregator: serving on http://{host}:{port} with {workers} worker(s), "
+               f"database {database}\n  admin/analyst tokens: ldp-aggregator tokens create "
+               "--role admin (or set LDP_ADMIN_TOKEN / LDP_ANALYST_TOKEN)", err=True)
+    sys.stderr.flush()
     os.execv(sys.executable, argv)
 
 
