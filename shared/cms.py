@@ -18,21 +18,23 @@ from fractions import Fraction
 import numpy as np
 
 from shared.accuracy import cms_count_variance
+from shared.bitsum import add_bit_rows
 from shared.errors import ParameterError
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.randomness import (
     SCALE,
     Rng,
+    bernoulli_flags,
+    bernoulli_packed,
     log_ratio,
     threshold_at_least,
     uniform_below,
     uniform_below_many,
-    uniform_words,
 )
 from shared.sketch import Sketch
 from shared.sums import Sums
 
-ADD_CHUNK = 1 << 15  # reports unpacked at once by add_many: 32 MiB at m = 1024
+ADD_CHUNK = 1 << 17  # reports laid out at once by add_many: 16 MiB of packed bits at m = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +74,12 @@ class CountMeanSketchSums(Sums):
         self.table[report.row] += bits
 
     def add_many(self, batch: SketchBatch) -> None:
-        """Add a batch: reports are grouped by row and their bits summed per group."""
+        """Add a batch: bits are counted per row in uint8 rounds (see ``shared.bitsum``)."""
+        # bincount first: a row outside [0, k) raises here, before the table changes.
         self.n += np.bincount(batch.rows, minlength=len(self.n))
         for start in range(0, len(batch), ADD_CHUNK):
-            rows = batch.rows[start:start + ADD_CHUNK]
-            order = np.argsort(rows, kind="stable")
-            sorted_rows = rows[order]
-            starts = np.flatnonzero(np.diff(sorted_rows, prepend=-1))
-            bits = np.unpackbits(batch.bits[start:start + ADD_CHUNK][order], axis=1,
-                                 count=self.m)
-            self.table[sorted_rows[starts]] += np.add.reduceat(bits, starts, axis=0,
-                                                               dtype=np.int64)
+            add_bit_rows(self.table, batch.rows[start:start + ADD_CHUNK],
+                         batch.bits[start:start + ADD_CHUNK])
 
 
 class CountMeanSketch(Sketch):
@@ -105,15 +102,16 @@ class CountMeanSketch(Sketch):
         """Return the privatized report of one value."""
         key = self.key(value)
         row = uniform_below(self.k, rng)
-        flips = uniform_words(self.m, rng) < self.flip_threshold
-        flips[self.hashes.bucket(key, row)] ^= True
-        return SketchReport(row, np.packbits(flips).tobytes())
+        bits = bernoulli_packed(self.m, self.flip_threshold, rng)
+        bucket = self.hashes.bucket(key, row)
+        bits[bucket >> 3] ^= 0x80 >> (bucket & 7)  # np.packbits order: MSB first
+        return SketchReport(row, bytes(bits))
 
     def privatize_many(self, values: Sequence[str], rng: Rng = None) -> SketchBatch:
         """Return privatized reports of many values as a batch."""
         keys = self.keys(values)
         rows = uniform_below_many(self.k, len(keys), rng)
-        flips = (uniform_words(len(keys) * self.m, rng) < self.flip_threshold)
+        flips = bernoulli_flags(len(keys) * self.m, self.flip_threshold, rng)
         flips = flips.reshape(len(keys), self.m)
         flips[np.arange(len(keys)), self.hashes.buckets(keys, rows)] ^= True
         return SketchBatch(rows, np.packbits(flips, axis=1))
