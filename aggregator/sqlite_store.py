@@ -143,19 +143,25 @@ class SqliteStore:
                      if e.report_id not in replayed]
             tx.executemany("INSERT INTO seen VALUES (?, ?, ?)",
                            [(task_id, e.report_id, x) for e, x in fresh])
-            by_bucket: defaultdict[int, list] = defaultdict(list)
-            for envelope, _ in fresh:
-                by_bucket[envelope.time].append(envelope.payload)
-            packed = [(task_id, bucket, pack(stack(task.mechanism_object, payloads)))
-                      for bucket, payloads in by_bucket.items()]
-            tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", packed)
-            staged = tx.execute(
-                "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
-                "SET bytes = bytes + excluded.bytes RETURNING bytes",
-                (task_id, sum(len(p[2]) for p in packed))).fetchone()[0]
-            if staged >= self.staged_bytes:
-                self._fold_staged(tx, task)
+            if fresh:
+                self._stage(tx, task, [e for e, _ in fresh])
         return replayed
+
+    def _stage(self, tx: sqlite3.Connection, task: TaskConfig,
+               envelopes: list[Envelope]) -> None:
+        """Stage new reports packed, one row per bucket; fold them once there are enough."""
+        by_bucket: defaultdict[int, list] = defaultdict(list)
+        for envelope in envelopes:
+            by_bucket[envelope.time].append(envelope.payload)
+        packed = [(task.task_id, bucket, pack(stack(task.mechanism_object, payloads)))
+                  for bucket, payloads in by_bucket.items()]
+        tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", packed)
+        staged = tx.execute(
+            "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
+            "SET bytes = bytes + excluded.bytes RETURNING bytes",
+            (task.task_id, sum(len(row[2]) for row in packed))).fetchone()[0]
+        if staged >= self.staged_bytes:
+            self._fold_staged(tx, task)
 
     def _fold_staged(self, tx: sqlite3.Connection, task: TaskConfig) -> None:
         """Add a task's staged batches to its sums (inside the caller's transaction)."""
