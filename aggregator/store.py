@@ -8,6 +8,7 @@ backend (e.g. PostgreSQL) implements the same methods. Every method is atomic.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -20,6 +21,7 @@ from aggregator.problems import problem_response
 from shared import Envelope, TaskConfig
 
 EXTENSION = "ldp_store"
+log = logging.getLogger(__name__)
 
 
 class TaskExists(Exception):
@@ -103,6 +105,7 @@ def init_app(app: Flask) -> None:
 
 
 def _unavailable(error: StoreUnavailable) -> Response:
+    log.warning("store unavailable: %s", error)
     response = problem_response(503, "unavailable", "Unavailable",
                                 "the database is busy; retry after the Retry-After delay")
     response.headers["Retry-After"] = "1"

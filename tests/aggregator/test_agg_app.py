@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +135,25 @@ def test_default_database_is_in_the_instance_folder(monkeypatch: pytest.MonkeyPa
     app = create_app()
     assert app.config["DATABASE"] == str(tmp_path / "inst" / "ldp-aggregator.sqlite3")
     assert Path(app.config["DATABASE"]).is_file()
+
+
+def test_a_locked_database_answers_503_with_retry_after(tmp_path: Path) -> None:
+    database = tmp_path / "locked.sqlite3"
+    app = create_app({"DATABASE": str(database), "ADMIN_TOKEN": ADMIN,
+                      "SQLITE_BUSY_TIMEOUT": 0.05})
+    client = app.test_client()
+    task = create(client, {"task_id": "t", "mechanism": "rr", "epsilon": 1.0}).get_json()
+    report = {"report_id": "A" * 22, "fingerprint": task["fingerprint"],
+              "time": int(time.time()) // 86_400 * 86_400, "bit": 1}
+    holder = sqlite3.connect(database, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer keeps the lock
+    try:
+        busy = client.post("/v1/tasks/t/reports", json={"reports": [report]})
+        assert busy.status_code == 503 and busy.headers["Retry-After"] == "1"
+        assert busy.get_json()["type"].endswith(":unavailable")
+        assert client.get("/readyz").status_code == 503
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert client.post("/v1/tasks/t/reports", json={"reports": [report]}).get_json() == {
+        "accepted": 1, "rejected": []}
