@@ -4,8 +4,9 @@ Each report a task's mechanism produces is ε-locally differentially private, wi
 task's *effective* epsilon (``TaskConfig.effective_epsilon``). The client adds two limits,
 per task and per period (the task's ``time_precision`` bucket, one day by default):
 
-1. **At most N reports** (``reports_per_period``, default 1). A further record is dropped
-   and counted as ``budget_exhausted``.
+1. **At most N reports** (``reports_per_period``, default 1; None lifts the limit to
+   100,000, which bounds the memo). A further record is dropped and counted as
+   ``budget_exhausted``.
 2. **Memoization.** Recording a value already recorded in the same period does not draw
    fresh noise: the report privatized the first time (same report id, same bits) is
    queued again, and the server counts it once. Without this, an observer could average
@@ -51,20 +52,30 @@ def load_secret(data_dir: Path | None) -> bytes:
     if data_dir is None:
         return os.urandom(SECRET_BYTES)
     path = data_dir / SECRET_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        secret = path.read_bytes()
-        if len(secret) != SECRET_BYTES:
-            raise ConfigurationError(f"{path} is not a {SECRET_BYTES}-byte device secret; "
-                                     "delete it to start a new one") from None
-        return secret
-    secret = os.urandom(SECRET_BYTES)
-    with os.fdopen(fd, "wb") as file:
-        file.write(secret)
-        file.flush()
-        os.fsync(file.fileno())
+    if not path.exists():
+        _publish(path, os.urandom(SECRET_BYTES))
+    secret = path.read_bytes()
+    if len(secret) != SECRET_BYTES:
+        raise ConfigurationError(f"{path} is not a {SECRET_BYTES}-byte device secret; "
+                                 "delete it to start a new one")
     return secret
+
+
+def _publish(path: Path, secret: bytes) -> None:
+    # Written to a private temporary file, then linked into place: a process starting at
+    # the same moment sees either no secret or a whole one, and only one secret wins.
+    temporary = path.with_name(f".{SECRET_FILE}.{os.getpid()}.{os.urandom(4).hex()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(secret)
+            file.flush()
+            os.fsync(file.fileno())
+        os.link(temporary, path)
+    except FileExistsError:
+        pass  # another process published its secret first: use that one
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def canonical_value(task: TaskConfig, value: object) -> bytes:

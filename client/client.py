@@ -29,7 +29,14 @@ from client.budget import canonical_value, load_secret, lookup_key
 from client.errors import ConfigurationError
 from client.http_transport import HTTPTransport
 from client.problems import ProblemLog
-from client.settings import DEFAULT, Default, RetryPolicy, Settings, Timeouts
+from client.settings import (
+    DEFAULT,
+    MAX_REPORTS_PER_PERIOD,
+    Default,
+    RetryPolicy,
+    Settings,
+    Timeouts,
+)
 from client.sqlite_storage import SqliteStorage
 from client.stats import ClientStats, Counters
 from client.storage import Admission, MemoryStorage, Pending, Storage
@@ -128,8 +135,8 @@ class Client:
                               "records are dropped", task_id if isinstance(task_id, str) else "?")
         period = task.floor_time(self._clock())
         lookup = lookup_key(self._secret, task, period, canonical_value(task, value))
-        admission = self._storage.admit(task.fingerprint, period, lookup,
-                                        self.settings.reports_per_period,
+        limit = self.settings.reports_per_period or MAX_REPORTS_PER_PERIOD
+        admission = self._storage.admit(task.fingerprint, period, lookup, limit,
                                         lambda: _privatize(task, period, value))
         if admission in (Admission.NEW, Admission.REUSED):
             self._uploader.notify(self._storage.count())

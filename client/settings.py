@@ -11,7 +11,7 @@ argument                      environment variable        default
 ``flush_interval``            ``LDP_FLUSH_INTERVAL``      30 s
 ``max_queue``                 ``LDP_MAX_QUEUE``           10,000 reports
 ``max_queue_bytes``           ``LDP_MAX_QUEUE_BYTES``     16 MiB
-``reports_per_period``        ``LDP_REPORTS_PER_PERIOD``  1 (``none``: no limit)
+``reports_per_period``        ``LDP_REPORTS_PER_PERIOD``  1 (``none``: 100,000)
 ``atexit_timeout``            ``LDP_ATEXIT_TIMEOUT``      2 s (``none``: no exit flush)
 ============================  ==========================  =====================
 
@@ -42,6 +42,10 @@ class Default(enum.Enum):
 
 
 DEFAULT = Default.DEFAULT
+MAX_BATCH_SIZE = 5000  # the aggregator's default MAX_REPORTS_PER_BATCH
+# The memo of a period's reports is kept per value, so even "no limit" (None) has one:
+# it bounds the memo's memory and disk use (about 0.5 KB per report).
+MAX_REPORTS_PER_PERIOD = 100_000
 _NONE_IS_A_VALUE = {"reports_per_period", "atexit_timeout"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
@@ -105,12 +109,12 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     def __post_init__(self) -> None:
-        _int_in("batch_size", self.batch_size, 1, 10_000)
+        _int_in("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
         _positive("flush_interval", self.flush_interval)
         _int_in("max_queue", self.max_queue, 1, 10**8)
         _int_in("max_queue_bytes", self.max_queue_bytes, 1024, 1 << 40)
         if self.reports_per_period is not None:
-            _int_in("reports_per_period", self.reports_per_period, 1, 10**6)
+            _int_in("reports_per_period", self.reports_per_period, 1, MAX_REPORTS_PER_PERIOD)
         if self.atexit_timeout is not None:
             _positive("atexit_timeout", self.atexit_timeout)
         if not isinstance(self.timeouts, Timeouts):

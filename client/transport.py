@@ -26,7 +26,7 @@ class Request:
 
 @dataclass(frozen=True)
 class Response:
-    """One answer; header names are lower case. ``retries`` the transport made for it."""
+    """One answer to a request; ``retries`` is how many the transport made for it."""
 
     status: int
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -35,7 +35,11 @@ class Response:
 
     def header(self, name: str) -> str | None:
         """Return a header's value (name matched without case), or None."""
-        return self.headers.get(name.lower())
+        wanted = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == wanted:
+                return value
+        return None
 
 
 @runtime_checkable

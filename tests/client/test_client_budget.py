@@ -125,7 +125,7 @@ def test_device_secret_file(tmp_path: Path) -> None:
 def test_lookup_key_is_an_hmac_of_task_period_and_value(tasks: dict[str, TaskConfig]) -> None:
     task, secret = tasks["cms"], b"k" * 32
     key = lookup_key(secret, task, 0, canonical_value(task, "v"))
-    assert len(key) == 32 and b"v" not in key
+    assert len(key) == 32
     assert key == lookup_key(secret, task, 0, canonical_value(task, "v"))
     assert key != lookup_key(secret, task, DAY, canonical_value(task, "v"))
     assert key != lookup_key(b"j" * 32, task, 0, canonical_value(task, "v"))

@@ -76,7 +76,7 @@ def test_503_with_retry_after_is_honoured(collector: FakeCollector) -> None:
     assert sdk.record("t-rr", False)
     assert sdk.flush(5)
     first, second = collector.uploads()
-    assert 1.0 <= second.time - first.time < 2.5
+    assert 1.0 <= second.time - first.time < 3.0
     assert sdk.stats().sent == 1 and sdk.close(5)
 
 
@@ -119,7 +119,7 @@ def test_server_down_keeps_reports_queued_and_flush_is_bounded(dead_url: str) ->
     assert sdk.record("t-rr", True)
     start = time.monotonic()
     assert sdk.flush(3) is False
-    assert time.monotonic() - start < 3.5
+    assert time.monotonic() - start < 4.0
     stats = sdk.stats()
     assert stats.queued == 1 and stats.failed_batches >= 1 and stats.retries >= 1
     assert sdk.record("t-cms", "x") is False  # its configuration cannot be fetched
@@ -134,10 +134,10 @@ def test_server_hanging_after_connect_is_bounded(hanging_url: str) -> None:
     assert sdk.record("t-rr", True)
     start = time.monotonic()
     assert sdk.record("t-grr", "red") is False  # config fetch bounded by timeouts.config
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 2.0
     assert sdk.flush(1.0) is False
     assert sdk.close(1.0) is False  # interrupts the uploader in its retries
-    assert time.monotonic() - start < 4.0
+    assert time.monotonic() - start < 5.0
     assert sdk.stats().dropped.get("closed") == 1
 
 
@@ -150,7 +150,7 @@ def test_close_with_10000_queued_and_a_dead_server_is_bounded(dead_url: str) -> 
     assert sdk.stats().queued == 10_000
     start = time.monotonic()
     assert sdk.close(timeout=1.0) is False
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 2.0
     assert sdk.stats().dropped == {"closed": 10_000}
 
 
@@ -160,7 +160,7 @@ def test_transport_deadline_and_close_interrupt_retry_waits(dead_url: str) -> No
     start = time.monotonic()
     with pytest.raises(TransportError) as caught:
         transport.handle(Request("GET", "/v1/tasks/x"), timeout=0.5)
-    assert time.monotonic() - start < 1.0 and caught.value.retries >= 1
+    assert time.monotonic() - start < 1.5 and caught.value.retries >= 1
     transport.close()
     with pytest.raises(TransportError, match="closed"):
         transport.handle(Request("GET", "/v1/tasks/x"), timeout=5)
