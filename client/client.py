@@ -70,29 +70,32 @@ class Client:
                  atexit_timeout: float | Default | None = DEFAULT,
                  timeouts: Timeouts | Default = DEFAULT, retry: RetryPolicy | Default = DEFAULT,
                  clock: Callable[[], float] = time.time) -> None:
-        arguments = dict(locals())
-        for name in ("self", "tasks", "transport", "clock", "__class__"):
-            arguments.pop(name, None)
+        arguments = {name: value for name, value in locals().items()
+                     if name not in ("self", "tasks", "transport", "clock", "__class__")}
         if transport is not None and not isinstance(transport, Transport):
             raise ConfigurationError("transport must have handle(request, *, timeout) and close()")
-        self.settings = settings = Settings.resolve(arguments, needs_http=transport is None)
+        self.settings = Settings.resolve(arguments, needs_http=transport is None)
         self._clock = clock
         self._counters, self._problems = Counters(), ProblemLog()
-        self._secret = load_secret(_prepare(settings.data_dir))
+        self._secret = load_secret(_prepare(self.settings.data_dir))
         self._storage = self._open_storage()
         self._owns_transport = transport is None
-        self._transport: Transport = transport or HTTPTransport(
-            settings.endpoint, upload_key=settings.upload_key, timeouts=settings.timeouts,
-            retry=settings.retry)
+        self._transport = transport or self._open_transport()
         self._registry = TaskRegistry(self._transport, pinned=tasks or (),
-                                      timeout=settings.timeouts.config, problems=self._problems)
+                                      timeout=self.settings.timeouts.config,
+                                      problems=self._problems)
         self._uploader = Uploader(storage=self._storage, transport=self._transport,
                                   registry=self._registry, counters=self._counters,
-                                  problems=self._problems, settings=settings)
+                                  problems=self._problems, settings=self.settings)
         self._enabled, self._closed = True, False
-        if not settings.enabled:
+        if not self.settings.enabled:
             self.set_enabled(False)
         _live.add(self)
+
+    def _open_transport(self) -> Transport:
+        settings = self.settings
+        return HTTPTransport(settings.endpoint, upload_key=settings.upload_key,
+                             timeouts=settings.timeouts, retry=settings.retry)
 
     def _open_storage(self) -> Storage:
         settings = self.settings

@@ -103,14 +103,9 @@ class InMemoryTransport:
         if task is None:
             return _problem(404, "unknown_task", f"there is no task {task_id!r}")
         try:
-            body = request.body or b""
-            if (_header(request, "Content-Encoding") or "").lower() == "gzip":
-                body = gzip.decompress(body)
-            accepted, rejected = decode_batch(task, json.loads(body))
+            accepted, rejected = decode_batch(task, _parse_body(request))
         except DecodeError as error:
             return _problem(400, "invalid_batch", str(error))
-        except (ValueError, OSError, EOFError, zlib.error):
-            return _problem(400, "invalid_batch", "the body is not (gzip) JSON")
         answers = [{"report_id": r.report_id, "reason": r.reason, "message": r.message}
                    for r in rejected]
         count = 0
@@ -125,6 +120,16 @@ class InMemoryTransport:
                 self._reports[task_id].append(envelope)
                 count += 1
         return _json(200, {"accepted": count, "rejected": answers})
+
+
+def _parse_body(request: Request) -> Any:
+    body = request.body or b""
+    try:
+        if (_header(request, "Content-Encoding") or "").lower() == "gzip":
+            body = gzip.decompress(body)
+        return json.loads(body)
+    except (ValueError, OSError, EOFError, zlib.error):
+        raise DecodeError("the body is not (gzip) JSON") from None
 
 
 def _header(request: Request, name: str) -> str | None:

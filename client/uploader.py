@@ -137,8 +137,7 @@ class Uploader:
 
     def _send(self, batch: list[Pending]) -> bool:
         """Send one batch; return False if it must be tried again later."""
-        task_id = batch[0].task_id
-        request = Request("POST", f"/v1/tasks/{task_id}/reports", _HEADERS,
+        request = Request("POST", f"/v1/tasks/{batch[0].task_id}/reports", _HEADERS,
                           self._body(batch))
         try:
             response = self._transport.handle(request, timeout=self._settings.retry.deadline)
@@ -148,20 +147,27 @@ class Uploader:
                                   "(%s); reports stay queued", error)
             return False
         self._counters.retried(response.retries)
-        if response.status == 200:
-            self._account(task_id, batch, response)
-        elif 400 <= response.status < 500 and response.status not in _TRANSIENT:
-            self._counters.drop("batch_rejected", len(batch))
-            self._counters.batch_failed()
-            self._problems.report(f"status:{response.status}", "ldp-telemetry: the collector "
-                                  "refused a batch of task %r with %d %s; it is dropped",
-                                  task_id, response.status, _problem_type(response))
-        else:
-            self._problems.report(f"status:{response.status}", "ldp-telemetry: the collector "
-                                  "answered %d; reports stay queued", response.status)
+        if not self._settle(batch, response):
             return False
         self._storage.remove(p.report_id for p in batch)
         return True
+
+    def _settle(self, batch: list[Pending], response: Response) -> bool:
+        """Count what the answer says about a batch; False if it must be sent again."""
+        task_id, status = batch[0].task_id, response.status
+        if status == 200:
+            self._account(task_id, batch, response)
+            return True
+        if 400 <= status < 500 and status not in _TRANSIENT:
+            self._counters.drop("batch_rejected", len(batch))
+            self._counters.batch_failed()
+            self._problems.report(f"status:{status}", "ldp-telemetry: the collector refused a "
+                                  "batch of task %r with %d %s; it is dropped", task_id, status,
+                                  _problem_type(response))
+            return True
+        self._problems.report(f"status:{status}", "ldp-telemetry: the collector answered %d; "
+                              "reports stay queued", status)
+        return False
 
     def _body(self, batch: list[Pending]) -> bytes:
         ids = tuple(p.report_id for p in batch)
