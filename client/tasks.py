@@ -28,7 +28,7 @@ from shared.task import TASK_ID, TaskConfig
 DEFAULT_MAX_AGE = 60.0
 MAX_AGE_CAP = 86_400.0
 RETRY_FAILED = 30.0
-_MAX_AGE = re.compile(r"max-age=(\d+)")
+_MAX_AGE = re.compile(r"max-age=(\d+)", re.IGNORECASE)
 
 
 @dataclass

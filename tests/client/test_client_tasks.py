@@ -1,0 +1,105 @@
+"""Task configurations: cached, revalidated with the ETag, refused when invalid."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from client import InMemoryTransport, Request, Response
+from client.problems import ProblemLog
+from client.tasks import DEFAULT_MAX_AGE, RETRY_FAILED, TaskRegistry
+from shared import TaskConfig
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class Clock:
+    """A settable monotonic clock."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def registry(transport: object, clock: Clock) -> TaskRegistry:
+    return TaskRegistry(transport, timeout=1.0, problems=ProblemLog(),  # type: ignore[arg-type]
+                        clock=clock)
+
+
+def test_revalidation_sends_the_etag_and_keeps_the_task_on_304(
+        tasks: dict[str, TaskConfig]) -> None:
+    transport, clock = InMemoryTransport(tasks.values()), Clock()
+    known = registry(transport, clock)
+    assert known.get("t-cms") == tasks["cms"]
+    known.refresh_due()  # still fresh: nothing sent
+    assert len(transport.requests) == 1 and "If-None-Match" not in transport.requests[0].headers
+    clock.now += DEFAULT_MAX_AGE + 1
+    known.refresh_due()
+    assert transport.requests[1].headers["If-None-Match"] == f'"{tasks["cms"].fingerprint}"'
+    assert known.get("t-cms") == tasks["cms"] and len(transport.requests) == 2
+
+
+def test_an_outdated_task_is_fetched_again(tasks: dict[str, TaskConfig]) -> None:
+    transport, clock = InMemoryTransport(tasks.values()), Clock()
+    known = registry(transport, clock)
+    assert known.get("t-cms") == tasks["cms"]
+    newer = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=2.0, k=8, m=32)
+    transport.add_task(newer)
+    known.invalidate("t-cms")
+    known.refresh_due()
+    assert known.get("t-cms") == newer
+
+
+def test_a_failed_fetch_is_retried_later_in_the_background(
+        tasks: dict[str, TaskConfig]) -> None:
+    transport, clock = InMemoryTransport(), Clock()
+    known = registry(transport, clock)
+    assert known.get("t-rr") is None and known.get("t-rr") is None
+    assert len(transport.requests) == 1  # the caller's thread tried once
+    transport.add_task(tasks["rr"])
+    clock.now += RETRY_FAILED + 1
+    known.refresh_due()
+    assert known.get("t-rr") == tasks["rr"]
+
+
+class Answers:
+    """A transport answering GETs with a fixed response."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+        self.calls = 0
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        self.calls += 1
+        return self.response
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("body", [
+    b"not json", b"[]", b'{"task_id": "t-rr"}',
+    json.dumps({**TaskConfig(task_id="other", mechanism="rr", epsilon=1.0).to_dict()}).encode(),
+    json.dumps({**TaskConfig(task_id="t-rr", mechanism="rr", epsilon=1.0).to_dict(),
+                "fingerprint": "0" * 32}).encode(),
+])
+def test_an_invalid_answer_is_refused(body: bytes) -> None:
+    known = registry(Answers(Response(200, {"ETag": '"x"'}, body)), Clock())
+    assert known.get("t-rr") is None
+
+
+def test_a_valid_answer_with_mixed_case_headers(tasks: dict[str, TaskConfig]) -> None:
+    body = json.dumps(tasks["rr"].to_dict()).encode()
+    clock = Clock()
+    answers = Answers(Response(200, {"Cache-Control": "public, Max-Age=5"}, body))
+    known = registry(answers, clock)
+    assert known.get("t-rr") == tasks["rr"]
+    clock.now += 4
+    known.refresh_due()
+    assert answers.calls == 1
+    clock.now += 2
+    known.refresh_due()  # due after max-age = 5 s
+    assert answers.calls == 2 and known.get("t-rr") == tasks["rr"]
