@@ -146,7 +146,7 @@ class Settings:
                                      "LDP_ENDPOINT, e.g. https://telemetry.example.com")
         given["endpoint"] = _check_endpoint(given["endpoint"], needs_http)
         if given.get("data_dir") is not None:
-            given["data_dir"] = Path(given["data_dir"])
+            given["data_dir"] = Path(given["data_dir"]).expanduser()
         return cls(**given)
 
 
