@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from aggregator.folding import RowSums, fold
+from aggregator.folding import RowSums, fold_parts
 from aggregator.staging import pack, stack, unpack
 from aggregator.store import StoredTask, StoreUnavailable, SumsView, TaskExists
 from aggregator.streamed import StreamedSums
@@ -171,7 +171,8 @@ class SqliteStore:
             by_bucket[bucket].append(data)
         mechanism = task.mechanism_object
         for bucket, blobs in by_bucket.items():
-            self._add_rows(tx, task.task_id, bucket, fold(mechanism, unpack(mechanism, blobs)))
+            for part in fold_parts(mechanism, unpack(mechanism, blobs)):
+                self._add_rows(tx, task.task_id, bucket, part)
         tx.execute("DELETE FROM staged WHERE task_id = ?", (task.task_id,))
         tx.execute("DELETE FROM staged_size WHERE task_id = ?", (task.task_id,))
 
@@ -197,8 +198,9 @@ class SqliteStore:
 
     @staticmethod
     def _add_rows(tx: sqlite3.Connection, task_id: str, bucket: int, new: RowSums) -> None:
+        """Add freshly folded sums to the stored rows (``new`` becomes the stored totals)."""
         index = {int(row): i for i, row in enumerate(new.rows)}
-        n, table = new.n.copy(), new.table.copy()
+        n, table = new.n, new.table
         rows = list(index)
         for start in range(0, len(rows), CHUNK):
             part = rows[start:start + CHUNK]
@@ -211,8 +213,8 @@ class SqliteStore:
         tx.executemany(
             "INSERT INTO sums VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, bucket, row) "
             "DO UPDATE SET n = excluded.n, counters = excluded.counters",
-            [(task_id, bucket, row, int(n[i]), table[i].astype(COUNTER).tobytes())
-             for row, i in index.items()])
+            ((task_id, bucket, row, int(n[i]), table[i].astype(COUNTER).tobytes())
+             for row, i in index.items()))
 
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose acceptance window closed before ``now``."""

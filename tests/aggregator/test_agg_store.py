@@ -11,7 +11,7 @@ import pytest
 from agg_reports import envelopes, payloads
 
 from aggregator.admission import admit
-from aggregator.folding import fold
+from aggregator.folding import fold, fold_parts
 from aggregator.sqlite_store import SqliteStore
 from aggregator.staging import Batch, pack, stack, unpack
 from aggregator.store import StoredTask
@@ -37,6 +37,19 @@ def test_fold_touches_only_hit_rows_and_matches_the_dense_sums(mechanism: str) -
     assert np.array_equal(dense.n[folded.rows], folded.n)
     assert np.array_equal(dense.table[folded.rows], folded.table)
     assert dense.total == len(reports)
+
+
+@pytest.mark.parametrize("mechanism", ["cms", "hcms"])
+def test_folding_in_row_blocks_gives_the_same_sums(mechanism: str) -> None:
+    task = sketch_task(mechanism)
+    batch = stack(task.mechanism_object, payloads(task, WORDS, np.random.default_rng(6)))
+    whole = fold(task.mechanism_object, batch)
+    parts = list(fold_parts(task.mechanism_object, batch, rows_per_part=10))
+    assert len(parts) == 7  # rows 0-63 in blocks of 10
+    assert all(len(part.rows) <= 10 for part in parts)
+    assert np.array_equal(np.concatenate([p.rows for p in parts]), whole.rows)
+    assert np.array_equal(np.concatenate([p.table for p in parts]), whole.table)
+    assert np.array_equal(np.concatenate([p.n for p in parts]), whole.n)
 
 
 @pytest.mark.parametrize("mechanism", ["rr", "grr", "cms", "hcms"])
