@@ -54,8 +54,8 @@ class Sizes:
 QUICK = Sizes(epsilons=(1.0, 4.0), domains=(2, 64, 4096), n=10_000, samples=300,
               candidates=64, k=64, m=256)
 FULL = Sizes(epsilons=(0.5, 1.0, 2.0, 4.0, 8.0),
-             domains=(2, 4, 16, 64, 256, 1024, 4096, 65536), n=100_000, samples=2_000,
-             candidates=128, k=1024, m=1024)
+             domains=(2, 4, 16, 64, 256, 1024, 4096, 65536), n=100_000, samples=600,
+             candidates=128, k=256, m=1024)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ matplotlib.use("Agg")  # files only: no display on servers and in CI
 import matplotlib.pyplot as plt  # after the backend choice, on purpose
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
+
+__all__ = ["EMPIRICAL_STYLE", "THEORY_STYLE", "Axes", "Figure", "NullFormatter", "figure",
+           "save"]
 
 THEORY_STYLE: dict[str, Any] = {"linestyle": "-", "linewidth": 1.6, "alpha": 0.85}
 EMPIRICAL_STYLE: dict[str, Any] = {"marker": "o", "linestyle": "none", "markersize": 6,

@@ -154,7 +154,7 @@ def plot(points: list[Point], path: Path) -> Path:
                       label=f"{mechanism} SD, theory", **plotting.THEORY_STYLE)
             axes.plot(x, [p.sd for p in mine], color=color, label=f"{mechanism} SD, simulated",
                       **plotting.EMPIRICAL_STYLE)
-            if sweep == "k":
+            if sweep in ("n", "k"):  # where the collision bias shows on this data
                 axes.plot(x, [p.rmse_theory for p in mine], color=color, linestyle="--",
                           label=f"{mechanism} RMSE with collisions, theory")
                 axes.plot(x, [p.rmse for p in mine], color=color, marker="x",
@@ -175,6 +175,10 @@ def _label(axes: plotting.Axes, sweep: str, points: list[Point]) -> None:
              "k": f"Zipf(1.1) data, n = {first.n:,}, ε = {first.epsilon:g}, m = {first.m}"}
     axes.set_xscale("log", base=2 if sweep in ("m", "k") else 10)
     axes.set_yscale("log")
+    if sweep == "epsilon":  # label the measured epsilons, not log-scale minor ticks
+        values = sorted({round(p.epsilon, 3) for p in points if p.sweep == sweep})
+        axes.set_xticks(values, labels=[f"{v:g}" for v in values])
+        axes.xaxis.set_minor_formatter(plotting.NullFormatter())
     axes.set_xlabel({"n": "n (reports)", "epsilon": "ε", "m": "m (buckets per row)",
                      "k": "k (hash rows)"}[sweep])
     axes.set_ylabel("error of a rare item's count")
