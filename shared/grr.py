@@ -91,8 +91,11 @@ class GeneralizedRandomizedResponse:
         return np.where(lie, other, truth)
 
     def output_probability(self, value: str, report: int) -> Fraction:
-        """Return P(report | value) exactly."""
-        if report == self.index_of(value):
+        """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
+        truth = self.index_of(value)
+        if isinstance(report, bool) or report not in range(self.d):
+            return Fraction(0)
+        if report == truth:
             return Fraction(self.threshold_keep, SCALE)
         return Fraction(self.threshold_other, SCALE)
 

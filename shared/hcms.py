@@ -131,8 +131,11 @@ class HadamardCountMeanSketch(Sketch):
                              np.fromiter((r.bit for r in reports), np.uint8, count))
 
     def output_probability(self, value: str, report: HadamardReport) -> Fraction:
-        """Return P(report | value) exactly."""
-        bucket = self.hashes.bucket(self.key(value), report.row)
+        """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
+        key = self.key(value)
+        if not (0 <= report.row < self.k and 0 <= report.col < self.m and report.bit in (0, 1)):
+            return Fraction(0)
+        bucket = self.hashes.bucket(key, report.row)
         plus = (report.col & bucket).bit_count() % 2 == 0
         kept = plus == (report.bit == 1)
         p_bit = SCALE - self.flip_threshold if kept else self.flip_threshold

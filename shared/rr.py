@@ -87,8 +87,10 @@ class RandomizedResponse:
         return (uniform_words(len(truth), rng) < thresholds).astype(np.uint8)
 
     def output_probability(self, value: bool, report: int) -> Fraction:
-        """Return P(report | value) exactly."""
+        """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
         p_one = Fraction(self.threshold_yes if _check_bool(value) else self.threshold_no, SCALE)
+        if report not in (0, 1):
+            return Fraction(0)
         return p_one if report == 1 else 1 - p_one
 
     def new_sums(self) -> RandomizedResponseSums:

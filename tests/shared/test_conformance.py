@@ -24,7 +24,7 @@ from shared_cases import (
     output_key,
 )
 
-from shared import MECHANISMS, Estimates
+from shared import MECHANISMS, Estimates, HadamardReport
 
 DRAWS = 20_000  # per path; cells expected below 5 draws are pooled (chi-square validity)
 P_FLOOR = 1e-4  # seeded, so deterministic; a real mismatch gives p far below this
@@ -150,3 +150,17 @@ def test_mechanism_conforms(case: Case, check: Callable[..., None],
 
 def test_every_mechanism_has_a_conformance_case() -> None:
     assert sorted(c.name for c in conformance_cases()) == sorted(MECHANISMS)
+
+
+@pytest.mark.parametrize(("case", "impossible"), [
+    (conformance_cases()[0], [2, -1]),
+    (conformance_cases()[1], [4, -1, True]),
+    (conformance_cases()[3], [HadamardReport(2, 0, 1), HadamardReport(0, 4, 0),
+                              HadamardReport(0, 1, 2), HadamardReport(-1, 0, 0)]),
+], ids=["rr", "grr", "hcms"])
+def test_reports_never_sent_have_probability_zero(case: Case, impossible: list[Any]) -> None:
+    # Regression: rr gave P(report=2) = P(report=0) and grr gave an out-of-range index the
+    # lie probability, so an enumeration with a wrong output space looked plausible.
+    mechanism = case.build()
+    for report in impossible:
+        assert mechanism.output_probability(case.values[0], report) == 0
