@@ -50,6 +50,7 @@ class Uploader:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._progress = threading.Condition()
+        self._starting = threading.Lock()
         self._failures = 0      # consecutive failed attempts, sets the backoff
         self._failed_ever = 0   # every failed attempt, lets flush() see a new failure
 
@@ -91,11 +92,14 @@ class Uploader:
     def _ensure_started(self) -> None:
         if os.getpid() != self._pid:
             self._reset()
-        if (self._thread is None or not self._thread.is_alive()) \
-                and not self._stopping.is_set():
-            self._thread = threading.Thread(target=self._run, name="ldp-telemetry-uploader",
-                                            daemon=True)
-            self._thread.start()
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._starting:  # two first records at once must not start two threads
+            if (self._thread is None or not self._thread.is_alive()) \
+                    and not self._stopping.is_set():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="ldp-telemetry-uploader")
+                self._thread.start()
 
     def _run(self) -> None:
         while not self._stopping.is_set():
