@@ -32,7 +32,7 @@ from shared.randomness import (
     uniform_below_many,
 )
 from shared.sketch import Sketch
-from shared.sums import Sums
+from shared.sums import Sums, check_shape
 
 ADD_CHUNK = 1 << 17  # reports laid out at once by add_many: 16 MiB of packed bits at m = 1024
 
@@ -123,10 +123,14 @@ class CountMeanSketch(Sketch):
         return SketchBatch(rows, bits.reshape(len(reports), self.report_bytes))
 
     def output_probability(self, value: str, report: SketchReport) -> Fraction:
-        """Return P(report | value) exactly."""
+        """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
+        key = self.key(value)
+        raw = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8))
+        if not 0 <= report.row < self.k or raw.size != 8 * self.report_bytes or raw[self.m:].any():
+            return Fraction(0)  # wrong row, length, or padding bits set
         expected = np.zeros(self.m, dtype=np.uint8)
-        expected[self.hashes.bucket(self.key(value), report.row)] = 1
-        bits = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8), count=self.m)
+        expected[self.hashes.bucket(key, report.row)] = 1
+        bits = raw[:self.m]
         flipped = int(np.count_nonzero(bits != expected))
         keep = SCALE - self.flip_threshold
         return (Fraction(1, self.k) * Fraction(self.flip_threshold, SCALE) ** flipped
@@ -139,6 +143,7 @@ class CountMeanSketch(Sketch):
     def estimate(self, sums: Sums, candidates: Sequence[str],
                  level: float = DEFAULT_LEVEL) -> Estimates:
         """Estimate the count of each candidate."""
+        check_shape(sums, self.k, self.m, repr(self))
         n = sums.total
         gathered = self.gather(self.keys(candidates), lambda rows: sums.table[rows])
         estimate = self.debias(gathered, n, self.c_eps, (self.c_eps - 1.0) / 2.0)

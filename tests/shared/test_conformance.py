@@ -24,7 +24,7 @@ from shared_cases import (
     output_key,
 )
 
-from shared import MECHANISMS, Estimates, HadamardReport
+from shared import MECHANISMS, Estimates, HadamardReport, SketchReport
 
 DRAWS = 20_000  # per path; cells expected below 5 draws are pooled (chi-square validity)
 P_FLOOR = 1e-4  # seeded, so deterministic; a real mismatch gives p far below this
@@ -155,9 +155,12 @@ def test_every_mechanism_has_a_conformance_case() -> None:
 @pytest.mark.parametrize(("case", "impossible"), [
     (conformance_cases()[0], [2, -1]),
     (conformance_cases()[1], [4, -1, True]),
+    (conformance_cases()[2], [SketchReport(3, b"\x00"), SketchReport(-1, b"\x00"),
+                              SketchReport(0, b"\x00\x00"), SketchReport(0, b""),
+                              SketchReport(0, b"\x04")]),  # k=3, m=5: padding bit set
     (conformance_cases()[3], [HadamardReport(2, 0, 1), HadamardReport(0, 4, 0),
                               HadamardReport(0, 1, 2), HadamardReport(-1, 0, 0)]),
-], ids=["rr", "grr", "hcms"])
+], ids=["rr", "grr", "cms", "hcms"])
 def test_reports_never_sent_have_probability_zero(case: Case, impossible: list[Any]) -> None:
     # Regression: rr gave P(report=2) = P(report=0) and grr gave an out-of-range index the
     # lie probability, so an enumeration with a wrong output space looked plausible.

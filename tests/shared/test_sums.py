@@ -149,7 +149,12 @@ def test_sums_are_unhashable_and_compare_by_content() -> None:
      HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1), ["x"]),
     (HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1),
      HadamardCountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1), ["x"]),
-], ids=["rr-with-grr-sums", "grr-d3-with-d2", "hcms-k4-with-k8", "hcms-k8-with-k4"])
+    (CountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
+     CountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1), ["x"]),
+    (CountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
+     CountMeanSketch(epsilon=1.0, k=4, m=15, hash_seed=1), ["x"]),
+], ids=["rr-with-grr-sums", "grr-d3-with-d2", "hcms-k4-with-k8", "hcms-k8-with-k4",
+        "cms-k4-with-k8", "cms-m16-with-m15"])
 def test_estimating_another_tasks_sums_raises(mechanism: Any, foreign: Any,
                                              candidates: Any) -> None:
     # Regression: a smaller task's estimator silently read the first rows of a bigger
