@@ -173,3 +173,16 @@ def test_a_dropped_connection_is_retried(collector: FakeCollector) -> None:
     assert sdk.flush(5)
     assert len(collector.uploads()) == 2 and sdk.stats().sent == 1
     sdk.close(5)
+
+
+def test_a_batch_sent_again_later_is_the_same_bytes(collector: FakeCollector) -> None:
+    collector.failing = 503
+    sdk = http_client(collector.url, retry=RetryPolicy(max_retries=0, deadline=3.0))
+    assert sdk.record("t-cms", "a") and sdk.record("t-cms", "b")
+    assert sdk.flush(5) is False  # the transport gave up: the batch stays queued
+    collector.failing = 0
+    assert sdk.flush(5)
+    first, second = collector.uploads()
+    assert first.raw_body == second.raw_body and len(second.report_ids()) == 2
+    assert sdk.stats().sent == 2 and sdk.stats().failed_batches == 1
+    sdk.close(5)

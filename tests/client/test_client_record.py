@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -220,4 +221,34 @@ def test_concurrent_records_respect_the_budget(tasks: dict[str, TaskConfig]) -> 
     assert sorted(results) == [False] * 7 + [True]
     assert sdk.flush(5) and len(transport.reports("t-cms")) == 1
     assert sdk.stats().dropped == {"budget_exhausted": 7}
+    sdk.close(1)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_the_uploader_wakes_on_batch_size(tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport, batch_size=10, flush_interval=60.0)
+    for i in range(9):
+        sdk.record("t-cms", f"v{i}")
+    time.sleep(0.2)
+    assert transport.reports("t-cms") == []  # below batch size, before the interval
+    sdk.record("t-cms", "v9")
+    assert wait_until(lambda: len(transport.reports("t-cms")) == 10, 5)
+    sdk.close(1)
+
+
+def test_the_uploader_wakes_on_time(tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport, batch_size=100, flush_interval=0.2)
+    sdk.record("t-rr", True)
+    assert wait_until(lambda: len(transport.reports("t-rr")) == 1, 5)
     sdk.close(1)
