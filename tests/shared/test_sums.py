@@ -161,3 +161,35 @@ def test_estimating_another_tasks_sums_raises(mechanism: Any, foreign: Any,
     # task's sums (and rr read grr sums) instead of refusing.
     with pytest.raises(ParameterError, match="belong to another task"):
         mechanism.estimate(foreign.new_sums(), candidates)
+
+
+def test_cms_add_many_with_many_rows_and_crowded_rows() -> None:
+    """More rows than one counting block, and rows past a uint8 counter's 255 reports."""
+    cms = CountMeanSketch(epsilon=2.0, k=1000, m=21, hash_seed=5)
+    rng = np.random.default_rng(8)
+    rows = np.concatenate([rng.integers(0, 1000, 5000), np.full(700, 17), np.full(300, 999),
+                           np.full(256, 0), np.full(255, 1)])
+    rng.shuffle(rows)
+    batch = SketchBatch(rows.astype(np.int64), np.packbits(
+        rng.integers(0, 2, (len(rows), 21), dtype=np.uint8), axis=1))
+    sums = cms.new_sums()
+    sums.add_many(batch)
+    assert np.array_equal(sums.table, _reference_cms_table(1000, 21, batch))
+    assert np.array_equal(sums.n, np.bincount(rows, minlength=1000))
+    all_ones = SketchBatch(np.full(600, 3, dtype=np.int64), np.full((600, 3), 255, np.uint8))
+    sums.add_many(all_ones)  # padding bits set must be ignored, counts past 255 kept
+    assert sums.table[3].tolist() == (_reference_cms_table(1000, 21, batch)[3] + 600).tolist()
+
+
+def test_add_many_refuses_rows_outside_the_sketch_without_changing_it() -> None:
+    cms = CountMeanSketch(epsilon=2.0, k=4, m=8, hash_seed=5)
+    sums = cms.new_sums()
+    bad = SketchBatch(np.array([0, 4], dtype=np.int64), np.zeros((2, 1), np.uint8))
+    with pytest.raises((IndexError, ValueError)):
+        sums.add_many(bad)
+    assert sums.total == 0 and not sums.table.any()
+    hcms = HadamardCountMeanSketch(epsilon=2.0, k=4, m=8, hash_seed=5)
+    hsums = hcms.new_sums()
+    with pytest.raises((IndexError, ValueError)):
+        hsums.add_many(hcms.stack([HadamardReport(0, 0, 1), HadamardReport(4, 0, 1)]))
+    assert hsums.total == 0 and not hsums.table.any()
