@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +25,6 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     if test_config is not None:
         app.config.from_mapping(test_config)
     _normalize(app)
-    os.makedirs(app.instance_path, exist_ok=True)
     # werkzeug's request log line starts with the client's IP address: never log it.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
 

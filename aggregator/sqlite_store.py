@@ -74,6 +74,9 @@ class SqliteStore:
         conn = getattr(self._local, "conn", None)
         if conn is None or self._local.pid != os.getpid():
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            # In WAL mode NORMAL writes every commit to the WAL file before COMMIT returns
+            # (no fsync): a killed process (kill -9) loses nothing, a power cut may lose the
+            # last commits. FULL also fsyncs each commit.
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             self._local.conn, self._local.pid = conn, os.getpid()
         return conn
