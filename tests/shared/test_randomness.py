@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from shared_cases import Case, FakeEntropy, batch_reports, conformance_cases, ou
 from shared import codec
 from shared.randomness import (
     SCALE,
+    bernoulli_flags,
+    bernoulli_packed,
     threshold_at_least,
     uniform_below,
     uniform_below_many,
@@ -87,3 +90,38 @@ def test_default_noise_comes_only_from_os_entropy(case: Case, entropy: FakeEntro
     assert _default_outputs(case, mechanism, repeat=10) == first  # nothing else is random
     entropy.stream, entropy.used = FakeEntropy(b"second").stream, 0
     assert _default_outputs(case, mechanism, repeat=10) != first
+
+
+THRESHOLDS = [1, 0xFF, 0x00FF_0000, 0x0100_0000, 0x0123_4567, 0x7FFF_FFFF, 0x8000_0000,
+              0xABCD_EF01, 0xFFFF_FFFF]
+
+
+@pytest.mark.parametrize("threshold", THRESHOLDS, ids=hex)
+@pytest.mark.parametrize("size", [3000, 200_000], ids=["tie-loop", "vectorized-ties"])
+def test_secure_bernoulli_flags_have_probability_t_over_2_32(
+        threshold: int, size: int, entropy: FakeEntropy) -> None:
+    """Flags decided on the first byte, by ties, or by deep ties all have rate T/2^32."""
+    p = threshold / SCALE
+    draws = 0
+    hits = 0
+    while draws < 2_000_000:  # enough trials that a wrong tie rule shows at > 5 SD
+        hits += int(np.count_nonzero(bernoulli_flags(size, threshold)))
+        packed = bernoulli_packed(size, threshold)
+        assert len(packed) == (size + 7) // 8
+        hits += int(np.unpackbits(np.frombuffer(bytes(packed), np.uint8), count=size).sum())
+        draws += 2 * size
+    assert abs(hits - draws * p) < 5 * math.sqrt(draws * p * (1 - p)) + 1
+
+
+def test_seeded_bernoulli_flags_compare_the_same_words() -> None:
+    flags = bernoulli_flags(1000, 0x4000_0000, np.random.default_rng(3))
+    words = uniform_words(1000, np.random.default_rng(3))
+    assert np.array_equal(flags, words < 0x4000_0000)
+    packed = bernoulli_packed(1000, 0x4000_0000, np.random.default_rng(3))
+    assert bytes(packed) == np.packbits(words < 0x4000_0000).tobytes()
+
+
+@pytest.mark.parametrize("threshold", [-1, SCALE])
+def test_bernoulli_thresholds_outside_32_bits_are_refused(threshold: int) -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        bernoulli_flags(4, threshold)
