@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.stats import chisquare
 from shared_cases import Case, FakeEntropy, batch_reports, conformance_cases, output_key
 
 from shared import codec
@@ -125,3 +126,14 @@ def test_seeded_bernoulli_flags_compare_the_same_words() -> None:
 def test_bernoulli_thresholds_outside_32_bits_are_refused(threshold: int) -> None:
     with pytest.raises(ValueError, match="threshold"):
         bernoulli_flags(4, threshold)
+
+
+@pytest.mark.parametrize("n", [3, 7, 1000, 2**31 + 1])
+def test_secure_uniform_below_is_uniform(n: int, entropy: FakeEntropy) -> None:
+    singles = np.array([uniform_below(n) for _ in range(20_000)])
+    many = uniform_below_many(n, 20_000)
+    for draws in (singles, many):
+        assert draws.min() >= 0 and draws.max() < n
+        bins = min(n, 10)  # equal-probability bins (exactly, or to 1e-9 for the largest n)
+        counts = np.bincount(draws * bins // n, minlength=bins)
+        assert chisquare(counts).pvalue > 1e-4
