@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
+from agg_reports import envelopes, payloads
 from conftest import ADMIN, ANALYST, bearer
 from flask.testing import FlaskClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aggregator import create_app
+from shared import TaskConfig, encode_batch
 
 TASKS = [
     {"task_id": "rr", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1},
@@ -29,8 +32,13 @@ anything = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5)
 FIELDS = ["report_id", "fingerprint", "time", "bit", "index", "row", "col", "bits"]
 reportish = st.dictionaries(st.sampled_from(FIELDS), scalars | st.just("A" * 22), max_size=8)
 batches = st.fixed_dictionaries({"reports": st.lists(reportish | anything, max_size=5)})
-queries = st.dictionaries(st.sampled_from(["candidates", "start", "end", "level", "x"]),
-                          anything, max_size=4)
+times = st.integers(-(2**64), 2**64) | st.just(0)
+queries = st.fixed_dictionaries({}, optional={
+    "candidates": st.lists(st.text(max_size=8) | st.sampled_from(["a", "b"]), max_size=6)
+    | anything,
+    "start": times | anything, "end": times | anything,
+    "level": st.floats(allow_nan=True) | anything,
+}) | st.dictionaries(st.text(max_size=10), anything, max_size=3)
 task_params = st.dictionaries(
     st.sampled_from(["task_id", "mechanism", "epsilon", "alpha", "beta", "k", "m", "domain",
                      "hash_seed", "time_precision", "min_batch_size", "upload_key_required"]),
@@ -42,8 +50,15 @@ def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
     app = create_app({"TESTING": True, "ADMIN_TOKEN": ADMIN, "ANALYST_TOKEN": ANALYST,
                       "DATABASE": str(tmp_path_factory.mktemp("fuzz") / "fuzz.sqlite3")})
     client = app.test_client()
-    for params in TASKS:
-        assert client.post("/v1/tasks", json=params, headers=bearer(ADMIN)).status_code == 201
+    rng = np.random.default_rng(8)
+    for params in TASKS:  # with a few reports each, so that estimates run the estimator
+        created = client.post("/v1/tasks", json=params, headers=bearer(ADMIN))
+        task = TaskConfig.from_dict(created.get_json())
+        values = [True, False] * 5 if task.mechanism == "rr" else ["a", "b", "c"] * 4
+        body = encode_batch(task, envelopes(task, payloads(task, values, rng)))
+        answer = client.post(f"/v1/tasks/{task.task_id}/reports", data=body,
+                             content_type="application/json")
+        assert answer.get_json()["accepted"] == len(values)
     return client
 
 
