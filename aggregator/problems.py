@@ -25,6 +25,11 @@ _HTTP_CODES = {
     429: "too_many_requests", 503: "unavailable",
 }
 
+_FIXES = {
+    413: "the body is larger than the server accepts (MAX_BODY_BYTES); send smaller batches",
+    405: "this URL does not take this method; see GET /v1/openapi.json",
+}
+
 
 class ApiError(Exception):
     """An error answered as a problem document; ``extra`` fields are added to it."""
@@ -57,7 +62,8 @@ def _api_error(error: ApiError) -> Response:
 def _http_error(error: HTTPException) -> Response:
     status = error.code or 500
     code = _HTTP_CODES.get(status, "http_error")
-    response = problem_response(status, code, error.name, error.description or error.name)
+    detail = _FIXES.get(status) or error.description or error.name
+    response = problem_response(status, code, error.name, detail)
     for name, value in error.get_headers():
         if name.lower() not in ("content-type", "content-length"):
             response.headers[name] = value

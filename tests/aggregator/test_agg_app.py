@@ -157,3 +157,9 @@ def test_a_locked_database_answers_503_with_retry_after(tmp_path: Path) -> None:
         holder.close()
     assert client.post("/v1/tasks/t/reports", json={"reports": [report]}).get_json() == {
         "accepted": 1, "rejected": []}
+
+
+def test_public_surface_is_deliberate() -> None:
+    import aggregator
+
+    assert aggregator.__all__ == ["create_app"]
