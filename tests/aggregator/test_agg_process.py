@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -53,7 +54,7 @@ def test_sigterm_lets_an_in_flight_batch_commit(server_factory: StartServer,
     connection.putheader("Content-Type", "application/json")
     connection.putheader("Content-Length", str(len(body)))
     connection.endheaders(body[:100])
-    time.sleep(0.5)  # the worker has accepted the request and waits for the rest
+    wait_until_accepted(server, connection.sock.getsockname()[1])
     server.process.send_signal(signal.SIGTERM)
     time.sleep(0.2)
     connection.send(body[100:])
@@ -61,6 +62,40 @@ def test_sigterm_lets_an_in_flight_batch_commit(server_factory: StartServer,
     assert response.status == 200 and b'"accepted":300' in response.read()
     assert server.process.wait(timeout=30) == 0
     assert estimates(server_factory(db).url, "graceful").json()["n"] == 300
+
+
+def wait_until_accepted(server: Server, client_port: int, timeout: float = 20.0) -> None:
+    """Wait until a process of the server holds the accepted end of our connection."""
+    server_port = int(urlsplit(server.url).port or 0)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        inode = _server_socket_inode(server_port, client_port)
+        if inode and f"socket:[{inode}]" in _group_sockets(server.process.pid):
+            return
+        time.sleep(0.02)
+    raise AssertionError("the server did not accept the connection")
+
+
+def _server_socket_inode(server_port: int, client_port: int) -> str | None:
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, inode = fields[1], fields[2], fields[9]
+        if (int(local.split(":")[1], 16), int(remote.split(":")[1], 16)) == (
+                server_port, client_port) and inode != "0":
+            return inode
+    return None
+
+
+def _group_sockets(group: int) -> set[str]:
+    links = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getpgid(int(pid)) == group:
+                folder = f"/proc/{pid}/fd"
+                links.update(os.readlink(f"{folder}/{fd}") for fd in os.listdir(folder))
+        except OSError:  # the process ended meanwhile
+            continue
+    return links
 
 
 def test_two_workers_and_four_threads_give_the_serial_sums(server_factory: StartServer,
