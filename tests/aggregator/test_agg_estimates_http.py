@@ -57,10 +57,10 @@ def test_admin_token_may_query_and_range_below_minimum_is_typed(server: Server) 
     task = create_task(server.url, task_id="ranges", mechanism="rr", epsilon=2.0,
                        min_batch_size=50, time_precision=3600)
     rng = np.random.default_rng(3)
-    upload(server.url, task, envelopes(task, payloads(task, [True] * 60, rng)))
+    bucket = task.floor_time(time.time())
+    upload(server.url, task, envelopes(task, payloads(task, [True] * 60, rng), at=bucket))
     assert estimates(server.url, "ranges", token=ADMIN).json()["n"] == 60
 
-    bucket = task.floor_time(time.time())
     empty = estimates(server.url, "ranges", start=bucket + 3600, end=bucket + 7200)
     assert empty.status_code == 422
     problem = empty.json()
