@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint demo clean
+.PHONY: test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ test: $(STAMP)
 # DEMO_ARGS passes options, e.g. make demo DEMO_ARGS="--devices 20000".
 demo: $(STAMP)
 	$(BIN)/python -m demo $(DEMO_ARGS)
+
+# Benchmarks side by side with pure-ldp (installed into bench-results/.baseline-venv);
+# the table is printed and written to bench-results/. BENCH_ARGS=--quick for smaller sizes.
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared client aggregator simulations demo tests

@@ -1,0 +1,190 @@
+"""Turn our and the baseline's raw results into the markdown table of DESIGN.md §8.
+
+Ratio is always "how many times better ours is": baseline time / our time, our rate /
+baseline rate, baseline SD / our SD.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+Results = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table."""
+
+    what: str
+    ours: str
+    baseline: str
+    ratio: str
+    target: str
+    met: str
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How to read one measurement: its label, unit, better direction and target."""
+
+    key: str
+    what: str
+    kind: str  # "call" (µs per call), "rate" (per-report seconds -> reports/s), "seconds"
+    target: str = "—"
+    check: Callable[[float, float | None], bool] | None = None  # (ours, ratio) -> met
+
+
+def _at_least_ratio(x: float) -> Callable[[float, float | None], bool]:
+    return lambda ours, ratio: ratio is not None and ratio >= x
+
+
+TIMED = [
+    Metric("cms_privatize", "CMS privatize, 1 value/call (k=65536, m=1024), µs", "call",
+           "≥ 2× pure-ldp", _at_least_ratio(2.0)),
+    Metric("cms_privatize_many", "CMS privatize_many (m=1024), µs/report", "call"),
+    Metric("hcms_privatize", "HCMS privatize, 1 value/call (m=1024), µs", "call"),
+    Metric("rr_privatize", "RR privatize, 1 value/call (pure-ldp: DE, d=2), µs", "call"),
+    Metric("cms_aggregate_k2048", "CMS aggregation k=2048, m=1024, reports/s/core", "rate",
+           "≥ 1,000,000/s", lambda ours, ratio: ours >= 1e6),
+    Metric("cms_aggregate_k65536", "CMS aggregation k=65536, m=1024, reports/s/core",
+           "rate", "≥ 1,000,000/s", lambda ours, ratio: ours >= 1e6),
+    Metric("hcms_aggregate_k2048", "HCMS aggregation k=2048, m=1024, reports/s/core",
+           "rate"),
+    Metric("hcms_aggregate_k65536", "HCMS aggregation k=65536, m=1024, reports/s/core",
+           "rate"),
+    Metric("cms_estimate_k2048", "CMS estimates, 10,000 candidates, k=2048, m=1024, s",
+           "seconds", "≤ 1 s", lambda ours, ratio: ours <= 1.0),
+    Metric("cms_estimate_k65536", "CMS estimates, 10,000 candidates, k=65536, m=1024, s",
+           "seconds"),
+    Metric("hcms_estimate_k2048", "HCMS estimates, 10,000 candidates, k=2048, m=1024, s",
+           "seconds"),
+    Metric("hcms_estimate_k65536", "HCMS estimates, 10,000 candidates, k=65536, m=1024, s",
+           "seconds"),
+]
+
+
+def timed_rows(ours: Results, baseline: Results) -> list[Row]:
+    """Return the rows of every timed measurement present in ``ours``."""
+    rows = []
+    for metric in TIMED:
+        if metric.key not in ours:
+            continue
+        mine = _value(metric.kind, ours[metric.key])
+        base = _value(metric.kind, baseline[metric.key]) if metric.key in baseline else None
+        ratio = None if base is None else (mine / base if metric.kind == "rate" else base / mine)
+        what = metric.what
+        if metric.kind == "seconds" and ours[metric.key].get("candidates") != 10_000:
+            what = what.replace("10,000", f"{ours[metric.key]['candidates']:,}")
+        note = baseline.get(metric.key, {}).get("note")
+        rows.append(Row(what, _show(metric.kind, mine),
+                        _show(metric.kind, base) + (f" ({note})" if note else ""),
+                        _ratio(ratio), metric.target,
+                        _met(metric.check(mine, ratio)) if metric.check else "—"))
+    return rows
+
+
+def http_rows(http: Results) -> list[Row]:
+    """Return the HTTP ingest and memory rows (ours only: pure-ldp has no server)."""
+    rows = []
+    for key, result in sorted(http.items()):
+        if key.startswith("http_ingest_w"):
+            workers = int(key.rsplit("w", 1)[1])
+            target, met = ("≥ 20,000/s", _met(result["rate"] >= 20_000)) if workers == 2 \
+                else ("—", "—")
+            rows.append(Row(f"HTTP ingest, durable, batches of 500, {workers} worker(s), "
+                            "reports/s", f"{result['rate']:,.0f}", "—", "—", target, met))
+    if "server_memory" in http:
+        peaks = {int(n): mib for n, mib in http["server_memory"]["peak_mib"].items()}
+        first, last = min(peaks), max(peaks)
+        shown = ", ".join(f"{mib:,.0f} MiB at {n:,}" for n, mib in sorted(peaks.items()))
+        rows.append(Row("Server peak RSS (master + worker) while ingesting", shown, "—", "—",
+                        "independent of n",
+                        _met(last == first or peaks[last] <= 1.25 * peaks[first])))
+    return rows
+
+
+def accuracy_rows(ours: Results, baseline: Results) -> list[Row]:
+    """Return one row per sketch: SD of a count over trials, ours beside pure-ldp's."""
+    rows = []
+    for name in ("cms", "hcms"):
+        key = f"{name}_accuracy"
+        if key not in ours:
+            continue
+        mine, theory, trials = ours[key]["sd"], ours[key]["theory_sd"], ours[key]["trials"]
+        base = baseline.get(key, {}).get("sd")
+        low, high = _sd_interval(theory, trials)
+        rows.append(Row(f"{name.upper()} accuracy: SD of one count over {trials} trials "
+                        "(ε=4, k=1024, m=1024)", f"{mine:,.1f}",
+                        "—" if base is None else f"{base:,.1f}",
+                        _ratio(None if base is None else base / mine),
+                        f"theory {theory:,.1f} (95%: {low:,.1f}–{high:,.1f})",
+                        _met(low <= mine <= high)))
+    return rows
+
+
+def render(rows: list[Row], notes: list[str], mode: str) -> str:
+    """Return the markdown report: header with date and machine, table, notes."""
+    lines = [f"# ldp-telemetry benchmarks ({mode})", "",
+             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+             f"- machine: {machine()}", "- times: median CPU time of one process over "
+             "repeated runs (HTTP: wall time); ratio = how many times better ours is", "",
+             "| what | ours | baseline (pure-ldp) | ratio | target | met? |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r.what} | {r.ours} | {r.baseline} | {r.ratio} | {r.target} | {r.met} |"
+              for r in rows]
+    if notes:
+        lines += ["", *[f"- {note}" for note in notes]]
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> str:
+    """Return CPU model, core count, Python and numpy versions."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo
+                          if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return (f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}, numpy {np.__version__}")
+
+
+def _sd_interval(sd: float, trials: int) -> tuple[float, float]:
+    """Return the central 95% range of a sample SD over ``trials`` draws of SD ``sd``."""
+    if trials < 2:
+        return 0.0, math.inf
+    dof = trials - 1
+    return (sd * math.sqrt(stats.chi2.ppf(0.025, dof) / dof),
+            sd * math.sqrt(stats.chi2.ppf(0.975, dof) / dof))
+
+
+def _value(kind: str, result: dict[str, Any]) -> float:
+    return 1.0 / result["seconds"] if kind == "rate" else float(result["seconds"])
+
+
+def _show(kind: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if kind == "call":
+        return f"{value * 1e6:.2f}"
+    if kind == "rate":
+        return f"{value:,.0f}"
+    return f"{value:.3f}"
+
+
+def _ratio(ratio: float | None) -> str:
+    return "—" if ratio is None else f"{ratio:.2f}×"
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "NO"
