@@ -5,13 +5,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
+from fake_collector import make_tasks
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from client import Client, InMemoryTransport, Request, Response, TransportError
-from shared import TaskConfig
+from shared import CountMeanSketch, RandomizedResponse, TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -251,4 +255,47 @@ def test_the_uploader_wakes_on_time(tasks: dict[str, TaskConfig]) -> None:
     sdk = memory_client(transport, batch_size=100, flush_interval=0.2)
     sdk.record("t-rr", True)
     assert wait_until(lambda: len(transport.reports("t-rr")) == 1, 5)
+    sdk.close(1)
+
+
+ANYTHING = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children,
+                                                                      max_size=3),
+    max_leaves=5)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(task_id=st.sampled_from(["t-rr", "t-grr", "t-cms", "t-hcms"]) | ANYTHING,
+       value=ANYTHING)
+def test_record_never_raises(task_id: object, value: object) -> None:
+    assert SHARED["client"].record(task_id, value) in (True, False)  # type: ignore[arg-type]
+
+
+SHARED: dict[str, Client] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def shared_client() -> Iterator[None]:
+    """One client for the property test (hypothesis reuses it across examples)."""
+    SHARED["client"] = memory_client(InMemoryTransport(make_tasks().values()),
+                                     max_queue=100_000, flush_interval=60.0)
+    yield
+    SHARED.pop("client").close(1)
+
+
+def test_privatization_uses_the_os_csprng(tasks: dict[str, TaskConfig],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[object] = []
+    for mechanism in (RandomizedResponse, CountMeanSketch):
+        original = mechanism.privatize
+
+        def spy(self: object, value: object, rng: object = None, _original: Any = original) -> Any:
+            seen.append(rng)
+            return _original(self, value, rng)
+
+        monkeypatch.setattr(mechanism, "privatize", spy)
+    sdk = memory_client(InMemoryTransport(tasks.values()))
+    assert sdk.record("t-rr", True) and sdk.record("t-cms", "x")
+    assert seen == [None, None]  # rng=None: shared draws from os.urandom / secrets
     sdk.close(1)
