@@ -142,7 +142,7 @@ class Client:
         admission = self._storage.admit(task.fingerprint, period, lookup, limit,
                                         lambda: _privatize(task, period, value))
         if admission in (Admission.NEW, Admission.REUSED):
-            self._uploader.notify(self._storage.count())
+            self._uploader.notify()
             return True
         return self._drop(admission.value, "ldp-telemetry: a record of task %r was dropped: %s",
                           task_id, admission.value)

@@ -7,7 +7,9 @@ reports not yet delivered, oldest first). :meth:`SqliteStorage.admit` runs in on
 respect one budget. Past ``max_queue`` reports or ``max_bytes`` bytes the oldest reports
 are deleted and counted as ``quota_exceeded``. Commits are not fsynced
 (``synchronous=NORMAL``): a power loss may forget the last reports, never corrupt the
-file. Only privatized, encoded reports are written.
+file. Checkpoints (which do fsync) run in :meth:`SqliteStorage.maintain` on the uploader
+thread; only a burst that grows the log past ``WAL_PAGES`` makes ``record`` checkpoint.
+Only privatized, encoded reports are written.
 """
 
 from __future__ import annotations
@@ -22,15 +24,24 @@ from client.storage import Admission, DropCounter, Pending
 
 FILE_NAME = "queue.sqlite3"
 BUSY_TIMEOUT_MS = 250  # how long a record may wait for another process's transaction
+WAL_PAGES = 2048  # ~8 MB of write-ahead log at most before record() checkpoints itself
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memo (
     fingerprint TEXT NOT NULL, period INTEGER NOT NULL, lookup BLOB NOT NULL,
     task_id TEXT NOT NULL, report_id TEXT NOT NULL, report TEXT NOT NULL,
-    PRIMARY KEY (fingerprint, period, lookup));
+    PRIMARY KEY (fingerprint, period, lookup)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS spent (
+    fingerprint TEXT NOT NULL, period INTEGER NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (fingerprint, period)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS memo_added AFTER INSERT ON memo BEGIN
+    INSERT INTO spent VALUES (NEW.fingerprint, NEW.period, 1)
+    ON CONFLICT DO UPDATE SET count = count + 1; END;
+CREATE TRIGGER IF NOT EXISTS memo_removed AFTER DELETE ON memo BEGIN
+    UPDATE spent SET count = count - 1
+    WHERE fingerprint = OLD.fingerprint AND period = OLD.period; END;
 CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, report_id TEXT NOT NULL UNIQUE,
+    seq INTEGER PRIMARY KEY, report_id TEXT NOT NULL UNIQUE,
     task_id TEXT NOT NULL, report TEXT NOT NULL, size INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS outbox_by_task ON outbox (task_id, seq);
 CREATE TABLE IF NOT EXISTS totals (
     id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL, bytes INTEGER NOT NULL);
 INSERT OR IGNORE INTO totals VALUES (1, 0, 0);
@@ -55,10 +66,17 @@ class SqliteStorage:
 
     def _connect(self) -> sqlite3.Connection:
         self._pid = os.getpid()
+        self._local = threading.local()  # the uploader thread's checkpoint connection
+        self._extra: list[sqlite3.Connection] = []
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                              check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
+        # the caller's thread normally only appends to the WAL. A long burst of records can
+        # outrun those checkpoints; past WAL_PAGES the caller checkpoints too, bounding it.
+        db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+        db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
         db.executescript(_SCHEMA)
         os.chmod(self.path, 0o600)
         return db
@@ -73,13 +91,16 @@ class SqliteStorage:
             if row is not None:
                 self._enqueue(db, Pending(*row))
                 return Admission.REUSED
-            (spent,) = db.execute("SELECT COUNT(*) FROM memo WHERE fingerprint = ? AND "
-                                  "period = ?", (fingerprint, period)).fetchone()
-            if limit is not None and spent >= limit:
+            spent = db.execute("SELECT count FROM spent WHERE fingerprint = ? AND period = ?",
+                               (fingerprint, period)).fetchone()
+            if limit is not None and spent is not None and spent[0] >= limit:
                 return Admission.EXHAUSTED
             pending = make()
-            db.execute("DELETE FROM memo WHERE fingerprint = ? AND period < ?",
-                       (fingerprint, period))
+            if spent is None:  # a new period: the older ones' memo is no longer needed
+                db.execute("DELETE FROM memo WHERE fingerprint = ? AND period < ?",
+                           (fingerprint, period))
+                db.execute("DELETE FROM spent WHERE fingerprint = ? AND period < ?",
+                           (fingerprint, period))
             db.execute("INSERT INTO memo VALUES (?, ?, ?, ?, ?, ?)",
                        (fingerprint, period, lookup, pending.task_id, pending.report_id,
                         pending.report))
@@ -104,24 +125,40 @@ class SqliteStorage:
 
     def count(self) -> int:
         """Return how many reports are queued."""
-        with self._transaction(write=False) as db:
-            return int(db.execute("SELECT count FROM totals").fetchone()[0])
+        self._check_fork()
+        with self._lock:  # one statement needs no transaction
+            return int(self._db.execute("SELECT count FROM totals").fetchone()[0])
 
     def clear(self) -> int:
         """Drop every queued report (the ledger stays); return how many there were."""
         with self._transaction() as db:
             return db.execute("DELETE FROM outbox").rowcount
 
+    def maintain(self) -> None:
+        """Copy the WAL into the database file, on a connection of the calling thread.
+
+        PASSIVE: it never waits for, nor blocks, a record writing at the same time.
+        """
+        self._check_fork()
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
+                                                  isolation_level=None, check_same_thread=False)
+            self._extra.append(db)
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def after_fork(self) -> None:
         """Open a fresh connection: SQLite connections must not cross a fork."""
         self._lock = threading.Lock()
         _abandoned.append(self._db)  # closing it here could disturb the parent's locks
+        _abandoned.extend(self._extra)
         self._db = self._connect()
 
     def close(self) -> None:
-        """Close the connection; idempotent."""
+        """Close the connections; idempotent."""
         with self._lock:
-            self._db.close()
+            for db in [self._db, *self._extra]:
+                db.close()
 
     def _enqueue(self, db: sqlite3.Connection, pending: Pending) -> None:
         db.execute("INSERT OR IGNORE INTO outbox (report_id, task_id, report, size) "
@@ -141,9 +178,12 @@ class SqliteStorage:
         self._on_drop("quota_exceeded", dropped)
 
     def _transaction(self, write: bool = True) -> _Transaction:
+        self._check_fork()
+        return _Transaction(self._db, self._lock, write)
+
+    def _check_fork(self) -> None:
         if os.getpid() != self._pid:
             self.after_fork()
-        return _Transaction(self._db, self._lock, write)
 
 
 class _Transaction:

@@ -71,6 +71,10 @@ class Storage(Protocol):
         """Drop every queued report (the ledger stays); return how many there were."""
         ...
 
+    def maintain(self) -> None:
+        """Do periodic upkeep; called from the uploader thread, never from ``record``."""
+        ...
+
     def after_fork(self) -> None:
         """Make the storage usable in a forked child."""
         ...
@@ -142,6 +146,9 @@ class MemoryStorage:
             self._queue.clear()
             self._bytes = 0
             return count
+
+    def maintain(self) -> None:
+        """Do nothing: memory needs no upkeep."""
 
     def after_fork(self) -> None:
         """Start the child with an empty queue: the parent delivers what it queued."""

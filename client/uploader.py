@@ -1,14 +1,15 @@
 """The uploader: one daemon thread that sends queued reports in batches.
 
 The thread wakes when ``batch_size`` reports are queued, when ``flush_interval`` has
-passed, or when ``flush``/``close`` ask. Each batch holds reports of one task, gzip
-compressed; its body is built once and, if the batch has to be sent again, resent
-byte for byte (same report ids, same noise). The transport retries connection errors,
-timeouts, 429 and 5xx within its deadline; if that fails the batch stays queued and the
-thread waits longer after each failure (doubling from ``flush_interval``, up to
-``MAX_BACKOFF``, jittered), ignoring batch-size wake-ups but not flushes. Any other 4xx
-drops the batch (``batch_rejected``). The server's per-report rejections are counted by
-reason; ``report_replayed`` means delivered.
+passed, or when ``flush``/``close`` ask; each time it first does the storage's upkeep
+(the on-disk queue's checkpoint, kept off the caller's thread). Each batch holds
+reports of one task, gzip compressed; its body is built once and, if the batch has to
+be sent again, resent byte for byte (same report ids, same noise). The transport
+retries connection errors, timeouts, 429 and 5xx within its deadline; if that fails
+the batch stays queued and the thread waits longer after each failure (doubling from
+``flush_interval``, up to ``MAX_BACKOFF``, jittered); until then only a flush makes it
+send. Any other 4xx drops the batch (``batch_rejected``). The server's per-report
+rejections are counted by reason; ``report_replayed`` means delivered.
 """
 
 from __future__ import annotations
@@ -48,20 +49,24 @@ class Uploader:
         self._pid = os.getpid()
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
+        self._flush_wanted = threading.Event()
         self._stopping = threading.Event()
         self._progress = threading.Condition()
         self._starting = threading.Lock()
+        self._since_wake = 0    # reports queued since the thread last woke
         self._failures = 0      # consecutive failed attempts, sets the backoff
         self._failed_ever = 0   # every failed attempt, lets flush() see a new failure
+        self._resume_at = 0.0   # monotonic time before which only a flush sends (backoff)
 
     def after_fork(self) -> None:
         """Forget the parent's thread and locks; the child starts its own thread on demand."""
         self._reset()
 
-    def notify(self, queued: int) -> None:
-        """Start the thread if needed; wake it if a full batch is waiting (and not backing off)."""
+    def notify(self) -> None:
+        """Count one queued report; wake the thread when a batch is full."""
         self._ensure_started()
-        if queued >= self._settings.batch_size and self._failures == 0:
+        self._since_wake += 1  # a racy count is fine: it only decides when to wake early
+        if self._since_wake >= self._settings.batch_size:
             self._wake.set()
 
     def flush(self, timeout: float) -> bool:
@@ -69,6 +74,7 @@ class Uploader:
         deadline = time.monotonic() + timeout
         self._ensure_started()
         failed_before = self._failed_ever
+        self._flush_wanted.set()
         self._wake.set()
         with self._progress:
             while self._storage.count():
@@ -105,9 +111,15 @@ class Uploader:
         while not self._stopping.is_set():
             self._wake.wait(self._wait_time())
             self._wake.clear()
+            self._since_wake = 0
+            if self._stopping.is_set():
+                break
             try:
-                self._registry.refresh_due()
-                self._send_all()
+                self._storage.maintain()  # disk upkeep here, never on the caller's thread
+                if self._flush_wanted.is_set() or time.monotonic() >= self._resume_at:
+                    self._flush_wanted.clear()
+                    self._registry.refresh_due()
+                    self._send_all()
             except Exception as error:  # the thread must survive anything
                 self._problems.report("uploader", "ldp-telemetry: upload failed: %s",
                                       type(error).__name__)
@@ -116,11 +128,9 @@ class Uploader:
                 self._progress.notify_all()
 
     def _wait_time(self) -> float:
-        interval = self._settings.flush_interval
         if not self._failures:
-            return interval
-        backoff = min(MAX_BACKOFF, interval * 2 ** min(self._failures - 1, 20))
-        return backoff * (0.5 + random.random() / 2)  # jitter: devices do not retry in step
+            return self._settings.flush_interval
+        return max(0.0, self._resume_at - time.monotonic())
 
     def _send_all(self) -> None:
         while not self._stopping.is_set():
@@ -130,14 +140,19 @@ class Uploader:
             if not self._send(batch):
                 self._failed()
                 return
-            self._failures = 0
+            self._failures, self._resume_at = 0, 0.0
             with self._progress:
                 self._progress.notify_all()
 
     def _failed(self) -> None:
+        """Count a failed attempt and back off: doubling from flush_interval, jittered."""
         self._failures += 1
         self._failed_ever += 1
         self._counters.batch_failed()
+        interval = self._settings.flush_interval
+        backoff = min(MAX_BACKOFF, interval * 2 ** min(self._failures - 1, 20))
+        # Jitter: devices that lost the collector together do not come back in step.
+        self._resume_at = time.monotonic() + backoff * (0.5 + random.random() / 2)
 
     def _send(self, batch: list[Pending]) -> bool:
         """Send one batch; return False if it must be tried again later."""

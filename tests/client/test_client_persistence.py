@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from client import Client, InMemoryTransport, Request, Response, TransportError
-from client.sqlite_storage import SqliteStorage
+from client.sqlite_storage import WAL_PAGES, SqliteStorage
 from client.storage import Admission, Pending
 from shared import TaskConfig
 
@@ -97,3 +97,14 @@ def test_disabling_clears_the_queue_on_disk(tasks: dict[str, TaskConfig],
     again = offline_client(tmp_path, tasks)
     assert again.stats().queued == 0
     again.close(0.2)
+
+
+def test_the_write_ahead_log_stays_bounded(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = Client("memory://test", transport=transport, data_dir=tmp_path, batch_size=100,
+                 reports_per_period=None, atexit_timeout=None, max_queue=100_000)
+    for i in range(1500):  # ~30 KB of log each: 45 MB if nothing checkpointed
+        assert sdk.record("t-cms", f"value-{i}")
+    assert sdk.flush(10) and len(transport.reports("t-cms")) == 1500
+    assert (tmp_path / "queue.sqlite3-wal").stat().st_size < (WAL_PAGES + 512) * 4096
+    sdk.close(5)
