@@ -9,8 +9,9 @@ Drop reasons (``ClientStats.dropped``):
 - ``quota_exceeded``   the on-disk queue passed a quota (the oldest reports are dropped)
 - ``batch_rejected``   the server refused a whole batch with a 4xx answer (not retried)
 - ``closed``           recorded after close(), or still queued in memory when close() ended
+- ``disabled``         queued when the client was disabled (the queue is cleared)
 - ``storage_error``    the on-disk state could not be read or written
-- ``internal_error``   anything unexpected (a bug, or a broken custom transport)
+- ``internal_error``   anything unexpected (a bug)
 
 ``rejected`` counts the server's per-report reasons (``report_expired``, ...);
 ``report_replayed`` is not among them: it means the report was already delivered.

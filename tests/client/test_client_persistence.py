@@ -108,3 +108,13 @@ def test_the_write_ahead_log_stays_bounded(tasks: dict[str, TaskConfig], tmp_pat
     assert sdk.flush(10) and len(transport.reports("t-cms")) == 1500
     assert (tmp_path / "queue.sqlite3-wal").stat().st_size < (WAL_PAGES + 512) * 4096
     sdk.close(5)
+
+
+def test_a_failing_disk_is_counted_not_raised(tasks: dict[str, TaskConfig],
+                                              tmp_path: Path) -> None:
+    offline = offline_client(tmp_path, tasks)
+    offline._storage.close()  # type: ignore[attr-defined]  # every statement now fails
+    assert offline.record("t-rr", True) is False
+    assert offline.stats().dropped == {"storage_error": 1} and offline.stats().queued == 0
+    assert offline.flush(0.5) is False
+    assert offline.close(0.5) is False

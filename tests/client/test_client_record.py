@@ -265,23 +265,20 @@ ANYTHING = st.recursive(
     max_leaves=5)
 
 
+@pytest.fixture(scope="module")
+def long_lived() -> Iterator[Client]:
+    """Yield one client for the property test (hypothesis reuses it across examples)."""
+    sdk = memory_client(InMemoryTransport(make_tasks().values()), max_queue=100_000,
+                        flush_interval=60.0)
+    yield sdk
+    sdk.close(1)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(task_id=st.sampled_from(["t-rr", "t-grr", "t-cms", "t-hcms"]) | ANYTHING,
        value=ANYTHING)
-def test_record_never_raises(task_id: object, value: object) -> None:
-    assert SHARED["client"].record(task_id, value) in (True, False)  # type: ignore[arg-type]
-
-
-SHARED: dict[str, Client] = {}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def shared_client() -> Iterator[None]:
-    """One client for the property test (hypothesis reuses it across examples)."""
-    SHARED["client"] = memory_client(InMemoryTransport(make_tasks().values()),
-                                     max_queue=100_000, flush_interval=60.0)
-    yield
-    SHARED.pop("client").close(1)
+def test_record_never_raises(long_lived: Client, task_id: object, value: object) -> None:
+    assert long_lived.record(task_id, value) in (True, False)  # type: ignore[arg-type]
 
 
 def test_privatization_uses_the_os_csprng(tasks: dict[str, TaskConfig],
