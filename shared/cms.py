@@ -25,10 +25,9 @@ from shared.randomness import (
     SCALE,
     Rng,
     bernoulli_flags,
-    bernoulli_packed,
     log_ratio,
+    row_and_bernoulli_packed,
     threshold_at_least,
-    uniform_below,
     uniform_below_many,
 )
 from shared.sketch import Sketch
@@ -101,8 +100,7 @@ class CountMeanSketch(Sketch):
     def privatize(self, value: str, rng: Rng = None) -> SketchReport:
         """Return the privatized report of one value."""
         key = self.key(value)
-        row = uniform_below(self.k, rng)
-        bits = bernoulli_packed(self.m, self.flip_threshold, rng)
+        row, bits = row_and_bernoulli_packed(self.k, self.m, self.flip_threshold, rng)
         bucket = self.hashes.bucket(key, row)
         bits[bucket >> 3] ^= 0x80 >> (bucket & 7)  # np.packbits order: MSB first
         return SketchReport(row, bytes(bits))

@@ -77,11 +77,36 @@ class RowHashes:
     def buckets(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Return h_rows[i](keys[i]) elementwise (broadcasting), as int64."""
         with np.errstate(over="ignore"):
-            mixed = self.a[rows] * keys + self.b[rows]
-        return ((mixed >> np.uint64(32)) * np.uint64(self.m) >> np.uint64(32)).astype(np.int64)
+            mixed = self.a[rows] * keys
+            mixed += self.b[rows]
+        return self._reduce(mixed).view(np.int64)
 
     def bucket_matrix(self, keys: np.ndarray, rows: slice) -> np.ndarray:
         """Return the (len(keys), rows) matrix of h_j(key) for j in ``rows``."""
+        return self.flat_bucket_matrix(keys, rows, 0)
+
+    def flat_bucket_matrix(self, keys: np.ndarray, rows: slice, stride: int) -> np.ndarray:
+        """Return h_j(key) + (j − rows.start)·stride for each key and each j in ``rows``.
+
+        With ``stride = m`` these index the flattened block ``table[rows]`` directly (the
+        estimator's gather); every step runs in place on one uint64 matrix.
+        """
         with np.errstate(over="ignore"):
-            mixed = keys[:, None] * self.a[None, rows] + self.b[None, rows]
-        return ((mixed >> np.uint64(32)) * np.uint64(self.m) >> np.uint64(32)).astype(np.int64)
+            mixed = np.multiply(np.asarray(keys, dtype=np.uint64)[:, None], self.a[rows])
+            mixed += self.b[rows]
+        mixed = self._reduce(mixed)
+        if stride:
+            width = len(range(*rows.indices(self.k)))
+            mixed += np.arange(0, width * stride, stride, dtype=np.uint64)
+        return mixed.view(np.int64)
+
+    def _reduce(self, mixed: np.ndarray) -> np.ndarray:
+        """Map a uint64 array of a·x + b in place to buckets: ((top 32 bits)·m) >> 32."""
+        if self.m >= 2 and self.m & (self.m - 1) == 0:
+            # For m = 2**l that is mixed >> (64 − l): one pass instead of three.
+            mixed >>= np.uint64(65 - self.m.bit_length())
+        else:
+            mixed >>= np.uint64(32)
+            mixed *= np.uint64(self.m)
+            mixed >>= np.uint64(32)
+        return mixed

@@ -88,7 +88,7 @@ def bernoulli_flags(size: int, threshold: int, rng: Rng = None) -> np.ndarray:
     flags = np.frombuffer(bytearray(raw.translate(_below_table(target[0]))), dtype=np.bool_,
                           count=size)
     if size <= _SCALAR_TIES_UP_TO:
-        flags[_ties_below(raw, size, target)] = True
+        flags[_ties_below(raw, size, target, len(raw))] = True
     else:
         ties = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8, count=size) == target[0])
         flags[ties] = _uniform_24(len(ties)) < (threshold & 0xFFFFFF)
@@ -105,11 +105,25 @@ def bernoulli_packed(size: int, threshold: int, rng: Rng = None) -> bytearray:
     if rng is not None:
         return bytearray(np.packbits(uniform_words(size, rng) < threshold))
     raw, target = _secure_draw(size, threshold)
-    first = np.frombuffer(raw.translate(_below_table(target[0])), dtype=np.uint8, count=size)
-    packed = bytearray(np.packbits(first))
-    for tie in _ties_below(raw, size, target):
-        packed[tie >> 3] |= 0x80 >> (tie & 7)
-    return packed
+    return _pack_secure(raw, size, target, len(raw))
+
+
+def row_and_bernoulli_packed(n: int, size: int, threshold: int,
+                             rng: Rng = None) -> tuple[int, bytearray]:
+    """Return ``uniform_below(n, rng)`` and ``bernoulli_packed(size, threshold, rng)``.
+
+    From the CSPRNG both come from one os.urandom read (a CMS report's row and bits): the
+    read's last 4 bytes are the row's first rejection-sampling word.
+    """
+    _check_threshold(threshold)
+    if rng is not None:
+        return uniform_below(n, rng), bernoulli_packed(size, threshold, rng)
+    raw, target = _secure_draw(size, threshold, extra=4)
+    word = int.from_bytes(raw[-4:], "little")
+    # Accepted words are exactly uniform mod n; a rejected one (or n > 2**32) is replaced
+    # by a fresh independent draw, so the row stays exactly uniform.
+    row = word % n if n <= SCALE and word < SCALE - SCALE % n else uniform_below(n)
+    return row, _pack_secure(raw, size, target, len(raw) - 4)
 
 
 def _check_threshold(threshold: int) -> None:
@@ -117,19 +131,29 @@ def _check_threshold(threshold: int) -> None:
         raise ValueError(f"threshold must be in [0, 2**{BITS}), got {threshold}")
 
 
-def _secure_draw(size: int, threshold: int) -> tuple[bytes, bytes]:
-    """Return CSPRNG bytes for ``size`` Bernoulli flags and the threshold's 4 bytes.
+def _secure_draw(size: int, threshold: int, extra: int = 0) -> tuple[bytes, bytes]:
+    """Return CSPRNG bytes for ``size`` Bernoulli flags (and ``extra`` bytes at the end)
+    and the threshold's 4 bytes.
 
     Flag i compares a uniform 32-bit word with the threshold lexicographically, most
     significant byte first: its first byte is ``raw[i]`` and the flag is decided there unless
     it equals the threshold's top byte (probability 1/256); the tied flags take their next
-    bytes, one at a time while they still tie, from ``raw[size:]``. That is exactly
+    bytes, one at a time while they still tie, from ``raw[size:-extra]``. That is exactly
     P(word < T) = T / 2**BITS from about one byte per flag instead of four: os.urandom is
     the client's bottleneck. ~size/256 ties are expected and ``raw`` holds four times the
     bytes they need (plus 8), so a second os.urandom call is rare.
     """
     target = threshold.to_bytes(4, "big")
-    return os.urandom(size + 8 + size // 64), target
+    return os.urandom(size + 8 + size // 64 + extra), target
+
+
+def _pack_secure(raw: bytes, size: int, target: bytes, spare_end: int) -> bytearray:
+    """Return the packed flags of ``_secure_draw``'s bytes (spares end at ``spare_end``)."""
+    first = np.frombuffer(raw.translate(_below_table(target[0])), dtype=np.uint8, count=size)
+    packed = bytearray(np.packbits(first))
+    for tie in _ties_below(raw, size, target, spare_end):
+        packed[tie >> 3] |= 0x80 >> (tie & 7)
+    return packed
 
 
 def uniform_below_many(n: int, size: int, rng: Rng = None) -> np.ndarray:
@@ -157,15 +181,18 @@ def _uniform_24(count: int) -> np.ndarray:
     return (raw[:, 0] << 16) | (raw[:, 1] << 8) | raw[:, 2]
 
 
-def _ties_below(raw: bytes, size: int, target: bytes) -> list[int]:
-    """Return the flags among ``raw[:size]``'s ties with ``target[0]`` that end below target."""
+def _ties_below(raw: bytes, size: int, target: bytes, spare_end: int) -> list[int]:
+    """Return the flags among ``raw[:size]``'s ties with ``target[0]`` that end below target.
+
+    Their next bytes come from ``raw[size:spare_end]``, then from fresh CSPRNG reads.
+    """
     needle, below = target[:1], []
-    spare, used = raw, size
+    spare, used, end = raw, size, spare_end
     tie = raw.find(needle, 0, size)
     while tie >= 0:
         for level in (1, 2, 3):
-            if used == len(spare):
-                spare, used = os.urandom(64), 0
+            if used == end:
+                spare, used, end = os.urandom(64), 0, 64
             byte = spare[used]
             used += 1
             if byte != target[level]:

@@ -23,7 +23,8 @@ from shared.validation import check_epsilon, check_int
 
 MAX_ROWS = 1 << 20
 MAX_BUCKETS = 1 << 16
-GATHER_ELEMENTS = 1 << 21  # bounds one (candidates × rows) block: 16 MiB of int64
+GATHER_ELEMENTS = 1 << 21  # bounds the rows fetched at once: rows × candidates ≤ this
+GATHER_CHUNK = 1 << 17  # (candidates × rows) indices computed at once: 1 MiB, cache-sized
 
 
 class Sketch:
@@ -53,18 +54,21 @@ class Sketch:
         return value_keys(values, self.hash_seed)
 
     def gather(self, keys: np.ndarray, row_block: Callable[[slice], np.ndarray]) -> np.ndarray:
-        """Return Σ_j X[j, h_j(key)] per key, with X's rows supplied block by block."""
+        """Return Σ_j X[j, h_j(key)] per key, with X's rows supplied block by block.
+
+        ``row_block`` is called once per block of rows (so a store can stream them); each
+        block is read by chunks of keys small enough that the index matrix stays in cache.
+        """
         total = np.zeros(len(keys), dtype=np.int64)
         rows_per_block = min(self.k, max(1, GATHER_ELEMENTS // max(1, len(keys))), 8192)
-        keys_per_block = max(1, GATHER_ELEMENTS // rows_per_block)
+        keys_per_chunk = max(1, GATHER_CHUNK // rows_per_block)
         for start in range(0, self.k, rows_per_block):
             rows = slice(start, min(self.k, start + rows_per_block))
-            block = np.ascontiguousarray(row_block(rows)).ravel()
-            offsets = np.arange(rows.stop - rows.start, dtype=np.int64) * self.m
-            for first in range(0, len(keys), keys_per_block):
-                part = slice(first, first + keys_per_block)
-                buckets = self.hashes.bucket_matrix(keys[part], rows)
-                total[part] += block[buckets + offsets].sum(axis=1)
+            block = _narrow(np.ascontiguousarray(row_block(rows)).ravel())
+            for first in range(0, len(keys), keys_per_chunk):
+                part = slice(first, first + keys_per_chunk)
+                index = self.hashes.flat_bucket_matrix(keys[part], rows, self.m)
+                total[part] += np.take(block, index).sum(axis=1, dtype=np.int64)
         return total
 
     def debias(self, gathered: np.ndarray, n: int, c_eps: float, offset: float) -> np.ndarray:
@@ -77,3 +81,10 @@ class Sketch:
         """Wrap counts and variances as Estimates."""
         return Estimates.from_variance(list(values), estimate, variance, n, level)
 
+
+
+def _narrow(block: np.ndarray) -> np.ndarray:
+    """Return an int64 block as int32 when every value fits: half the bytes to gather."""
+    if block.size and block.min() >= -(1 << 31) and block.max() < 1 << 31:
+        return block.astype(np.int32)
+    return block
