@@ -114,8 +114,9 @@ class HTTPTransport:
         try:
             return self._send(request, timeout)
         except (requests.RequestException, Urllib3Error, _GiveUp, OSError) as error:
-            raise TransportError(f"{request.method} {request.path} failed: "
-                                 f"{type(error).__name__}", retries=_call.retries) from None
+            detail = str(error) if isinstance(error, _GiveUp) else type(error).__name__
+            raise TransportError(f"{request.method} {request.path} failed: {detail}",
+                                 retries=_call.retries) from None
 
     def close(self) -> None:
         """Interrupt retry waits and close every session; idempotent."""

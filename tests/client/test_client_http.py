@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -186,3 +187,27 @@ def test_a_batch_sent_again_later_is_the_same_bytes(collector: FakeCollector) ->
     assert first.raw_body == second.raw_body and len(second.report_ids()) == 2
     assert sdk.stats().sent == 2 and sdk.stats().failed_batches == 1
     sdk.close(5)
+
+
+def test_close_interrupts_a_retry_after_wait(collector: FakeCollector) -> None:
+    collector.failing = 503
+    collector.then("status", 503, Retry_After="30")
+    transport = HTTPTransport(collector.url, timeouts=FAST_TIMEOUTS,
+                              retry=RetryPolicy(max_retries=3, deadline=60.0))
+    outcome: list[BaseException] = []
+
+    def upload() -> None:
+        try:
+            transport.handle(Request("POST", "/v1/tasks/t-rr/reports", body=b"{}"), timeout=60)
+        except TransportError as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=upload)
+    worker.start()
+    time.sleep(0.3)  # the worker now sleeps on Retry-After: 30
+    start = time.monotonic()
+    transport.close()
+    worker.join(5)
+    assert not worker.is_alive() and time.monotonic() - start < 1.0
+    assert len(outcome) == 1 and "the transport was closed" in str(outcome[0])
+    assert len(collector.uploads()) == 1
