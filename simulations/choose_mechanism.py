@@ -176,8 +176,12 @@ def plot(result: Result, path: Path) -> Path:
     """Draw RMSE against d, one panel per epsilon: closed-form lines, simulated points."""
     cells = result.cells
     epsilons = sorted({c.epsilon for c in cells})
-    fig, panels = plotting.figure(panels=len(epsilons), width=4.6, height=4.4)
-    for axes, epsilon in zip(panels, epsilons, strict=True):
+    columns = min(3, len(epsilons))
+    fig, panels = plotting.figure(panels=columns, rows=math.ceil(len(epsilons) / columns),
+                                  width=5.0, height=4.4)
+    for spare in panels[len(epsilons):]:
+        spare.set_visible(False)
+    for axes, epsilon in zip(panels, epsilons, strict=False):
         for index, name in enumerate(ORDER):
             mine = [c for c in cells if c.mechanism == name and c.epsilon == epsilon]
             d = [c.d for c in mine]

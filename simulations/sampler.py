@@ -62,7 +62,8 @@ def split_uniformly(counts: np.ndarray, width: int,
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))  # type: ignore[return-value]
+    owners, slots, amounts = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return owners, slots, amounts
 
 
 def _split_big(counts: np.ndarray, owners: np.ndarray, width: int,
