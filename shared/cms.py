@@ -33,7 +33,9 @@ from shared.randomness import (
 from shared.sketch import Sketch
 from shared.sums import Sums, check_shape
 
-ADD_CHUNK = 1 << 17  # reports laid out at once by add_many: 16 MiB of packed bits at m = 1024
+# add_many lays out ~16 reports per row at once, so each row's int64 read-modify-write is
+# shared by many reports: ADD_CHUNK (k <= 8192) to MAX_ADD_CHUNK reports, <= ~180 MiB at m=1024.
+ADD_CHUNK, MAX_ADD_CHUNK, REPORTS_PER_ROW = 1 << 17, 1 << 20, 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +78,10 @@ class CountMeanSketchSums(Sums):
         """Add a batch: bits are counted per row in uint8 rounds (see ``shared.bitsum``)."""
         # bincount first: a row outside [0, k) raises here, before the table changes.
         self.n += np.bincount(batch.rows, minlength=len(self.n))
-        for start in range(0, len(batch), ADD_CHUNK):
-            add_bit_rows(self.table, batch.rows[start:start + ADD_CHUNK],
-                         batch.bits[start:start + ADD_CHUNK])
+        chunk = min(MAX_ADD_CHUNK, max(ADD_CHUNK, REPORTS_PER_ROW * len(self.n)))
+        for start in range(0, len(batch), chunk):
+            add_bit_rows(self.table, batch.rows[start:start + chunk],
+                         batch.bits[start:start + chunk])
 
 
 class CountMeanSketch(Sketch):
