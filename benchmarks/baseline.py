@@ -31,6 +31,7 @@ class BaselineUnavailable(RuntimeError):
 
 def baseline_python(venv: Path) -> Path:
     """Return the baseline venv's python, creating or refreshing the venv when needed."""
+    venv = venv.resolve()
     python = venv / "bin" / "python"
     stamp = venv / ".requirements"
     wanted = REQUIREMENTS.read_text(encoding="utf-8")

@@ -79,7 +79,7 @@ def aggregate(sizes: Sizes, folder: Path, rng: np.random.Generator) -> tuple[Res
     for name in SKETCHES:
         for k in sizes.sketch_ks:
             mechanism = sketch(name, k, SKETCH_M, 2)
-            batch = mechanism.privatize_many(zipf_values(sizes.aggregate, rng), rng)
+            batch = mechanism.privatize_many(zipf_values(sizes.aggregate[k], rng), rng)
             sums = mechanism.new_sums()
             seconds = cpu_median(partial(sums.add_many, batch), sizes.repeats, warmup=True)
             key = f"{name}_aggregate_k{k}"

@@ -23,7 +23,7 @@ class Sizes:
     sketch_ks: tuple[int, ...]  # k of the aggregation and estimate measurements (m = 1024)
     calls: int  # privatize calls per repeat (one value per call)
     batch: int  # values per privatize_many call
-    aggregate: int  # reports per add_many batch (ours)
+    aggregate: dict[int, int]  # k -> reports per add_many batch (ours)
     baseline_aggregate: int  # reports pure-ldp aggregates one by one per repeat
     estimate_reports: int  # reports in the sums an estimate reads
     candidates: int  # candidates per estimate (ours)
@@ -38,18 +38,20 @@ class Sizes:
 
 MODES: dict[str, Sizes] = {
     "full": Sizes(repeats=7, sketch_ks=SKETCH_KS, calls=20_000, batch=100_000,
-                  aggregate=1 << 17, baseline_aggregate=20_000, estimate_reports=100_000,
+                  aggregate={2048: 1 << 17, 65_536: 1 << 20}, baseline_aggregate=20_000,
+                  estimate_reports=100_000,
                   candidates=CANDIDATES, baseline_sample={2048: 200, 65_536: 10},
                   accuracy_reports=10_000, accuracy_target=1000, accuracy_trials=40,
                   http_reports=100_000, http_workers=(1, 2),
-                  memory_checkpoints=(100_000, 1_000_000)),
+                  memory_checkpoints=(125_000, 250_000, 500_000, 1_000_000)),
     "quick": Sizes(repeats=3, sketch_ks=SKETCH_KS, calls=5000, batch=20_000,
-                   aggregate=1 << 16, baseline_aggregate=5000, estimate_reports=20_000,
+                   aggregate={2048: 1 << 16, 65_536: 1 << 18}, baseline_aggregate=5000,
+                   estimate_reports=20_000,
                    candidates=CANDIDATES, baseline_sample={2048: 50, 65_536: 3},
                    accuracy_reports=5000, accuracy_target=500, accuracy_trials=15,
                    http_reports=20_000, http_workers=(1, 2),
-                   memory_checkpoints=(20_000, 200_000)),
-    "smoke": Sizes(repeats=1, sketch_ks=(2048,), calls=50, batch=200, aggregate=1 << 10,
+                   memory_checkpoints=(25_000, 50_000, 100_000, 200_000)),
+    "smoke": Sizes(repeats=1, sketch_ks=(2048,), calls=50, batch=200, aggregate={2048: 1 << 10},
                    baseline_aggregate=100, estimate_reports=1000, candidates=100,
                    baseline_sample={2048: 2}, accuracy_reports=300, accuracy_target=30,
                    accuracy_trials=3, http_reports=1000, http_workers=(1,),
