@@ -19,7 +19,9 @@ shared/sketch.py (Apple, "Learning with Privacy at Scale", 2017); f(d) devices h
 The probabilities used are the mechanisms' implemented ones (``flip`` = T/2^32), so the
 samples match ``privatize_many`` + ``add_many`` exactly; tests/simulations check this.
 Uniform splits are drawn per report when a count is small and as one multinomial when it
-is large, so the cost is O(min(n, cells)) integers, in bounded chunks.
+is large, so a draw costs at most O(n + k·m) integers, in bounded chunks, and memory stays
+O(k·m): at n = 10^7, k = m = 1024 one draw takes about 0.6 s (CMS) or 2.4 s (HCMS), where
+privatizing the CMS reports would need 10^10 random bits.
 """
 
 from __future__ import annotations
