@@ -1,11 +1,11 @@
 """The attacker's posterior after seeing one answer: the Bayesian reading of epsilon.
 
 An attacker who believes P(secret = 1) = π before seeing an ε-LDP report can, after any
-report, believe at most e^ε·π/(e^ε·π + 1 − π) and at least π/(π + e^ε·(1 − π)) (simulations
-/theory.py). Randomized response built from ε meets both bounds exactly: a "yes" moves the
-attacker to the upper bound and a "no" to the lower one. The simulation draws secrets with
-prior π, privatizes them with shared's RandomizedResponse, and measures the fraction of
-secrets equal to 1 among the people who answered yes (and no).
+report, believe at most e^ε·π/(e^ε·π + 1 − π) and at least π/(π + e^ε·(1 − π))
+(simulations/theory.py). Randomized response built from ε meets both bounds exactly: a
+"yes" moves the attacker to the upper bound and a "no" to the lower one. The simulation
+draws secrets with prior π, privatizes them with shared's RandomizedResponse, and measures
+the fraction of secrets equal to 1 among the people who answered yes (and no).
 """
 
 from __future__ import annotations
@@ -78,26 +78,18 @@ def compute(sizes: Sizes, rng: np.random.Generator, show_progress: bool = False)
     return rows
 
 
+NO_STYLE = {**plotting.EMPIRICAL_STYLE, "marker": "v"}  # posteriors after a "no"
+
+
 def plot(rows: list[Row], path: Path) -> Path:
     """Draw, per epsilon, the band the bounds allow and the simulated posteriors on it."""
     fig, (axes,) = plotting.figure(width=9.5, height=6.0)
     fine = np.linspace(0.001, 0.999, 400)
     axes.plot(fine, fine, color="grey", linestyle=":", label="no information (ε = 0)")
     for index, epsilon in enumerate(sorted({r.epsilon for r in rows})):
-        color = f"C{index}"
-        low, high = posterior_bounds(fine, epsilon)
-        axes.fill_between(fine, low, high, color=color, alpha=0.08)
-        axes.plot(fine, high, color=color, label=f"bounds, ε = {_epsilon_label(epsilon)}",
-                  **plotting.THEORY_STYLE)
-        axes.plot(fine, low, color=color, **plotting.THEORY_STYLE)
-        mine = [r for r in rows if r.epsilon == epsilon]
-        axes.plot([r.prior for r in mine], [r.empirical_yes for r in mine], color=color,
-                  **plotting.EMPIRICAL_STYLE)
-        axes.plot([r.prior for r in mine], [r.empirical_no for r in mine], color=color,
-                  marker="v", linestyle="none", markerfacecolor="none")
+        _draw_epsilon(axes, [r for r in rows if r.epsilon == epsilon], fine, f"C{index}")
     axes.plot([], [], color="black", **plotting.EMPIRICAL_STYLE, label="simulated RR, answer yes")
-    axes.plot([], [], color="black", marker="v", linestyle="none", markerfacecolor="none",
-              label="simulated RR, answer no")
+    axes.plot([], [], color="black", **NO_STYLE, label="simulated RR, answer no")
     axes.set_xlabel("attacker's prior P(secret = 1)")
     axes.set_ylabel("attacker's posterior P(secret = 1 | answer)")
     axes.set_title("What one ε-LDP answer can teach an attacker")
@@ -106,6 +98,18 @@ def plot(rows: list[Row], path: Path) -> Path:
     axes.grid(True, alpha=0.3)
     axes.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=9)
     return plotting.save(fig, path)
+
+
+def _draw_epsilon(axes: plotting.Axes, rows: list[Row], fine: np.ndarray, color: str) -> None:
+    epsilon = rows[0].epsilon
+    low, high = posterior_bounds(fine, epsilon)
+    axes.fill_between(fine, low, high, color=color, alpha=0.08)
+    axes.plot(fine, high, color=color, label=f"bounds, ε = {_epsilon_label(epsilon)}",
+              **plotting.THEORY_STYLE)
+    axes.plot(fine, low, color=color, **plotting.THEORY_STYLE)
+    priors = [r.prior for r in rows]
+    axes.plot(priors, [r.empirical_yes for r in rows], color=color, **plotting.EMPIRICAL_STYLE)
+    axes.plot(priors, [r.empirical_no for r in rows], color=color, **NO_STYLE)
 
 
 def _epsilon_label(epsilon: float) -> str:
