@@ -12,7 +12,6 @@ Tests and simulations may pass a seeded ``numpy.random.Generator`` as ``rng``.
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import secrets
@@ -85,7 +84,7 @@ def bernoulli_flags(size: int, threshold: int, rng: Rng = None) -> np.ndarray:
     if rng is not None:
         return uniform_words(size, rng) < threshold
     raw, target = _secure_draw(size, threshold)
-    flags = np.frombuffer(bytearray(raw.translate(_below_table(target[0]))), dtype=np.bool_,
+    flags = np.frombuffer(bytearray(raw.translate(_BELOW_TABLES[target[0]])), dtype=np.bool_,
                           count=size)
     if size <= _SCALAR_TIES_UP_TO:
         flags[_ties_below(raw, size, target, len(raw))] = True
@@ -143,14 +142,13 @@ def _secure_draw(size: int, threshold: int, extra: int = 0) -> tuple[bytes, byte
     the client's bottleneck. ~size/256 ties are expected and ``raw`` holds four times the
     bytes they need (plus 8), so a second os.urandom call is rare.
     """
-    target = threshold.to_bytes(4, "big")
-    return os.urandom(size + 8 + size // 64 + extra), target
+    return os.urandom(size + 8 + size // 64 + extra), threshold.to_bytes(4, "big")
 
 
 def _pack_secure(raw: bytes, size: int, target: bytes, spare_end: int) -> bytearray:
     """Return the packed flags of ``_secure_draw``'s bytes (spares end at ``spare_end``)."""
-    first = np.frombuffer(raw.translate(_below_table(target[0])), dtype=np.uint8, count=size)
-    packed = bytearray(np.packbits(first))
+    first = raw.translate(_BELOW_TABLES[target[0]])
+    packed = bytearray(np.packbits(np.frombuffer(first, dtype=np.uint8, count=size)))
     for tie in _ties_below(raw, size, target, spare_end):
         packed[tie >> 3] |= 0x80 >> (tie & 7)
     return packed
@@ -169,10 +167,8 @@ def uniform_below_many(n: int, size: int, rng: Rng = None) -> np.ndarray:
     return out[:size]
 
 
-@functools.lru_cache(maxsize=256)
-def _below_table(top: int) -> bytes:
-    """Return the bytes.translate table mapping a byte to 1 if it is below ``top``, else 0."""
-    return bytes(int(byte < top) for byte in range(256))
+# _BELOW_TABLES[top] is the bytes.translate table mapping a byte to 1 if it is below top.
+_BELOW_TABLES = tuple(bytes(int(byte < top) for byte in range(256)) for top in range(256))
 
 
 def _uniform_24(count: int) -> np.ndarray:
@@ -186,10 +182,16 @@ def _ties_below(raw: bytes, size: int, target: bytes, spare_end: int) -> list[in
 
     Their next bytes come from ``raw[size:spare_end]``, then from fresh CSPRNG reads.
     """
-    needle, below = target[:1], []
+    needle, second, below = target[:1], target[1], []
     spare, used, end = raw, size, spare_end
     tie = raw.find(needle, 0, size)
     while tie >= 0:
+        if used < end and spare[used] != second:  # the usual case: the second byte decides
+            if spare[used] < second:
+                below.append(tie)
+            used += 1
+            tie = raw.find(needle, tie + 1, size)
+            continue
         for level in (1, 2, 3):
             if used == end:
                 spare, used, end = os.urandom(64), 0, 64
