@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from shared.accuracy import sketch_collision_variance
 from shared.errors import ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.hashing import MAX_SEED, RowHashes, value_key, value_keys
@@ -78,8 +79,14 @@ class Sketch:
 
     def finish(self, values: Sequence[str], estimate: np.ndarray, variance: np.ndarray,
                n: int, level: float = DEFAULT_LEVEL) -> Estimates:
-        """Wrap counts and variances as Estimates."""
-        return Estimates.from_variance(list(values), estimate, variance, n, level)
+        """Wrap counts and noise variances as Estimates, adding the collision term.
+
+        The standard error also carries the expected hash-collision bias caused by the
+        other candidates' estimated counts, so intervals stay honest on skewed data when
+        k is small (the heavy values are normally among the candidates).
+        """
+        collisions = sketch_collision_variance(np.clip(estimate, 0, n), self.k, self.m)
+        return Estimates.from_variance(list(values), estimate, variance + collisions, n, level)
 
 
 

@@ -51,7 +51,8 @@ def test_rmse_matches_the_total_with_collisions(points: list[Point]) -> None:
 def test_collision_bias_shrinks_with_k(points: list[Point], mechanism: str) -> None:
     ks = sketch_accuracy.QUICK.ks
     few, many = (_point(points, "k", mechanism, k=k) for k in (ks[0], ks[-1]))
-    assert few.rmse > 3 * few.sd and few.coverage < 0.8
+    assert few.rmse > 3 * few.sd  # the collision bias dominates the noise at k = 1...
+    assert few.coverage > 0.9      # ...and the reported standard error accounts for it
     assert many.rmse < 1.15 * many.sd and many.coverage > 0.9
 
 
