@@ -87,8 +87,9 @@ def test_devices_against_the_real_aggregator(aggregator_url: str,
                                              device_noise: DeviceNoise) -> None:
     create_task(aggregator_url, task_id="e2e-rr", mechanism="rr", epsilon=2.0,
                 min_batch_size=50)
+    # A fixed hash seed (the server would draw one): with seeded noise, the run is exact.
     upload_key = create_task(aggregator_url, task_id="e2e-cms", mechanism="cms", epsilon=4.0,
-                             k=64, m=256, min_batch_size=50,
+                             k=64, m=256, hash_seed=1234, min_batch_size=50,
                              upload_key_required=True)["upload_key"]
     fruit = [name for name, count in FRUIT.items() for _ in range(count)]
     truth_yes = DEVICES // 3
