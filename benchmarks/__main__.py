@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import http_ingest, ours, table
-from benchmarks.baseline import BaselineUnavailable, baseline_python, run_baseline
+from benchmarks.baseline import BaselineSession, BaselineUnavailable, baseline_python
 from benchmarks.settings import MODES, Sizes
 
 
@@ -37,39 +39,74 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def measure_ours(sizes: Sizes, folder: Path, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run our sections; return results and the baseline spec for the same work."""
-    rng = np.random.default_rng(seed)
+def open_baseline(args: argparse.Namespace, folder: Path,
+                  notes: list[str]) -> BaselineSession | None:
+    """Install pure-ldp if needed and start its runner; None (and a note) if it can't."""
+    if args.mode == "smoke" or args.no_baseline:
+        notes.append("baseline: not run (--smoke / --no-baseline)")
+        return None
+    try:
+        return BaselineSession(baseline_python(args.out / ".baseline-venv"), folder)
+    except BaselineUnavailable as error:
+        notes.append(f"baseline: not available - {error}")
+        return None
+
+
+def ask_baseline(session: BaselineSession | None, spec: dict[str, Any],
+                 notes: list[str]) -> dict[str, Any]:
+    """Return the baseline's results for ``spec`` ({} with a note when it fails)."""
+    if session is None:
+        return {}
+    try:
+        answer = session.ask(spec)
+    except BaselineUnavailable as error:
+        notes.append(f"baseline: failed - {error}")
+        return {}
+    for section, problem in answer.get("errors", {}).items():
+        notes.append(f"baseline {section}: failed - {problem}")
+    return dict(answer["results"])
+
+
+def measure_client(sizes: Sizes, folder: Path, rng: np.random.Generator,
+                   session: BaselineSession | None,
+                   notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Time privatize, ours and the baseline's alternately on the same values; medians."""
+    once = dataclasses.replace(sizes, repeats=1)
+    mine: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    for _ in range(sizes.repeats):
+        found, spec = ours.client(once, folder, rng)
+        mine.append(found)
+        theirs.append(ask_baseline(session, {"repeats": 1, "workdir": str(folder),
+                                             "client": spec}, notes))
+    return _medians(mine), _medians([run for run in theirs if run])
+
+
+def measure_servers(sizes: Sizes, folder: Path, rng: np.random.Generator, seed: int,
+                    session: BaselineSession | None,
+                    notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run our aggregation, estimate and accuracy sections, then the baseline's."""
     results: dict[str, Any] = {}
     spec: dict[str, Any] = {"repeats": sizes.repeats, "workdir": str(folder)}
-    for name, section in (("client", lambda: ours.client(sizes, folder, rng)),
-                          ("aggregate", lambda: ours.aggregate(sizes, folder, rng)),
+    for name, section in (("aggregate", lambda: ours.aggregate(sizes, folder, rng)),
                           ("estimate", lambda: ours.estimate(sizes, rng)),
                           ("accuracy", lambda: ours.accuracy(sizes, folder, seed))):
         _log(f"ours: {name}")
         found, spec[name] = section()
         results.update(found)
-    return results, spec
+    if session is not None:
+        _log("baseline: aggregation, estimates, accuracy")
+    return results, ask_baseline(session, spec, notes)
 
 
-def measure_baseline(args: argparse.Namespace, spec: dict[str, Any], folder: Path,
-                     notes: list[str]) -> dict[str, Any]:
-    """Install and run pure-ldp; on failure say why in the notes and return nothing."""
-    if args.mode == "smoke" or args.no_baseline:
-        notes.append("baseline: not run (--smoke / --no-baseline)")
+def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return per-key results whose "seconds" is the median over runs."""
+    if not runs:
         return {}
-    try:
-        python = baseline_python(args.out / ".baseline-venv")
-        _log("baseline: pure-ldp")
-        answer = run_baseline(python, spec, folder)
-    except BaselineUnavailable as error:
-        notes.append(f"baseline: not available - {error}")
-        return {}
-    notes.append(f"baseline: pure-ldp {answer['version']} in its own venv; CPU time of "
-                 "its calls on the same values, reports and parameters")
-    for section, problem in answer.get("errors", {}).items():
-        notes.append(f"baseline {section}: failed - {problem}")
-    return dict(answer["results"])
+    merged = {key: dict(value) for key, value in runs[0].items()}
+    for key, value in merged.items():
+        value["seconds"] = statistics.median(run[key]["seconds"] for run in runs)
+    return merged
 
 
 def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> dict[str, Any]:
@@ -97,22 +134,40 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as workdir:
         folder = Path(workdir)
-        mine, spec = measure_ours(sizes, folder, args.seed)
-        baseline = measure_baseline(args, spec, folder, notes)
+        rng = np.random.default_rng(args.seed)
+        session = open_baseline(args, folder, notes)
+        try:
+            _log("ours and baseline: client (alternating)")
+            mine, baseline = measure_client(sizes, folder, rng, session, notes)
+            found, theirs = measure_servers(sizes, folder, rng, args.seed, session, notes)
+        finally:
+            if session is not None:
+                session.close()
+        mine.update(found)
+        baseline.update(theirs)
+    if baseline and session is not None:
+        notes.append(f"baseline: pure-ldp {session.version} in its own venv, CPU time of its "
+                     "calls on the same values, reports and parameters; privatize measured "
+                     "alternately with ours")
     http = measure_http(args, sizes, notes)
     rows = (table.timed_rows(mine, baseline) + table.http_rows(http)
             + table.accuracy_rows(mine, baseline))
     report = table.render(rows, notes, args.mode)
     print(report)
+    write_outputs(args, report, {"mode": args.mode, "ours": mine, "baseline": baseline,
+                                 "http": http})
+    return 0
+
+
+def write_outputs(args: argparse.Namespace, report: str, raw: dict[str, Any]) -> None:
+    """Write the table (timestamped and latest) and the raw JSON to ``args.out``."""
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for name in (f"bench-{args.mode}-{stamp}.md", f"latest-{args.mode}.md"):
         (args.out / name).write_text(report, encoding="utf-8")
-    raw = {"mode": args.mode, "ours": mine, "baseline": baseline, "http": http}
     (args.out / f"bench-{args.mode}-{stamp}.json").write_text(
         json.dumps(raw, indent=2, default=float), encoding="utf-8")
     _log(f"written to {args.out}/latest-{args.mode}.md")
-    return 0
 
 
 def _log(message: str) -> None:

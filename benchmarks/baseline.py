@@ -3,13 +3,14 @@
 pure-ldp needs numpy < 2 (this project runs on numpy 2), so it lives in a separate
 virtualenv, by default ``bench-results/.baseline-venv`` (git-ignored), created on first use
 from ``benchmarks/baseline-requirements.txt`` and reused while its requirements file is
-unchanged. ``baseline_runner.py`` runs there and answers JSON.
+unchanged. ``baseline_runner.py`` runs there as a ``BaselineSession`` and answers JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -47,22 +48,47 @@ def baseline_python(venv: Path) -> Path:
     return python
 
 
-def run_baseline(python: Path, spec: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Run the baseline runner on ``spec`` and return its JSON answer."""
-    spec_file = folder / "baseline_spec.json"
-    spec_file.write_text(json.dumps(spec), encoding="utf-8")
-    try:
-        done = subprocess.run([str(python), str(RUNNER), str(spec_file)], capture_output=True,
-                              text=True, timeout=RUN_TIMEOUT, check=False, cwd=folder,
-                              env={**os.environ, **SINGLE_THREAD})
-    except subprocess.TimeoutExpired as error:
-        raise BaselineUnavailable(f"the baseline run took over {RUN_TIMEOUT} s") from error
-    if done.returncode != 0:
-        raise BaselineUnavailable(f"the baseline runner failed: {_tail(done.stderr)}")
-    try:
-        return json.loads(done.stdout)
-    except json.JSONDecodeError as error:
-        raise BaselineUnavailable(f"the baseline runner printed no JSON: {error}") from error
+class BaselineSession:
+    """A running baseline runner answering one spec at a time (see baseline_runner.py)."""
+
+    def __init__(self, python: Path, folder: Path) -> None:
+        self._process = subprocess.Popen(
+            [str(python), str(RUNNER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=folder, env={**os.environ, **SINGLE_THREAD})
+        self.version = "?"  # pure-ldp's version, from the first answer
+
+    def ask(self, spec: dict[str, Any], timeout: float = RUN_TIMEOUT) -> dict[str, Any]:
+        """Send a spec and return the runner's answer (BaselineUnavailable on failure)."""
+        assert self._process.stdin and self._process.stdout
+        try:
+            self._process.stdin.write(json.dumps(spec) + "\n")
+            self._process.stdin.flush()
+        except BrokenPipeError as error:
+            raise BaselineUnavailable(f"the baseline runner exited: {self._stderr()}") from error
+        ready, _, _ = select.select([self._process.stdout], [], [], timeout)
+        line = self._process.stdout.readline() if ready else ""
+        if not line:
+            raise BaselineUnavailable(
+                f"the baseline runner gave no answer within {timeout:.0f} s: {self._stderr()}")
+        answer: dict[str, Any] = json.loads(line)
+        self.version = str(answer.get("version", self.version))
+        return answer
+
+    def close(self) -> None:
+        """Stop the runner (end of input, then a bounded wait, then kill)."""
+        if self._process.stdin:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=30)
+
+    def _stderr(self) -> str:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(timeout=30)
+        return _tail(self._process.stderr.read() if self._process.stderr else "")
 
 
 def _run(command: list[str], what: str) -> None:

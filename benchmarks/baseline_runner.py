@@ -1,8 +1,10 @@
 """Measure the pure-ldp baseline; runs inside the baseline's own virtualenv.
 
-Invoked by ``benchmarks.baseline`` as ``<baseline python> baseline_runner.py SPEC.json``; it
-prints one JSON object on stdout. It imports nothing from this project (the baseline needs
-numpy < 2), so the workload comes as files written by the main script: the same values,
+Started by ``benchmarks.baseline`` as ``<baseline python> baseline_runner.py``; it reads one
+JSON spec per line on stdin and answers each with one JSON line on stdout, so the main script
+can interleave its own measurements with the baseline's (fair under changing machine load).
+It imports nothing from this project (the baseline needs numpy < 2), so the workload comes
+as files written by the main script: the same values,
 the same privatized reports (converted here, untimed, to pure-ldp's report format) and the
 same parameters. Every time is CPU time of this process, the median over ``repeats``.
 
@@ -140,10 +142,8 @@ SECTIONS = {"client": client_results, "aggregate": aggregate_results,
             "estimate": estimate_results, "accuracy": accuracy_results}
 
 
-def main() -> None:
-    with open(sys.argv[1], encoding="utf-8") as handle:
-        spec = json.load(handle)
-    warnings.simplefilter("ignore")
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the sections a spec asks for; a failing section is reported, not raised."""
     output: dict[str, Any] = {"version": metadata.version("pure-ldp"), "results": {},
                               "errors": {}}
     for section, run in SECTIONS.items():
@@ -153,7 +153,16 @@ def main() -> None:
             output["results"].update(run(spec))
         except Exception as error:  # report and go on: one section must not hide the rest
             output["errors"][section] = f"{type(error).__name__}: {error}"
-    json.dump(output, sys.stdout, default=float)  # default: numpy scalars
+    return output
+
+
+def main() -> None:
+    """Answer one spec per stdin line with one JSON line (the main script's session)."""
+    warnings.simplefilter("ignore")
+    for line in sys.stdin:
+        answer = run_spec(json.loads(line))
+        sys.stdout.write(json.dumps(answer, default=float) + "\n")  # default: numpy scalars
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":
