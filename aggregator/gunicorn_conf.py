@@ -16,7 +16,9 @@ from prometheus_client import multiprocess
 worker_class = "sync"
 accesslog = None  # an access line starts with the client's IP address: never written
 errorlog = "-"
-loglevel = "info"
+# gunicorn logs "Invalid request from ip=..." at WARNING for malformed HTTP: keep its own
+# log to errors so no client address is ever written (the CLI prints where it listens).
+loglevel = "error"
 timeout = 60
 graceful_timeout = 30
 preload_app = False  # each worker opens its own database connections after the fork

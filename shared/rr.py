@@ -24,7 +24,7 @@ from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.randomness import SCALE, Rng, log_ratio, threshold_at_least, uniform_word, uniform_words
 from shared.sums import Sums, check_shape
-from shared.validation import check_epsilon, check_unit_interval
+from shared.validation import MAX_EPSILON, check_epsilon, check_unit_interval
 
 
 class RandomizedResponseSums(Sums):
@@ -64,6 +64,10 @@ class RandomizedResponse:
             self.alpha, self.beta = _check_alpha_beta(alpha, beta)
             self.epsilon, self.threshold_yes, self.threshold_no = _from_alpha_beta(
                 self.alpha, self.beta)
+            if self.epsilon > MAX_EPSILON:
+                raise ParameterError(
+                    f"alpha={alpha} and beta={beta} give epsilon {self.epsilon:.3g}, above the "
+                    f"maximum {MAX_EPSILON}: move beta away from 0 and 1 or lower alpha")
         if self.threshold_yes <= self.threshold_no:
             raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
         t1, t0 = self.threshold_yes, self.threshold_no

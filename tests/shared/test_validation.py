@@ -86,16 +86,20 @@ def test_hcms_m_must_be_a_power_of_two(m: int) -> None:
     ({}, "give epsilon, or both alpha and beta"),
     ({"epsilon": 1.0, "alpha": 0.5, "beta": 0.5}, "not both"),
     ({"alpha": 1e-300, "beta": 0.5}, "too small"),
+    ({"alpha": 0.5, "beta": 1e-320}, "above the maximum 20"),
 ])
 def test_bad_rr_alpha_beta_are_refused(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         RandomizedResponse(**params)
 
 
-def test_rr_alpha_within_an_ulp_of_one_is_valid_not_a_division_by_zero() -> None:
+def test_rr_alpha_within_an_ulp_of_one_is_refused_not_a_division_by_zero() -> None:
     # Regression: in floats alpha + (1 − alpha)·beta rounded to 1 and P(0|1) became 0.
-    rr = RandomizedResponse(alpha=math.nextafter(1.0, 0.0), beta=0.9)
-    assert 0 < rr.effective_epsilon <= rr.epsilon
+    # Computed exactly, the epsilon is about 39: above the cap, so a clear refusal.
+    with pytest.raises(ParameterError, match="above the maximum"):
+        RandomizedResponse(alpha=math.nextafter(1.0, 0.0), beta=0.9)
+    rr = RandomizedResponse(alpha=1 - 1e-7, beta=0.9)  # epsilon ≈ 18.4, allowed
+    assert 0 < rr.effective_epsilon <= rr.epsilon <= 20
     assert 0 < rr.threshold_no < rr.threshold_yes < 2**32
 
 
