@@ -55,15 +55,14 @@ def hcms_count_variance(n: int, count: np.ndarray | float, m: int, flip: float) 
     return (m / (m - 1)) ** 2 * (n * c_eps**2 - count - (n - count) / m**2)
 
 
-def sketch_collision_variance(counts: np.ndarray, k: int, m: int) -> np.ndarray:
+def sketch_collision_variance(pairs: np.ndarray, k: int, m: int) -> np.ndarray:
     """Return the mean square of each count's hash-collision bias (DESIGN.md §2).
 
     With k fixed row hashes, another value d' lands in d's bucket in about k/m rows and its
     f(d') reports shift d's estimate by a fixed amount: a bias, not noise. Over hash
-    families it has mean 0 and variance Σ_{d'≠d} f(d')(f(d')−1)/(k(m−1)); ``counts`` are
-    the counts of the values known (e.g. estimated candidates), so heavy values missing
-    from them are not accounted for. Larger k shrinks it.
+    families it has mean 0 and variance Σ_{d'≠d} f(d')(f(d')−1)/(k(m−1)). ``pairs`` holds
+    f(f−1) for each value known (true, or estimated without bias), so heavy values missing
+    from it are not accounted for. Larger k shrinks the term.
     """
-    counts = np.maximum(np.asarray(counts, dtype=float), 0.0)
-    pairs = counts * np.maximum(counts - 1.0, 0.0)
-    return (pairs.sum() - pairs) / (k * (m - 1))
+    pairs = np.asarray(pairs, dtype=float)
+    return np.maximum(pairs.sum() - pairs, 0.0) / (k * (m - 1))

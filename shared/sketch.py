@@ -82,12 +82,13 @@ class Sketch:
         """Wrap counts and noise variances as Estimates, adding the collision term.
 
         The standard error also carries the expected hash-collision bias caused by the
-        other candidates' estimated counts, so intervals stay honest on skewed data when
-        k is small (the heavy values are normally among the candidates).
+        other candidates, so intervals stay honest on skewed data when k is small as long
+        as the heavy values are among the candidates. f(f−1) is estimated without bias as
+        f̂² − f̂ − Var(f̂): squaring noisy estimates of rare values would inflate it.
         """
-        collisions = sketch_collision_variance(np.clip(estimate, 0, n), self.k, self.m)
+        pairs = estimate * estimate - estimate - variance
+        collisions = sketch_collision_variance(pairs, self.k, self.m)
         return Estimates.from_variance(list(values), estimate, variance + collisions, n, level)
-
 
 
 def _narrow(block: np.ndarray) -> np.ndarray:
