@@ -124,7 +124,8 @@ def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> di
         notes.append(f"HTTP ingest and server memory: not available - {error}")
         return {}
     notes.append(f"HTTP: {http_ingest.CLIENT_THREADS} client threads on the same machine, "
-                 f"CMS k={http_ingest.TASK_K}, {sizes.http_reports:,} reports per run")
+                 f"CMS k={http_ingest.TASK_K}, median of {http_ingest.HTTP_RUNS} runs of "
+                 f"{sizes.http_reports:,} reports (wall time: sensitive to other load)")
     return results
 
 

@@ -137,7 +137,10 @@ def render(rows: list[Row], notes: list[str], mode: str) -> str:
     """Return the markdown report: header with date and machine, table, notes."""
     lines = [f"# ldp-telemetry benchmarks ({mode})", "",
              f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             f"- machine: {machine()}", "- times: median CPU time of one process over "
+             f"- machine: {machine()}",
+             f"- load average (1/5/15 min) at the end: "
+             f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}",
+             "- times: median CPU time of one process over "
              "repeated runs (HTTP: wall time); ratio = how many times better ours is", "",
              "| what | ours | baseline (pure-ldp) | ratio | target | met? |",
              "|---|---|---|---|---|---|"]
