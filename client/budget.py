@@ -2,7 +2,7 @@
 
 Each report a task's mechanism produces is ε-locally differentially private, with ε the
 task's *effective* epsilon (``TaskConfig.effective_epsilon``). The client adds two limits,
-per task and per period (the task's ``time_precision`` bucket, one day by default):
+per task id and per period (the task's ``time_precision`` bucket, one day by default):
 
 1. **At most N reports** (``reports_per_period``, default 1; None lifts the limit to
    100,000, which bounds the memo). A further record is dropped and counted as
@@ -12,13 +12,27 @@ per task and per period (the task's ``time_precision`` bucket, one day by defaul
    queued again, and the server counts it once. Without this, an observer could average
    many noisy copies of one value and remove the noise.
 
+**The budget is kept per task id, whatever the task's configuration.** The collector is
+not trusted: it may re-publish a task under the same id with new parameters (a new
+``fingerprint``: another hash seed, epsilon, time precision...). Such a change gives no
+fresh budget: a record is allowed only while fewer than N reports of that task id were
+made in periods *overlapping* the current one, whichever configuration they were made
+under (with an unchanged ``time_precision`` that is simply the same period; overlap
+also covers a changed ``time_precision``, which would otherwise start new periods at
+once). With the default N = 1, a value reported under the old configuration cannot be
+reported, re-noised, under the new one until the period ends. Memoization applies only
+under the configuration a report was made with: its lookup key binds the fingerprint
+(an old report would be refused as ``outdated_config`` anyway), so with N > 1 a repeat
+under a new configuration is a new report and spends one more of the N.
+
 Cumulative epsilon. By sequential composition, what a device discloses about its values
-in one period of one task is at most ``N · ε``; repeats of a value cost nothing more. Over
-``T`` periods it is at most ``T · N · ε`` — this SDK does not bound it across periods
-(each period draws fresh noise, as in Apple's deployment), so choose ε, N and
-``time_precision`` with the lifetime of the app in mind. Example: ε = 4, N = 1, daily:
-4 per day, 120 after 30 days in the worst case (a value that changes every day). Tasks
-compose too: a device answering two tasks about related facts spends both budgets.
+in one period of one task is at most ``N · ε`` (ε the largest of the configurations it
+reported under); repeats of a value cost nothing more. Over ``T`` periods it is at most
+``T · N · ε`` — this SDK does not bound it across periods (each period draws fresh
+noise, as in Apple's deployment), so choose ε, N and ``time_precision`` with the
+lifetime of the app in mind. Example: ε = 4, N = 1, daily: 4 per day, 120 after 30
+days in the worst case (a value that changes every day). Tasks compose too: a device
+answering two tasks about related facts spends both budgets.
 
 The memo is looked up by ``HMAC-SHA256(device secret, fingerprint ‖ period ‖ value)``,
 never by the value itself. The secret is 32 random bytes kept in ``<data_dir>/device.key``
@@ -97,6 +111,10 @@ def canonical_value(task: TaskConfig, value: object) -> bytes:
 
 
 def lookup_key(secret: bytes, task: TaskConfig, period: int, value: bytes) -> bytes:
-    """Return the memo key of a canonical value in a period of a task."""
+    """Return the memo key of a canonical value in a period of a task.
+
+    It binds the task's fingerprint (hence its id and parameters), the period and the
+    value: a memoized report is reused only under the configuration it was made for.
+    """
     message = task.fingerprint.encode("ascii") + period.to_bytes(8, "big", signed=True) + value
     return hmac.new(secret, message, hashlib.sha256).digest()

@@ -39,7 +39,7 @@ from client.settings import (
 )
 from client.sqlite_storage import SqliteStorage
 from client.stats import ClientStats, Counters
-from client.storage import Admission, MemoryStorage, Pending, Storage
+from client.storage import Admission, MemoryStorage, Pending, Slot, Storage
 from client.tasks import TaskRegistry
 from client.transport import Transport
 from client.uploader import Uploader
@@ -64,6 +64,7 @@ class Client:
                  data_dir: str | os.PathLike[str] | None = None,
                  tasks: Iterable[TaskConfig] | None = None, transport: Transport | None = None,
                  enabled: bool | None = None, batch_size: int | Default = DEFAULT,
+                 max_batch_bytes: int | Default = DEFAULT,
                  flush_interval: float | Default = DEFAULT, max_queue: int | Default = DEFAULT,
                  max_queue_bytes: int | Default = DEFAULT,
                  reports_per_period: int | Default | None = DEFAULT,
@@ -139,8 +140,10 @@ class Client:
         period = task.floor_time(self._clock())
         lookup = lookup_key(self._secret, task, period, canonical_value(task, value))
         limit = self.settings.reports_per_period or MAX_REPORTS_PER_PERIOD
-        admission = self._storage.admit(task.fingerprint, period, lookup, limit,
-                                        lambda: _privatize(task, period, value))
+        # Keyed by task id and period, not fingerprint: re-publishing a task with new
+        # parameters gives no fresh budget (see client.budget).
+        slot = Slot(task.task_id, period, period + task.time_precision, lookup)
+        admission = self._storage.admit(slot, limit, lambda: _privatize(task, period, value))
         if admission in (Admission.NEW, Admission.REUSED):
             self._uploader.notify()
             return True

@@ -8,6 +8,7 @@ argument                      environment variable        default
 ``data_dir``                  ``LDP_DATA_DIR``            none (memory only)
 ``enabled``                   ``LDP_DISABLED=1`` (off)    on
 ``batch_size``                ``LDP_BATCH_SIZE``          500 reports
+``max_batch_bytes``           ``LDP_MAX_BATCH_BYTES``     1 MiB (JSON, before gzip)
 ``flush_interval``            ``LDP_FLUSH_INTERVAL``      30 s
 ``max_queue``                 ``LDP_MAX_QUEUE``           10,000 reports
 ``max_queue_bytes``           ``LDP_MAX_QUEUE_BYTES``     16 MiB
@@ -15,6 +16,9 @@ argument                      environment variable        default
 ``atexit_timeout``            ``LDP_ATEXIT_TIMEOUT``      2 s (``none``: no exit flush)
 ============================  ==========================  =====================
 
+A batch holds at most ``batch_size`` reports and ``max_batch_bytes`` of uncompressed JSON
+(the collector refuses bodies over its ``MAX_BODY_BYTES``, 4 MiB after gzip, and more
+than ``MAX_REPORTS_PER_BATCH`` reports, with 413; the uploader then halves the batch).
 Timeouts and retries are small config objects (:class:`Timeouts`, :class:`RetryPolicy`).
 Every invalid value raises :class:`ConfigurationError` naming the setting.
 """
@@ -43,6 +47,7 @@ class Default(enum.Enum):
 
 DEFAULT = Default.DEFAULT
 MAX_BATCH_SIZE = 5000  # the aggregator's default MAX_REPORTS_PER_BATCH
+MAX_BATCH_BYTES = 4 << 20  # the aggregator's default MAX_BODY_BYTES (after gzip)
 # The memo of a period's reports is kept per value, so even "no limit" (None) has one:
 # it bounds the memo's memory and disk use (about 0.5 KB per report).
 MAX_REPORTS_PER_PERIOD = 100_000
@@ -100,6 +105,7 @@ class Settings:
     data_dir: Path | None = None
     enabled: bool = True
     batch_size: int = 500
+    max_batch_bytes: int = 1 << 20
     flush_interval: float = 30.0
     max_queue: int = 10_000
     max_queue_bytes: int = 16 << 20
@@ -110,6 +116,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         _int_in("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
+        _int_in("max_batch_bytes", self.max_batch_bytes, 1024, MAX_BATCH_BYTES)
         _positive("flush_interval", self.flush_interval)
         _int_in("max_queue", self.max_queue, 1, 10**8)
         _int_in("max_queue_bytes", self.max_queue_bytes, 1024, 1 << 40)
@@ -190,6 +197,7 @@ _ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "upload_key": ("LDP_UPLOAD_KEY", str),
     "data_dir": ("LDP_DATA_DIR", str),
     "batch_size": ("LDP_BATCH_SIZE", int),
+    "max_batch_bytes": ("LDP_MAX_BATCH_BYTES", int),
     "flush_interval": ("LDP_FLUSH_INTERVAL", float),
     "max_queue": ("LDP_MAX_QUEUE", int),
     "max_queue_bytes": ("LDP_MAX_QUEUE_BYTES", int),

@@ -1,15 +1,16 @@
 """The ledger and the upload queue in one SQLite file, so both survive a restart.
 
-``<data_dir>/queue.sqlite3`` in WAL mode holds ``memo`` (the current period's reports
-per task, looked up by HMAC key, see :mod:`client.budget`) and ``outbox`` (encoded
-reports not yet delivered, oldest first). :meth:`SqliteStorage.admit` runs in one
-``BEGIN IMMEDIATE`` transaction, so several threads or processes sharing a data_dir
-respect one budget. Past ``max_queue`` reports or ``max_bytes`` bytes the oldest reports
-are deleted and counted as ``quota_exceeded``. Commits are not fsynced
-(``synchronous=NORMAL``): a power loss may forget the last reports, never corrupt the
-file. Checkpoints (which do fsync) run in :meth:`SqliteStorage.maintain` on the uploader
-thread; only a burst that grows the log past ``WAL_PAGES`` makes ``record`` checkpoint.
-Only privatized, encoded reports are written.
+``<data_dir>/queue.sqlite3`` in WAL mode holds ``ledger`` (the reports of the periods
+not yet ended, per task id, looked up by HMAC key, see :mod:`client.budget`; ``budget``
+counts them per period) and ``outbox`` (encoded reports not yet delivered, oldest
+first). :meth:`SqliteStorage.admit` runs in one ``BEGIN IMMEDIATE`` transaction, so
+several threads or processes sharing a data_dir respect one budget. Past ``max_queue``
+reports or ``max_bytes`` bytes the oldest reports are deleted and counted as
+``quota_exceeded``. Commits are not fsynced (``synchronous=NORMAL``): a power loss may
+forget the last reports, never corrupt the file. Checkpoints (which do fsync) run in
+:meth:`SqliteStorage.maintain` on the uploader thread; only a burst that grows the log
+past ``WAL_PAGES`` makes ``record`` checkpoint. Only privatized, encoded reports are
+written.
 """
 
 from __future__ import annotations
@@ -20,25 +21,25 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from client.storage import Admission, DropCounter, Pending
+from client.storage import Admission, DropCounter, Pending, Slot, take
 
 FILE_NAME = "queue.sqlite3"
 BUSY_TIMEOUT_MS = 250  # how long a record may wait for another process's transaction
 WAL_PAGES = 2048  # ~8 MB of write-ahead log at most before record() checkpoints itself
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS memo (
-    fingerprint TEXT NOT NULL, period INTEGER NOT NULL, lookup BLOB NOT NULL,
-    task_id TEXT NOT NULL, report_id TEXT NOT NULL, report TEXT NOT NULL,
-    PRIMARY KEY (fingerprint, period, lookup)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS spent (
-    fingerprint TEXT NOT NULL, period INTEGER NOT NULL, count INTEGER NOT NULL,
-    PRIMARY KEY (fingerprint, period)) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS memo_added AFTER INSERT ON memo BEGIN
-    INSERT INTO spent VALUES (NEW.fingerprint, NEW.period, 1)
+CREATE TABLE IF NOT EXISTS ledger (
+    task_id TEXT NOT NULL, period INTEGER NOT NULL, period_end INTEGER NOT NULL,
+    lookup BLOB NOT NULL, report_id TEXT NOT NULL, report TEXT NOT NULL,
+    PRIMARY KEY (task_id, period, lookup)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS budget (
+    task_id TEXT NOT NULL, period INTEGER NOT NULL, period_end INTEGER NOT NULL,
+    count INTEGER NOT NULL, PRIMARY KEY (task_id, period, period_end)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS ledger_added AFTER INSERT ON ledger BEGIN
+    INSERT INTO budget VALUES (NEW.task_id, NEW.period, NEW.period_end, 1)
     ON CONFLICT DO UPDATE SET count = count + 1; END;
-CREATE TRIGGER IF NOT EXISTS memo_removed AFTER DELETE ON memo BEGIN
-    UPDATE spent SET count = count - 1
-    WHERE fingerprint = OLD.fingerprint AND period = OLD.period; END;
+CREATE TRIGGER IF NOT EXISTS ledger_removed AFTER DELETE ON ledger BEGIN
+    UPDATE budget SET count = count - 1 WHERE task_id = OLD.task_id
+    AND period = OLD.period AND period_end = OLD.period_end; END;
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY, report_id TEXT NOT NULL UNIQUE,
     task_id TEXT NOT NULL, report TEXT NOT NULL, size INTEGER NOT NULL);
@@ -49,6 +50,15 @@ CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox BEGIN
     UPDATE totals SET count = count + 1, bytes = bytes + NEW.size; END;
 CREATE TRIGGER IF NOT EXISTS outbox_removed AFTER DELETE ON outbox BEGIN
     UPDATE totals SET count = count - 1, bytes = bytes - OLD.size; END;
+"""
+# Before the ledger was keyed by task id, ``memo`` and ``spent`` were keyed by fingerprint.
+# Their rows move to ``ledger`` (period_end unknown: period + 1, so each still counts
+# against any period that contains its start).
+_MIGRATE = """
+INSERT OR IGNORE INTO ledger
+    SELECT task_id, period, period + 1, lookup, report_id, report FROM memo;
+DROP TABLE memo;
+DROP TABLE IF EXISTS spent;
 """
 _abandoned: list[sqlite3.Connection] = []  # a forked child's inherited connections
 
@@ -78,44 +88,48 @@ class SqliteStorage:
         db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
         db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
         db.executescript(_SCHEMA)
+        _migrate(db)
         os.chmod(self.path, 0o600)
         return db
 
-    def admit(self, fingerprint: str, period: int, lookup: bytes, limit: int | None,
-              make: Callable[[], Pending]) -> Admission:
-        """Queue the period's report for ``lookup``, or a new one from ``make()`` if allowed."""
+    def admit(self, slot: Slot, limit: int | None, make: Callable[[], Pending]) -> Admission:
+        """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._transaction() as db:
-            row = db.execute("SELECT task_id, report_id, report FROM memo WHERE fingerprint = ? "
+            row = db.execute("SELECT report_id, report FROM ledger WHERE task_id = ? "
                              "AND period = ? AND lookup = ?",
-                             (fingerprint, period, lookup)).fetchone()
+                             (slot.task_id, slot.start, slot.lookup)).fetchone()
             if row is not None:
-                self._enqueue(db, Pending(*row))
+                self._enqueue(db, Pending(slot.task_id, *row))
                 return Admission.REUSED
-            spent = db.execute("SELECT count FROM spent WHERE fingerprint = ? AND period = ?",
-                               (fingerprint, period)).fetchone()
-            if limit is not None and spent is not None and spent[0] >= limit:
+            # One row per period (and length) the task reported in: a handful at most.
+            overlapping = db.execute(
+                "SELECT period, period_end, count FROM budget WHERE task_id = ? "
+                "AND period < ? AND period_end > ?",
+                (slot.task_id, slot.end, slot.start)).fetchall()
+            if limit is not None and sum(row[2] for row in overlapping) >= limit:
                 return Admission.EXHAUSTED
             pending = make()
-            if spent is None:  # a new period: the older ones' memo is no longer needed
-                db.execute("DELETE FROM memo WHERE fingerprint = ? AND period < ?",
-                           (fingerprint, period))
-                db.execute("DELETE FROM spent WHERE fingerprint = ? AND period < ?",
-                           (fingerprint, period))
-            db.execute("INSERT INTO memo VALUES (?, ?, ?, ?, ?, ?)",
-                       (fingerprint, period, lookup, pending.task_id, pending.report_id,
+            if not any(row[:2] == (slot.start, slot.end) for row in overlapping):
+                # A new period: the ledger of periods that have ended is no longer needed.
+                db.execute("DELETE FROM ledger WHERE task_id = ? AND period_end <= ?",
+                           (slot.task_id, slot.start))
+                db.execute("DELETE FROM budget WHERE task_id = ? AND period_end <= ?",
+                           (slot.task_id, slot.start))
+            db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
+                       (slot.task_id, slot.start, slot.end, slot.lookup, pending.report_id,
                         pending.report))
             self._enqueue(db, pending)
             return Admission.NEW
 
-    def peek(self, limit: int) -> list[Pending]:
-        """Return up to ``limit`` of the oldest queued reports, all of one task."""
+    def peek(self, limit: int, max_bytes: int) -> list[Pending]:
+        """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
         with self._transaction(write=False) as db:
             first = db.execute("SELECT task_id FROM outbox ORDER BY seq LIMIT 1").fetchone()
             if first is None:
                 return []
             rows = db.execute("SELECT task_id, report_id, report FROM outbox WHERE task_id = ? "
                               "ORDER BY seq LIMIT ?", (first[0], limit)).fetchall()
-        return [Pending(*row) for row in rows]
+        return take((Pending(*row) for row in rows), limit, max_bytes)
 
     def remove(self, report_ids: Iterable[str]) -> None:
         """Forget delivered (or definitively refused) reports."""
@@ -184,6 +198,23 @@ class SqliteStorage:
     def _check_fork(self) -> None:
         if os.getpid() != self._pid:
             self.after_fork()
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Move a ledger of the fingerprint-keyed schema into ``ledger``, once."""
+    exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memo'"
+    if db.execute(exists).fetchone() is None:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute(exists).fetchone() is not None:  # not already done by another process
+            for statement in _MIGRATE.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 class _Transaction:

@@ -1,7 +1,7 @@
 """Where privatized reports wait for upload, next to the budget ledger that admitted them.
 
 A :class:`Storage` holds two things that must change together: the ledger of the
-reports made per task and period (with each one's memo key, see :mod:`client.budget`)
+reports made per task id and period (with each one's memo key, see :mod:`client.budget`)
 and the queue of encoded reports not yet delivered. :meth:`Storage.admit` checks and
 updates both in one step, so the budget holds even with several threads (and, on disk,
 several processes). Only encoded, privatized reports are ever stored.
@@ -22,6 +22,22 @@ from dataclasses import dataclass
 from typing import Protocol
 
 DropCounter = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a record falls: its task id, its period ``[start, end)`` and its memo key.
+
+    The ledger is keyed by task id, never by the task's fingerprint: a task re-published
+    with new parameters shares the budget of the periods it overlaps (see
+    :mod:`client.budget`). The memo key binds the fingerprint, so a report is only ever
+    reused under the configuration it was made for.
+    """
+
+    task_id: str
+    start: int
+    end: int
+    lookup: bytes
 
 
 @dataclass(frozen=True)
@@ -50,13 +66,15 @@ class Admission(enum.Enum):
 class Storage(Protocol):
     """The ledger and the queue; every method is thread-safe."""
 
-    def admit(self, fingerprint: str, period: int, lookup: bytes, limit: int | None,
-              make: Callable[[], Pending]) -> Admission:
-        """Queue the period's report for ``lookup``, or a new one from ``make()`` if allowed."""
+    def admit(self, slot: Slot, limit: int | None, make: Callable[[], Pending]) -> Admission:
+        """Queue the slot's memoized report, or a new one from ``make()`` if allowed.
+
+        Allowed: fewer than ``limit`` reports of the task in periods overlapping the slot's.
+        """
         ...
 
-    def peek(self, limit: int) -> list[Pending]:
-        """Return up to ``limit`` of the oldest queued reports, all of one task."""
+    def peek(self, limit: int, max_bytes: int) -> list[Pending]:
+        """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
         ...
 
     def remove(self, report_ids: Iterable[str]) -> None:
@@ -92,40 +110,41 @@ class MemoryStorage:
         self._lock = threading.Lock()
         self._queue: OrderedDict[str, Pending] = OrderedDict()
         self._bytes = 0
-        self._ledger: dict[tuple[str, int], dict[bytes, Pending]] = {}
+        # task id -> period (start, end) -> memo key -> report
+        self._ledger: dict[str, dict[tuple[int, int], dict[bytes, Pending]]] = {}
 
-    def admit(self, fingerprint: str, period: int, lookup: bytes, limit: int | None,
-              make: Callable[[], Pending]) -> Admission:
-        """Queue the period's report for ``lookup``, or a new one from ``make()`` if allowed."""
+    def admit(self, slot: Slot, limit: int | None, make: Callable[[], Pending]) -> Admission:
+        """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._lock:
-            memo = self._ledger.get((fingerprint, period), {})
-            earlier = memo.get(lookup)
+            periods = self._ledger.get(slot.task_id, {})
+            earlier = periods.get((slot.start, slot.end), {}).get(slot.lookup)
             if earlier is not None:
                 return Admission.REUSED if self._enqueue(earlier) else Admission.FULL
-            if limit is not None and len(memo) >= limit:
+            spent = sum(len(memo) for (start, end), memo in periods.items()
+                        if start < slot.end and end > slot.start)
+            if limit is not None and spent >= limit:
                 return Admission.EXHAUSTED
             if not self._has_room(0):
                 return Admission.FULL
             pending = make()
             if not self._enqueue(pending):
                 return Admission.FULL
-            self._forget_before(fingerprint, period)
-            self._ledger.setdefault((fingerprint, period), {})[lookup] = pending
+            periods = self._ledger.setdefault(slot.task_id, {})
+            # Only periods still overlapping the present matter; older ones would grow
+            # without bound.
+            for ended in [key for key in periods if key[1] <= slot.start]:
+                del periods[ended]
+            periods.setdefault((slot.start, slot.end), {})[slot.lookup] = pending
             return Admission.NEW
 
-    def peek(self, limit: int) -> list[Pending]:
-        """Return up to ``limit`` of the oldest queued reports, all of one task."""
+    def peek(self, limit: int, max_bytes: int) -> list[Pending]:
+        """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
         with self._lock:
             if not self._queue:
                 return []
             task_id = next(iter(self._queue.values())).task_id
-            batch = []
-            for pending in self._queue.values():
-                if pending.task_id == task_id:
-                    batch.append(pending)
-                    if len(batch) == limit:
-                        break
-            return batch
+            return take((p for p in self._queue.values() if p.task_id == task_id),
+                        limit, max_bytes)
 
     def remove(self, report_ids: Iterable[str]) -> None:
         """Forget delivered (or definitively refused) reports."""
@@ -171,7 +190,18 @@ class MemoryStorage:
         self._bytes += pending.size
         return True
 
-    def _forget_before(self, fingerprint: str, period: int) -> None:
-        # Only the current period's memo matters; older ones would grow without bound.
-        for key in [key for key in self._ledger if key[0] == fingerprint and key[1] < period]:
-            del self._ledger[key]
+
+def take(reports: Iterable[Pending], limit: int, max_bytes: int) -> list[Pending]:
+    """Return the first reports, at most ``limit``, whose JSON fits in ``max_bytes``.
+
+    Each report counts its size plus one byte (the comma between reports); the first
+    report is always returned, however large, so an oversized one can still be tried.
+    """
+    batch: list[Pending] = []
+    total = 0
+    for pending in reports:
+        total += pending.size + 1
+        if len(batch) == limit or (batch and total > max_bytes):
+            break
+        batch.append(pending)
+    return batch

@@ -3,17 +3,23 @@
 The thread wakes when ``batch_size`` reports are queued, when ``flush_interval`` has
 passed, or when ``flush``/``close`` ask; each time it first does the storage's upkeep
 (the on-disk queue's checkpoint, kept off the caller's thread). Each batch holds
-reports of one task, gzip compressed; its body is built once and, if the batch has to
-be sent again, resent byte for byte (same report ids, same noise). The transport
-retries connection errors, timeouts, 429 and 5xx within its deadline; if that fails
-the batch stays queued and the thread waits longer after each failure (doubling from
-``flush_interval``, up to ``MAX_BACKOFF``, jittered); until then only a flush makes it
-send. Any other 4xx drops the batch (``batch_rejected``). The server's per-report
-rejections are counted by reason; ``report_replayed`` means delivered.
+reports of one task, at most ``batch_size`` of them and ``max_batch_bytes`` of JSON,
+gzip compressed; its body is built once and, if the batch has to be sent again, resent
+byte for byte (same report ids, same noise). The transport retries connection errors,
+timeouts, 429 and 5xx within its deadline; if that fails the batch stays queued and the
+thread waits longer after each failure (doubling from ``flush_interval``, up to
+``MAX_BACKOFF``, jittered); until then only a flush makes it send.
+
+413 (body too large, or more reports than the collector's ``MAX_REPORTS_PER_BATCH``)
+keeps the reports queued and halves that task's batches at once, for the life of the
+client, down to one report; a single report still refused with 413 is dropped. Any
+other 4xx drops the batch (``batch_rejected``). The server's per-report rejections are
+counted by reason; ``report_replayed`` means delivered.
 """
 
 from __future__ import annotations
 
+import enum
 import gzip
 import json
 import os
@@ -32,7 +38,17 @@ from client.transport import Request, Response, Transport
 
 MAX_BACKOFF = 600.0
 _TRANSIENT = frozenset({408, 429})
+_TOO_LARGE = 413
+_ENVELOPE = len('{"reports":[]}')  # the body's bytes around the reports
 _HEADERS = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+
+
+class _Outcome(enum.Enum):
+    """What became of one batch."""
+
+    DONE = "done"      # delivered, or refused for good (counted): removed from the queue
+    SPLIT = "split"    # too large: still queued, the task's batches are now halved
+    RETRY = "retry"    # not delivered: still queued, sent again after a backoff
 
 
 class Uploader:
@@ -57,6 +73,7 @@ class Uploader:
         self._failures = 0      # consecutive failed attempts, sets the backoff
         self._failed_ever = 0   # every failed attempt, lets flush() see a new failure
         self._resume_at = 0.0   # monotonic time before which only a flush sends (backoff)
+        self._caps: dict[str, int] = {}  # batch size per task after a 413 (halved each time)
 
     def after_fork(self) -> None:
         """Forget the parent's thread and locks; the child starts its own thread on demand."""
@@ -134,15 +151,23 @@ class Uploader:
 
     def _send_all(self) -> None:
         while not self._stopping.is_set():
-            batch = self._storage.peek(self._settings.batch_size)
+            batch = self._next_batch()
             if not batch:
                 return
-            if not self._send(batch):
+            outcome = self._send(batch)
+            if outcome is _Outcome.RETRY:
                 self._failed()
                 return
-            self._failures, self._resume_at = 0, 0.0
+            if outcome is _Outcome.DONE:
+                self._failures, self._resume_at = 0, 0.0
             with self._progress:
                 self._progress.notify_all()
+
+    def _next_batch(self) -> list[Pending]:
+        """Return the oldest reports of one task, within the count and byte bounds."""
+        settings = self._settings
+        batch = self._storage.peek(settings.batch_size, settings.max_batch_bytes - _ENVELOPE)
+        return batch[:self._caps.get(batch[0].task_id, len(batch))] if batch else batch
 
     def _failed(self) -> None:
         """Count a failed attempt and back off: doubling from flush_interval, jittered."""
@@ -154,8 +179,8 @@ class Uploader:
         # Jitter: devices that lost the collector together do not come back in step.
         self._resume_at = time.monotonic() + backoff * (0.5 + random.random() / 2)
 
-    def _send(self, batch: list[Pending]) -> bool:
-        """Send one batch; return False if it must be tried again later."""
+    def _send(self, batch: list[Pending]) -> _Outcome:
+        """Send one batch; remove it from the queue unless it must be sent again."""
         request = Request("POST", f"/v1/tasks/{batch[0].task_id}/reports", _HEADERS,
                           self._body(batch))
         try:
@@ -164,29 +189,35 @@ class Uploader:
             self._counters.retried(error.retries)
             self._problems.report("network", "ldp-telemetry: cannot reach the collector "
                                   "(%s); reports stay queued", error)
-            return False
+            return _Outcome.RETRY
         self._counters.retried(response.retries)
-        if not self._settle(batch, response):
-            return False
-        self._storage.remove(p.report_id for p in batch)
-        return True
+        outcome = self._settle(batch, response)
+        if outcome is _Outcome.DONE:
+            self._storage.remove(p.report_id for p in batch)
+        return outcome
 
-    def _settle(self, batch: list[Pending], response: Response) -> bool:
-        """Count what the answer says about a batch; False if it must be sent again."""
+    def _settle(self, batch: list[Pending], response: Response) -> _Outcome:
+        """Count what the answer says about a batch."""
         task_id, status = batch[0].task_id, response.status
         if status == 200:
             self._account(task_id, batch, response)
-            return True
+            return _Outcome.DONE
+        if status == _TOO_LARGE and len(batch) > 1:
+            self._caps[task_id] = len(batch) // 2
+            self._problems.report("split", "ldp-telemetry: the collector refused a batch "
+                                  "of task %r as too large (%d reports); smaller batches "
+                                  "follow", task_id, len(batch))
+            return _Outcome.SPLIT
         if 400 <= status < 500 and status not in _TRANSIENT:
             self._counters.drop("batch_rejected", len(batch))
             self._counters.batch_failed()
             self._problems.report(f"status:{status}", "ldp-telemetry: the collector refused a "
                                   "batch of task %r with %d %s; it is dropped", task_id, status,
                                   _problem_type(response))
-            return True
+            return _Outcome.DONE
         self._problems.report(f"status:{status}", "ldp-telemetry: the collector answered %d; "
                               "reports stay queued", status)
-        return False
+        return _Outcome.RETRY
 
     def _body(self, batch: list[Pending]) -> bytes:
         ids = tuple(p.report_id for p in batch)

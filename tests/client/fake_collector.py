@@ -3,7 +3,9 @@
 The fake collector is a real HTTP server on a free 127.0.0.1 port (``http.server`` in a
 thread). It answers like the aggregator by delegating to an :class:`InMemoryTransport`,
 unless a test scripted the next answers: a status (with headers), a hang (accept the
-request and never answer), or closing the connection. It records every request.
+request and never answer), or closing the connection. Like the aggregator it can refuse
+an upload with 413 when its body (after gzip) passes ``max_body`` bytes or it holds more
+than ``max_reports`` reports. It records every request.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class FakeCollector:
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     failing: int = 0  # while not 0, every upload is answered with this status
+    max_body: int = 0  # when not 0, a larger upload body (uncompressed) is answered 413
+    max_reports: int = 0  # when not 0, an upload with more reports is answered 413
 
     def then(self, action: str, status: int = 0, **headers: str) -> FakeCollector:
         """Script the next upload's answer: ("status", code) / ("hang",) / ("close",)."""
@@ -97,10 +101,14 @@ def _handler(collector: FakeCollector) -> type[BaseHTTPRequestHandler]:
             with collector.lock:
                 collector.seen.append(Seen(self.command, self.path, headers, body,
                                            time.monotonic()))
+                seen = collector.seen
                 action = collector.script.pop(0) if self.command == "POST" \
                     and collector.script else None
                 if action is None and self.command == "POST" and collector.failing:
                     action = ("status", collector.failing, {})
+                if action is None and self.command == "POST" and _too_large(collector,
+                                                                           seen[-1]):
+                    action = ("status", 413, {})
             if action is not None and action[0] == "hang":
                 collector.release.wait(30)
                 self.close_connection = True
@@ -124,6 +132,12 @@ def _handler(collector: FakeCollector) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
     return Handler
+
+
+def _too_large(collector: FakeCollector, upload: Seen) -> bool:
+    if collector.max_body and len(upload.body) > collector.max_body:
+        return True
+    return bool(collector.max_reports) and len(upload.report_ids()) > collector.max_reports
 
 
 def start_collector(tasks: dict[str, TaskConfig]) -> tuple[FakeCollector, ThreadingHTTPServer]:

@@ -54,6 +54,15 @@ def test_arguments_beat_environment_beat_defaults() -> None:
     assert Settings.resolve({"endpoint": "http://a"}, env={}).reports_per_period == 1
 
 
+def test_max_batch_bytes_setting() -> None:
+    assert Settings.resolve({"endpoint": "http://a"}, env={}).max_batch_bytes == 1 << 20
+    env = {"LDP_ENDPOINT": "http://a", "LDP_MAX_BATCH_BYTES": "65536"}
+    assert Settings.resolve({}, env=env).max_batch_bytes == 65536
+    for bad in (100, 5 << 20):  # below 1 KiB, above the collector's 4 MiB
+        with pytest.raises(ConfigurationError, match="max_batch_bytes"):
+            Settings.resolve({"endpoint": "http://a", "max_batch_bytes": bad}, env={})
+
+
 def test_none_means_no_limit_when_passed_explicitly() -> None:
     settings = Settings.resolve({"endpoint": "http://a", "reports_per_period": None,
                                  "atexit_timeout": None}, env={"LDP_REPORTS_PER_PERIOD": "4"})

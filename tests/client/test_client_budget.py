@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from client import Client, InMemoryTransport
+from client import Client, InMemoryTransport, Request, Response
 from client.budget import SECRET_BYTES, canonical_value, load_secret, lookup_key
 from shared import TaskConfig
 
@@ -132,3 +132,57 @@ def test_lookup_key_is_an_hmac_of_task_period_and_value(tasks: dict[str, TaskCon
     assert key != lookup_key(secret, tasks["hcms"], 0, canonical_value(tasks["hcms"], "v"))
     rr = tasks["rr"]
     assert canonical_value(rr, True) == canonical_value(rr, 1) != canonical_value(rr, False)
+
+
+class Republishing(InMemoryTransport):
+    """An in-memory collector whose task configurations are revalidated at every wake."""
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        answer = super().handle(request, timeout=timeout)
+        if request.method != "GET":
+            return answer
+        return Response(answer.status, {**answer.headers, "cache-control": "max-age=0"},
+                        answer.body, answer.retries)
+
+
+@pytest.mark.parametrize("change", [{"hash_seed": 99}, {"time_precision": 3600}])
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_republished_task_gets_no_fresh_budget(tasks: dict[str, TaskConfig], tmp_path: Path,
+                                                 change: dict[str, int], on_disk: bool) -> None:
+    # An untrusted collector re-publishes a task under the same id with new parameters (a
+    # new fingerprint): the device must not draw fresh noise for the same period again.
+    old = tasks["cms"]
+    transport, clock = Republishing(tasks.values()), Clock()
+    sdk = make(transport, clock, data_dir=tmp_path if on_disk else None, reports_per_period=1)
+    assert sdk.record("t-cms", "same")
+    assert sdk.flush(5)
+    new = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64,
+                            **{"hash_seed": old.hash_seed, **change})
+    assert new.fingerprint != old.fingerprint
+    transport.add_task(new)
+    assert sdk.record("t-rr", True) and sdk.flush(5)  # the uploader refetched t-cms meanwhile
+    assert sdk.record("t-cms", "same") is False  # neither a fresh report of the same value
+    assert sdk.record("t-cms", "other") is False  # nor of another one
+    assert sdk.stats().dropped == {"budget_exhausted": 2}
+    assert sdk.flush(5) and len(transport.reports("t-cms")) == 1
+    clock.now += DAY  # the next period (of either configuration) has a budget again
+    assert sdk.record("t-cms", "same") and sdk.flush(5)
+    assert [r.fingerprint for r in transport.reports("t-cms")] == [old.fingerprint,
+                                                                  new.fingerprint]
+    sdk.close(1)
+
+
+def test_a_larger_limit_counts_reports_of_every_configuration(
+        tasks: dict[str, TaskConfig]) -> None:
+    transport, clock = Republishing(tasks.values()), Clock()
+    sdk = make(transport, clock, reports_per_period=2)
+    assert sdk.record("t-grr", "red") and sdk.flush(5)
+    transport.add_task(TaskConfig.create(task_id="t-grr", mechanism="grr", epsilon=3.0,
+                                         domain=("red", "green", "blue")))
+    assert sdk.record("t-rr", True) and sdk.flush(5)
+    assert sdk.record("t-grr", "red")  # the second of two: a fresh report, new parameters
+    assert sdk.record("t-grr", "red")  # the same value again: that report, reused
+    assert sdk.record("t-grr", "green") is False  # two reports this period already
+    assert sdk.flush(5) and len(transport.reports("t-grr")) == 2
+    assert sdk.stats().dropped == {"budget_exhausted": 1}
+    sdk.close(1)

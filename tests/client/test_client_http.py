@@ -11,6 +11,7 @@ import pytest
 from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
 
 from client import Client, HTTPTransport, Request, RetryPolicy, TransportError
+from client.http_transport import DeadlineRetry
 from shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
@@ -189,7 +190,16 @@ def test_a_batch_sent_again_later_is_the_same_bytes(collector: FakeCollector) ->
     sdk.close(5)
 
 
-def test_close_interrupts_a_retry_after_wait(collector: FakeCollector) -> None:
+def test_close_interrupts_a_retry_after_wait(collector: FakeCollector,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeping = threading.Event()
+    original = DeadlineRetry.sleep
+
+    def sleep(self: DeadlineRetry, response: object = None) -> None:
+        sleeping.set()  # the interrupt is an Event: set before the wait, it still ends it
+        original(self, response)
+
+    monkeypatch.setattr(DeadlineRetry, "sleep", sleep)
     collector.failing = 503
     collector.then("status", 503, Retry_After="30")
     transport = HTTPTransport(collector.url, timeouts=FAST_TIMEOUTS,
@@ -204,10 +214,71 @@ def test_close_interrupts_a_retry_after_wait(collector: FakeCollector) -> None:
 
     worker = threading.Thread(target=upload)
     worker.start()
-    time.sleep(0.3)  # the worker now sleeps on Retry-After: 30
+    assert sleeping.wait(5)  # the worker now waits on Retry-After: 30
     start = time.monotonic()
     transport.close()
     worker.join(5)
     assert not worker.is_alive() and time.monotonic() - start < 1.0
     assert len(outcome) == 1 and "the transport was closed" in str(outcome[0])
     assert len(collector.uploads()) == 1
+
+
+@pytest.mark.parametrize("limit", [{"max_body": 3000}, {"max_reports": 7}])
+def test_413_halves_the_batch_and_delivers_everything(collector: FakeCollector,
+                                                      limit: dict[str, int]) -> None:
+    for name, value in limit.items():
+        setattr(collector, name, value)
+    sdk = http_client(collector.url, batch_size=100, flush_interval=60.0)
+    for i in range(60):
+        assert sdk.record("t-cms", f"value-{i}")
+    assert sdk.flush(10)
+    stats = sdk.stats()
+    assert stats.sent == 60 and stats.dropped == {} and stats.queued == 0
+    assert len(collector.backend.reports("t-cms")) == 60
+    uploads = collector.uploads()
+    assert len(uploads[0].report_ids()) == 60  # one batch at first: then halved on 413
+    delivered = [u for u in uploads if len(u.body) <= (collector.max_body or len(u.body))
+                 and len(u.report_ids()) <= (collector.max_reports or 60)]
+    assert sum(len(u.report_ids()) for u in delivered) == 60
+    assert len(uploads) - len(delivered) <= 4  # 60 -> 30 -> 15 -> 7 (-> 3): a few 413s
+    sdk.close(5)
+
+
+def test_a_single_report_refused_with_413_is_dropped(collector: FakeCollector) -> None:
+    collector.max_body = 10  # no report fits
+    sdk = http_client(collector.url, flush_interval=60.0)
+    for i in range(8):
+        assert sdk.record("t-hcms", f"value-{i}")
+    assert sdk.flush(10)  # the queue emptied: the reports could never be delivered
+    stats = sdk.stats()
+    assert stats.dropped == {"batch_rejected": 8} and stats.sent == 0 and stats.queued == 0
+    assert [len(u.report_ids()) for u in collector.uploads()] == [8, 4, 2] + [1] * 8
+    sdk.close(5)
+
+
+def test_batches_are_bounded_by_bytes(collector: FakeCollector) -> None:
+    collector.max_body = 2048
+    sdk = http_client(collector.url, max_batch_bytes=2048, flush_interval=60.0)
+    for i in range(40):
+        assert sdk.record("t-cms", f"value-{i}")
+    assert sdk.flush(10)
+    uploads = collector.uploads()
+    assert len(uploads) > 1 and all(len(u.body) <= 2048 for u in uploads)  # no 413
+    assert sdk.stats().sent == 40 and sdk.stats().dropped == {}
+    sdk.close(5)
+
+
+def test_large_sketches_fit_the_collectors_4_mib_limit(collector: FakeCollector) -> None:
+    # m = 65536: ~11 KB per report, 500 of them would be a ~5.5 MB body.
+    big = TaskConfig.create(task_id="t-big", mechanism="cms", epsilon=4.0, k=16, m=65536)
+    collector.backend.add_task(big)
+    collector.max_body = 4 << 20
+    sdk = http_client(collector.url, tasks=[big], flush_interval=60.0, max_queue=1000,
+                      max_queue_bytes=64 << 20)
+    for i in range(500):
+        assert sdk.record("t-big", f"value-{i}")
+    assert sdk.flush(30)
+    uploads = collector.uploads()
+    assert all(len(u.body) <= 1 << 20 for u in uploads) and len(uploads) >= 5
+    assert sdk.stats().sent == 500 and len(collector.backend.reports("t-big")) == 500
+    sdk.close(5)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from client import Client, InMemoryTransport, Request, Response, TransportError
 from client.sqlite_storage import WAL_PAGES, SqliteStorage
-from client.storage import Admission, Pending
+from client.storage import Admission, MemoryStorage, Pending, Slot
 from shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
+MIB = 1 << 20
 
 
 class DownTransport:
@@ -65,10 +67,12 @@ def test_storage_quota_by_count_and_bytes_keeps_the_newest(tmp_path: Path) -> No
                             on_drop=lambda reason, n: drops.append((reason, n)))
     for i in range(6):
         key = i.to_bytes(4, "big")
-        assert storage.admit("fp", 0, key, None, lambda i=i: pending(i)) is Admission.NEW
-    assert [p.report_id for p in storage.peek(10)] == ["id-2", "id-3", "id-4", "id-5"]
-    assert storage.admit("fp", 0, b"big", None, lambda: pending(9, 950)) is Admission.NEW
-    assert [p.report_id for p in storage.peek(10)] == ["id-9"]  # 950 + 100 > 1024 bytes
+        slot = Slot("task", 0, 1, key)
+        assert storage.admit(slot, None, lambda i=i: pending(i)) is Admission.NEW
+    assert [p.report_id for p in storage.peek(10, MIB)] == ["id-2", "id-3", "id-4", "id-5"]
+    big = Slot("task", 0, 1, b"big")
+    assert storage.admit(big, None, lambda: pending(9, 950)) is Admission.NEW
+    assert [p.report_id for p in storage.peek(10, MIB)] == ["id-9"]  # 950 + 100 > 1024 bytes
     assert sum(n for reason, n in drops if reason == "quota_exceeded") == 6
     storage.close()
 
@@ -77,10 +81,11 @@ def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
     storage = SqliteStorage(tmp_path, max_queue=100, max_bytes=1 << 20,
                             on_drop=lambda reason, n: None)
     for i, task in enumerate(["a", "b", "a"]):
-        storage.admit("fp", 0, bytes([i]), None, lambda i=i, t=task: Pending(t, f"id{i}", "{}"))
-    assert [p.report_id for p in storage.peek(10)] == ["id0", "id2"]
+        storage.admit(Slot(task, 0, 1, bytes([i])), None,
+                      lambda i=i, t=task: Pending(t, f"id{i}", "{}"))
+    assert [p.report_id for p in storage.peek(10, MIB)] == ["id0", "id2"]
     storage.remove(["id0", "id2"])
-    assert [p.report_id for p in storage.peek(10)] == ["id1"] and storage.count() == 1
+    assert [p.report_id for p in storage.peek(10, MIB)] == ["id1"] and storage.count() == 1
     assert storage.clear() == 1 and storage.count() == 0
     storage.close()
 
@@ -118,3 +123,41 @@ def test_a_failing_disk_is_counted_not_raised(tasks: dict[str, TaskConfig],
     assert offline.stats().dropped == {"storage_error": 1} and offline.stats().queued == 0
     assert offline.flush(0.5) is False
     assert offline.close(0.5) is False
+
+
+def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:
+    # Before the budget was kept per task id, memo/spent were keyed by fingerprint.
+    old = sqlite3.connect(tmp_path / "queue.sqlite3")
+    old.executescript("""
+        CREATE TABLE memo (fingerprint TEXT NOT NULL, period INTEGER NOT NULL,
+            lookup BLOB NOT NULL, task_id TEXT NOT NULL, report_id TEXT NOT NULL,
+            report TEXT NOT NULL, PRIMARY KEY (fingerprint, period, lookup)) WITHOUT ROWID;
+        CREATE TABLE spent (fingerprint TEXT NOT NULL, period INTEGER NOT NULL,
+            count INTEGER NOT NULL, PRIMARY KEY (fingerprint, period)) WITHOUT ROWID;
+        INSERT INTO memo VALUES ('fp', 86400, x'01', 'task', 'id-old', '{}');
+        INSERT INTO spent VALUES ('fp', 86400, 1);""")
+    old.close()
+    storage = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB, on_drop=lambda r, n: None)
+    day = Slot("task", 86400, 2 * 86400, b"\x02")
+    assert storage.admit(day, 1, lambda: pending(1)) is Admission.EXHAUSTED
+    assert storage.admit(Slot("task", 86400, 2 * 86400, b"\x01"), 1,
+                         lambda: pending(2)) is Admission.REUSED
+    assert [p.report_id for p in storage.peek(10, MIB)] == ["id-old"]
+    next_day = Slot("task", 2 * 86400, 3 * 86400, b"\x03")
+    assert storage.admit(next_day, 1, lambda: pending(3)) is Admission.NEW
+    storage.close()
+    SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB, on_drop=lambda r, n: None).close()
+
+
+def test_peek_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
+    storages = [MemoryStorage(max_queue=100, max_bytes=MIB),
+                SqliteStorage(tmp_path, max_queue=100, max_bytes=MIB, on_drop=lambda r, n: None)]
+    for storage in storages:
+        for i, size in enumerate([300, 300, 300, 2000]):
+            storage.admit(Slot("task", 0, 1, bytes([i])), None, lambda i=i, s=size: pending(i, s))
+        assert [p.report_id for p in storage.peek(10, 1000)] == ["id-0", "id-1", "id-2"]
+        assert [p.report_id for p in storage.peek(2, 1000)] == ["id-0", "id-1"]
+        assert [p.report_id for p in storage.peek(10, 600)] == ["id-0"]  # 2 x 301 > 600
+        storage.remove(["id-0", "id-1", "id-2"])
+        assert [p.report_id for p in storage.peek(10, 1000)] == ["id-3"]  # alone, too big
+        storage.close()

@@ -150,16 +150,48 @@ def test_a_transport_answering_garbage_never_raises(tasks: dict[str, TaskConfig]
     sdk.close(1)
 
 
-def test_record_is_fast(tasks: dict[str, TaskConfig]) -> None:
-    sdk = memory_client(InMemoryTransport(tasks.values()), flush_interval=60.0,
-                        max_queue=100_000)
-    sdk.record("t-cms", "warm-up")
-    start = time.perf_counter()
-    for i in range(2000):
-        sdk.record("t-cms", f"v{i}")
-    per_call = (time.perf_counter() - start) / 2000
-    assert per_call < 500e-6  # microseconds, generous for a loaded 2-core machine
-    sdk.set_enabled(False)
+class BlockingTransport:
+    """A collector that never answers: every request blocks until ``close``."""
+
+    def __init__(self) -> None:
+        self.release, self.entered = threading.Event(), threading.Event()
+        self.requests: list[Request] = []
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        self.requests.append(request)
+        self.entered.set()
+        self.release.wait()  # forever, as far as the test is concerned
+        raise TransportError("closed")
+
+    def close(self) -> None:
+        self.release.set()
+
+
+def records_in_a_thread(sdk: Client, values: list[str]) -> list[bool]:
+    """Record ``values`` on another thread; return the results, or fail if it blocks."""
+    results: list[bool] = []
+    done = threading.Event()
+
+    def run() -> None:
+        results.extend(sdk.record("t-cms", value) for value in values)
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(5), "record() waited (for the network?)"
+    return results
+
+
+def test_record_never_touches_the_network(tasks: dict[str, TaskConfig]) -> None:
+    blocking = BlockingTransport()
+    sdk = Client("memory://test", transport=blocking, tasks=[tasks["cms"]], atexit_timeout=None,
+                 reports_per_period=None, batch_size=10, flush_interval=60.0)
+    assert records_in_a_thread(sdk, [f"v{i}" for i in range(9)]) == [True] * 9
+    assert blocking.requests == []  # nothing is sent before a batch is full or a flush
+    assert sdk.flush(0.1) is False
+    assert blocking.entered.wait(5)  # the uploader is now stuck in the transport...
+    assert records_in_a_thread(sdk, [f"w{i}" for i in range(50)]) == [True] * 50  # not record
+    assert len(blocking.requests) == 1 and sdk.stats().queued == 59
+    blocking.close()
     sdk.close(1)
 
 
