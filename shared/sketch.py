@@ -26,6 +26,7 @@ MAX_ROWS = 1 << 20
 MAX_BUCKETS = 1 << 16
 GATHER_ELEMENTS = 1 << 21  # bounds the rows fetched at once: rows × candidates ≤ this
 GATHER_CHUNK = 1 << 17  # (candidates × rows) indices computed at once: 1 MiB, cache-sized
+BLOCK_CELLS = 1 << 22  # bounds one block of rows × m: 32 MiB of int64, whatever m is
 
 
 class Sketch:
@@ -61,7 +62,8 @@ class Sketch:
         block is read by chunks of keys small enough that the index matrix stays in cache.
         """
         total = np.zeros(len(keys), dtype=np.int64)
-        rows_per_block = min(self.k, max(1, GATHER_ELEMENTS // max(1, len(keys))), 8192)
+        rows_per_block = min(self.k, max(1, GATHER_ELEMENTS // max(1, len(keys))), 8192,
+                             max(1, BLOCK_CELLS // self.m))
         keys_per_chunk = max(1, GATHER_CHUNK // rows_per_block)
         for start in range(0, self.k, rows_per_block):
             rows = slice(start, min(self.k, start + rows_per_block))
