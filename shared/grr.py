@@ -90,6 +90,10 @@ class GeneralizedRandomizedResponse:
         other = other + (other >= truth)
         return np.where(lie, other, truth)
 
+    def stack(self, reports: Sequence[int]) -> np.ndarray:
+        """Return decoded reports (domain indices) as the int64 batch ``add_many`` takes."""
+        return np.fromiter(reports, dtype=np.int64, count=len(reports))
+
     def output_probability(self, value: str, report: int) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
         truth = self.index_of(value)

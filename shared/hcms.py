@@ -145,9 +145,10 @@ class HadamardCountMeanSketch(Sketch):
         """Return an empty accumulator."""
         return HadamardCountMeanSketchSums(self.k, self.m)
 
-    def estimate(self, sums: Sums, candidates: Sequence[str],
+    def estimate(self, sums: Sums, candidates: Sequence[str] | None = None,
                  level: float = DEFAULT_LEVEL) -> Estimates:
-        """Estimate the count of each candidate."""
+        """Estimate the count of each candidate (required: a sketch has no domain list)."""
+        candidates = self.require_candidates(candidates)
         check_shape(sums, self.k, self.m, repr(self))
         n = sums.total
         gathered = self.gather(self.keys(candidates),

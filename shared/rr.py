@@ -26,6 +26,8 @@ from shared.randomness import SCALE, Rng, log_ratio, threshold_at_least, uniform
 from shared.sums import Sums, check_shape
 from shared.validation import MAX_EPSILON, check_epsilon, check_unit_interval
 
+ANSWERS = (True, False)  # what estimate() reports on when given no candidates
+
 
 class RandomizedResponseSums(Sums):
     """n reports and the number of 1 answers (table[0, 0])."""
@@ -79,20 +81,20 @@ class RandomizedResponse:
 
     def privatize(self, value: bool, rng: Rng = None) -> int:
         """Return the privatized answer (0 or 1) to a yes/no value."""
-        threshold = self.threshold_yes if _check_bool(value) else self.threshold_no
+        threshold = self.threshold_yes if check_answer(value) else self.threshold_no
         return int(uniform_word(rng) < threshold)
 
     def privatize_many(self, values: Sequence[bool] | np.ndarray, rng: Rng = None) -> np.ndarray:
         """Return privatized answers (uint8 0/1) to many yes/no values."""
         truth = np.asarray(values)
         if truth.dtype != np.bool_:
-            truth = np.array([_check_bool(v) for v in values], dtype=bool)
+            truth = np.array([check_answer(v) for v in values], dtype=bool)
         thresholds = np.where(truth, self.threshold_yes, self.threshold_no)
         return (uniform_words(len(truth), rng) < thresholds).astype(np.uint8)
 
     def output_probability(self, value: bool, report: int) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
-        p_one = Fraction(self.threshold_yes if _check_bool(value) else self.threshold_no, SCALE)
+        p_one = Fraction(self.threshold_yes if check_answer(value) else self.threshold_no, SCALE)
         if report not in (0, 1):
             return Fraction(0)
         return p_one if report == 1 else 1 - p_one
@@ -101,21 +103,30 @@ class RandomizedResponse:
         """Return an empty accumulator."""
         return RandomizedResponseSums()
 
-    def estimate(self, sums: Sums, candidates: Sequence[bool] = (True, False),
+    def stack(self, reports: Sequence[int]) -> np.ndarray:
+        """Return decoded reports (0/1) as the uint8 batch ``add_many`` takes."""
+        return np.fromiter(reports, dtype=np.uint8, count=len(reports))
+
+    def estimate(self, sums: Sums, candidates: Sequence[bool] | None = None,
                  level: float = DEFAULT_LEVEL) -> Estimates:
-        """Estimate how many reports hold each of ``candidates`` (True = yes)."""
+        """Estimate how many reports hold each of ``candidates`` (default: True, False)."""
         check_shape(sums, 1, 1, repr(self))
         n, ones = sums.total, int(sums.table[0, 0])
         yes = (ones - n * self.p10) / (self.p11 - self.p10)
-        wanted = [_check_bool(c) for c in candidates]
+        wanted = [check_answer(c) for c in (ANSWERS if candidates is None else candidates)]
         estimate = np.array([yes if c else n - yes for c in wanted], dtype=float)
         yes_clipped = min(max(yes, 0.0), float(n))
         variance = np.full(len(wanted), rr_count_variance(n, yes_clipped, self.p11, self.p10))
         return Estimates.from_variance(wanted, estimate, variance, n, level)
 
 
-def _check_bool(value: object) -> bool:
-    # numbers.Integral admits numpy integers too: iterating an int array yields np.int64.
+def check_answer(value: object) -> bool:
+    """Return a yes/no value as a bool, or raise ValueOutOfDomain.
+
+    Accepted: bool, numpy.bool_, and integers (numpy's too: iterating an int array yields
+    np.int64) equal to 0 or 1. The client validates with this rule, so it refuses exactly
+    what ``privatize`` would.
+    """
     if isinstance(value, bool | np.bool_) or (isinstance(value, numbers.Integral)
                                               and value in (0, 1)):
         return bool(value)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from shared.accuracy import sketch_collision_variance
-from shared.errors import ValueOutOfDomain
+from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.hashing import MAX_SEED, RowHashes, value_key, value_keys
 from shared.validation import check_epsilon, check_int
@@ -54,6 +54,14 @@ class Sketch:
         if isinstance(values, str):
             raise ValueOutOfDomain("expected a sequence of str values, got one str")
         return value_keys(values, self.hash_seed)
+
+    def require_candidates(self, candidates: Sequence[str] | None) -> Sequence[str]:
+        """Return the candidates, or raise ParameterError if None (there is no default)."""
+        if candidates is None:
+            raise ParameterError(
+                f"{self.name} needs candidates: a sketch does not know its domain, so pass "
+                "the values to estimate, e.g. estimate(sums, candidates=['a', 'b'])")
+        return candidates
 
     def gather(self, keys: np.ndarray, row_block: Callable[[slice], np.ndarray]) -> np.ndarray:
         """Return Σ_j X[j, h_j(key)] per key, with X's rows supplied block by block.

@@ -6,6 +6,7 @@ listed, so probabilities can be checked exactly (Fractions) rather than sampled.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import math
@@ -81,6 +82,13 @@ def batch_reports(mechanism: Mechanism, batch: Any) -> list[Any]:
     if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch):
         return [batch.report(i) for i in range(len(batch))]
     return [int(x) for x in batch]
+
+
+def batch_columns(batch: Any) -> list[np.ndarray]:
+    """Return the arrays of a ``privatize_many`` batch (one for rr and grr)."""
+    if isinstance(batch, np.ndarray):
+        return [batch]
+    return [getattr(batch, f.name) for f in dataclasses.fields(batch)]
 
 
 def worst_case_ratio(mechanism: Mechanism, values: Sequence[Any]) -> Fraction:

@@ -19,12 +19,14 @@ from shared_cases import (
     Case,
     FakeEntropy,
     all_outputs,
+    batch_columns,
     batch_reports,
     conformance_cases,
     output_key,
 )
 
-from shared import MECHANISMS, Estimates, HadamardReport, SketchReport
+from shared import MECHANISMS, Estimates, HadamardReport, ParameterError, SketchReport
+from shared.sketch import Sketch
 
 DRAWS = 20_000  # per path; cells expected below 5 draws are pooled (chi-square validity)
 P_FLOOR = 1e-4  # seeded, so deterministic; a real mismatch gives p far below this
@@ -120,6 +122,36 @@ def check_empty_sums_estimate_zero(case: Case, mechanism: Any) -> None:
     assert np.all(result.proportions().estimate == 0)
 
 
+def check_stack_rebuilds_privatize_many_batches(case: Case, mechanism: Any) -> None:
+    """stack() of a batch's single reports gives the batch back, dtypes included."""
+    batch = mechanism.privatize_many(list(case.values) * 50, np.random.default_rng(11))
+    stacked = mechanism.stack(batch_reports(mechanism, batch))
+    assert type(stacked) is type(batch) and len(stacked) == len(batch)
+    for ours, theirs in zip(batch_columns(stacked), batch_columns(batch), strict=True):
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
+    assert len(mechanism.stack([])) == 0
+    one, many = mechanism.new_sums(), mechanism.new_sums()
+    one.add_many(stacked)
+    many.add_many(batch)
+    assert one == many
+
+
+def check_estimate_without_candidates(case: Case, mechanism: Any) -> None:
+    """candidates=None means the mechanism's default; a sketch has none and says so."""
+    sums = mechanism.new_sums()
+    sums.add_many(mechanism.privatize_many(list(case.values) * 10, np.random.default_rng(5)))
+    if isinstance(mechanism, Sketch):
+        for call in (lambda: mechanism.estimate(sums), lambda: mechanism.estimate(sums, None)):
+            with pytest.raises(ParameterError, match=f"^{case.name} needs candidates"):
+                call()
+        return
+    default = mechanism.estimate(sums, None, level=0.5)
+    assert default.values == case.values and default.level == 0.5
+    given = mechanism.estimate(sums, list(case.values), level=0.5)
+    assert np.array_equal(default.estimate, given.estimate)
+    assert np.array_equal(default.std_error, given.std_error)
+
+
 def check_output_probability_is_positive(case: Case, mechanism: Any) -> None:
     for value in case.values:
         assert min(mechanism.output_probability(value, o) for o in all_outputs(mechanism)) > 0
@@ -134,6 +166,8 @@ CHECKS: list[Callable[..., None]] = [
     check_estimates_are_well_formed,
     check_empty_sums_estimate_zero,
     check_output_probability_is_positive,
+    check_stack_rebuilds_privatize_many_batches,
+    check_estimate_without_candidates,
 ]
 
 

@@ -50,3 +50,21 @@ def test_single_reports_add_up_like_batches() -> None:
         one.add(r)
     many.add_many(np.array(reports))
     assert one == many
+
+
+def test_stack_gives_the_int64_batch_add_many_takes() -> None:
+    grr = GeneralizedRandomizedResponse(epsilon=2.0, domain=["a", "b", "c"])
+    batch = grr.stack([2, 0, 2, 1])
+    assert batch.dtype == np.int64 and batch.tolist() == [2, 0, 2, 1]
+    sums = grr.new_sums()
+    sums.add_many(batch)
+    assert sums.table[0].tolist() == [1, 1, 2]
+
+
+def test_estimate_without_candidates_covers_the_domain() -> None:
+    grr = GeneralizedRandomizedResponse(epsilon=2.0, domain=["a", "b", "c"])
+    sums = grr.new_sums()
+    sums.add_many(np.array([0] * 5 + [2] * 3))
+    default, explicit = grr.estimate(sums, None), grr.estimate(sums, ["a", "b", "c"])
+    assert default.values == explicit.values == ("a", "b", "c")
+    assert np.array_equal(default.estimate, explicit.estimate)

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared import RandomizedResponse
+from shared import RandomizedResponse, ValueOutOfDomain
+from shared.rr import check_answer
 
 SCALE = 2**32
 
@@ -68,3 +69,37 @@ def test_privatize_many_accepts_bool_and_zero_one_inputs() -> None:
     assert rr.privatize_many([], rng).shape == (0,)
     answers: tuple[Any, ...] = (True, False, 1, 0, np.bool_(True))
     assert [rr.privatize(v, rng) for v in answers] == [1, 0, 1, 0, 1]
+
+
+@pytest.mark.parametrize("answer", [True, False, 1, 0, np.bool_(False), np.int64(1),
+                                    np.uint8(0), np.int32(1)])
+def test_check_answer_takes_bools_and_zero_one_integers_of_any_kind(answer: Any) -> None:
+    assert check_answer(answer) is bool(answer)
+    rr = RandomizedResponse(epsilon=20.0)  # privatize accepts exactly what check_answer does
+    assert rr.privatize(answer, np.random.default_rng(0)) == int(bool(answer))
+
+
+@pytest.mark.parametrize("answer", [2, -1, np.int64(2), 1.0, "1", None, b"\x01"])
+def test_check_answer_refuses_what_privatize_refuses(answer: Any) -> None:
+    with pytest.raises(ValueOutOfDomain, match="randomized response takes a bool"):
+        check_answer(answer)
+    with pytest.raises(ValueOutOfDomain):
+        RandomizedResponse(epsilon=1.0).privatize(answer)
+
+
+def test_stack_gives_the_uint8_batch_add_many_takes() -> None:
+    rr = RandomizedResponse(epsilon=1.0)
+    batch = rr.stack([1, 0, 0, 1, 1])
+    assert batch.dtype == np.uint8 and batch.tolist() == [1, 0, 0, 1, 1]
+    sums = rr.new_sums()
+    sums.add_many(batch)
+    assert (sums.total, int(sums.table[0, 0])) == (5, 3)
+
+
+def test_estimate_without_candidates_is_yes_then_no() -> None:
+    rr = RandomizedResponse(alpha=0.5, beta=0.5)
+    sums = rr.new_sums()
+    sums.add_many(np.array([1] * 400 + [0] * 600))
+    for estimates in (rr.estimate(sums), rr.estimate(sums, None)):
+        assert estimates.values == (True, False)
+        assert estimates.estimate.tolist() == [300.0, 700.0]
