@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
-from flask import current_app, request
+from flask import Flask, current_app, request
 
 from aggregator.problems import ApiError
 from aggregator.store import get_store
@@ -23,7 +23,14 @@ from aggregator.store import get_store
 ROLES = ("admin", "analyst")
 _GRANTS = {"admin": {"admin", "analyst"}, "analyst": {"analyst"}}
 _CONFIG_KEYS = {"admin": "ADMIN_TOKEN", "analyst": "ANALYST_TOKEN"}
+EXTENSION = "ldp_config_tokens"
 View = TypeVar("View", bound=Callable[..., Any])
+
+
+def init_app(app: Flask) -> None:
+    """Hash the configured tokens once (``ADMIN_TOKEN`` first: it wins a tie)."""
+    app.extensions[EXTENSION] = {role: hash_token(app.config[key])
+                                 for role, key in _CONFIG_KEYS.items() if app.config.get(key)}
 
 
 def new_token() -> str:
@@ -45,9 +52,8 @@ def bearer_token() -> str | None:
 def role_of(token: str) -> str | None:
     """Return the role a token grants, or None."""
     digest = hash_token(token)
-    for role, key in _CONFIG_KEYS.items():
-        configured = current_app.config.get(key)
-        if configured and hmac.compare_digest(digest, hash_token(str(configured))):
+    for role, configured in current_app.extensions[EXTENSION].items():
+        if hmac.compare_digest(digest, configured):
             return role
     # Looked up by its hash: timing can reveal at most a prefix of a SHA-256, not the token.
     return get_store().token_role(digest)

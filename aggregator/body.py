@@ -1,9 +1,9 @@
 """Read a JSON request body within size limits, gzip included.
 
 The compressed body is bounded by Flask's ``MAX_CONTENT_LENGTH`` (set from
-``MAX_BODY_BYTES``) and read through a stream; a gzip body is inflated incrementally with
-``max_length`` so a gzip bomb is refused with 413 after at most ``MAX_BODY_BYTES`` of
-output, never fully expanded in memory.
+``MAX_BODY_BYTES``) and read through a stream; a gzip body is inflated in one
+``decompress`` call capped with ``max_length``, so a gzip bomb is refused with 413 after at
+most ``MAX_BODY_BYTES`` + 1 bytes of output, never fully expanded in memory.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from flask import current_app, request
 
 from aggregator.problems import ApiError
 
-READ_SIZE = 64 * 1024
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
 
 

@@ -20,6 +20,9 @@ from typing import Any
 import click
 from flask import Flask
 
+from aggregator.auth import ROLES
+from shared import MECHANISMS
+
 
 def _app(db: str | None) -> Flask:
     from aggregator import create_app  # imported late: serve must configure metrics first
@@ -68,7 +71,7 @@ def tasks() -> None:
 
 @tasks.command("create")
 @click.option("--task-id", required=True)
-@click.option("--mechanism", required=True, type=click.Choice(["rr", "grr", "cms", "hcms"]))
+@click.option("--mechanism", required=True, type=click.Choice(MECHANISMS))
 @click.option("--epsilon", type=float)
 @click.option("--alpha", type=float, help="rr only, with --beta, instead of --epsilon.")
 @click.option("--beta", type=float)
@@ -119,7 +122,7 @@ def tokens() -> None:
 
 
 @tokens.command("create")
-@click.option("--role", required=True, type=click.Choice(["admin", "analyst"]))
+@click.option("--role", required=True, type=click.Choice(ROLES))
 @click.pass_obj
 def create_token(db: str | None, role: str) -> None:
     """Print a new token once; only its SHA-256 is stored."""

@@ -8,7 +8,7 @@ by ``LDP_<KEY>`` environment variables (values parsed as JSON when they parse, e
 
 from __future__ import annotations
 
-DAY = 86_400
+from shared.task import DAY
 
 DEFAULTS: dict[str, object] = {
     # SQLite file; None means "ldp-aggregator.sqlite3" in the instance folder.

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from aggregator import metrics, problems, store
+from aggregator import auth, metrics, problems, store
 from aggregator.config import DEFAULTS
 
 
@@ -25,6 +25,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     if test_config is not None:
         app.config.from_mapping(test_config)
     _normalize(app)
+    auth.init_app(app)
     # werkzeug's request log line starts with the client's IP address: never log it.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.task import MECHANISMS
+from shared.task import TASK_ID as TASK_ID_PATTERN
+
 PROBLEM = {"$ref": "#/components/responses/Problem"}
 JSON = "application/json"
 
@@ -69,8 +72,8 @@ _INTEGER = {"type": "integer"}
 SCHEMAS: dict[str, Any] = {
     "TaskParameters": {"type": "object", "required": ["task_id", "mechanism"],
                        "additionalProperties": False, "properties": {
-        "task_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$"},
-        "mechanism": {"enum": ["rr", "grr", "cms", "hcms"]},
+        "task_id": {"type": "string", "pattern": TASK_ID_PATTERN.pattern},
+        "mechanism": {"enum": list(MECHANISMS)},
         "epsilon": _NUMBER, "alpha": _NUMBER, "beta": _NUMBER, "k": _INTEGER, "m": _INTEGER,
         "hash_seed": {"type": "integer", "description": "sketches; leave out to have the "
                       "server draw one (give it only to recreate a task's hash family)"},

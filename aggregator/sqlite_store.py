@@ -216,7 +216,7 @@ class SqliteStore:
         tx.executemany(
             "INSERT INTO sums VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, bucket, row) "
             "DO UPDATE SET n = excluded.n, counters = excluded.counters",
-            ((task_id, bucket, row, int(n[i]), table[i].astype(COUNTER).tobytes())
+            ((task_id, bucket, row, int(n[i]), table[i].astype(COUNTER, copy=False).tobytes())
              for row, i in index.items()))
 
     def collect_expired(self, now: int) -> int:

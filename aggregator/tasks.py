@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
@@ -16,8 +17,7 @@ bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
 CACHE_CONTROL = "public, max-age=60"
 # hash_seed is normally left out (the server draws it); giving it recreates a sketch task's
 # hash family exactly, e.g. on a second collector whose sums will be merged with this one's.
-CREATE_FIELDS = {"task_id", "mechanism", "epsilon", "alpha", "beta", "k", "m", "domain",
-                 "hash_seed", "time_precision", "min_batch_size", "upload_key_required"}
+CREATE_FIELDS = ({f.name for f in fields(TaskConfig)} - {"fingerprint"}) | {"upload_key_required"}
 
 
 @bp.get("")

@@ -93,7 +93,7 @@ class TaskRegistry:
         return entry
 
     def _request(self, task_id: str, old: _Entry | None) -> _Entry:
-        if not TASK_ID.match(task_id):
+        if not TASK_ID.fullmatch(task_id):
             raise TaskUnavailableError("not a valid task id")
         headers = {"Accept": "application/json"}
         if old is not None and old.etag and old.task is not None:

@@ -103,3 +103,12 @@ def test_a_valid_answer_with_mixed_case_headers(tasks: dict[str, TaskConfig]) ->
     clock.now += 2
     known.refresh_due()  # due after max-age = 5 s
     assert answers.calls == 2 and known.get("t-rr") == tasks["rr"]
+
+
+@pytest.mark.parametrize("task_id", ["abc\n", "", "-abc", "a" * 65, "a/b"])
+def test_an_invalid_task_id_is_refused_without_a_fetch(
+        tasks: dict[str, TaskConfig], task_id: str) -> None:
+    body = json.dumps(tasks["rr"].to_dict()).encode()
+    answers = Answers(Response(200, {}, body))
+    assert registry(answers, Clock()).get(task_id) is None
+    assert answers.calls == 0
