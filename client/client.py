@@ -31,7 +31,6 @@ from client.http_transport import HTTPTransport
 from client.problems import ProblemLog
 from client.settings import (
     DEFAULT,
-    MAX_REPORTS_PER_PERIOD,
     Default,
     RetryPolicy,
     Settings,
@@ -139,11 +138,11 @@ class Client:
                               "records are dropped", task_id if isinstance(task_id, str) else "?")
         period = task.floor_time(self._clock())
         lookup = lookup_key(self._secret, task, period, canonical_value(task, value))
-        limit = self.settings.reports_per_period or MAX_REPORTS_PER_PERIOD
         # Keyed by task id and period, not fingerprint: re-publishing a task with new
         # parameters gives no fresh budget (see client.budget).
         slot = Slot(task.task_id, period, period + task.time_precision, lookup)
-        admission = self._storage.admit(slot, limit, lambda: _privatize(task, period, value))
+        admission = self._storage.admit(slot, self.settings.report_limit,
+                                        lambda: _privatize(task, period, value))
         if admission in (Admission.NEW, Admission.REUSED):
             self._uploader.notify()
             return True

@@ -94,7 +94,7 @@ class InMemoryTransport:
             return _problem(404, "unknown_task", f"there is no task {task_id!r}")
         etag = f'"{task.fingerprint}"'
         headers = {"etag": etag, "cache-control": "public, max-age=60"}
-        if _header(request, "If-None-Match") == etag:
+        if request.header("If-None-Match") == etag:
             return Response(304, headers)
         return _json(200, task.to_dict(), headers)
 
@@ -125,18 +125,11 @@ class InMemoryTransport:
 def _parse_body(request: Request) -> Any:
     body = request.body or b""
     try:
-        if (_header(request, "Content-Encoding") or "").lower() == "gzip":
+        if (request.header("Content-Encoding") or "").lower() == "gzip":
             body = gzip.decompress(body)
         return json.loads(body)
     except (ValueError, OSError, EOFError, zlib.error):
         raise DecodeError("the body is not (gzip) JSON") from None
-
-
-def _header(request: Request, name: str) -> str | None:
-    for key, value in request.headers.items():
-        if key.lower() == name.lower():
-            return value
-    return None
 
 
 def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> Response:

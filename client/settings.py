@@ -129,6 +129,13 @@ class Settings:
         if not isinstance(self.retry, RetryPolicy):
             raise ConfigurationError("retry must be a client.RetryPolicy")
 
+    @property
+    def report_limit(self) -> int:
+        """Return the reports allowed per task and period (the memo's cap when None)."""
+        if self.reports_per_period is None:
+            return MAX_REPORTS_PER_PERIOD
+        return self.reports_per_period
+
     @classmethod
     def resolve(cls, arguments: Mapping[str, Any], *, env: Mapping[str, str] | None = None,
                 needs_http: bool = True) -> Settings:

@@ -92,7 +92,7 @@ class SqliteStorage:
         os.chmod(self.path, 0o600)
         return db
 
-    def admit(self, slot: Slot, limit: int | None, make: Callable[[], Pending]) -> Admission:
+    def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._transaction() as db:
             row = db.execute("SELECT report_id, report FROM ledger WHERE task_id = ? "
@@ -106,7 +106,7 @@ class SqliteStorage:
                 "SELECT period, period_end, count FROM budget WHERE task_id = ? "
                 "AND period < ? AND period_end > ?",
                 (slot.task_id, slot.end, slot.start)).fetchall()
-            if limit is not None and sum(row[2] for row in overlapping) >= limit:
+            if sum(row[2] for row in overlapping) >= limit:
                 return Admission.EXHAUSTED
             pending = make()
             if not any(row[:2] == (slot.start, slot.end) for row in overlapping):

@@ -66,7 +66,7 @@ class Admission(enum.Enum):
 class Storage(Protocol):
     """The ledger and the queue; every method is thread-safe."""
 
-    def admit(self, slot: Slot, limit: int | None, make: Callable[[], Pending]) -> Admission:
+    def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed.
 
         Allowed: fewer than ``limit`` reports of the task in periods overlapping the slot's.
@@ -113,7 +113,7 @@ class MemoryStorage:
         # task id -> period (start, end) -> memo key -> report
         self._ledger: dict[str, dict[tuple[int, int], dict[bytes, Pending]]] = {}
 
-    def admit(self, slot: Slot, limit: int | None, make: Callable[[], Pending]) -> Admission:
+    def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._lock:
             periods = self._ledger.get(slot.task_id, {})
@@ -122,7 +122,7 @@ class MemoryStorage:
                 return Admission.REUSED if self._enqueue(earlier) else Admission.FULL
             spent = sum(len(memo) for (start, end), memo in periods.items()
                         if start < slot.end and end > slot.start)
-            if limit is not None and spent >= limit:
+            if spent >= limit:
                 return Admission.EXHAUSTED
             if not self._has_room(0):
                 return Admission.FULL

@@ -23,6 +23,10 @@ class Request:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes | None = None
 
+    def header(self, name: str) -> str | None:
+        """Return a header's value (name matched without case), or None."""
+        return _header(self.headers, name)
+
 
 @dataclass(frozen=True)
 class Response:
@@ -35,11 +39,15 @@ class Response:
 
     def header(self, name: str) -> str | None:
         """Return a header's value (name matched without case), or None."""
-        wanted = name.lower()
-        for key, value in self.headers.items():
-            if key.lower() == wanted:
-                return value
-        return None
+        return _header(self.headers, name)
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    wanted = name.lower()
+    for key, value in headers.items():
+        if key.lower() == wanted:
+            return value
+    return None
 
 
 @runtime_checkable

@@ -38,7 +38,7 @@ class Gateway:
         if request.method != "POST" or len(parts) != 4 or parts[3] != "reports":
             return Response(404, _JSON, b'{"title": "the gateway only takes uploads"}')
         body = request.body or b""
-        if (request.headers.get("Content-Encoding") or "").lower() == "gzip":
+        if (request.header("Content-Encoding") or "").lower() == "gzip":
             body = gzip.decompress(body)
         reports = json.loads(body)["reports"]
         with self._lock:
@@ -64,11 +64,12 @@ class Gateway:
     def _forward(self, task_id: str, timeout: float) -> None:
         reports, self._pending[task_id] = self._pending[task_id], []
         for start in range(0, len(reports), BATCH):
-            body = json.dumps({"reports": reports[start:start + BATCH]}).encode()
+            chunk = reports[start:start + BATCH]
+            body = json.dumps({"reports": chunk}).encode()
             answer = self._upstream.handle(
                 Request("POST", f"/v1/tasks/{task_id}/reports", _JSON, body), timeout=timeout)
             if answer.status != 200:  # counted, shown by the demo, never silent
-                self.rejected[f"batch refused with HTTP {answer.status}"] += BATCH
+                self.rejected[f"batch refused with HTTP {answer.status}"] += len(chunk)
                 continue
             verdict = json.loads(answer.body)
             self.accepted += verdict["accepted"]

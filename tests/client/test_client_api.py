@@ -11,7 +11,7 @@ import pytest
 import client
 from client import ConfigurationError, InMemoryTransport, RetryPolicy, Timeouts
 from client.errors import ClientError, TaskUnavailableError, TransportError
-from client.settings import Settings
+from client.settings import MAX_REPORTS_PER_PERIOD, Settings
 from shared import LdpError
 
 pytestmark = pytest.mark.timeout(60)
@@ -67,6 +67,13 @@ def test_none_means_no_limit_when_passed_explicitly() -> None:
     settings = Settings.resolve({"endpoint": "http://a", "reports_per_period": None,
                                  "atexit_timeout": None}, env={"LDP_REPORTS_PER_PERIOD": "4"})
     assert settings.reports_per_period is None and settings.atexit_timeout is None
+
+
+def test_the_report_limit_is_resolved_once_in_settings() -> None:
+    assert Settings(endpoint="http://a").report_limit == 1
+    assert Settings(endpoint="http://a", reports_per_period=7).report_limit == 7
+    no_limit = Settings(endpoint="http://a", reports_per_period=None)
+    assert no_limit.report_limit == MAX_REPORTS_PER_PERIOD  # the memo's cap
 
 
 @pytest.mark.parametrize(("variable", "enabled"), [("1", False), ("true", False), ("0", True)])

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
 
-from client import Client, HTTPTransport, Request, RetryPolicy, TransportError
+from client import Client, HTTPTransport, Request, Response, RetryPolicy, TransportError
 from client.http_transport import DeadlineRetry
 from shared import TaskConfig
 
@@ -282,3 +282,9 @@ def test_large_sketches_fit_the_collectors_4_mib_limit(collector: FakeCollector)
     assert all(len(u.body) <= 1 << 20 for u in uploads) and len(uploads) >= 5
     assert sdk.stats().sent == 500 and len(collector.backend.reports("t-big")) == 500
     sdk.close(5)
+
+
+def test_request_and_response_headers_are_found_without_case() -> None:
+    request = Request("GET", "/v1/tasks/t", {"if-none-match": '"x"'})
+    assert request.header("If-None-Match") == '"x"' and request.header("ETag") is None
+    assert Response(200, {"ETag": '"x"'}).header("etag") == '"x"'

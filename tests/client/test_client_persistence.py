@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from client import Client, InMemoryTransport, Request, Response, TransportError
+from client.settings import MAX_REPORTS_PER_PERIOD
 from client.sqlite_storage import WAL_PAGES, SqliteStorage
 from client.storage import Admission, MemoryStorage, Pending, Slot
 from shared import TaskConfig
@@ -68,10 +69,10 @@ def test_storage_quota_by_count_and_bytes_keeps_the_newest(tmp_path: Path) -> No
     for i in range(6):
         key = i.to_bytes(4, "big")
         slot = Slot("task", 0, 1, key)
-        assert storage.admit(slot, None, lambda i=i: pending(i)) is Admission.NEW
+        assert storage.admit(slot, MAX_REPORTS_PER_PERIOD, lambda i=i: pending(i)) is Admission.NEW
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id-2", "id-3", "id-4", "id-5"]
     big = Slot("task", 0, 1, b"big")
-    assert storage.admit(big, None, lambda: pending(9, 950)) is Admission.NEW
+    assert storage.admit(big, MAX_REPORTS_PER_PERIOD, lambda: pending(9, 950)) is Admission.NEW
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id-9"]  # 950 + 100 > 1024 bytes
     assert sum(n for reason, n in drops if reason == "quota_exceeded") == 6
     storage.close()
@@ -81,7 +82,7 @@ def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
     storage = SqliteStorage(tmp_path, max_queue=100, max_bytes=1 << 20,
                             on_drop=lambda reason, n: None)
     for i, task in enumerate(["a", "b", "a"]):
-        storage.admit(Slot(task, 0, 1, bytes([i])), None,
+        storage.admit(Slot(task, 0, 1, bytes([i])), MAX_REPORTS_PER_PERIOD,
                       lambda i=i, t=task: Pending(t, f"id{i}", "{}"))
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id0", "id2"]
     storage.remove(["id0", "id2"])
@@ -154,7 +155,8 @@ def test_peek_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
                 SqliteStorage(tmp_path, max_queue=100, max_bytes=MIB, on_drop=lambda r, n: None)]
     for storage in storages:
         for i, size in enumerate([300, 300, 300, 2000]):
-            storage.admit(Slot("task", 0, 1, bytes([i])), None, lambda i=i, s=size: pending(i, s))
+            storage.admit(Slot("task", 0, 1, bytes([i])), MAX_REPORTS_PER_PERIOD,
+                          lambda i=i, s=size: pending(i, s))
         assert [p.report_id for p in storage.peek(10, 1000)] == ["id-0", "id-1", "id-2"]
         assert [p.report_id for p in storage.peek(2, 1000)] == ["id-0", "id-1"]
         assert [p.report_id for p in storage.peek(10, 600)] == ["id-0"]  # 2 x 301 > 600
