@@ -23,14 +23,13 @@ def estimate(task_id: str) -> dict[str, Any]:
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
     mechanism: Any = task.mechanism_object
-    args = () if query.candidates is None else (query.candidates,)
     with get_store().read_sums(task, query.start, query.end) as sums:
         if sums.total < task.min_batch_size:
             raise ApiError(422, "below_min_batch_size",
                            f"only {sums.total} reports in this range; estimates need at "
                            f"least {task.min_batch_size}: widen the range or wait",
                            n=sums.total, min_batch_size=task.min_batch_size)
-        result = mechanism.estimate(sums, *args, level=query.level)
+        result = mechanism.estimate(sums, query.candidates, level=query.level)
     return {"task_id": task_id, "mechanism": task.mechanism, "n": result.n,
             "epsilon": task.asked_epsilon, "effective_epsilon": task.effective_epsilon,
             "level": query.level, "start": query.start, "end": query.end,

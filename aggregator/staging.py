@@ -12,17 +12,11 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import astuple
+from dataclasses import fields
 
 import numpy as np
 
-from shared import (
-    CountMeanSketch,
-    HadamardBatch,
-    HadamardCountMeanSketch,
-    Mechanism,
-    SketchBatch,
-)
+from shared import HadamardBatch, Mechanism, SketchBatch
 from shared.codec import Payload
 
 Batch = SketchBatch | HadamardBatch | np.ndarray
@@ -30,10 +24,7 @@ Batch = SketchBatch | HadamardBatch | np.ndarray
 
 def stack(mechanism: Mechanism, payloads: Sequence[Payload]) -> Batch:
     """Return decoded payloads as the mechanism's batch (what ``add_many`` takes)."""
-    if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch):
-        return mechanism.stack(payloads)  # type: ignore[arg-type]
-    return np.fromiter((int(p) for p in payloads), dtype=np.int64,  # type: ignore[arg-type]
-                       count=len(payloads))
+    return mechanism.stack(payloads)  # type: ignore[arg-type]
 
 
 def pack(batch: Batch) -> bytes:
@@ -46,23 +37,18 @@ def pack(batch: Batch) -> bytes:
 
 def unpack(mechanism: Mechanism, blobs: Sequence[bytes]) -> Batch:
     """Return one batch holding the reports of every packed batch, in order."""
+    empty = stack(mechanism, ())  # the batch type, hence how many arrays each blob holds
+    arity = len(_columns(empty))
     parts = []
     for blob in blobs:
         buffer = io.BytesIO(blob)
-        parts.append([np.load(buffer, allow_pickle=False) for _ in range(_arity(mechanism))])
+        parts.append([np.load(buffer, allow_pickle=False) for _ in range(arity)])
     columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
-    if isinstance(mechanism, CountMeanSketch):
-        return SketchBatch(*columns)
-    if isinstance(mechanism, HadamardCountMeanSketch):
-        return HadamardBatch(*columns)
-    return columns[0]
+    return columns[0] if isinstance(empty, np.ndarray) else type(empty)(*columns)
 
 
 def _columns(batch: Batch) -> tuple[np.ndarray, ...]:
-    return (batch,) if isinstance(batch, np.ndarray) else astuple(batch)
-
-
-def _arity(mechanism: Mechanism) -> int:
-    if isinstance(mechanism, CountMeanSketch):
-        return 2  # rows, packed bits
-    return 3 if isinstance(mechanism, HadamardCountMeanSketch) else 1
+    # Not dataclasses.astuple: it deep-copies every array.
+    if isinstance(batch, np.ndarray):
+        return (batch,)
+    return tuple(getattr(batch, column.name) for column in fields(batch))

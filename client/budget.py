@@ -49,12 +49,11 @@ import hmac
 import os
 from pathlib import Path
 
-import numpy as np
-
 from client.errors import ConfigurationError
 from shared.errors import ValueOutOfDomain
 from shared.grr import GeneralizedRandomizedResponse
 from shared.hashing import value_bytes
+from shared.rr import check_answer
 from shared.task import TaskConfig
 
 SECRET_FILE = "device.key"
@@ -99,10 +98,12 @@ def canonical_value(task: TaskConfig, value: object) -> bytes:
     contain the value.
     """
     if task.mechanism == "rr":
-        if isinstance(value, bool | np.bool_) or (type(value) is int and value in (0, 1)):
-            return b"\x01" if value else b"\x00"
-        raise ValueOutOfDomain(f"task {task.task_id!r} takes a bool, "
-                               f"got {type(value).__name__}")
+        try:  # the mechanism's own rule, so record() refuses exactly what privatize would
+            answer = check_answer(value)
+        except ValueOutOfDomain:
+            raise ValueOutOfDomain(f"task {task.task_id!r} takes a bool, "
+                                   f"got {type(value).__name__}") from None
+        return b"\x01" if answer else b"\x00"
     if task.mechanism == "grr":
         mechanism = task.mechanism_object
         assert isinstance(mechanism, GeneralizedRandomizedResponse)

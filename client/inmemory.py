@@ -66,12 +66,12 @@ class InMemoryTransport:
 
     def estimate(self, task_id: str, candidates: Sequence[Any] | None = None,
                  level: float = 0.95) -> Estimates:
-        """Return the task's estimates (rr: yes/no; grr: its domain unless given)."""
+        """Return the task's estimates (rr: yes/no; grr: its domain unless given).
+
+        A sketch task (cms, hcms) needs ``candidates``: without them ParameterError is raised.
+        """
         mechanism: Any = self._tasks[task_id].mechanism_object
-        sums = self.sums(task_id)
-        if candidates is None:
-            return mechanism.estimate(sums, level=level)
-        return mechanism.estimate(sums, candidates, level=level)
+        return mechanism.estimate(self.sums(task_id), candidates, level=level)
 
     def handle(self, request: Request, *, timeout: float) -> Response:
         """Answer one request as the aggregator would."""

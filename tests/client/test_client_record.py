@@ -71,6 +71,21 @@ def test_invalid_values_are_dropped_and_counted(tasks: dict[str, TaskConfig], ki
     sdk.close(1)
 
 
+def test_rr_accepts_numpy_answers_as_the_mechanism_does(tasks: dict[str, TaskConfig]) -> None:
+    transport = InMemoryTransport(tasks.values())
+    sdk = memory_client(transport)
+    mechanism = tasks["rr"].mechanism_object
+    assert isinstance(mechanism, RandomizedResponse)
+    for value in (np.int64(1), np.int64(0), np.bool_(True), np.uint8(0)):
+        mechanism.privatize(value)  # type: ignore[arg-type]
+        assert sdk.record("t-rr", value) is True
+    assert sdk.record("t-rr", np.int64(2)) is False
+    assert sdk.stats().dropped == {"invalid_value": 1}
+    assert sdk.flush(5)
+    assert len(transport.reports("t-rr")) == 2  # np.int64(1) is True's report, 0 is False's
+    sdk.close(5)
+
+
 def test_unknown_task_is_dropped_and_not_refetched_each_time(
         tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
