@@ -19,19 +19,15 @@ import numpy as np
 
 from shared.accuracy import cms_count_variance
 from shared.bitsum import add_bit_rows
-from shared.errors import ParameterError
-from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.randomness import (
     SCALE,
     Rng,
     bernoulli_flags,
-    log_ratio,
     row_and_bernoulli_packed,
-    threshold_at_least,
     uniform_below_many,
 )
 from shared.sketch import Sketch
-from shared.sums import Sums, check_shape
+from shared.sums import Sums
 
 # add_many lays out ~16 reports per row at once, so each row's int64 read-modify-write is
 # shared by many reports: ADD_CHUNK (k <= 8192) to MAX_ADD_CHUNK reports, <= ~180 MiB at m=1024.
@@ -64,13 +60,10 @@ class SketchBatch:
 class CountMeanSketchSums(Sums):
     """n_j and U[j, c], the count of +1 bits at bucket c of row j."""
 
-    def __init__(self, k: int, m: int) -> None:
-        super().__init__(k, m)
-        self.m = m
-
     def add(self, report: SketchReport) -> None:
         """Add one report."""
-        bits = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8), count=self.m)
+        bits = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8),
+                             count=self.table.shape[1])
         self.n[report.row] += 1
         self.table[report.row] += bits
 
@@ -91,13 +84,9 @@ class CountMeanSketch(Sketch):
 
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
-        self.flip_threshold = threshold_at_least(1.0 / (1.0 + np.exp(self.epsilon / 2.0)))
-        keep = SCALE - self.flip_threshold
-        if keep <= self.flip_threshold:
-            raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
-        self.effective_epsilon = 2.0 * log_ratio(keep, self.flip_threshold)
-        self.flip = self.flip_threshold / SCALE
-        self.c_eps = 1.0 / (1.0 - 2.0 * self.flip)
+        # Two coordinates differ between neighbouring values: each flip gets ε/2.
+        self.effective_epsilon = 2.0 * self.set_flip(self.epsilon / 2.0)
+        self.offset = (self.c_eps - 1.0) / 2.0
         self.report_bytes = (self.m + 7) // 8
 
     def privatize(self, value: str, rng: Rng = None) -> SketchReport:
@@ -141,13 +130,6 @@ class CountMeanSketch(Sketch):
         """Return an empty accumulator."""
         return CountMeanSketchSums(self.k, self.m)
 
-    def estimate(self, sums: Sums, candidates: Sequence[str] | None = None,
-                 level: float = DEFAULT_LEVEL) -> Estimates:
-        """Estimate the count of each candidate (required: a sketch has no domain list)."""
-        candidates = self.require_candidates(candidates)
-        check_shape(sums, self.k, self.m, repr(self))
-        n = sums.total
-        gathered = self.gather(self.keys(candidates), lambda rows: sums.table[rows])
-        estimate = self.debias(gathered, n, self.c_eps, (self.c_eps - 1.0) / 2.0)
-        variance = cms_count_variance(n, np.clip(estimate, 0, n), self.m, self.flip)
-        return self.finish(candidates, estimate, variance, n, level)
+    def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
+        """Return the privatization noise variance of each count's estimate."""
+        return cms_count_variance(n, counts, self.m, self.flip)

@@ -34,6 +34,7 @@ _COMMON = ("report_id", "fingerprint", "time")
 _FIELDS = {
     "rr": ("bit",), "grr": ("index",), "cms": ("row", "bits"), "hcms": ("row", "col", "bit"),
 }
+_EXPECTED = {mechanism: frozenset(_COMMON + fields) for mechanism, fields in _FIELDS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +115,9 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
     """Return the report a JSON object holds, or raise DecodeError with the reason."""
     if not isinstance(obj, dict):
         raise DecodeError("a report must be a JSON object")
-    fields = _FIELDS[task.mechanism]
-    expected = set(_COMMON) | set(fields)
-    if set(obj) != expected:
-        missing, extra = expected - set(obj), set(obj) - expected
+    expected, present = _EXPECTED[task.mechanism], obj.keys()  # built once per mechanism
+    if present != expected:
+        missing, extra = expected - present, present - expected
         raise DecodeError(f"report fields do not match the task's mechanism {task.mechanism}: "
                           f"missing {sorted(missing)}, unexpected {sorted(extra)}")
     report_id = b64decode(obj["report_id"], REPORT_ID_BYTES, "report_id")

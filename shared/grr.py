@@ -12,13 +12,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from shared.accuracy import grr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
-from shared.randomness import SCALE, Rng, log_ratio, threshold_at_least, uniform_word, uniform_words
+from shared.randomness import (
+    SCALE,
+    Rng,
+    check_implementable,
+    log_ratio,
+    threshold_at_least,
+    uniform_word,
+    uniform_words,
+)
 from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon
 
@@ -54,9 +63,9 @@ class GeneralizedRandomizedResponse:
         self._index = {value: i for i, value in enumerate(self.domain)}
         self.threshold_other = threshold_at_least(1.0 / (math.exp(self.epsilon) + self.d - 1))
         keep = SCALE - (self.d - 1) * self.threshold_other
-        if keep <= self.threshold_other:
-            raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
+        check_implementable(keep, self.threshold_other)
         self.threshold_keep = keep
+        self._lie_words = (self.d - 1) * self.threshold_other  # words below this lie
         self.effective_epsilon = log_ratio(keep, self.threshold_other)
         self.p, self.q = keep / SCALE, self.threshold_other / SCALE
 
@@ -73,8 +82,9 @@ class GeneralizedRandomizedResponse:
 
     def privatize(self, value: str, rng: Rng = None) -> int:
         """Return the privatized domain index of a value."""
-        return int(self._from_words(np.array([self.index_of(value)]),
-                                    np.array([uniform_word(rng)], dtype=np.uint32))[0])
+        truth, word = self.index_of(value), uniform_word(rng)
+        # Plain ints: one report does not pay for building numpy arrays.
+        return int(_other(truth, word, self.threshold_other)) if word < self._lie_words else truth
 
     def privatize_many(self, values: Sequence[str], rng: Rng = None) -> np.ndarray:
         """Return privatized domain indices (int64) of many values."""
@@ -82,13 +92,8 @@ class GeneralizedRandomizedResponse:
         return self._from_words(truth, uniform_words(len(truth), rng))
 
     def _from_words(self, truth: np.ndarray, words: np.ndarray) -> np.ndarray:
-        # A word below (d−1)·T names the other value number word // T (skipping the
-        # truth): each other value has probability exactly T/2^32.
         words = words.astype(np.int64)
-        lie = words < (self.d - 1) * self.threshold_other
-        other = words // self.threshold_other
-        other = other + (other >= truth)
-        return np.where(lie, other, truth)
+        return np.where(words < self._lie_words, _other(truth, words, self.threshold_other), truth)
 
     def stack(self, reports: Sequence[int]) -> np.ndarray:
         """Return decoded reports (domain indices) as the int64 batch ``add_many`` takes."""
@@ -117,6 +122,16 @@ class GeneralizedRandomizedResponse:
         estimate = (sums.table[0, indices] - n * self.q) / (self.p - self.q)
         variance = grr_count_variance(n, np.clip(estimate, 0, n), self.p, self.q)
         return Estimates.from_variance(values, estimate, variance, n, level)
+
+
+def _other(truth: Any, words: Any, threshold: int) -> Any:
+    """Return the value a lying word names: number word // T, skipping the truth.
+
+    Only words below (d−1)·T lie, so each other value has probability exactly T/2^32.
+    Works on ints (one report) and on int64 arrays alike.
+    """
+    other = words // threshold
+    return other + (other >= truth)
 
 
 def _check_domain(domain: Sequence[str]) -> tuple[str, ...]:

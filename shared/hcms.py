@@ -19,20 +19,9 @@ from fractions import Fraction
 import numpy as np
 
 from shared.accuracy import hcms_count_variance
-from shared.errors import ParameterError
-from shared.estimates import DEFAULT_LEVEL, Estimates
-from shared.randomness import (
-    SCALE,
-    Rng,
-    log_ratio,
-    threshold_at_least,
-    uniform_below,
-    uniform_below_many,
-    uniform_word,
-    uniform_words,
-)
+from shared.randomness import SCALE, Rng, row_col_and_word, uniform_below_many, uniform_words
 from shared.sketch import Sketch
-from shared.sums import Sums, check_shape
+from shared.sums import Sums
 from shared.validation import check_power_of_two
 
 
@@ -98,20 +87,14 @@ class HadamardCountMeanSketch(Sketch):
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
         check_power_of_two("m", self.m)
-        self.flip_threshold = threshold_at_least(1.0 / (1.0 + np.exp(self.epsilon)))
-        keep = SCALE - self.flip_threshold
-        if keep <= self.flip_threshold:
-            raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
-        self.effective_epsilon = log_ratio(keep, self.flip_threshold)
-        self.flip = self.flip_threshold / SCALE
-        self.c_eps = 1.0 / (1.0 - 2.0 * self.flip)
+        self.effective_epsilon = self.set_flip(self.epsilon)
 
     def privatize(self, value: str, rng: Rng = None) -> HadamardReport:
         """Return the privatized report of one value."""
         key = self.key(value)
-        row, col = uniform_below(self.k, rng), uniform_below(self.m, rng)
+        row, col, word = row_col_and_word(self.k, self.m, rng)
         plus = (col & self.hashes.bucket(key, row)).bit_count() % 2 == 0
-        flipped = uniform_word(rng) < self.flip_threshold
+        flipped = word < self.flip_threshold
         return HadamardReport(row, col, int(plus != flipped))
 
     def privatize_many(self, values: Sequence[str], rng: Rng = None) -> HadamardBatch:
@@ -145,17 +128,13 @@ class HadamardCountMeanSketch(Sketch):
         """Return an empty accumulator."""
         return HadamardCountMeanSketchSums(self.k, self.m)
 
-    def estimate(self, sums: Sums, candidates: Sequence[str] | None = None,
-                 level: float = DEFAULT_LEVEL) -> Estimates:
-        """Estimate the count of each candidate (required: a sketch has no domain list)."""
-        candidates = self.require_candidates(candidates)
-        check_shape(sums, self.k, self.m, repr(self))
-        n = sums.total
-        gathered = self.gather(self.keys(candidates),
-                               lambda rows: walsh_hadamard(sums.table[rows]))
-        estimate = self.debias(gathered, n, self.c_eps, 0.0)
-        variance = hcms_count_variance(n, np.clip(estimate, 0, n), self.m, self.flip)
-        return self.finish(candidates, estimate, variance, n, level)
+    def row_transform(self, block: np.ndarray) -> np.ndarray:
+        """Return M's rows (before c_ε): the Walsh–Hadamard transform of S's rows."""
+        return walsh_hadamard(block)
+
+    def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
+        """Return the privatization noise variance of each count's estimate."""
+        return hcms_count_variance(n, counts, self.m, self.flip)
 
 
 def _parity(x: np.ndarray) -> np.ndarray:

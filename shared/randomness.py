@@ -15,9 +15,12 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import struct
 from fractions import Fraction
 
 import numpy as np
+
+from shared.errors import ParameterError
 
 BITS = 32
 SCALE = 1 << BITS
@@ -25,6 +28,7 @@ SCALE = 1 << BITS
 Rng = np.random.Generator | None
 
 _MAX_REJECTIONS = 64
+_THREE_WORDS = struct.Struct("<III")
 _SCALAR_TIES_UP_TO = 1 << 14  # below this a Python loop over ties beats numpy's overhead
 
 
@@ -32,6 +36,16 @@ def threshold_at_least(probability: float) -> int:
     """Return the smallest T with T / 2**BITS >= probability (probability in (0, 1))."""
     exact = Fraction(probability)  # the float's exact binary value, no rounding
     return math.ceil(exact * SCALE)
+
+
+def check_implementable(keep: int, lie: int) -> None:
+    """Raise ParameterError unless the keep threshold exceeds the lie threshold.
+
+    When epsilon is so small that both probabilities round to the same 32-bit threshold
+    (or past each other), the mechanism would be constant noise.
+    """
+    if keep <= lie:
+        raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
 
 
 def log_ratio(numerator: int, denominator: int) -> float:
@@ -66,7 +80,7 @@ def uniform_below(n: int, rng: Rng = None) -> int:
         # Rejection on one CSPRNG word (accepted with probability > 1/2) is exactly
         # uniform and costs a third of secrets.randbelow; the loop is bounded and falls
         # back to randbelow after _MAX_REJECTIONS unlucky words (probability < 2**-64).
-        limit = SCALE - SCALE % n
+        limit = _rejection_limit(n)
         for _ in range(_MAX_REJECTIONS):
             word = int.from_bytes(os.urandom(4), "little")
             if word < limit:
@@ -118,11 +132,39 @@ def row_and_bernoulli_packed(n: int, size: int, threshold: int,
     if rng is not None:
         return uniform_below(n, rng), bernoulli_packed(size, threshold, rng)
     raw, target = _secure_draw(size, threshold, extra=4)
-    word = int.from_bytes(raw[-4:], "little")
-    # Accepted words are exactly uniform mod n; a rejected one (or n > 2**32) is replaced
-    # by a fresh independent draw, so the row stays exactly uniform.
-    row = word % n if n <= SCALE and word < SCALE - SCALE % n else uniform_below(n)
+    row = _below_from_word(int.from_bytes(raw[-4:], "little"), n)
     return row, _pack_secure(raw, size, target, len(raw) - 4)
+
+
+def row_col_and_word(k: int, m: int, rng: Rng = None) -> tuple[int, int, int]:
+    """Return ``uniform_below(k, rng)``, ``uniform_below(m, rng)`` and ``uniform_word(rng)``.
+
+    From the CSPRNG all three come from one os.urandom read of three words (an HCMS
+    report's row, column and flip word); each word is its own, so they stay independent.
+    """
+    if rng is not None:
+        return uniform_below(k, rng), uniform_below(m, rng), uniform_word(rng)
+    row_word, col_word, word = _THREE_WORDS.unpack(os.urandom(12))
+    return _below_from_word(row_word, k), _below_from_word(col_word, m), word
+
+
+def _rejection_limit(n: int) -> int:
+    """Return the largest multiple of n up to 2**BITS (n <= 2**BITS).
+
+    A uniform word below it is exactly uniform mod n; words from it up are rejected.
+    """
+    return SCALE - SCALE % n
+
+
+def _below_from_word(word: int, n: int) -> int:
+    """Return a uniform integer in [0, n) from one uniform word, exactly.
+
+    An accepted word is exactly uniform mod n; a rejected one (or n > 2**BITS) is replaced
+    by a fresh independent ``uniform_below(n)``, which keeps the result exactly uniform.
+    """
+    if n <= SCALE and word < _rejection_limit(n):
+        return word % n
+    return uniform_below(n)
 
 
 def _check_threshold(threshold: int) -> None:
@@ -159,7 +201,7 @@ def uniform_below_many(n: int, size: int, rng: Rng = None) -> np.ndarray:
     if rng is not None:
         return rng.integers(0, n, size=size, dtype=np.int64)
     # Rejection sampling on CSPRNG words keeps the choice exactly uniform.
-    limit = (SCALE // n) * n
+    limit = _rejection_limit(n)
     out = np.empty(0, dtype=np.int64)
     while out.size < size:
         words = uniform_words(size - out.size + 16, None).astype(np.int64)

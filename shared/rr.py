@@ -22,7 +22,15 @@ import numpy as np
 from shared.accuracy import rr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
-from shared.randomness import SCALE, Rng, log_ratio, threshold_at_least, uniform_word, uniform_words
+from shared.randomness import (
+    SCALE,
+    Rng,
+    check_implementable,
+    log_ratio,
+    threshold_at_least,
+    uniform_word,
+    uniform_words,
+)
 from shared.sums import Sums, check_shape
 from shared.validation import MAX_EPSILON, check_epsilon, check_unit_interval
 
@@ -70,8 +78,7 @@ class RandomizedResponse:
                 raise ParameterError(
                     f"alpha={alpha} and beta={beta} give epsilon {self.epsilon:.3g}, above the "
                     f"maximum {MAX_EPSILON}: move beta away from 0 and 1 or lower alpha")
-        if self.threshold_yes <= self.threshold_no:
-            raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
+        check_implementable(self.threshold_yes, self.threshold_no)
         t1, t0 = self.threshold_yes, self.threshold_no
         self.effective_epsilon = max(log_ratio(t1, t0), log_ratio(SCALE - t0, SCALE - t1))
         self.p11, self.p10 = t1 / SCALE, t0 / SCALE

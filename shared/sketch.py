@@ -7,7 +7,9 @@ n reports, f(d) the count of value d. Both sketches reduce a candidate d to
 
 where X is the mechanism's integer table (CMS: one-bit counts U; HCMS: the Walsh–Hadamard
 transform of the signed sums S), so the sum over rows is gathered in chunks of
-(candidates × rows) with numpy: no Python loop per candidate or per row.
+(candidates × rows) with numpy: no Python loop per candidate or per row. A subclass
+supplies the three things that differ: ``row_transform`` (table rows to X), ``offset`` and
+``noise_variance``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from shared.accuracy import sketch_collision_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.hashing import MAX_SEED, RowHashes, value_key, value_keys
+from shared.randomness import SCALE, check_implementable, log_ratio, threshold_at_least
+from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon, check_int
 
 MAX_ROWS = 1 << 20
@@ -33,6 +37,10 @@ class Sketch:
     """Parameters and hashing of a k × m sketch; subclasses add the randomizer."""
 
     name = ""
+    offset = 0.0  # the estimator's offset (CMS: (c_ε − 1)/2)
+    flip_threshold: int
+    flip: float
+    c_eps: float
 
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -45,6 +53,18 @@ class Sketch:
         return (f"{type(self).__name__}(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
                 f"hash_seed={self.hash_seed})")
 
+    def set_flip(self, epsilon: float) -> float:
+        """Set the flip probability 1/(1+e^epsilon), as T/2^32 rounded up, and c_ε.
+
+        Returns ln((2^32−T)/T), the epsilon one flip decision actually spends.
+        """
+        self.flip_threshold = threshold_at_least(1.0 / (1.0 + np.exp(epsilon)))
+        keep = SCALE - self.flip_threshold
+        check_implementable(keep, self.flip_threshold)
+        self.flip = self.flip_threshold / SCALE
+        self.c_eps = 1.0 / (1.0 - 2.0 * self.flip)
+        return log_ratio(keep, self.flip_threshold)
+
     def key(self, value: str) -> int:
         """Return the task's 64-bit key of a value (raises ValueOutOfDomain for non-str)."""
         return value_key(value, self.hash_seed)
@@ -55,13 +75,28 @@ class Sketch:
             raise ValueOutOfDomain("expected a sequence of str values, got one str")
         return value_keys(values, self.hash_seed)
 
-    def require_candidates(self, candidates: Sequence[str] | None) -> Sequence[str]:
-        """Return the candidates, or raise ParameterError if None (there is no default)."""
+    def estimate(self, sums: Sums, candidates: Sequence[str] | None = None,
+                 level: float = DEFAULT_LEVEL) -> Estimates:
+        """Estimate the count of each candidate (required: a sketch does not know its domain)."""
         if candidates is None:
             raise ParameterError(
                 f"{self.name} needs candidates: a sketch does not know its domain, so pass "
                 "the values to estimate, e.g. estimate(sums, candidates=['a', 'b'])")
-        return candidates
+        check_shape(sums, self.k, self.m, repr(self))
+        n = sums.total
+        gathered = self.gather(self.keys(candidates),
+                               lambda rows: self.row_transform(sums.table[rows]))
+        estimate = self.debias(gathered, n)
+        variance = self.noise_variance(n, np.clip(estimate, 0, n))
+        return self.finish(candidates, estimate, variance, n, level)
+
+    def row_transform(self, block: np.ndarray) -> np.ndarray:
+        """Return X's rows from a block of table rows (the identity unless overridden)."""
+        return block
+
+    def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
+        """Return the privatization noise variance of each count's estimate."""
+        raise NotImplementedError
 
     def gather(self, keys: np.ndarray, row_block: Callable[[slice], np.ndarray]) -> np.ndarray:
         """Return Σ_j X[j, h_j(key)] per key, with X's rows supplied block by block.
@@ -82,10 +117,10 @@ class Sketch:
                 total[part] += np.take(block, index).sum(axis=1, dtype=np.int64)
         return total
 
-    def debias(self, gathered: np.ndarray, n: int, c_eps: float, offset: float) -> np.ndarray:
+    def debias(self, gathered: np.ndarray, n: int) -> np.ndarray:
         """Turn gathered row sums into unbiased counts."""
         m = self.m
-        return (m / (m - 1)) * (c_eps * gathered - offset * n - n / m)
+        return (m / (m - 1)) * (self.c_eps * gathered - self.offset * n - n / m)
 
     def finish(self, values: Sequence[str], estimate: np.ndarray, variance: np.ndarray,
                n: int, level: float = DEFAULT_LEVEL) -> Estimates:

@@ -153,17 +153,20 @@ class TaskConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the public configuration as a JSON-ready dict (None fields left out)."""
-        data = {key: value for key, value in asdict(self).items() if value is not None}
-        if self.domain is not None:
-            data["domain"] = list(self.domain)
+        data = self._set_fields()
         data["effective_epsilon"] = self.effective_epsilon
         return data
 
-    def _compute_fingerprint(self) -> str:
-        fields = {key: value for key, value in asdict(self).items()
-                  if key != "fingerprint" and value is not None}
+    def _set_fields(self) -> dict[str, Any]:
+        """Return the fields that are set (not None) as JSON values, the domain as a list."""
+        data = {key: value for key, value in asdict(self).items() if value is not None}
         if self.domain is not None:
-            fields["domain"] = list(self.domain)
+            data["domain"] = list(self.domain)
+        return data
+
+    def _compute_fingerprint(self) -> str:
+        fields = self._set_fields()
+        fields.pop("fingerprint", None)  # what is hashed cannot include the hash
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import os
+
 import numpy as np
 import pytest
+from scipy.stats import chisquare
 
 from shared import GeneralizedRandomizedResponse
 
@@ -68,3 +72,28 @@ def test_estimate_without_candidates_covers_the_domain() -> None:
     default, explicit = grr.estimate(sums, None), grr.estimate(sums, ["a", "b", "c"])
     assert default.values == explicit.values == ("a", "b", "c")
     assert np.array_equal(default.estimate, explicit.estimate)
+
+
+@pytest.mark.parametrize("d", [2, 4, 7])
+def test_scalar_privatize_follows_the_vectorized_law_word_by_word(
+        d: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """privatize (plain ints) maps every CSPRNG word to the index _from_words gives."""
+    grr = GeneralizedRandomizedResponse(epsilon=1.0, domain=[f"v{i}" for i in range(d)])
+    t = grr.threshold_other
+    words = sorted({0, 1, SCALE - 1} | {c * t + e for c in range(1, d) for e in (-1, 0, 1)})
+    words = [w for w in words if 0 <= w < SCALE]
+    for truth, value in enumerate(grr.domain):
+        stream = b"".join(w.to_bytes(4, "little") for w in words)
+        monkeypatch.setattr(os, "urandom", io.BytesIO(stream).read)
+        singles = [grr.privatize(value) for _ in words]
+        expected = grr._from_words(np.full(len(words), truth), np.array(words, np.uint32))
+        assert singles == expected.tolist()
+        assert all(type(r) is int for r in singles)
+
+
+def test_seeded_scalar_and_batch_privatize_agree_in_distribution() -> None:
+    grr = GeneralizedRandomizedResponse(epsilon=0.5, domain=["a", "b", "c", "d", "e"])
+    rng = np.random.default_rng(9)
+    singles = np.bincount([grr.privatize("c", rng) for _ in range(50_000)], minlength=5)
+    expected = 50_000 * np.array([grr.q, grr.q, grr.p, grr.q, grr.q])
+    assert chisquare(singles, expected).pvalue > 1e-4

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
+import os
+import random
 
 import numpy as np
 import pytest
 from scipy.linalg import hadamard
+from scipy.stats import chisquare
+from shared_cases import FakeEntropy
 
 from shared import HadamardCountMeanSketch, HadamardReport
 from shared import sketch as sketch_module
@@ -93,3 +97,36 @@ def _reports_of(sums: object) -> list[HadamardReport]:
         pairs = (int(counts[row]) - sum(abs(int(v)) for v in table[row])) // 2
         reports += [HadamardReport(row, 0, 1), HadamardReport(row, 0, 0)] * pairs
     return reports
+
+
+def test_default_rng_privatize_reads_the_os_once_per_report(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row, column and flip word come from one os.urandom read of 12 bytes."""
+    hcms = HadamardCountMeanSketch(epsilon=2.0, k=256, m=1024, hash_seed=1)
+    fake = FakeEntropy(b"hcms-reads")
+    reads: list[int] = []
+    monkeypatch.setattr(os, "urandom", lambda count: reads.append(count) or fake(count))
+    for _ in range(100):
+        report = hcms.privatize("v")
+        assert 0 <= report.row < 256 and 0 <= report.col < 1024 and report.bit in (0, 1)
+    assert reads == [12] * 100
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 2.0, 11.08])
+def test_default_rng_single_reports_flip_at_t_over_2_32(
+        epsilon: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeEntropy(f"hcms-flips-{epsilon}".encode())
+    monkeypatch.setattr(os, "urandom", fake)
+    monkeypatch.setattr(random, "_urandom", fake)
+    hcms = HadamardCountMeanSketch(epsilon=epsilon, k=3, m=8, hash_seed=2)
+    key, flips, trials = hcms.key("v"), 0, 40_000
+    rows, cols = np.zeros(3, int), np.zeros(8, int)
+    for _ in range(trials):
+        report = hcms.privatize("v")
+        plus = (report.col & hcms.hashes.bucket(key, report.row)).bit_count() % 2 == 0
+        flips += plus != (report.bit == 1)
+        rows[report.row] += 1
+        cols[report.col] += 1
+    sd = math.sqrt(trials * hcms.flip * (1 - hcms.flip))
+    assert abs(flips - trials * hcms.flip) < 5 * sd + 1
+    assert chisquare(rows).pvalue > 1e-4 and chisquare(cols).pvalue > 1e-4

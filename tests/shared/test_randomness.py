@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 from shared_cases import Case, FakeEntropy, batch_reports, conformance_cases, output_key
 
-from shared import codec
+from shared import ParameterError, codec
 from shared.randomness import (
     SCALE,
     bernoulli_flags,
     bernoulli_packed,
+    check_implementable,
+    row_col_and_word,
     threshold_at_least,
     uniform_below,
     uniform_below_many,
@@ -137,3 +139,42 @@ def test_secure_uniform_below_is_uniform(n: int, entropy: FakeEntropy) -> None:
         bins = min(n, 10)  # equal-probability bins (exactly, or to 1e-9 for the largest n)
         counts = np.bincount(draws * bins // n, minlength=bins)
         assert chisquare(counts).pvalue > 1e-4
+
+
+def test_row_col_and_word_take_one_read_of_three_words(entropy: FakeEntropy) -> None:
+    stream = entropy.stream
+    row, col, word = row_col_and_word(1000, 64)
+    assert entropy.used == 12
+    expected = [int.from_bytes(stream[i:i + 4], "little") for i in (0, 4, 8)]
+    assert (row, col, word) == (expected[0] % 1000, expected[1] % 64, expected[2])
+
+
+def test_row_col_and_word_redraw_a_rejected_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    # n = 3: 2**32 − 1 is past the last full cycle, so the row word is rejected and the
+    # row comes from a fresh draw; the column and flip words are kept as read.
+    words = np.array([SCALE - 1, 13, 99, 7], dtype=np.uint32).tobytes()
+    reads = iter([words[:12], words[12:]])
+    monkeypatch.setattr(os, "urandom", lambda count: next(reads)[:count])
+    assert row_col_and_word(3, 8) == (7 % 3, 13 % 8, 99)
+
+
+def test_seeded_row_col_and_word_draw_like_the_single_helpers() -> None:
+    first = row_col_and_word(5, 16, np.random.default_rng(4))
+    rng = np.random.default_rng(4)
+    assert first == (uniform_below(5, rng), uniform_below(16, rng), uniform_word(rng))
+
+
+@pytest.mark.parametrize("n", [3, 1000, 2**31 + 1])
+def test_secure_row_col_and_word_are_uniform(n: int, entropy: FakeEntropy) -> None:
+    draws = np.array([row_col_and_word(n, 8) for _ in range(20_000)])
+    for column, size in ((draws[:, 0], n), (draws[:, 1], 8), (draws[:, 2], SCALE)):
+        assert column.min() >= 0 and column.max() < size
+        bins = min(size, 10)  # equal-probability bins, as in the uniform_below test
+        assert chisquare(np.bincount(column * bins // size, minlength=bins)).pvalue > 1e-4
+
+
+@pytest.mark.parametrize(("keep", "lie"), [(5, 5), (4, 5)])
+def test_thresholds_that_do_not_separate_are_refused(keep: int, lie: int) -> None:
+    check_implementable(6, 5)
+    with pytest.raises(ParameterError, match="epsilon is too small to implement"):
+        check_implementable(keep, lie)
