@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import requests
-from conftest import ADMIN, ANALYST, bearer
+from agg_server import ADMIN, ANALYST, bearer
 
 from shared import Envelope, TaskConfig, encode_batch, new_report_id
 from shared.codec import Payload

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from conftest import start_server
+from agg_server import start_server
 
 from shared import TaskConfig, encode_batch
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ADMIN, ANALYST, bearer
+from agg_server import ADMIN, ANALYST, bearer
 from flask import Flask
 from flask.testing import FlaskClient
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
-from conftest import ADMIN, ANALYST, bearer
+from agg_server import ADMIN, ANALYST, bearer
 from flask.testing import FlaskClient
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import TIMEOUT, create_task, envelopes, estimates, payloads, post_reports
-from conftest import ADMIN, Server, bearer
+from agg_server import ADMIN, Server, bearer
 
 from shared import TaskConfig, encode_batch, encode_report
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from conftest import Server
+from agg_server import Server
 
 from aggregator.sqlite_store import SqliteStore
 from shared import TaskConfig, encode_batch

@@ -1,0 +1,79 @@
+"""Helpers of the aggregator tests: tokens, and the real server as a subprocess.
+
+A module of its own (not conftest.py) so tests import it by a name no other test folder
+uses: ``from conftest import ...`` resolves to whichever conftest pytest loaded first.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+ADMIN, ANALYST = "admin-test-token", "analyst-test-token"
+READY_WAIT = 30.0  # seconds to wait for a started server to answer /readyz
+
+
+def bearer(token: str) -> dict[str, str]:
+    """Return the Authorization header of a token."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Server:
+    """A running ``ldp-aggregator serve`` subprocess."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    db: Path
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send a signal to the server's whole process group and wait for the master."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            self.process.wait(timeout=30)
+
+
+def free_port() -> int:
+    """Return a loopback port that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_server(db: Path, workers: int = 1) -> Server:
+    """Start the collector on a free loopback port and wait until it is ready."""
+    port = free_port()
+    env = {**os.environ, "LDP_ADMIN_TOKEN": ADMIN, "LDP_ANALYST_TOKEN": ANALYST,
+           "PROMETHEUS_MULTIPROC_DIR": str(_metrics_dir(db))}
+    command = [sys.executable, "-m", "aggregator.cli", "--db", str(db), "serve", "--port",
+               str(port), "--workers", str(workers)]
+    log = open(db.with_suffix(".log"), "ab")  # noqa: SIM115  # closed with the process
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=log,
+                               start_new_session=True)
+    log.close()
+    server = Server(f"http://127.0.0.1:{port}", process, db)
+    deadline = time.monotonic() + READY_WAIT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            if requests.get(server.url + "/readyz", timeout=2).status_code == 200:
+                return server
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    server.kill()
+    raise RuntimeError(f"server did not start; see {db.with_suffix('.log')}")
+
+
+def _metrics_dir(db: Path) -> Path:
+    folder = db.parent / f"metrics-{db.stem}-{time.monotonic_ns()}"
+    folder.mkdir()
+    return folder
