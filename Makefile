@@ -26,7 +26,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check shared client aggregator simulations demo tests
+	$(BIN)/ruff check shared client aggregator simulations demo benchmarks tests
 	$(BIN)/mypy
 
 clean:
