@@ -21,7 +21,7 @@ import click
 from flask import Flask
 
 from aggregator.auth import ROLES
-from shared import MECHANISMS
+from shared.mechanisms.registry import MECHANISMS, all_options
 
 
 def _app(db: str | None) -> Flask:
@@ -69,15 +69,20 @@ def tasks() -> None:
     """Create and list tasks."""
 
 
+def mechanism_options(command: Any) -> Any:
+    """Add one option per task parameter that any registered mechanism takes."""
+    types = {"number": float, "integer": int, "strings": str}
+    for option in reversed(list(all_options().values())):
+        help_text = option.help + (" Comma-separated." if option.kind == "strings" else "")
+        command = click.option(f"--{option.name.replace('_', '-')}", option.name,
+                               type=types[option.kind], help=help_text)(command)
+    return command
+
+
 @tasks.command("create")
 @click.option("--task-id", required=True)
 @click.option("--mechanism", required=True, type=click.Choice(MECHANISMS))
-@click.option("--epsilon", type=float)
-@click.option("--alpha", type=float, help="rr only, with --beta, instead of --epsilon.")
-@click.option("--beta", type=float)
-@click.option("--k", type=int, help="Sketch rows (cms, hcms).")
-@click.option("--m", type=int, help="Sketch width (cms, hcms; a power of two for hcms).")
-@click.option("--domain", help="grr: the values, comma-separated.")
+@mechanism_options
 @click.option("--time-precision", type=int, help="Bucket width in seconds (default 1 day).")
 @click.option("--min-batch-size", type=int)
 @click.option("--upload-key-required", is_flag=True, help="Print an upload key once.")
@@ -89,8 +94,9 @@ def create_task(db: str | None, **options: Any) -> None:
     from aggregator.tasks import build_task
 
     params = {key: value for key, value in options.items() if value not in (None, False)}
-    if "domain" in params:
-        params["domain"] = params["domain"].split(",")
+    for name, option in all_options().items():
+        if option.kind == "strings" and name in params:
+            params[name] = params[name].split(",")
     with _app(db).app_context():
         try:
             stored, upload_key = build_task(params)

@@ -22,7 +22,7 @@ def estimate(task_id: str) -> dict[str, Any]:
     """Estimate each candidate's count over the buckets starting in [start, end)."""
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
-    mechanism: Any = task.mechanism_object
+    mechanism = task.mechanism_object
     with get_store().read_sums(task, query.start, query.end) as sums:
         if sums.total < task.min_batch_size:
             raise ApiError(422, "below_min_batch_size",

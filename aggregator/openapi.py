@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.task import MECHANISMS
+from shared.mechanisms.base import Option
+from shared.mechanisms.registry import MECHANISMS, all_options
 from shared.task import TASK_ID as TASK_ID_PATTERN
 
 PROBLEM = {"$ref": "#/components/responses/Problem"}
@@ -69,15 +70,21 @@ PATHS: dict[str, Any] = {
 
 _NUMBER = {"type": "number"}
 _INTEGER = {"type": "integer"}
+
+
+def _option_schema(option: Option) -> dict[str, Any]:
+    """Return the JSON schema of one task parameter."""
+    kind = {"strings": {"type": "array", "items": {"type": "string"}}}.get(
+        option.kind, {"type": option.kind})
+    return {**kind, "description": option.help}
+
+
 SCHEMAS: dict[str, Any] = {
     "TaskParameters": {"type": "object", "required": ["task_id", "mechanism"],
                        "additionalProperties": False, "properties": {
         "task_id": {"type": "string", "pattern": TASK_ID_PATTERN.pattern},
         "mechanism": {"enum": list(MECHANISMS)},
-        "epsilon": _NUMBER, "alpha": _NUMBER, "beta": _NUMBER, "k": _INTEGER, "m": _INTEGER,
-        "hash_seed": {"type": "integer", "description": "sketches; leave out to have the "
-                      "server draw one (give it only to recreate a task's hash family)"},
-        "domain": {"type": "array", "items": {"type": "string"}},
+        **{option.name: _option_schema(option) for option in all_options().values()},
         "time_precision": _INTEGER, "min_batch_size": _INTEGER,
         "upload_key_required": {"type": "boolean"}}},
     "Task": {"type": "object", "description": "shared.TaskConfig.to_dict()",
@@ -90,8 +97,8 @@ SCHEMAS: dict[str, Any] = {
     "Batch": {"type": "object", "required": ["reports"], "additionalProperties": False,
               "properties": {"reports": {"type": "array", "minItems": 1, "items": {
                   "type": "object", "required": ["report_id", "fingerprint", "time"],
-                  "description": "plus bit (rr), index (grr), row+bits (cms), "
-                                 "row+col+bit (hcms); see shared/codec.py"}}}},
+                  "description": "plus the payload fields of the task's mechanism "
+                                 "(PROTOCOL.md lists them per mechanism)"}}}},
     "UploadResult": {"type": "object", "properties": {
         "accepted": _INTEGER,
         "rejected": {"type": "array", "items": {"type": "object", "properties": {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from aggregator.problems import ApiError
-from shared import TaskConfig
+from shared import ParameterError, TaskConfig
 from shared.estimates import DEFAULT_LEVEL
 
 FIELDS = {"candidates", "start", "end", "level"}
@@ -41,24 +41,14 @@ def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQue
     return EstimateQuery(candidates, start, end, float(level))
 
 
-def _candidates(task: TaskConfig, raw: Any, limit: int) -> list[str] | None:
-    if task.mechanism == "rr":
-        if raw is not None:
-            _invalid("rr tasks estimate yes and no: leave out candidates")
-        return None
-    if raw is None and task.mechanism == "grr":
-        return None
-    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):
-        _invalid("candidates must be a non-empty list of strings")
-    if len(raw) > limit:
+def _candidates(task: TaskConfig, raw: Any, limit: int) -> list[Any] | None:
+    # The size limit first: a huge list is refused before the mechanism looks at it.
+    if isinstance(raw, list) and len(raw) > limit:
         _invalid(f"at most {limit} candidates per request, got {len(raw)}; split the list")
-    if task.mechanism == "grr":
-        domain = set(task.domain or ())
-        outside = [c for c in raw if c not in domain]
-        if outside:
-            _invalid(f"{len(outside)} candidates are not in the task's domain, "
-                     f"e.g. {outside[0][:64]!r}")
-    return list(raw)
+    try:  # the mechanism's candidate policy (required, default, domain)
+        return task.mechanism_object.parse_candidates(raw)
+    except ParameterError as error:
+        _invalid(str(error))
 
 
 def _time(body: dict[str, Any], name: str) -> int | None:
@@ -69,5 +59,5 @@ def _time(body: dict[str, Any], name: str) -> int | None:
     return value
 
 
-def _invalid(detail: str) -> None:
+def _invalid(detail: str) -> NoReturn:
     raise ApiError(400, "invalid_query", detail)

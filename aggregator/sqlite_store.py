@@ -22,11 +22,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from aggregator.folding import RowSums, fold_parts
+from aggregator.folding import fold_parts
 from aggregator.staging import pack, stack, unpack
 from aggregator.store import StoredTask, StoreUnavailable, SumsView, TaskExists
 from aggregator.streamed import StreamedSums
 from shared import Envelope, Sums, TaskConfig
+from shared.sums import RowSums
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -233,16 +234,16 @@ class SqliteStore:
         where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
         conn.execute("BEGIN")  # one WAL snapshot for n and every row block; writers go on
         try:
-            if task.mechanism in ("rr", "grr"):  # a single small row: load it whole
+            rows, width = task.mechanism_object.sums_shape
+            if rows == 1:  # a single small row: load it whole
                 yield self._dense(conn, task, where, (task.task_id, low, high))
                 return
             total = conn.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}",
                                  (task.task_id, low, high)).fetchone()[0]
             buckets = [b for (b,) in conn.execute(f"SELECT DISTINCT bucket FROM sums {where}",
                                                   (task.task_id, low, high))]
-            m: int = task.m  # type: ignore[assignment]
-            yield StreamedSums(int(total), task.k, m,  # type: ignore[arg-type]
-                               lambda a, b: _row_block(conn, task.task_id, buckets, a, b, m))
+            yield StreamedSums(int(total), rows, width,
+                               lambda a, b: _row_block(conn, task.task_id, buckets, a, b, width))
         finally:
             conn.execute("COMMIT")
 

@@ -16,15 +16,13 @@ from dataclasses import fields
 
 import numpy as np
 
-from shared import HadamardBatch, Mechanism, SketchBatch
 from shared.codec import Payload
-
-Batch = SketchBatch | HadamardBatch | np.ndarray
+from shared.mechanisms.base import Batch, Mechanism
 
 
 def stack(mechanism: Mechanism, payloads: Sequence[Payload]) -> Batch:
     """Return decoded payloads as the mechanism's batch (what ``add_many`` takes)."""
-    return mechanism.stack(payloads)  # type: ignore[arg-type]
+    return mechanism.stack(payloads)
 
 
 def pack(batch: Batch) -> bytes:

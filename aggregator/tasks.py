@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
@@ -12,12 +11,13 @@ from aggregator.body import json_body
 from aggregator.problems import ApiError
 from aggregator.store import StoredTask, TaskExists, get_store
 from shared import LdpError, TaskConfig
+from shared.task import TASK_FIELDS
 
 bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
 CACHE_CONTROL = "public, max-age=60"
 # hash_seed is normally left out (the server draws it); giving it recreates a sketch task's
 # hash family exactly, e.g. on a second collector whose sums will be merged with this one's.
-CREATE_FIELDS = ({f.name for f in fields(TaskConfig)} - {"fingerprint"}) | {"upload_key_required"}
+CREATE_FIELDS = (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required"}
 
 
 @bp.get("")

@@ -5,8 +5,8 @@
     import client
 
     client.init("https://telemetry.example.com", data_dir="~/.cache/myapp/ldp")
-    client.record("uses-dark-mode", True)      # rr: a bool
-    client.record("favourite-font", "Inter")   # cms/hcms: a str; grr: a domain value
+    client.record("uses-dark-mode", True)      # a yes/no task: a bool
+    client.record("favourite-font", "Inter")   # a sketch task: a str
     client.close()
 
 Or explicitly: ``c = client.Client(endpoint, ...)``; ``c.record(task_id, value)``;

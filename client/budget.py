@@ -50,10 +50,6 @@ import os
 from pathlib import Path
 
 from client.errors import ConfigurationError
-from shared.errors import ValueOutOfDomain
-from shared.grr import GeneralizedRandomizedResponse
-from shared.hashing import value_bytes
-from shared.rr import check_answer
 from shared.task import TaskConfig
 
 SECRET_FILE = "device.key"
@@ -94,21 +90,21 @@ def _publish(path: Path, secret: bytes) -> None:
 def canonical_value(task: TaskConfig, value: object) -> bytes:
     """Return the bytes that identify a value for ``task``; raise ValueOutOfDomain if invalid.
 
-    This is also the validation ``record`` does before anything else; its messages never
-    contain the value.
+    This is also the validation ``record`` does before anything else: the mechanism's own
+    rule, so record() refuses exactly what privatize would. Its messages never contain the
+    value.
     """
-    if task.mechanism == "rr":
-        try:  # the mechanism's own rule, so record() refuses exactly what privatize would
-            answer = check_answer(value)
-        except ValueOutOfDomain:
-            raise ValueOutOfDomain(f"task {task.task_id!r} takes a bool, "
-                                   f"got {type(value).__name__}") from None
-        return b"\x01" if answer else b"\x00"
-    if task.mechanism == "grr":
-        mechanism = task.mechanism_object
-        assert isinstance(mechanism, GeneralizedRandomizedResponse)
-        return mechanism.index_of(value).to_bytes(4, "big")  # type: ignore[arg-type]
-    return value_bytes(value)  # type: ignore[arg-type]
+    return task.mechanism_object.canonical(value)
+
+
+def device_key(secret: bytes, task: TaskConfig) -> bytes:
+    """Return this device's key for a task id: what device-dependent mechanisms derive from.
+
+    Bound to the task id (not the fingerprint), so a re-published task does not give a
+    device a fresh choice (e.g. another heavy-hitter level).
+    """
+    message = b"ldp-telemetry device key\x00" + task.task_id.encode("ascii")
+    return hmac.new(secret, message, hashlib.sha256).digest()
 
 
 def lookup_key(secret: bytes, task: TaskConfig, period: int, value: bytes) -> bytes:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from client.budget import canonical_value, load_secret, lookup_key
+from client.budget import canonical_value, device_key, load_secret, lookup_key
 from client.errors import ConfigurationError
 from client.http_transport import HTTPTransport
 from client.problems import ProblemLog
@@ -112,7 +112,8 @@ class Client:
     def record(self, task_id: str, value: Any) -> bool:
         """Privatize ``value`` for task ``task_id`` and queue the report; True if queued.
 
-        rr takes a bool, grr one of the task's domain values, cms/hcms a str. Never raises.
+        The value must fit the task's mechanism (a bool for yes/no tasks, one of the
+        domain's values, or a str for sketches; see PROTOCOL.md). Never raises.
         """
         if not self._enabled:
             return False
@@ -142,7 +143,7 @@ class Client:
         # parameters gives no fresh budget (see client.budget).
         slot = Slot(task.task_id, period, period + task.time_precision, lookup)
         admission = self._storage.admit(slot, self.settings.report_limit,
-                                        lambda: _privatize(task, period, value))
+                                        lambda: _privatize(task, self._secret, period, value))
         if admission in (Admission.NEW, Admission.REUSED):
             self._uploader.notify()
             return True
@@ -223,9 +224,10 @@ class Client:
             self.close(self.settings.atexit_timeout)
 
 
-def _privatize(task: TaskConfig, period: int, value: Any) -> Pending:
+def _privatize(task: TaskConfig, secret: bytes, period: int, value: Any) -> Pending:
     """Return the encoded report of ``value``, privatized with the OS CSPRNG."""
-    payload = task.mechanism_object.privatize(value)
+    mechanism = task.mechanism_object.for_device(device_key(secret, task))
+    payload = mechanism.privatize(value)
     encoded = encode_report(task, Envelope(new_report_id(), task.fingerprint, period, payload))
     return Pending(task.task_id, encoded["report_id"],
                    json.dumps(encoded, separators=(",", ":")))

@@ -58,19 +58,19 @@ class InMemoryTransport:
 
     def sums(self, task_id: str) -> Sums:
         """Return the task's accumulated sums over every accepted report."""
-        task = self._tasks[task_id]
-        sums = task.mechanism_object.new_sums()
-        for envelope in self.reports(task_id):
-            sums.add(envelope.payload)  # type: ignore[arg-type]
+        mechanism = self._tasks[task_id].mechanism_object
+        sums = mechanism.new_sums()
+        sums.add_many(mechanism.stack([envelope.payload for envelope in self.reports(task_id)]))
         return sums
 
     def estimate(self, task_id: str, candidates: Sequence[Any] | None = None,
                  level: float = 0.95) -> Estimates:
-        """Return the task's estimates (rr: yes/no; grr: its domain unless given).
+        """Return the task's estimates (candidates None: the mechanism's default).
 
-        A sketch task (cms, hcms) needs ``candidates``: without them ParameterError is raised.
+        A yes/no task estimates yes and no, a domain task its domain; a sketch task needs
+        ``candidates``: without them ParameterError is raised.
         """
-        mechanism: Any = self._tasks[task_id].mechanism_object
+        mechanism = self._tasks[task_id].mechanism_object
         return mechanism.estimate(self.sums(task_id), candidates, level=level)
 
     def handle(self, request: Request, *, timeout: float) -> Response:

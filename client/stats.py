@@ -2,7 +2,7 @@
 
 Drop reasons (``ClientStats.dropped``):
 
-- ``invalid_value``    the value does not fit the task (wrong type, not in the grr domain)
+- ``invalid_value``    the value does not fit the task (wrong type, not in its domain)
 - ``task_unavailable`` the task's configuration could not be obtained
 - ``budget_exhausted`` the task's reports-per-period limit was already reached
 - ``queue_full``       the in-memory queue held ``max_queue`` reports (the new one is refused)

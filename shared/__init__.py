@@ -1,10 +1,10 @@
 """Pure mathematics and wire format shared by the client SDK and the aggregator.
 
-No IO, threads, Flask or HTTP here: only parameters, hashing, the four local-DP
-mechanisms (privatize / aggregate / estimate), closed-form accuracy and the codec.
+No IO, threads, Flask or HTTP here: only parameters, hashing, the local-DP mechanisms
+(privatize / aggregate / estimate; :mod:`shared.mechanisms` and its registry), closed-form
+accuracy and the codec.
 """
 
-from shared.cms import CountMeanSketch, CountMeanSketchSums, SketchBatch, SketchReport
 from shared.codec import (
                           Envelope,
                           Rejection,
@@ -16,16 +16,20 @@ from shared.codec import (
 )
 from shared.errors import DecodeError, LdpError, ParameterError, ValueOutOfDomain
 from shared.estimates import Estimates
-from shared.grr import GeneralizedRandomizedResponse, GeneralizedRandomizedResponseSums
-from shared.hcms import (
+from shared.mechanisms.base import Mechanism
+from shared.mechanisms.cms import CountMeanSketch, CountMeanSketchSums, SketchBatch, SketchReport
+from shared.mechanisms.grr import GeneralizedRandomizedResponse, GeneralizedRandomizedResponseSums
+from shared.mechanisms.hcms import (
                           HadamardBatch,
                           HadamardCountMeanSketch,
                           HadamardCountMeanSketchSums,
                           HadamardReport,
 )
-from shared.rr import RandomizedResponse, RandomizedResponseSums
+from shared.mechanisms.olh import HashedBatch, HashedReport, OptimizedLocalHashing
+from shared.mechanisms.registry import MECHANISMS
+from shared.mechanisms.rr import RandomizedResponse, RandomizedResponseSums
 from shared.sums import Sums
-from shared.task import MECHANISMS, Mechanism, TaskConfig
+from shared.task import TaskConfig
 
 __all__ = [
     "MECHANISMS",
@@ -40,8 +44,11 @@ __all__ = [
     "HadamardCountMeanSketch",
     "HadamardCountMeanSketchSums",
     "HadamardReport",
+    "HashedBatch",
+    "HashedReport",
     "LdpError",
     "Mechanism",
+    "OptimizedLocalHashing",
     "ParameterError",
     "RandomizedResponse",
     "RandomizedResponseSums",

@@ -12,6 +12,8 @@ family fixed; ``count=0`` gives DESIGN.md's rare-item ("leading") form.
 - CMS (Apple, "Learning with Privacy at Scale", 2017), flip probability q, c_ε = 1/(1−2q):
   (m/(m−1))²·[n·(c_ε²−1)/4 + (n−c)·(1/m)(1−1/m)]: noise plus the chance that another
   value's row hash collides with this one's.
+- OLH (Wang et al., USENIX Security 2017), g buckets, keep-truth p:
+  [c·p(1−p) + (n−c)·(1/g)(1−1/g)] / (p − 1/g)².
 - HCMS (same paper), flip probability p, c_ε = 1/(1−2p): (m/(m−1))²·[n·c_ε² − c − (n−c)/m²].
 """
 
@@ -53,6 +55,17 @@ def hcms_count_variance(n: int, count: np.ndarray | float, m: int, flip: float) 
     count = np.asarray(count, dtype=float)
     c_eps = 1.0 / (1.0 - 2.0 * flip)
     return (m / (m - 1)) ** 2 * (n * c_eps**2 - count - (n - count) / m**2)
+
+
+def olh_count_variance(n: int, count: np.ndarray | float, g: int, p: float) -> np.ndarray:
+    """Return Var of an OLH count estimate (g buckets, keep-truth probability p).
+
+    A report of the value lands in its bucket with probability p; any other report with
+    probability exactly 1/g (over its hash row and its noise).
+    """
+    count = np.asarray(count, dtype=float)
+    other = 1.0 / g
+    return (count * p * (1 - p) + (n - count) * other * (1 - other)) / (p - other) ** 2
 
 
 def sketch_collision_variance(pairs: np.ndarray, k: int, m: int) -> np.ndarray:

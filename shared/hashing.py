@@ -28,7 +28,7 @@ _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
-def value_bytes(value: str) -> bytes:
+def value_bytes(value: object) -> bytes:
     """Return the UTF-8 bytes a string value is hashed by."""
     if not isinstance(value, str):
         raise ValueOutOfDomain(f"expected a str value, got {type(value).__name__}")

@@ -8,6 +8,7 @@ debiases only when a query runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,10 @@ class Sums:
     def __init__(self, rows: int, width: int) -> None:
         self.n = np.zeros(rows, dtype=np.int64)
         self.table = np.zeros((rows, width), dtype=np.int64)
+
+    def add_many(self, batch: Any) -> None:
+        """Add a batch of decoded reports (each mechanism's accumulator defines it)."""
+        raise NotImplementedError
 
     @property
     def total(self) -> int:
@@ -57,6 +62,19 @@ class Sums:
                 and np.array_equal(self.n, other.n) and np.array_equal(self.table, other.table))
 
     __hash__ = None  # type: ignore[assignment]  # mutable
+
+
+@dataclass(frozen=True)
+class RowSums:
+    """Sums of some table rows: ``rows`` (u,), ``n`` (u,) and ``table`` (u, width), int64.
+
+    What a batch adds to the stored sums: only the rows it touches, so a batch of a few
+    thousand reports on an Apple-size sketch (k = 65,536) costs a few thousand rows.
+    """
+
+    rows: np.ndarray
+    n: np.ndarray
+    table: np.ndarray
 
 
 def check_shape(sums: Any, rows: int, width: int, owner: str) -> None:

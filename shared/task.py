@@ -1,9 +1,11 @@
 """A task: the immutable, public parameter set that clients privatize with.
 
-A task names its mechanism (``rr``, ``grr``, ``cms``, ``hcms``) and every parameter the
-mechanism needs, the width of its time buckets and the smallest number of reports an
-estimate may be released for. Its fingerprint hashes all of them, so a report made under
-other parameters is recognised and refused; changing anything means a new task.
+A task names its mechanism (one of :data:`MECHANISMS`, see :mod:`shared.mechanisms`) and
+holds that mechanism's parameter object, the width of its time buckets and the smallest
+number of reports an estimate may be released for. Its fingerprint hashes all of them, so
+a report made under other parameters is recognised and refused; changing anything means a
+new task. On the wire (and in the fingerprint) a task is one flat JSON object: the common
+fields beside the mechanism's own.
 """
 
 from __future__ import annotations
@@ -12,104 +14,77 @@ import hashlib
 import json
 import numbers
 import re
-import secrets
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from shared.cms import CountMeanSketch
 from shared.errors import ParameterError
-from shared.grr import GeneralizedRandomizedResponse
-from shared.hashing import MAX_SEED
-from shared.hcms import HadamardCountMeanSketch
-from shared.rr import RandomizedResponse
+from shared.mechanisms.base import Mechanism, ParamsBase
+from shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
 from shared.validation import check_int
 
-Mechanism = (RandomizedResponse | GeneralizedRandomizedResponse | CountMeanSketch
-             | HadamardCountMeanSketch)
-MECHANISMS = ("rr", "grr", "cms", "hcms")
 DAY = 86_400
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_PARAMETERS = {  # what each mechanism takes besides epsilon
-    "rr": set(), "grr": {"domain"}, "cms": {"k", "m", "hash_seed"},
-    "hcms": {"k", "m", "hash_seed"},
-}
+_COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "fingerprint")
+# Every mechanism's parameter names: read as task attributes (None where not taken).
+PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())
+TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TaskConfig:
-    """A validated task; build one with :meth:`create` or :meth:`from_dict`."""
+    """A validated task; build one with :meth:`create` or :meth:`from_dict`.
+
+    ``TaskConfig(task_id=..., mechanism="cms", epsilon=4, k=..., m=..., hash_seed=...)``
+    takes the mechanism's parameters as keywords (or a ready ``params`` object, which the
+    keywords override); ``task.params`` holds them, and ``task.k`` reads one (None when
+    the mechanism takes no such parameter).
+    """
 
     task_id: str
     mechanism: str
-    epsilon: float | None = None
-    alpha: float | None = None
-    beta: float | None = None
-    k: int | None = None
-    m: int | None = None
-    hash_seed: int | None = None
-    domain: tuple[str, ...] | None = None
+    params: ParamsBase
     time_precision: int = DAY
     min_batch_size: int = 100
     fingerprint: str = field(default="", compare=False)
 
-    def __post_init__(self) -> None:
+    def __init__(self, task_id: str, mechanism: str, params: ParamsBase | None = None,
+                 time_precision: int = DAY, min_batch_size: int = 100, fingerprint: str = "",
+                 **parameters: Any) -> None:
         # fullmatch: with match, "$" also matches before a trailing newline ("id\n").
-        if not isinstance(self.task_id, str) or not TASK_ID.fullmatch(self.task_id):
+        if not isinstance(task_id, str) or not TASK_ID.fullmatch(task_id):
             raise ParameterError(
                 "task_id must be 1-64 letters, digits, '_', '.' or '-', starting with a "
-                f"letter or digit, got {self.task_id!r}")
-        if self.mechanism not in MECHANISMS:
-            raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, "
-                                 f"got {self.mechanism!r}")
-        extra = {name for name in ("k", "m", "hash_seed", "domain")
-                 if getattr(self, name) is not None} - _PARAMETERS[self.mechanism]
-        if extra:
-            raise ParameterError(f"{self.mechanism} takes no {', '.join(sorted(extra))}")
-        if self.mechanism != "rr" and (self.alpha is not None or self.beta is not None):
-            raise ParameterError("alpha and beta are only for rr")
-        self._normalize_numbers()
-        check_int("time_precision", self.time_precision, 1, 366 * DAY)
-        check_int("min_batch_size", self.min_batch_size, 1, 10**9)
-        self._normalize_domain()
+                f"letter or digit, got {task_id!r}")
+        kind = params_class(mechanism)
+        check_foreign_fields(mechanism, {k for k, v in parameters.items() if v is not None})
+        given = {**(params.to_fields() if params is not None else {}), **parameters}
+        time_precision, min_batch_size = _plain_int(time_precision), _plain_int(min_batch_size)
+        check_int("time_precision", time_precision, 1, 366 * DAY)
+        check_int("min_batch_size", min_batch_size, 1, 10**9)
+        for name, value in (("task_id", task_id), ("mechanism", mechanism),
+                            ("params", kind.from_fields(given)),
+                            ("time_precision", time_precision),
+                            ("min_batch_size", min_batch_size)):
+            object.__setattr__(self, name, value)
         self.mechanism_object  # noqa: B018  # validates the mechanism parameters now
         expected = self._compute_fingerprint()
-        if self.fingerprint and self.fingerprint != expected:
+        if fingerprint and fingerprint != expected:
             raise ParameterError("fingerprint does not match the task's parameters")
         object.__setattr__(self, "fingerprint", expected)
 
-    def _normalize_numbers(self) -> None:
-        """Store plain int and float: numpy scalars are not JSON, and 4 must fingerprint as 4.0.
-
-        Bools and non-numbers are left for the checks to refuse.
-        """
-        for name in ("epsilon", "alpha", "beta"):
-            value = getattr(self, name)
-            if isinstance(value, numbers.Real) and not isinstance(value, bool):
-                object.__setattr__(self, name, float(value))
-        for name in ("k", "m", "hash_seed", "time_precision", "min_batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-                object.__setattr__(self, name, int(value))
-
-    def _normalize_domain(self) -> None:
-        """Store the domain as a tuple (it is hashed and compared)."""
-        if self.domain is None:
-            return
-        # tuple("abc") would silently turn a string into the domain ('a', 'b', 'c')
-        if isinstance(self.domain, str | bytes) or not isinstance(self.domain, Sequence):
-            raise ParameterError("domain must be a list of distinct strings, got "
-                                 f"{type(self.domain).__name__}")
-        object.__setattr__(self, "domain", tuple(self.domain))
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not attributes: a parameter of some mechanism.
+        if name in PARAMETER_NAMES:
+            return getattr(self.__dict__.get("params"), name, None)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def create(cls, **params: Any) -> TaskConfig:
-        """Return a new task; a sketch task without ``hash_seed`` gets a random one."""
+        """Return a new task; what the mechanism draws for a new task (a hash seed) is drawn."""
         _check_field_names(params, allowed=set())
-        if params.get("mechanism") in ("cms", "hcms") and params.get("hash_seed") is None:
-            params["hash_seed"] = secrets.randbelow(MAX_SEED + 1)
-        return cls(**params)
+        kind = KINDS.get(params["mechanism"]) if isinstance(params["mechanism"], str) else None
+        return cls(**(kind.defaults_for_new_task(params) if kind else params))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskConfig:
@@ -117,25 +92,12 @@ class TaskConfig:
         if not isinstance(data, dict):
             raise ParameterError("a task must be a JSON object")
         _check_field_names(data, allowed={"effective_epsilon"})
-        return cls(**{key: value for key, value in data.items() if key in _FIELDS})
+        return cls(**{key: value for key, value in data.items() if key in TASK_FIELDS})
 
     @cached_property
     def mechanism_object(self) -> Mechanism:
         """Return the mechanism these parameters define."""
-        if self.mechanism == "rr":
-            return RandomizedResponse(epsilon=self.epsilon, alpha=self.alpha, beta=self.beta)
-        if self.epsilon is None:
-            raise ParameterError(f"{self.mechanism} needs epsilon")
-        if self.mechanism == "grr":
-            if self.domain is None:
-                raise ParameterError("grr needs a domain: a list of distinct strings")
-            return GeneralizedRandomizedResponse(epsilon=self.epsilon, domain=self.domain)
-        missing = [name for name in ("k", "m", "hash_seed") if getattr(self, name) is None]
-        if missing:
-            raise ParameterError(f"{self.mechanism} needs {', '.join(missing)}")
-        sketch = CountMeanSketch if self.mechanism == "cms" else HadamardCountMeanSketch
-        return sketch(epsilon=self.epsilon, k=self.k, m=self.m,  # type: ignore[arg-type]
-                      hash_seed=self.hash_seed)  # type: ignore[arg-type]
+        return self.params.build()
 
     @property
     def asked_epsilon(self) -> float:
@@ -158,11 +120,10 @@ class TaskConfig:
         return data
 
     def _set_fields(self) -> dict[str, Any]:
-        """Return the fields that are set (not None) as JSON values, the domain as a list."""
-        data = {key: value for key, value in asdict(self).items() if value is not None}
-        if self.domain is not None:
-            data["domain"] = list(self.domain)
-        return data
+        """Return the flat JSON fields: the common ones and the mechanism's set parameters."""
+        return {"task_id": self.task_id, "mechanism": self.mechanism,
+                **self.params.to_fields(), "time_precision": self.time_precision,
+                "min_batch_size": self.min_batch_size, "fingerprint": self.fingerprint}
 
     def _compute_fingerprint(self) -> str:
         fields = self._set_fields()
@@ -171,14 +132,18 @@ class TaskConfig:
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
-_FIELDS = frozenset(TaskConfig.__dataclass_fields__)
-
-
 def _check_field_names(params: dict[str, Any], allowed: set[str]) -> None:
     """Raise ParameterError (not the constructor's TypeError) for unknown or missing fields."""
-    unknown = set(params) - _FIELDS - allowed
+    unknown = set(params) - TASK_FIELDS - allowed
     if unknown:
         raise ParameterError(f"unknown task fields: {', '.join(sorted(map(str, unknown)))}")
     missing = [name for name in ("task_id", "mechanism") if name not in params]
     if missing:
         raise ParameterError(f"a task needs {' and '.join(missing)}")
+
+
+def _plain_int(value: Any) -> Any:
+    """Return numpy integers as int (JSON needs it); anything else for the checks to refuse."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value

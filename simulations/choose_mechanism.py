@@ -19,7 +19,7 @@ import numpy as np
 
 from shared import GeneralizedRandomizedResponse, RandomizedResponse
 from shared.accuracy import grr_count_variance, rr_count_variance
-from shared.grr import MAX_DOMAIN
+from shared.mechanisms.grr import MAX_DOMAIN
 from simulations import plotting, stats
 from simulations.population import Population, uniform_population
 from simulations.sampler import sample_grr_sums, sample_rr_sums

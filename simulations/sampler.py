@@ -32,13 +32,12 @@ import numpy as np
 
 from shared import (
     CountMeanSketch,
-    CountMeanSketchSums,
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSums,
     HadamardCountMeanSketch,
-    HadamardCountMeanSketchSums,
     RandomizedResponse,
     RandomizedResponseSums,
+    Sums,
 )
 
 CHUNK = 1 << 21  # random integers drawn at once by split_uniformly (16 MiB of int64)
@@ -94,7 +93,7 @@ def row_hits(mech: CountMeanSketch | HadamardCountMeanSketch, values: Sequence[s
 
 
 def sample_cms_sums(mech: CountMeanSketch, values: Sequence[str], counts: np.ndarray,
-                    rng: np.random.Generator) -> CountMeanSketchSums:
+                    rng: np.random.Generator) -> Sums:
     """Return the sums of ``counts[i]`` CMS reports of ``values[i]``, for every i."""
     n_rows, hits = row_hits(mech, values, counts, rng)
     ones = rng.binomial(hits, 1.0 - mech.flip) + rng.binomial(n_rows[:, None] - hits, mech.flip)
@@ -104,7 +103,7 @@ def sample_cms_sums(mech: CountMeanSketch, values: Sequence[str], counts: np.nda
 
 
 def sample_hcms_sums(mech: HadamardCountMeanSketch, values: Sequence[str], counts: np.ndarray,
-                     rng: np.random.Generator) -> HadamardCountMeanSketchSums:
+                     rng: np.random.Generator) -> Sums:
     """Return the sums of ``counts[i]`` HCMS reports of ``values[i]``, for every i."""
     n_rows, hits = row_hits(mech, values, counts, rng)
     cell, col, amount = split_uniformly(hits.ravel(), mech.m, rng)

@@ -22,11 +22,13 @@ from shared import (
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
     HadamardReport,
+    HashedReport,
+    OptimizedLocalHashing,
     RandomizedResponse,
     SketchReport,
 )
 
-Mechanism = Any  # one of the four mechanism classes
+Mechanism = Any  # one of the mechanism classes
 STRINGS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape")
 
 
@@ -51,6 +53,7 @@ def conformance_cases() -> list[Case]:
         Case("cms", lambda: CountMeanSketch(epsilon=3.0, k=3, m=5, hash_seed=7), STRINGS[:4]),
         Case("hcms", lambda: HadamardCountMeanSketch(epsilon=3.0, k=2, m=4, hash_seed=7),
              STRINGS[:4]),
+        Case("olh", lambda: OptimizedLocalHashing(epsilon=1.5, k=3, hash_seed=7), STRINGS[:4]),
     ]
 
 
@@ -64,6 +67,9 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
         return [SketchReport(row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
                 for row in range(mechanism.k)
                 for bits in itertools.product((0, 1), repeat=mechanism.m)]
+    if isinstance(mechanism, OptimizedLocalHashing):
+        return [HashedReport(row, index) for row in range(mechanism.k)
+                for index in range(mechanism.g)]
     if isinstance(mechanism, HadamardCountMeanSketch):
         return [HadamardReport(row, col, bit) for row in range(mechanism.k)
                 for col in range(mechanism.m) for bit in (0, 1)]
@@ -72,14 +78,14 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
 
 def output_key(mechanism: Mechanism, report: Any) -> Any:
     """Return a hashable key identifying one report (for counting outcomes)."""
-    if isinstance(report, SketchReport | HadamardReport):
+    if isinstance(report, SketchReport | HadamardReport | HashedReport):
         return report
     return int(report)
 
 
 def batch_reports(mechanism: Mechanism, batch: Any) -> list[Any]:
     """Return the single reports of a ``privatize_many`` batch."""
-    if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch):
+    if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch | OptimizedLocalHashing):
         return [batch.report(i) for i in range(len(batch))]
     return [int(x) for x in batch]
 

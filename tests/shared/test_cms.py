@@ -11,7 +11,7 @@ import pytest
 from shared_cases import FakeEntropy
 
 from shared import CountMeanSketch, SketchReport
-from shared import sketch as sketch_module
+from shared.mechanisms import sketch as sketch_module
 
 
 def apple_cms_estimate(cms: CountMeanSketch, reports: list[SketchReport],

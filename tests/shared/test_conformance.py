@@ -26,7 +26,7 @@ from shared_cases import (
 )
 
 from shared import MECHANISMS, Estimates, HadamardReport, ParameterError, SketchReport
-from shared.sketch import Sketch
+from shared.mechanisms.sketch import Sketch
 
 DRAWS = 20_000  # per path; cells expected below 5 draws are pooled (chi-square validity)
 P_FLOOR = 1e-4  # seeded, so deterministic; a real mismatch gives p far below this

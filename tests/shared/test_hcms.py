@@ -13,8 +13,8 @@ from scipy.stats import chisquare
 from shared_cases import FakeEntropy
 
 from shared import HadamardCountMeanSketch, HadamardReport
-from shared import sketch as sketch_module
-from shared.hcms import _parity, walsh_hadamard
+from shared.mechanisms import sketch as sketch_module
+from shared.mechanisms.hcms import _parity, walsh_hadamard
 
 
 @pytest.mark.parametrize("m", [2, 4, 8, 64, 256])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shared import RandomizedResponse, ValueOutOfDomain
-from shared.rr import check_answer
+from shared.mechanisms.rr import check_answer
 
 SCALE = 2**32
 

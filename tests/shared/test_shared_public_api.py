@@ -8,7 +8,8 @@ PUBLIC = [
     "MECHANISMS", "CountMeanSketch", "CountMeanSketchSums", "DecodeError", "Envelope",
     "Estimates", "GeneralizedRandomizedResponse", "GeneralizedRandomizedResponseSums",
     "HadamardBatch", "HadamardCountMeanSketch", "HadamardCountMeanSketchSums",
-    "HadamardReport", "LdpError", "Mechanism", "ParameterError", "RandomizedResponse",
+    "HadamardReport", "HashedBatch", "HashedReport", "LdpError", "Mechanism",
+    "OptimizedLocalHashing", "ParameterError", "RandomizedResponse",
     "RandomizedResponseSums", "Rejection", "SketchBatch", "SketchReport", "Sums",
     "TaskConfig", "ValueOutOfDomain", "decode_batch", "decode_report", "encode_batch",
     "encode_report", "new_report_id",
@@ -31,4 +32,4 @@ def test_errors_share_one_root_and_are_value_errors() -> None:
     for error in (shared.ParameterError, shared.ValueOutOfDomain, shared.DecodeError):
         assert issubclass(error, shared.LdpError) and issubclass(error, ValueError)
     assert shared.DecodeError("x").reason == "invalid_message"
-    assert shared.MECHANISMS == ("rr", "grr", "cms", "hcms")
+    assert shared.MECHANISMS == ("rr", "grr", "cms", "hcms", "olh")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from shared import CountMeanSketch, HadamardCountMeanSketch
-from shared.sketch import BLOCK_CELLS
+from shared.mechanisms.sketch import BLOCK_CELLS
 
 
 class RecordingTable:

@@ -20,7 +20,7 @@ from shared import (
     SketchBatch,
     Sums,
 )
-from shared.cms import ADD_CHUNK
+from shared.mechanisms.cms import ADD_CHUNK
 
 CASES = conformance_cases()
 

@@ -17,8 +17,8 @@ from shared import (
     RandomizedResponse,
     ValueOutOfDomain,
 )
-from shared.grr import MAX_DOMAIN
-from shared.sketch import MAX_BUCKETS, MAX_ROWS
+from shared.mechanisms.grr import MAX_DOMAIN
+from shared.mechanisms.sketch import MAX_BUCKETS, MAX_ROWS
 
 BAD_EPSILONS = [
     (0, "finite number > 0"), (-1.0, "finite number > 0"), (math.nan, "finite number > 0"),

@@ -11,14 +11,17 @@ f̂(d) = (m/(m−1))·(c_ε·Σ_j U[j, h_j(d)] − ((c_ε−1)/2)·n − n/m).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from shared.accuracy import cms_count_variance
 from shared.bitsum import add_bit_rows
+from shared.errors import DecodeError
+from shared.mechanisms.sketch import Sketch, SketchParams
 from shared.randomness import (
     SCALE,
     Rng,
@@ -26,8 +29,8 @@ from shared.randomness import (
     row_and_bernoulli_packed,
     uniform_below_many,
 )
-from shared.sketch import Sketch
 from shared.sums import Sums
+from shared.wire import b64decode, b64encode, integer
 
 # add_many lays out ~16 reports per row at once, so each row's int64 read-modify-write is
 # shared by many reports: ADD_CHUNK (k <= 8192) to MAX_ADD_CHUNK reports, <= ~180 MiB at m=1024.
@@ -81,6 +84,8 @@ class CountMeanSketch(Sketch):
     """Count-mean sketch: a string becomes a row index and m noisy bits."""
 
     name = "cms"
+    payload_fields = ("row", "bits")
+    sums_class = CountMeanSketchSums
 
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
@@ -126,10 +131,32 @@ class CountMeanSketch(Sketch):
         return (Fraction(1, self.k) * Fraction(self.flip_threshold, SCALE) ** flipped
                 * Fraction(keep, SCALE) ** (self.m - flipped))
 
-    def new_sums(self) -> CountMeanSketchSums:
-        """Return an empty accumulator."""
-        return CountMeanSketchSums(self.k, self.m)
+    def encode_payload(self, report: SketchReport) -> dict[str, Any]:
+        """Return the row and the packed bits as base64url."""
+        return {"row": int(report.row), "bits": b64encode(report.bits)}
+
+    def decode_payload(self, obj: Mapping[str, Any]) -> SketchReport:
+        """Return the report a JSON object holds, or raise DecodeError."""
+        row = integer(obj, "row", 0, self.k - 1)
+        bits = b64decode(obj["bits"], self.report_bytes, "bits")
+        m = self.m
+        if m % 8 and bits[-1] & ((1 << (8 - m % 8)) - 1):
+            raise DecodeError(f"bits must hold exactly m={m} bits: the padding bits must be 0")
+        return SketchReport(row, bits)
 
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""
         return cms_count_variance(n, counts, self.m, self.flip)
+
+
+class CountMeanSketchParams(SketchParams):
+    """cms: epsilon, k, m and the hash seed."""
+
+    name = "cms"
+
+    def build(self) -> CountMeanSketch:
+        """Return the mechanism."""
+        assert self.epsilon is not None and self.k is not None and self.m is not None
+        assert self.hash_seed is not None  # validate() checked all four
+        return CountMeanSketch(epsilon=self.epsilon, k=self.k, m=self.m,
+                               hash_seed=self.hash_seed)

@@ -12,17 +12,19 @@ f̂(d) = (m/(m−1))·(Σ_j M[j, h_j(d)] − n/m).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from shared.accuracy import hcms_count_variance
+from shared.mechanisms.sketch import Sketch, SketchParams
 from shared.randomness import SCALE, Rng, row_col_and_word, uniform_below_many, uniform_words
-from shared.sketch import Sketch
 from shared.sums import Sums
 from shared.validation import check_power_of_two
+from shared.wire import integer
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,8 @@ class HadamardCountMeanSketch(Sketch):
     """Hadamard count-mean sketch: a string becomes a row, a column and one noisy bit."""
 
     name = "hcms"
+    payload_fields = ("row", "col", "bit")
+    sums_class = HadamardCountMeanSketchSums
 
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
@@ -124,9 +128,14 @@ class HadamardCountMeanSketch(Sketch):
         p_bit = SCALE - self.flip_threshold if kept else self.flip_threshold
         return Fraction(1, self.k * self.m) * Fraction(p_bit, SCALE)
 
-    def new_sums(self) -> HadamardCountMeanSketchSums:
-        """Return an empty accumulator."""
-        return HadamardCountMeanSketchSums(self.k, self.m)
+    def encode_payload(self, report: HadamardReport) -> dict[str, Any]:
+        """Return the row, the Hadamard column and the bit."""
+        return {"row": int(report.row), "col": int(report.col), "bit": int(report.bit)}
+
+    def decode_payload(self, obj: Mapping[str, Any]) -> HadamardReport:
+        """Return the report a JSON object holds, or raise DecodeError."""
+        return HadamardReport(integer(obj, "row", 0, self.k - 1),
+                              integer(obj, "col", 0, self.m - 1), integer(obj, "bit", 0, 1))
 
     def row_transform(self, block: np.ndarray) -> np.ndarray:
         """Return M's rows (before c_ε): the Walsh–Hadamard transform of S's rows."""
@@ -135,6 +144,19 @@ class HadamardCountMeanSketch(Sketch):
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""
         return hcms_count_variance(n, counts, self.m, self.flip)
+
+
+class HadamardCountMeanSketchParams(SketchParams):
+    """hcms: epsilon, k, m (a power of two) and the hash seed."""
+
+    name = "hcms"
+
+    def build(self) -> HadamardCountMeanSketch:
+        """Return the mechanism."""
+        assert self.epsilon is not None and self.k is not None and self.m is not None
+        assert self.hash_seed is not None  # validate() checked all four
+        return HadamardCountMeanSketch(epsilon=self.epsilon, k=self.k, m=self.m,
+                                       hash_seed=self.hash_seed)
 
 
 def _parity(x: np.ndarray) -> np.ndarray:

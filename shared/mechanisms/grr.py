@@ -10,7 +10,8 @@ is estimated by (N_v − n·q)/(p − q).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -19,6 +20,13 @@ import numpy as np
 from shared.accuracy import grr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.mechanisms.base import (
+    Option,
+    ParamsBase,
+    SingleRowMechanism,
+    as_float,
+    check_candidate_strings,
+)
 from shared.randomness import (
     SCALE,
     Rng,
@@ -30,6 +38,7 @@ from shared.randomness import (
 )
 from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon
+from shared.wire import integer
 
 MAX_DOMAIN = 4096  # larger domains are the sketches' job
 
@@ -51,16 +60,17 @@ class GeneralizedRandomizedResponseSums(Sums):
         self.table[0] += np.bincount(reports, minlength=self.table.shape[1])
 
 
-class GeneralizedRandomizedResponse:
+class GeneralizedRandomizedResponse(SingleRowMechanism):
     """k-ary randomized response over a small, fixed domain of strings."""
 
     name = "grr"
+    payload_fields = ("index",)
 
     def __init__(self, *, epsilon: float, domain: Sequence[str]) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.domain = _check_domain(domain)
         self.d = len(self.domain)
-        self._index = {value: i for i, value in enumerate(self.domain)}
+        self._index: dict[object, int] = {value: i for i, value in enumerate(self.domain)}
         self.threshold_other = threshold_at_least(1.0 / (math.exp(self.epsilon) + self.d - 1))
         keep = SCALE - (self.d - 1) * self.threshold_other
         check_implementable(keep, self.threshold_other)
@@ -68,11 +78,12 @@ class GeneralizedRandomizedResponse:
         self._lie_words = (self.d - 1) * self.threshold_other  # words below this lie
         self.effective_epsilon = log_ratio(keep, self.threshold_other)
         self.p, self.q = keep / SCALE, self.threshold_other / SCALE
+        self.sums_shape = (1, self.d)
 
     def __repr__(self) -> str:
         return f"GeneralizedRandomizedResponse(epsilon={self.epsilon!r}, d={self.d})"
 
-    def index_of(self, value: str) -> int:
+    def index_of(self, value: object) -> int:
         """Return the domain index of a value, or raise ValueOutOfDomain."""
         try:
             return self._index[value]
@@ -84,7 +95,9 @@ class GeneralizedRandomizedResponse:
         """Return the privatized domain index of a value."""
         truth, word = self.index_of(value), uniform_word(rng)
         # Plain ints: one report does not pay for building numpy arrays.
-        return int(_other(truth, word, self.threshold_other)) if word < self._lie_words else truth
+        if word < self._lie_words:
+            return int(other_value(truth, word, self.threshold_other))
+        return truth
 
     def privatize_many(self, values: Sequence[str], rng: Rng = None) -> np.ndarray:
         """Return privatized domain indices (int64) of many values."""
@@ -93,7 +106,8 @@ class GeneralizedRandomizedResponse:
 
     def _from_words(self, truth: np.ndarray, words: np.ndarray) -> np.ndarray:
         words = words.astype(np.int64)
-        return np.where(words < self._lie_words, _other(truth, words, self.threshold_other), truth)
+        lies = other_value(truth, words, self.threshold_other)
+        return np.where(words < self._lie_words, lies, truth)
 
     def stack(self, reports: Sequence[int]) -> np.ndarray:
         """Return decoded reports (domain indices) as the int64 batch ``add_many`` takes."""
@@ -107,6 +121,29 @@ class GeneralizedRandomizedResponse:
         if report == truth:
             return Fraction(self.threshold_keep, SCALE)
         return Fraction(self.threshold_other, SCALE)
+
+    def canonical(self, value: object) -> bytes:
+        """Return the value's domain index as 4 bytes (raise ValueOutOfDomain if outside)."""
+        return self.index_of(value).to_bytes(4, "big")
+
+    def encode_payload(self, report: int) -> dict[str, Any]:
+        """Return the report's JSON field."""
+        return {"index": int(report)}
+
+    def decode_payload(self, obj: Mapping[str, Any]) -> int:
+        """Return the domain index a JSON report holds, or raise DecodeError."""
+        return integer(obj, "index", 0, self.d - 1)
+
+    def parse_candidates(self, raw: Any) -> list[str] | None:
+        """Return the candidates (None: the whole domain); each must be in the domain."""
+        if raw is None:
+            return None
+        values = check_candidate_strings(raw)
+        outside = [c for c in values if c not in self._index]
+        if outside:
+            raise ParameterError(f"{len(outside)} candidates are not in the task's domain, "
+                                 f"e.g. {outside[0][:64]!r}")
+        return values
 
     def new_sums(self) -> GeneralizedRandomizedResponseSums:
         """Return an empty accumulator."""
@@ -124,7 +161,36 @@ class GeneralizedRandomizedResponse:
         return Estimates.from_variance(values, estimate, variance, n, level)
 
 
-def _other(truth: Any, words: Any, threshold: int) -> Any:
+@dataclass(frozen=True)
+class GeneralizedRandomizedResponseParams(ParamsBase):
+    """grr: epsilon and the domain (its order is on the wire: a report is an index)."""
+
+    epsilon: float | None = None
+    domain: tuple[str, ...] | None = None
+
+    name = "grr"
+    options = (Option("epsilon", "number", "Privacy parameter."),
+               Option("domain", "strings", "grr: the values, in order (a report is an index)."))
+
+    def validate(self) -> None:
+        """Check that both are given; the mechanism checks the rest when built."""
+        object.__setattr__(self, "epsilon", as_float(self.epsilon))
+        self.require("epsilon")
+        if self.domain is None:
+            raise ParameterError("grr needs a domain: a list of distinct strings")
+        # tuple("abc") would silently turn a string into the domain ('a', 'b', 'c')
+        if isinstance(self.domain, str | bytes) or not isinstance(self.domain, Sequence):
+            raise ParameterError("domain must be a list of distinct strings, got "
+                                 f"{type(self.domain).__name__}")
+        object.__setattr__(self, "domain", tuple(self.domain))
+
+    def build(self) -> GeneralizedRandomizedResponse:
+        """Return the mechanism."""
+        assert self.epsilon is not None and self.domain is not None  # validate() checked
+        return GeneralizedRandomizedResponse(epsilon=self.epsilon, domain=self.domain)
+
+
+def other_value(truth: Any, words: Any, threshold: int) -> Any:
     """Return the value a lying word names: number word // T, skipping the truth.
 
     Only words below (d−1)·T lie, so each other value has probability exactly T/2^32.

@@ -14,16 +14,20 @@ supplies the three things that differ: ``row_transform`` (table rows to X), ``of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
 
 import numpy as np
 
 from shared.accuracy import sketch_collision_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
-from shared.hashing import MAX_SEED, RowHashes, value_key, value_keys
+from shared.hashing import MAX_SEED, RowHashes, value_bytes, value_key, value_keys
+from shared.mechanisms.base import Batch, Option, ParamsBase, as_float, check_candidate_strings
 from shared.randomness import SCALE, check_implementable, log_ratio, threshold_at_least
-from shared.sums import Sums, check_shape
+from shared.sums import RowSums, Sums, check_shape
 from shared.validation import check_epsilon, check_int
 
 MAX_ROWS = 1 << 20
@@ -31,6 +35,9 @@ MAX_BUCKETS = 1 << 16
 GATHER_ELEMENTS = 1 << 21  # bounds the rows fetched at once: rows × candidates ≤ this
 GATHER_CHUNK = 1 << 17  # (candidates × rows) indices computed at once: 1 MiB, cache-sized
 BLOCK_CELLS = 1 << 22  # bounds one block of rows × m: 32 MiB of int64, whatever m is
+
+
+S = TypeVar("S", bound="Sketch")
 
 
 class Sketch:
@@ -48,6 +55,7 @@ class Sketch:
         self.m = check_int("m", m, 2, MAX_BUCKETS)
         self.hash_seed = check_int("hash_seed", hash_seed, 0, MAX_SEED)
         self.hashes = RowHashes(self.hash_seed, self.k, self.m)
+        self.sums_shape = (self.k, self.m)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
@@ -64,6 +72,38 @@ class Sketch:
         self.flip = self.flip_threshold / SCALE
         self.c_eps = 1.0 / (1.0 - 2.0 * self.flip)
         return log_ratio(keep, self.flip_threshold)
+
+    def for_device(self: S, device_key: bytes) -> S:
+        """Return self: every device privatizes alike."""
+        return self
+
+    def canonical(self, value: object) -> bytes:
+        """Return the value's UTF-8 bytes (raise ValueOutOfDomain for a non-str)."""
+        return value_bytes(value)
+
+    def parse_candidates(self, raw: Any) -> list[str]:
+        """Return the candidates: required, since a sketch does not know its domain."""
+        return check_candidate_strings(raw)
+
+    def new_sums(self) -> Sums:
+        """Return an empty accumulator."""
+        return self.sums_class(self.k, self.m)
+
+    sums_class: type[Sums]
+
+    def fold(self, batch: Batch) -> RowSums:
+        """Return the sums of a batch over only the rows it touches (renumbered compactly)."""
+        rows, compact = np.unique(batch.rows, return_inverse=True)
+        sums = self.sums_class(len(rows), self.m)
+        sums.add_many(replace(batch, rows=compact.astype(np.int64)))
+        return RowSums(rows.astype(np.int64), sums.n, sums.table)
+
+    def split_rows(self, batch: Batch, rows_per_part: int) -> Iterator[Batch]:
+        """Yield the batch in parts whose rows fall in one block of ``rows_per_part``."""
+        block = batch.rows // rows_per_part
+        order = np.argsort(block, kind="stable")
+        for part in np.split(order, np.flatnonzero(np.diff(block[order])) + 1):
+            yield type(batch)(*(getattr(batch, column.name)[part] for column in fields(batch)))
 
     def key(self, value: str) -> int:
         """Return the task's 64-bit key of a value (raises ValueOutOfDomain for non-str)."""
@@ -134,6 +174,40 @@ class Sketch:
         pairs = estimate * estimate - estimate - variance
         collisions = sketch_collision_variance(pairs, self.k, self.m)
         return Estimates.from_variance(list(values), estimate, variance + collisions, n, level)
+
+
+@dataclass(frozen=True)
+class SketchParams(ParamsBase):
+    """epsilon, k rows, m buckets per row and the hash seed (drawn for a new task)."""
+
+    epsilon: float | None = None
+    k: int | None = None
+    m: int | None = None
+    hash_seed: int | None = None
+
+    options = (Option("epsilon", "number", "Privacy parameter."),
+               Option("k", "integer", "Sketch rows (cms, hcms)."),
+               Option("m", "integer", "Sketch width (cms, hcms; a power of two for hcms)."),
+               Option("hash_seed", "integer", "Leave out to have the server draw one; give "
+                      "it only to recreate a task's hash family."))
+
+    @classmethod
+    def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Draw a random hash seed unless one is given."""
+        return with_hash_seed(given)
+
+    def validate(self) -> None:
+        """Check that every parameter is given; the mechanism checks their ranges."""
+        object.__setattr__(self, "epsilon", as_float(self.epsilon))
+        self.require("epsilon")
+        self.require("k", "m", "hash_seed")
+
+
+def with_hash_seed(given: dict[str, Any]) -> dict[str, Any]:
+    """Return task fields with a random hash seed drawn (CSPRNG) unless one is given."""
+    if given.get("hash_seed") is None:
+        given = {**given, "hash_seed": secrets.randbelow(MAX_SEED + 1)}
+    return given
 
 
 def _narrow(block: np.ndarray) -> np.ndarray:

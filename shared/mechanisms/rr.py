@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from shared.accuracy import rr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.mechanisms.base import Option, ParamsBase, SingleRowMechanism, as_float
 from shared.randomness import (
     SCALE,
     Rng,
@@ -33,6 +36,7 @@ from shared.randomness import (
 )
 from shared.sums import Sums, check_shape
 from shared.validation import MAX_EPSILON, check_epsilon, check_unit_interval
+from shared.wire import integer
 
 ANSWERS = (True, False)  # what estimate() reports on when given no candidates
 
@@ -54,10 +58,12 @@ class RandomizedResponseSums(Sums):
         self.table[0, 0] += int(np.count_nonzero(reports))
 
 
-class RandomizedResponse:
+class RandomizedResponse(SingleRowMechanism):
     """Binary randomized response: a yes/no value becomes one privatized bit."""
 
     name = "rr"
+    payload_fields = ("bit",)
+    sums_shape = (1, 1)
 
     def __init__(self, *, epsilon: float | None = None, alpha: float | None = None,
                  beta: float | None = None) -> None:
@@ -106,6 +112,23 @@ class RandomizedResponse:
             return Fraction(0)
         return p_one if report == 1 else 1 - p_one
 
+    def canonical(self, value: object) -> bytes:
+        """Return one byte identifying a yes/no value (raise ValueOutOfDomain otherwise)."""
+        return b"\x01" if check_answer(value) else b"\x00"
+
+    def encode_payload(self, report: int) -> dict[str, Any]:
+        """Return the report's JSON field."""
+        return {"bit": int(report)}
+
+    def decode_payload(self, obj: Mapping[str, Any]) -> int:
+        """Return the bit a JSON report holds, or raise DecodeError."""
+        return integer(obj, "bit", 0, 1)
+
+    def parse_candidates(self, raw: Any) -> None:
+        """Refuse candidates: rr always estimates yes and no."""
+        if raw is not None:
+            raise ParameterError("rr tasks estimate yes and no: leave out candidates")
+
     def new_sums(self) -> RandomizedResponseSums:
         """Return an empty accumulator."""
         return RandomizedResponseSums()
@@ -125,6 +148,30 @@ class RandomizedResponse:
         yes_clipped = min(max(yes, 0.0), float(n))
         variance = np.full(len(wanted), rr_count_variance(n, yes_clipped, self.p11, self.p10))
         return Estimates.from_variance(wanted, estimate, variance, n, level)
+
+
+@dataclass(frozen=True)
+class RandomizedResponseParams(ParamsBase):
+    """rr: epsilon, or the seeds' alpha and beta."""
+
+    epsilon: float | None = None
+    alpha: float | None = None
+    beta: float | None = None
+
+    name = "rr"
+    options = (Option("epsilon", "number", "Privacy parameter (or --alpha and --beta)."),
+               Option("alpha", "number", "rr only, with --beta, instead of --epsilon."),
+               Option("beta", "number", "rr only: P(yes) when not answering truthfully."))
+    exclusive = (frozenset({"alpha", "beta"}), "alpha and beta are only for rr")
+
+    def validate(self) -> None:
+        """Normalise numbers; the mechanism checks the rest when built."""
+        for name in ("epsilon", "alpha", "beta"):
+            object.__setattr__(self, name, as_float(getattr(self, name)))
+
+    def build(self) -> RandomizedResponse:
+        """Return the mechanism."""
+        return RandomizedResponse(epsilon=self.epsilon, alpha=self.alpha, beta=self.beta)
 
 
 def check_answer(value: object) -> bool:

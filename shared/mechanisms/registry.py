@@ -1,0 +1,55 @@
+"""The one lookup from a mechanism's name to its parameter class.
+
+A new mechanism is one module in this package and one line here. Everything outside
+:mod:`shared.mechanisms` (task, codec, client, collector, CLI, OpenAPI) asks this module.
+"""
+
+from __future__ import annotations
+
+from shared.errors import ParameterError
+from shared.mechanisms.base import Option, ParamsBase
+from shared.mechanisms.cms import CountMeanSketchParams
+from shared.mechanisms.grr import GeneralizedRandomizedResponseParams
+from shared.mechanisms.hcms import HadamardCountMeanSketchParams
+from shared.mechanisms.olh import OptimizedLocalHashingParams
+from shared.mechanisms.rr import RandomizedResponseParams
+
+KINDS: dict[str, type[ParamsBase]] = {
+    "rr": RandomizedResponseParams,
+    "grr": GeneralizedRandomizedResponseParams,
+    "cms": CountMeanSketchParams,
+    "hcms": HadamardCountMeanSketchParams,
+    "olh": OptimizedLocalHashingParams,
+}
+MECHANISMS = tuple(KINDS)
+
+
+def params_class(name: object) -> type[ParamsBase]:
+    """Return the parameter class of a mechanism name, or raise ParameterError."""
+    kind = KINDS.get(name) if isinstance(name, str) else None
+    if kind is None:
+        raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {name!r}")
+    return kind
+
+
+def all_options() -> dict[str, Option]:
+    """Return every parameter any mechanism takes, by name (first description wins)."""
+    options: dict[str, Option] = {}
+    for kind in KINDS.values():
+        for option in kind.options:
+            options.setdefault(option.name, option)
+    return options
+
+
+def check_foreign_fields(name: str, given: set[str]) -> None:
+    """Raise ParameterError for fields that mechanism ``name`` does not take."""
+    extra = given - set(KINDS[name].fields())
+    if not extra:
+        return
+    exclusive = [kind.exclusive for kind in KINDS.values() if kind.exclusive]
+    plain = extra - set().union(*(fields for fields, _ in exclusive))
+    if plain:
+        raise ParameterError(f"{name} takes no {', '.join(sorted(plain))}")
+    for fields, message in exclusive:
+        if extra & fields:
+            raise ParameterError(message)

@@ -1,0 +1,53 @@
+"""Wire primitives every payload codec uses: base64url without padding and bounded integers.
+
+They live apart from :mod:`shared.codec` (the envelope and batch) so that each mechanism
+module can encode and decode its own payload without importing the task or the codec.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from shared.errors import DecodeError
+
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_BASE64URL = re.compile("[A-Za-z0-9_-]+")
+
+
+def b64encode(raw: bytes) -> str:
+    """Return base64url without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def b64decode(text: str, size: int, what: str) -> bytes:
+    """Return the ``size`` bytes a base64url string (no padding) holds, or raise."""
+    if not isinstance(text, str) or len(text) != (4 * size + 2) // 3:
+        raise DecodeError(f"{what} must be {size} bytes as base64url without padding")
+    if not _BASE64URL.fullmatch(text):
+        raise DecodeError(f"{what} is not valid base64url (alphabet A-Z a-z 0-9 - _)")
+    if text[-1] not in _canonical_last_characters(size):
+        raise DecodeError(f"{what} must be {size} bytes as canonical base64url: the unused "
+                          "low bits of the last character must be zero")
+    # Checked up front, the decoding itself is one C call (this runs per report on ingest).
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@functools.lru_cache(maxsize=64)
+def _canonical_last_characters(size: int) -> frozenset[str]:
+    """Return the characters that may end the canonical encoding of ``size`` bytes."""
+    unused = -8 * size % 6  # low bits of the last character that carry nothing
+    return frozenset(_ALPHABET[::1 << unused])
+
+
+def integer(obj: Mapping[str, Any], name: str, low: int, high: int) -> int:
+    """Return the JSON integer ``obj[name]`` if it lies in [low, high], else raise."""
+    value = obj[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DecodeError(f"{name} must be an integer")
+    if not low <= value <= high:
+        raise DecodeError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
