@@ -3,10 +3,11 @@
 For a domain of d values and n reports spread evenly over it, the RMSE of one value's count
 is computed from the closed forms (shared/accuracy.py, plus the hash-collision term of the
 sketches from simulations/theory.py) for randomized response (d = 2), generalized RR
-(Wang et al. 2017; d <= 4096), CMS and HCMS (Apple 2017), and checked by simulation (exact
-sum samplers, a fresh hash family per repetition, so collisions are averaged as in the
-formula). GRR's error grows with d, the sketches' does not; CMS sends m bits per report,
-HCMS one, which costs HCMS accuracy.
+(Wang et al. 2017; d <= 4096), CMS and HCMS (Apple 2017) and OLH (Wang et al. 2017, with
+k hash rows), and checked by simulation (exact sum samplers, or OLH's own privatize_many,
+with a fresh hash family per repetition, so collisions are averaged as in the formula).
+GRR's error grows with d, the sketches' and OLH's do not; CMS sends m bits per report,
+HCMS one, which costs HCMS accuracy; OLH sends a row and one of g = ⌊e^ε⌋+1 buckets.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import GeneralizedRandomizedResponse, RandomizedResponse
-from shared.accuracy import grr_count_variance, rr_count_variance
+from shared import GeneralizedRandomizedResponse, OptimizedLocalHashing, RandomizedResponse
+from shared.accuracy import grr_count_variance, olh_count_variance, rr_count_variance
 from shared.mechanisms.grr import MAX_DOMAIN
 from simulations import plotting, stats
 from simulations.population import Population, uniform_population
@@ -29,9 +30,9 @@ from simulations.tables import Column, Table
 from simulations.theory import collision_variance
 
 NAME = "choose_mechanism"
-SUMMARY = ("which mechanism (rr/grr, cms, hcms) estimates a count most accurately for a given "
+SUMMARY = ("which mechanism (rr/grr, cms, hcms, olh) estimates a count most accurately for a given "
            "epsilon and domain size: a table from the closed forms with a simulated check")
-ORDER = ("rr/grr", "cms", "hcms")
+ORDER = ("rr/grr", "cms", "hcms", "olh")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def compute(sizes: Sizes, rng: np.random.Generator, show_progress: bool = False)
         if d <= MAX_DOMAIN:
             cells.append(measure_direct(epsilon, population, sizes, rng))
         cells += [measure_sketch(name, epsilon, population, sizes, rng) for name in SKETCHES]
+        cells.append(measure_olh(epsilon, population, sizes, rng))
     return Result(sizes, cells)
 
 
@@ -136,6 +138,29 @@ def measure_sketch(name: str, epsilon: float, population: Population, sizes: Siz
                 stats.rmse(np.array(errors)), bits + math.ceil(math.log2(k)))
 
 
+def measure_olh(epsilon: float, population: Population, sizes: Sizes,
+                rng: np.random.Generator) -> Cell:
+    """Measure OLH by privatizing the population, a fresh hash family per repetition."""
+    chosen = list(population.values[:sizes.candidates])
+    truth = population.counts[:len(chosen)]
+    values = [v for v, c in zip(population.values, population.counts, strict=True)
+              for _ in range(int(c))]
+    errors = []
+    for _ in range(sizes.reps(len(chosen))):
+        olh = OptimizedLocalHashing(epsilon=epsilon, k=sizes.k,
+                                    hash_seed=int(rng.integers(0, 2**32)))
+        sums = olh.new_sums()
+        sums.add_many(olh.privatize_many(values, rng))
+        errors.append(olh.estimate(sums, chosen).estimate - truth)
+    counts = population.counts.astype(float)
+    collisions = (collision_variance(counts, olh.g, sizes.k)
+                  - truth * (truth - 1.0) / (sizes.k * (olh.g - 1)))
+    theory = float(np.mean(olh_count_variance(population.n, truth, olh.g, olh.p) + collisions))
+    bits = math.ceil(math.log2(olh.g)) + math.ceil(math.log2(sizes.k))
+    return Cell(epsilon, olh.effective_epsilon, len(population.values), "olh",
+                math.sqrt(theory), stats.rmse(np.array(errors)), bits)
+
+
 def best(cells: list[Cell]) -> dict[tuple[float, int], str]:
     """Return the mechanism with the smallest closed-form RMSE at each (epsilon, d)."""
     winners: dict[tuple[float, int], Cell] = {}
@@ -166,8 +191,8 @@ def table(result: Result) -> Table:
              "closed form (simulated). rr/grr applies up to d = 4096. Report size: rr 1 bit, "
              f"grr ⌈log2 d⌉ bits, cms m + log2 k = {sizes.m + math.ceil(math.log2(sizes.k))} "
              f"bits, hcms 1 + log2 m + log2 k = "
-             f"{1 + int(math.log2(sizes.m)) + math.ceil(math.log2(sizes.k))} bits "
-             f"(k = {sizes.k}, m = {sizes.m}).")
+             f"{1 + int(math.log2(sizes.m)) + math.ceil(math.log2(sizes.k))} bits, "
+             f"olh log2 g + log2 k bits with g = ⌊e^ε⌋+1 (k = {sizes.k}, m = {sizes.m}).")
     return Table("Which mechanism for a count?", [*columns, *csv_columns],
                  list(rows.values()), notes)
 

@@ -19,12 +19,14 @@ from shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
+    OptimizedLocalHashing,
     RandomizedResponse,
 )
 from shared.accuracy import (
     cms_count_variance,
     grr_count_variance,
     hcms_count_variance,
+    olh_count_variance,
     rr_count_variance,
     rr_sampling_variance,
 )
@@ -195,6 +197,35 @@ def test_sketch_estimates_are_unbiased_with_the_closed_form_variance(mechanism: 
     trials = run_trials(sketch, values, candidates, SKETCH_TRIALS, seed=13)
     # Pooled over candidates, whose estimates share a bucket in ~1/m of the rows (ρ ≈ 1/m).
     pooled_se = math.sqrt((1 + (len(candidates) - 1) / sketch.m) / len(candidates))
+    assert abs(float(np.mean(trials.bias_z(centre, variance)))) < 4 * pooled_se
+    for group in (slice(0, HEAVY), slice(HEAVY, None)):
+        part = Trials(trials.estimate[:, group], trials.ci_low[:, group],
+                      trials.ci_high[:, group])
+        assert_accurate(part, truth[group], centre[group], variance[group])
+
+
+def test_olh_estimates_are_unbiased_with_the_closed_form_variance() -> None:
+    olh = OptimizedLocalHashing(epsilon=2.0, k=1024, hash_seed=20261122)  # g = 8 buckets
+    counts, candidates = sketch_population()
+    values = [v for v, c in counts.items() for _ in range(c)]
+    n = len(values)
+    truth = np.array([counts.get(c, 0) for c in candidates], dtype=float)
+    variance = olh_count_variance(n, truth, olh.g, olh.p)
+    # Given the fixed family, a report of v lands in d's bucket with probability p in the
+    # rows where they collide and q elsewhere: E[f̂(d)] from the row-collision weights W.
+    keys = np.array([olh.key(v) for v in counts], dtype=np.uint64)
+    buckets = olh.hashes.bucket_matrix(keys, slice(0, olh.k))
+    weights = np.zeros((olh.k, olh.g))
+    np.add.at(weights, (np.broadcast_to(np.arange(olh.k), buckets.shape), buckets),
+              np.array(list(counts.values()), dtype=float)[:, None])
+    candidate_keys = np.array([olh.key(c) for c in candidates], dtype=np.uint64)
+    hits = weights[np.arange(olh.k), olh.hashes.bucket_matrix(candidate_keys,
+                                                              slice(0, olh.k))].sum(axis=1)
+    expected_c = n * olh.q + (olh.p - olh.q) * hits / olh.k
+    centre = (expected_c - n / olh.g) / (olh.p - 1 / olh.g)
+    assert np.max(np.abs(centre - truth) / np.sqrt(variance)) < 0.35
+    trials = run_trials(olh, values, candidates, SKETCH_TRIALS, seed=14)
+    pooled_se = math.sqrt((1 + (len(candidates) - 1) / olh.g) / len(candidates))
     assert abs(float(np.mean(trials.bias_z(centre, variance)))) < 4 * pooled_se
     for group in (slice(0, HEAVY), slice(HEAVY, None)):
         part = Trials(trials.estimate[:, group], trials.ci_low[:, group],

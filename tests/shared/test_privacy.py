@@ -22,6 +22,7 @@ from shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
+    OptimizedLocalHashing,
     RandomizedResponse,
 )
 
@@ -50,6 +51,9 @@ CASES: dict[str, PrivacyCase] = {
                         STRINGS),
     "hcms-k3-m8-eps0.7": (lambda: HadamardCountMeanSketch(epsilon=0.7, k=3, m=8,
                                                           hash_seed=5), STRINGS[:5]),
+    "olh-k2-eps1": (lambda: OptimizedLocalHashing(epsilon=1.0, k=2, hash_seed=3), STRINGS),
+    "olh-k3-eps2.3": (lambda: OptimizedLocalHashing(epsilon=2.3, k=3, hash_seed=8),
+                      STRINGS[:5]),
 }
 
 
@@ -92,6 +96,7 @@ def test_effective_epsilon_never_exceeds_the_epsilon_asked(epsilon: float) -> No
         RandomizedResponse(epsilon=epsilon),
         CountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
         HadamardCountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
+        OptimizedLocalHashing(epsilon=epsilon, k=4, hash_seed=1),
     ] + [GeneralizedRandomizedResponse(epsilon=epsilon, domain=[str(i) for i in range(d)])
          for d in (3, 7, 100) if epsilon > 0.01]
     for mechanism in mechanisms:
