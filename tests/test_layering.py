@@ -1,0 +1,110 @@
+"""The layer picture holds: client -> shared <- aggregator, no import cycles, and nothing
+outside shared/mechanisms names a mechanism (it asks the registry).
+
+Imports are read from the source with ``ast``, including those inside functions, so a
+cycle hidden behind a late import is found too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from shared.mechanisms.registry import MECHANISMS
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("shared", "client", "aggregator")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+
+
+def imported(path: Path, name: str, known: set[str]) -> set[str]:
+    """Return the project modules a file imports anywhere (module-level or in functions)."""
+    found: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # "from a import b" may import the module a.b or the name b of a
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imported(path, name, known) for name, path in mods.items()}
+
+
+def test_no_import_cycles() -> None:
+    edges = graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state:
+            visit(start, [start])
+    # A package's __init__ re-exporting its modules is not a cycle of concern when the
+    # module does not import its package back; report every other cycle.
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize(("importer", "forbidden"), [
+    ("shared", ("client", "aggregator", "flask", "requests", "werkzeug")),
+    ("client", ("aggregator", "flask", "werkzeug")),
+    ("aggregator", ("client",)),
+])
+def test_layers(importer: str, forbidden: tuple[str, ...]) -> None:
+    for path in (ROOT / importer).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and
+                     not node.level else [])
+            for name in names:
+                assert name.split(".")[0] not in forbidden, f"{path} imports {name}"
+
+
+@pytest.mark.parametrize("package", ["client", "aggregator"])
+def test_no_mechanism_is_named_outside_the_registry(package: str) -> None:
+    """No identifier or string constant in client/ or aggregator/ is a mechanism's name."""
+    names = set(MECHANISMS)
+    hits = []
+    for path in (ROOT / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            word = (node.value if isinstance(node, ast.Constant) else
+                    node.id if isinstance(node, ast.Name) else
+                    node.attr if isinstance(node, ast.Attribute) else None)
+            if isinstance(word, str) and word in names:
+                hits.append(f"{path}:{node.lineno}: {word}")
+    assert not hits, "mechanisms named outside shared/mechanisms:\n" + "\n".join(hits)
