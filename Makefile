@@ -4,7 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint demo bench clean
+MIN_VENV := .venv-min
+
+.PHONY: test lint demo bench clean test-min-versions
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +28,19 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check shared client aggregator simulations demo benchmarks tests
+	$(BIN)/ruff check shared client aggregator simulations demo benchmarks tests ldp_scripts.py
 	$(BIN)/mypy
 
+# The SDK, shared and collector tests on the oldest versions pyproject.toml declares.
+test-min-versions:
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PYTHON) .ci/min_requirements.py > $(MIN_VENV)/requirements.txt
+	$(MIN_VENV)/bin/python -m pip install --quiet -r $(MIN_VENV)/requirements.txt \
+		pytest pytest-timeout hypothesis scipy
+	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|mmh3|requests|urllib3|flask|gunicorn|prometheus.client)=='
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/shared tests/client tests/aggregator
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(MIN_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

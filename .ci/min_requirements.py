@@ -1,0 +1,31 @@
+"""Print the declared minimum version of every runtime and [server] dependency as pins.
+
+`make test-min-versions` installs exactly these and runs the SDK and collector tests, so
+the floors in pyproject.toml are proven, not hoped for.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+FLOOR = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)\s*>=\s*([0-9][^,;\s]*)")
+
+
+def pins(pyproject: Path) -> list[str]:
+    """Return 'name==floor' for the runtime dependencies and the server extra."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    declared = project["dependencies"] + project["optional-dependencies"]["server"]
+    out = []
+    for requirement in declared:
+        match = FLOOR.match(requirement)
+        if not match:
+            sys.exit(f"{requirement!r} has no '>=' floor: every dependency declares one")
+        out.append(f"{match.group(1)}=={match.group(2)}")
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(pins(Path(__file__).resolve().parent.parent / "pyproject.toml")))
