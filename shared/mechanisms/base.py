@@ -125,6 +125,20 @@ class Mechanism(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What a mechanism would give for a workload: its parameters and a count's error.
+
+    ``std_error`` is the closed-form standard error of one value's count when ``devices``
+    reports are spread evenly over ``domain_size`` values (hash collisions included for
+    the hashing mechanisms); ``report_bits`` is the payload's size on the wire.
+    """
+
+    fields: dict[str, Any]
+    std_error: float
+    report_bits: int
+
+
 P = TypeVar("P", bound="ParamsBase")
 
 
@@ -160,6 +174,11 @@ class ParamsBase:
     def validate(self) -> None:
         """Raise ParameterError naming the fix if the parameters are unusable."""
         raise NotImplementedError
+
+    @classmethod
+    def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:
+        """Return this kind's parameters and expected error for a workload (None: unfit)."""
+        return None
 
     def build(self) -> Mechanism:
         """Return the mechanism these parameters define."""

@@ -93,6 +93,7 @@ class CountMeanSketch(Sketch):
         self.effective_epsilon = 2.0 * self.set_flip(self.epsilon / 2.0)
         self.offset = (self.c_eps - 1.0) / 2.0
         self.report_bytes = (self.m + 7) // 8
+        self.report_bits = self.m + (self.k - 1).bit_length()
 
     def privatize(self, value: str, rng: Rng = None) -> SketchReport:
         """Return the privatized report of one value."""

@@ -23,6 +23,7 @@ from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.mechanisms.base import (
     Option,
     ParamsBase,
+    Plan,
     SingleRowMechanism,
     as_float,
     check_candidate_strings,
@@ -188,6 +189,17 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
         """Return the mechanism."""
         assert self.epsilon is not None and self.domain is not None  # validate() checked
         return GeneralizedRandomizedResponse(epsilon=self.epsilon, domain=self.domain)
+
+    @classmethod
+    def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:
+        """grr fits domains of 3 to MAX_DOMAIN values (rr is grr at 2)."""
+        if not 3 <= domain_size <= MAX_DOMAIN:
+            return None
+        grr = GeneralizedRandomizedResponse(epsilon=epsilon,
+                                            domain=[str(i) for i in range(domain_size)])
+        variance = grr_count_variance(devices, devices / domain_size, grr.p, grr.q)
+        fields = {"epsilon": epsilon, "domain": f"<your {domain_size} values>"}
+        return Plan(fields, math.sqrt(float(variance)), math.ceil(math.log2(domain_size)))
 
 
 def other_value(truth: Any, words: Any, threshold: int) -> Any:

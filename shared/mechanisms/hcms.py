@@ -91,6 +91,7 @@ class HadamardCountMeanSketch(Sketch):
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
         check_power_of_two("m", self.m)
+        self.report_bits = 1 + (self.m - 1).bit_length() + (self.k - 1).bit_length()
         self.effective_epsilon = self.set_flip(self.epsilon)
 
     def privatize(self, value: str, rng: Rng = None) -> HadamardReport:

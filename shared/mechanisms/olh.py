@@ -27,9 +27,16 @@ from typing import Any
 import numpy as np
 
 from shared.accuracy import olh_count_variance
-from shared.mechanisms.base import Option, ParamsBase, as_float
+from shared.mechanisms.base import Option, ParamsBase, Plan, as_float
 from shared.mechanisms.grr import other_value
-from shared.mechanisms.sketch import MAX_BUCKETS, Sketch, SketchParams, with_hash_seed
+from shared.mechanisms.sketch import (
+    MAX_BUCKETS,
+    PLAN_K,
+    Sketch,
+    SketchParams,
+    plan_sketch,
+    with_hash_seed,
+)
 from shared.randomness import (
     SCALE,
     Rng,
@@ -103,6 +110,7 @@ class OptimizedLocalHashing(Sketch):
         check_implementable(self.threshold_keep, self.threshold_other)
         self.effective_epsilon = log_ratio(self.threshold_keep, self.threshold_other)
         self.p, self.q = self.threshold_keep / SCALE, self.threshold_other / SCALE
+        self.report_bits = (g - 1).bit_length() + (self.k - 1).bit_length()
 
     def __repr__(self) -> str:
         return (f"OptimizedLocalHashing(epsilon={self.epsilon!r}, k={self.k}, g={self.g}, "
@@ -187,3 +195,9 @@ class OptimizedLocalHashingParams(ParamsBase):
         """Return the mechanism."""
         assert self.epsilon is not None and self.k is not None and self.hash_seed is not None
         return OptimizedLocalHashing(epsilon=self.epsilon, k=self.k, hash_seed=self.hash_seed)
+
+    @classmethod
+    def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:
+        """Plan with k = 2048 hash rows (g follows from epsilon)."""
+        return plan_sketch(cls.from_fields({"epsilon": epsilon, "k": PLAN_K, "hash_seed": 0}),
+                           domain_size, devices)

@@ -7,7 +7,7 @@ A new mechanism is one module in this package and one line here. Everything outs
 from __future__ import annotations
 
 from shared.errors import ParameterError
-from shared.mechanisms.base import Option, ParamsBase
+from shared.mechanisms.base import Option, ParamsBase, Plan
 from shared.mechanisms.cms import CountMeanSketchParams
 from shared.mechanisms.grr import GeneralizedRandomizedResponseParams
 from shared.mechanisms.hcms import HadamardCountMeanSketchParams
@@ -53,3 +53,13 @@ def check_foreign_fields(name: str, given: set[str]) -> None:
     for fields, message in exclusive:
         if extra & fields:
             raise ParameterError(message)
+
+
+def plan(epsilon: float, domain_size: int, devices: int) -> list[tuple[str, Plan]]:
+    """Return every mechanism that fits the workload, most accurate first (closed forms).
+
+    Ties in the standard error go to the smaller report.
+    """
+    plans = [(name, kind.plan(epsilon, domain_size, devices)) for name, kind in KINDS.items()]
+    fitting = [(name, p) for name, p in plans if p is not None]
+    return sorted(fitting, key=lambda item: (round(item[1].std_error, 9), item[1].report_bits))

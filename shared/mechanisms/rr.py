@@ -24,7 +24,7 @@ import numpy as np
 from shared.accuracy import rr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
-from shared.mechanisms.base import Option, ParamsBase, SingleRowMechanism, as_float
+from shared.mechanisms.base import Option, ParamsBase, Plan, SingleRowMechanism, as_float
 from shared.randomness import (
     SCALE,
     Rng,
@@ -172,6 +172,15 @@ class RandomizedResponseParams(ParamsBase):
     def build(self) -> RandomizedResponse:
         """Return the mechanism."""
         return RandomizedResponse(epsilon=self.epsilon, alpha=self.alpha, beta=self.beta)
+
+    @classmethod
+    def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:
+        """rr answers yes/no questions only (a domain of 2)."""
+        if domain_size != 2:
+            return None
+        rr = RandomizedResponse(epsilon=epsilon)
+        variance = rr_count_variance(devices, devices / 2, rr.p11, rr.p10)
+        return Plan({"epsilon": epsilon}, math.sqrt(float(variance)), 1)
 
 
 def check_answer(value: object) -> bool:

@@ -25,7 +25,14 @@ from shared.accuracy import sketch_collision_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.hashing import MAX_SEED, RowHashes, value_bytes, value_key, value_keys
-from shared.mechanisms.base import Batch, Option, ParamsBase, as_float, check_candidate_strings
+from shared.mechanisms.base import (
+    Batch,
+    Option,
+    ParamsBase,
+    Plan,
+    as_float,
+    check_candidate_strings,
+)
 from shared.randomness import SCALE, check_implementable, log_ratio, threshold_at_least
 from shared.sums import RowSums, Sums, check_shape
 from shared.validation import check_epsilon, check_int
@@ -44,6 +51,7 @@ class Sketch:
     """Parameters and hashing of a k × m sketch; subclasses add the randomizer."""
 
     name = ""
+    report_bits = 0  # the payload's size on the wire (set by each sketch)
     offset = 0.0  # the estimator's offset (CMS: (c_ε − 1)/2)
     flip_threshold: int
     flip: float
@@ -201,6 +209,27 @@ class SketchParams(ParamsBase):
         object.__setattr__(self, "epsilon", as_float(self.epsilon))
         self.require("epsilon")
         self.require("k", "m", "hash_seed")
+
+    @classmethod
+    def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:
+        """Plan with k = 2048, m = 1024 (Apple's m; k past the point where collisions bite)."""
+        return plan_sketch(cls.from_fields({"epsilon": epsilon, "k": PLAN_K, "m": PLAN_M,
+                                            "hash_seed": 0}), domain_size, devices)
+
+
+PLAN_K, PLAN_M = 2048, 1024
+
+
+def plan_sketch(params: ParamsBase, domain_size: int, devices: int) -> Plan:
+    """Return a hashing mechanism's plan: noise plus the collisions of an even spread."""
+    sketch = params.build()
+    assert isinstance(sketch, Sketch)
+    count = devices / domain_size
+    noise = float(sketch.noise_variance(devices, np.array([count]))[0])
+    others = (domain_size - 1) * count * max(count - 1.0, 0.0)
+    collisions = others / (sketch.k * (sketch.m - 1))
+    fields = {k: v for k, v in params.to_fields().items() if k != "hash_seed"}  # drawn
+    return Plan(fields, float(np.sqrt(noise + collisions)), sketch.report_bits)
 
 
 def with_hash_seed(given: dict[str, Any]) -> dict[str, Any]:

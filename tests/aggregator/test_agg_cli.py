@@ -52,3 +52,15 @@ def test_tokens_create_prints_once_and_stores_the_hash(tmp_path: Path) -> None:
     with create_app({"DATABASE": str(db)}).app_context():
         assert role_of(token) == "analyst"
         assert role_of(token + "x") is None
+
+
+def test_tasks_plan_recommends_the_most_accurate_mechanism() -> None:
+    result = CliRunner().invoke(main, ["tasks", "plan", "--domain-size", "2", "--devices",
+                                       "1000", "--epsilon", "1"])
+    assert result.exit_code == 0, result.output
+    assert "recommended: rr" in result.output
+    wide = CliRunner().invoke(main, ["tasks", "plan", "--domain-size", "100000", "--devices",
+                                     "1000000", "--epsilon", "4", "--format", "json"])
+    rows = json.loads(wide.output)
+    assert [r["std_error"] for r in rows] == sorted(r["std_error"] for r in rows)
+    assert {r["mechanism"] for r in rows} == {"cms", "hcms", "olh"}
