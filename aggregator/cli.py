@@ -31,8 +31,9 @@ def _app(db: str | None) -> Flask:
 
 
 @click.group()
-@click.option("--db", type=click.Path(dir_okay=False), default=None,
-              help="SQLite file (default: ldp-aggregator.sqlite3 in the instance folder).")
+@click.option("--db", default=None,
+              help="Database: a SQLite file path or sqlite:///path URL (default: "
+                   "ldp-aggregator.sqlite3 in the instance folder).")
 @click.pass_context
 def main(ctx: click.Context, db: str | None) -> None:
     """Collect local-DP telemetry reports and answer estimates."""
@@ -48,7 +49,8 @@ def main(ctx: click.Context, db: str | None) -> None:
 def serve(db: str | None, host: str, port: int, workers: int) -> None:
     """Run the collector under gunicorn (SIGTERM lets in-flight uploads commit)."""
     if db:
-        os.environ["LDP_DATABASE"] = json.dumps(os.path.abspath(db))
+        # Workers may start elsewhere: a bare path is made absolute, a URL passes as it is.
+        os.environ["LDP_DATABASE"] = json.dumps(db if "://" in db else os.path.abspath(db))
     database = _app(db).config["DATABASE"]  # creates the file and schema before the workers
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         metrics_dir = tempfile.mkdtemp(prefix="ldp-metrics-")

@@ -15,7 +15,7 @@ import numpy as np
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
 from agg_server import Server
 
-from aggregator.sqlite_store import SqliteStore
+from aggregator.store.sqlite import SqliteStore
 from shared import TaskConfig, encode_batch
 
 StartServer = Callable[..., Server]

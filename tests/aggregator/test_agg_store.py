@@ -11,10 +11,10 @@ import pytest
 from agg_reports import envelopes, payloads
 
 from aggregator.admission import admit
-from aggregator.folding import fold, fold_parts
-from aggregator.sqlite_store import SqliteStore
-from aggregator.staging import Batch, pack, stack, unpack
 from aggregator.store import StoredTask
+from aggregator.store.folding import fold, fold_parts
+from aggregator.store.sqlite import SqliteStore
+from aggregator.store.staging import Batch, pack, stack, unpack
 from shared import TaskConfig
 
 DAY = 86_400

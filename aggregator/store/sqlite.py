@@ -3,7 +3,7 @@
 Sums are kept per (task, bucket, row) as the row's report count ``n`` and its counters as
 a BLOB of little-endian int64. An upload is one ``BEGIN IMMEDIATE`` transaction (the
 database's single writer lock): check and record the ids, stage the new reports packed
-(:mod:`aggregator.staging`), and, once a task's staged bytes pass ``staged_bytes``, fold
+(:mod:`aggregator.store.staging`), and, once a task's staged bytes pass ``staged_bytes``, fold
 them into the rows they touch (read, add, write back), then commit. Workers therefore
 serialize their read-modify-writes and any number of them give the same sums as one. The
 view answers only after ``COMMIT`` returns. Estimates fold what is staged first.
@@ -22,10 +22,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from aggregator.folding import fold_parts
-from aggregator.staging import pack, stack, unpack
-from aggregator.store import StoredTask, StoreUnavailable, SumsView, TaskExists
-from aggregator.streamed import StreamedSums
+from aggregator.store.folding import fold_parts
+from aggregator.store.interface import StoredTask, StoreUnavailable, SumsView, TaskExists
+from aggregator.store.staging import pack, stack, unpack
+from aggregator.store.streamed import StreamedSums
 from shared import Envelope, Sums, TaskConfig
 from shared.sums import RowSums
 
@@ -58,7 +58,7 @@ NO_LIMIT = (-(2**63), 2**63 - 1)
 
 
 class SqliteStore:
-    """:class:`aggregator.store.Store` on one SQLite file (one connection per thread)."""
+    """:class:`~aggregator.store.interface.Store` on one SQLite file (a connection per thread)."""
 
     def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0,
                  staged_bytes: int = 8 << 20) -> None:

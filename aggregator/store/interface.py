@@ -1,27 +1,19 @@
-"""The storage interface of the aggregator and its wiring into the app.
+"""What the views need from storage: the :class:`Store` protocol and its value types.
 
 The collector keeps tasks, exact integer sums per (task, time bucket, sketch row), the ids
-of reports seen inside their acceptance window, and hashed tokens. :class:`Store` is what
-the views need; :mod:`aggregator.sqlite_store` is the embedded implementation and another
-backend (e.g. PostgreSQL) implements the same methods. Every method is atomic.
+of reports seen inside their acceptance window, and hashed tokens. Every method is atomic.
+Backends (:mod:`aggregator.store.sqlite`, ...) implement it; :mod:`aggregator.store.backends`
+picks one from the database URL. This module imports no backend.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from flask import Flask, Response, current_app
-
-from aggregator.problems import problem_response
 from shared import Envelope, TaskConfig
-
-EXTENSION = "ldp_store"
-log = logging.getLogger(__name__)
 
 
 class TaskExists(Exception):
@@ -50,6 +42,9 @@ class SumsView(Protocol):
 
 class Store(Protocol):
     """What the views need from storage."""
+
+    def initialize(self) -> None:
+        """Create the schema if it is missing; safe to call from every process."""
 
     def create_task(self, task: StoredTask) -> None:
         """Store a new task, or raise TaskExists."""
@@ -87,32 +82,3 @@ class Store(Protocol):
 
     def check_writable(self) -> None:
         """Raise if the store cannot commit a write right now."""
-
-
-def init_app(app: Flask) -> None:
-    """Open the configured store (creating its schema) and attach it to the app."""
-    from aggregator.sqlite_store import SqliteStore  # the embedded default backend
-
-    path = app.config["DATABASE"] or os.path.join(app.instance_path, "ldp-aggregator.sqlite3")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    app.config["DATABASE"] = path
-    store = SqliteStore(path, synchronous=str(app.config["SQLITE_SYNCHRONOUS"]),
-                        busy_timeout=float(app.config["SQLITE_BUSY_TIMEOUT"]),
-                        staged_bytes=int(app.config["STAGED_BYTES"]))
-    store.initialize()
-    app.extensions[EXTENSION] = store
-    app.register_error_handler(StoreUnavailable, _unavailable)
-
-
-def _unavailable(error: StoreUnavailable) -> Response:
-    log.warning("store unavailable: %s", error)
-    response = problem_response(503, "unavailable", "Unavailable",
-                                "the database is busy; retry after the Retry-After delay")
-    response.headers["Retry-After"] = "1"
-    return response
-
-
-def get_store() -> Store:
-    """Return the current app's store."""
-    store: Store = current_app.extensions[EXTENSION]
-    return store

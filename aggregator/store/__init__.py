@@ -1,0 +1,49 @@
+"""Storage of the collector and its wiring into the app.
+
+:mod:`~aggregator.store.interface` says what the views need, :mod:`~aggregator.store.backends`
+opens the backend a database URL names, :mod:`~aggregator.store.sqlite` is the embedded
+backend (with :mod:`~aggregator.store.staging`, :mod:`~aggregator.store.folding` and
+:mod:`~aggregator.store.streamed` as its pieces). Views import from this package only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from flask import Flask, Response, current_app
+
+from aggregator.problems import problem_response
+from aggregator.store.backends import open_store
+from aggregator.store.interface import Store, StoredTask, StoreUnavailable, SumsView, TaskExists
+
+__all__ = ["Store", "StoreUnavailable", "StoredTask", "SumsView", "TaskExists", "get_store",
+           "init_app", "open_store"]
+
+EXTENSION = "ldp_store"
+log = logging.getLogger(__name__)
+
+
+def init_app(app: Flask) -> None:
+    """Open the configured store (creating its schema) and attach it to the app."""
+    database = app.config["DATABASE"] or os.path.join(app.instance_path,
+                                                      "ldp-aggregator.sqlite3")
+    app.config["DATABASE"] = database
+    store = open_store(str(database), app.config)
+    store.initialize()
+    app.extensions[EXTENSION] = store
+    app.register_error_handler(StoreUnavailable, _unavailable)
+
+
+def _unavailable(error: StoreUnavailable) -> Response:
+    log.warning("store unavailable: %s", error)
+    response = problem_response(503, "unavailable", "Unavailable",
+                                "the database is busy; retry after the Retry-After delay")
+    response.headers["Retry-After"] = "1"
+    return response
+
+
+def get_store() -> Store:
+    """Return the current app's store."""
+    store: Store = current_app.extensions[EXTENSION]
+    return store
