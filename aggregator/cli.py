@@ -71,7 +71,7 @@ def tasks() -> None:
 
 def mechanism_options(command: Any) -> Any:
     """Add one option per task parameter that any registered mechanism takes."""
-    types = {"number": float, "integer": int, "strings": str}
+    types = {"number": float, "integer": int, "string": str, "strings": str}
     for option in reversed(list(all_options().values())):
         help_text = option.help + (" Comma-separated." if option.kind == "strings" else "")
         command = click.option(f"--{option.name.replace('_', '-')}", option.name,
