@@ -289,13 +289,12 @@ class HeavyHitters:
 
     def estimate(self, sums: Any, candidates: Sequence[str] | None = None,
                  level: float = DEFAULT_LEVEL) -> Estimates:
-        """Estimate full strings' counts, each at the last level (where it is whole)."""
+        """Estimate full strings' counts from every level where each is whole."""
         if candidates is None:
             raise ParameterError("hh needs candidates to estimate; to find the frequent "
                                  "strings without a list use discover (heavy-hitters)")
-        last = self.level_count - 1
-        items = [self.item(self.units(c), last).encode("latin-1") for c in candidates]
-        return self.searcher(sums).final(items, list(candidates), level)
+        return self.searcher(sums).final([self.units(c) for c in candidates], list(candidates),
+                                         level)
 
     def discover(self, sums: Any, top: int = 20, survivors: int = 64,
                  level: float = DEFAULT_LEVEL) -> Discovery:
@@ -303,7 +302,14 @@ class HeavyHitters:
         check_int("top", top, 1, 10_000)
         check_int("survivors", survivors, 1, 100_000)
         return search(self.searcher(sums), top=top, survivors=max(survivors, top),
-                      level=level, decode=self.decode_item)
+                      level=level, split=self.item_units, decode=self.decode_item)
+
+    def item_units(self, item: bytes) -> tuple[bytes, ...]:
+        """Return the symbols of an item (END dropped)."""
+        raw = item.rstrip(END)
+        if self.alphabet == BYTES:
+            return tuple(raw[i:i + 1] for i in range(len(raw)))
+        return tuple(c.encode() for c in raw.decode("utf-8"))  # symbols: whole UTF-8 chars
 
     def decode_item(self, item: bytes) -> str:
         """Return the string an item names (END dropped; invalid UTF-8 replaced)."""

@@ -96,18 +96,39 @@ class LevelSearch:
             keys, lambda rows: self.sums.table[offset + rows.start:offset + rows.stop])
         return np.asarray(sketch.debias(gathered, round(self.level_n(g))), dtype=float)
 
-    def final(self, items: Sequence[bytes], values: Sequence[Any],
+    def final(self, strings: Sequence[Sequence[bytes]], values: Sequence[Any],
               level: float = DEFAULT_LEVEL) -> Estimates:
-        """Return whole-population estimates of items at the last level (see module doc)."""
-        g, big_g = self.levels - 1, self.levels
-        sketch, n_g = self.sketches[g], self.level_n(g)
-        counts = np.concatenate([self.level_counts(g, items[i:i + CHUNK])
-                                 for i in range(0, len(items), CHUNK)] or [np.zeros(0)])
-        noise = sketch.noise_variance(round(n_g), np.clip(counts, 0, n_g))
-        collisions = sketch_collision_variance(counts * counts - counts - noise, self.k, self.m)
-        variance = big_g**2 * (noise + collisions) + big_g * (big_g - 1) * np.maximum(counts, 0)
-        return Estimates.from_variance(values, big_g * counts, variance,
-                                       int(self.sums.total), level)
+        """Return whole-population estimates of full strings (each a tuple of symbols).
+
+        A string s is whole at every level h with ℓ_h > |s| (its devices there report
+        s + END) and, when |s| = L, at the last level: H(s) holds those levels. Its count is
+        (G/|H|)·Σ_{h∈H} f̂_h, with variance (G/|H|)²·Σ Var_h (noise and collisions at n_h
+        reports) plus f·(G/|H| − 1), the spread of how many of its devices fell in H. A
+        short string is thus estimated from most devices, a long one from 1/G of them.
+        """
+        big_g, last = self.levels, self.lengths[-1]
+        total = np.zeros(len(strings))
+        variance = np.zeros(len(strings))
+        used = np.zeros(len(strings))
+        for h, length in enumerate(self.lengths):
+            whole = [i for i, s in enumerate(strings)
+                     if len(s) < length or (h == big_g - 1 and len(s) == last)]
+            if not whole:
+                continue
+            items = [b"".join(strings[i]) + (self.end if len(strings[i]) < length else b"")
+                     for i in whole]
+            counts = np.concatenate([self.level_counts(h, items[i:i + CHUNK])
+                                     for i in range(0, len(items), CHUNK)])
+            sketch, n_h = self.sketches[h], self.level_n(h)
+            noise = sketch.noise_variance(round(n_h), np.clip(counts, 0, n_h))
+            pairs = counts * counts - counts - noise
+            total[whole] += counts
+            variance[whole] += noise + sketch_collision_variance(pairs, self.k, self.m)
+            used[whole] += 1
+        scale = big_g / np.maximum(used, 1)
+        estimate = scale * total
+        variance = scale**2 * variance + np.maximum(estimate, 0) * (scale - 1)
+        return Estimates.from_variance(values, estimate, variance, int(self.sums.total), level)
 
     def first_level(self) -> Iterator[bytes]:
         """Yield level 0's candidates: every word of length L0, every shorter one + END."""
@@ -123,12 +144,14 @@ class LevelSearch:
 
 
 def search(levels: LevelSearch, top: int, survivors: int, level: float,
+           split: Callable[[bytes], tuple[bytes, ...]],
            decode: Callable[[bytes], str]) -> Discovery:
     """Run the level-by-level search; return the ``top`` strings of the last level."""
     LevelSearch.check_bounds(len(levels.symbols), levels.lengths, survivors)
     z_value(level)  # refuse a bad confidence level before any work
     kept: list[bytes] = []
     examined: list[int] = []
+    history: dict[bytes, tuple[float, int]] = {}  # ended string: Σ f̂_h and levels so far
     for g in range(levels.levels):
         if g == 0:
             candidates: Iterator[bytes] = levels.first_level()
@@ -137,9 +160,9 @@ def search(levels: LevelSearch, top: int, survivors: int, level: float,
             ended = [c for c in kept if c.endswith(levels.end)]
             open_ = [c for c in kept if not c.endswith(levels.end)]
             candidates = itertools.chain(ended, levels.extend(open_, width))
-        kept, count = _top_of(levels, g, candidates, survivors)
+        kept, count, history = _top_of(levels, g, candidates, survivors, history)
         examined.append(count)
-    result = levels.final(kept, [decode(c) for c in kept], level)
+    result = levels.final([split(c) for c in kept], [decode(c) for c in kept], level)
     order = np.argsort(-result.estimate, kind="stable")[:top]
     chosen = Estimates(tuple(result.values[i] for i in order), result.estimate[order],
                        result.std_error[order], result.ci_low[order], result.ci_high[order],
@@ -151,23 +174,38 @@ def search(levels: LevelSearch, top: int, survivors: int, level: float,
                      levels.levels)
 
 
-def _top_of(levels: LevelSearch, g: int, candidates: Iterator[bytes],
-            survivors: int) -> tuple[list[bytes], int]:
-    """Return the ``survivors`` items of highest f̂_g, chunk by chunk, and how many were seen."""
+def _top_of(levels: LevelSearch, g: int, candidates: Iterator[bytes], survivors: int,
+            history: dict[bytes, tuple[float, int]],
+            ) -> tuple[list[bytes], int, dict[bytes, tuple[float, int]]]:
+    """Return the ``survivors`` items of highest score, chunk by chunk, and how many were seen.
+
+    An open prefix scores its f̂_g. An ended string is whole at this level and at every
+    earlier one it survived, so it scores the mean of those f̂_h: a short frequent string
+    is not lost to one level's noise after it has ended.
+    """
     best: list[bytes] = []
-    best_counts = np.zeros(0)
+    best_scores, best_sums, best_levels = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
     seen = 0
     while chunk := list(itertools.islice(candidates, CHUNK)):
         seen += len(chunk)
+        counts = levels.level_counts(g, chunk)
+        before = [history.get(item, (0.0, 0)) for item in chunk]
+        sums = counts + np.array([b[0] for b in before])
+        used = 1 + np.array([b[1] for b in before], dtype=np.int64)
         pool = best + chunk
-        counts = np.concatenate([best_counts, levels.level_counts(g, chunk)])
+        scores = np.concatenate([best_scores, sums / used])
+        sums, used = np.concatenate([best_sums, sums]), np.concatenate([best_levels, used])
         if len(pool) > survivors:
-            keep = np.argpartition(-counts, survivors - 1)[:survivors]
-            keep = keep[np.argsort(-counts[keep], kind="stable")]
+            keep = np.argpartition(-scores, survivors - 1)[:survivors]
+            keep = keep[np.argsort(-scores[keep], kind="stable")]
         else:
-            keep = np.argsort(-counts, kind="stable")
-        best, best_counts = [pool[i] for i in keep], counts[keep]
-    return best, seen
+            keep = np.argsort(-scores, kind="stable")
+        best, best_scores = [pool[i] for i in keep], scores[keep]
+        best_sums, best_levels = sums[keep], used[keep]
+    ended = {item: (float(total), int(count))
+             for item, total, count in zip(best, best_sums, best_levels, strict=True)
+             if item.endswith(levels.end)}
+    return best, seen, ended
 
 
 def _words_up_to(symbols: int, width: int) -> int:
