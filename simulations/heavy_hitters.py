@@ -7,7 +7,8 @@ the level's items, drawn exactly with simulations.sampler (no report is material
 The ceiling is a CMS with the same ε, k and m that all n devices report to and that is
 queried with the exact dictionary (every population string). Scores: top-K precision
 (= recall, both lists have K entries) for K = 10 and 20, and the share of rows flagged
-``reliable`` that are true top-20 strings; plus the discovery query's wall time.
+``reliable`` that are true top-20 strings and that no device holds at all; plus the
+discovery query's wall time.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class Point:
     ceiling20: float
     reliable_rows: float
     reliable_precision: float
+    reliable_spurious: float
     query_seconds: float
     examined: int
 
@@ -132,11 +134,14 @@ def measure(sizes: Sizes, sweep: str, n: int, epsilon: float, step: int,
         scores["reliable_rows"].append(len(flagged))
         if flagged:
             scores["reliable_precision"].append(len(set(flagged) & set(truth[:20])) / len(flagged))
+            held = {v for v, c in zip(values, counts, strict=True) if c > 0}
+            scores["reliable_spurious"].append(len(set(flagged) - held) / len(flagged))
     mean = {key: float(np.mean(v)) if v else float("nan") for key, v in scores.items()}
     return Point(sweep, n, epsilon, step, mean["top10"], mean["top20"], mean["ceiling10"],
-                 mean["ceiling20"], mean["reliable_rows"], mean.get("reliable_precision",
-                                                                   float("nan")),
-                 mean["query_seconds"], int(mean["examined"]))
+                 mean["ceiling20"], mean["reliable_rows"],
+                 mean.get("reliable_precision", float("nan")),
+                 mean.get("reliable_spurious", float("nan")), mean["query_seconds"],
+                 int(mean["examined"]))
 
 
 def configurations(sizes: Sizes) -> list[tuple[str, int, float, int]]:
@@ -190,6 +195,7 @@ def table(points: list[Point], sizes: Sizes) -> Table:
                Column("ceiling20", "dict. top-20", "{:.2f}"),
                Column("reliable_rows", "reliable rows", "{:.1f}"),
                Column("reliable_precision", "reliable ∈ true top-20", "{:.3f}"),
+               Column("reliable_spurious", "reliable held by nobody", "{:.3f}"),
                Column("query_seconds", "query s", "{:.1f}"),
                Column("examined", "candidates", "{:,}")]
     notes = (f"Zipf(1.1) over {sizes.vocabulary:,} strings of 3–{sizes.max_length} letters "

@@ -25,6 +25,7 @@ def test_quick_sweep_is_seeded_and_finds_the_top_strings() -> None:
         assert 0.5 <= point.top10 <= point.ceiling10 + 0.2  # found without a dictionary
         assert point.ceiling20 >= 0.5
         assert point.reliable_rows >= 1 and point.reliable_precision >= 0.9
+        assert point.reliable_spurious <= 0.1  # flagged rows are strings devices hold
 
 
 def test_sampled_level_sums_match_privatized_reports() -> None:
