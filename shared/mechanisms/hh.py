@@ -23,6 +23,7 @@ never uses), mapped one-to-one onto a str by Latin-1 so the level sketch hashes 
 
 from __future__ import annotations
 
+import copy
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,62 +36,23 @@ from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.hashing import MAX_SEED, splitmix64
 from shared.mechanisms.base import Batch, Option, ParamsBase, as_float, check_candidate_strings
-from shared.mechanisms.cms import CountMeanSketch, CountMeanSketchSums, SketchBatch, SketchReport
+from shared.mechanisms.cms import CountMeanSketch, SketchBatch, SketchReport
+from shared.mechanisms.hh_reports import (
+    BYTES,
+    END,
+    MAX_LENGTH,
+    UTF8_BYTES,
+    HeavyHitterSums,
+    LevelBatch,
+    LevelReport,
+    check_alphabet,
+)
 from shared.mechanisms.hh_search import Discovery, LevelSearch, search
 from shared.mechanisms.sketch import SketchParams, with_hash_seed
 from shared.randomness import Rng, uniform_below, uniform_below_many
 from shared.sums import RowSums, check_shape
 from shared.validation import check_int
 from shared.wire import integer
-
-END = b"\xff"  # never a byte of UTF-8, so "value + END" never equals another value
-BYTES = "bytes"
-# Every byte value that can occur in UTF-8 (0xC0, 0xC1 and 0xF5–0xFF never do).
-UTF8_BYTES = tuple(bytes([b]) for b in range(0xF5) if b not in (0xC0, 0xC1))
-MAX_LENGTH = 255
-
-
-@dataclass(frozen=True, slots=True)
-class LevelReport:
-    """One hh report: the device's level and its level's CMS report (row, packed bits)."""
-
-    level: int
-    row: int
-    bits: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class LevelBatch:
-    """Many hh reports: levels (n,), rows (n,) int64 and packed bits (n, ceil(m/8)) uint8."""
-
-    levels: np.ndarray
-    rows: np.ndarray
-    bits: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def report(self, i: int) -> LevelReport:
-        """Return report i."""
-        return LevelReport(int(self.levels[i]), int(self.rows[i]), self.bits[i].tobytes())
-
-
-class HeavyHitterSums(CountMeanSketchSums):
-    """CMS counts of every level in one table: level g's row j is table row g·k + j."""
-
-    k: int  # rows per level, set by HeavyHitters.new_sums
-
-    def add(self, report: LevelReport | SketchReport) -> None:
-        """Add one report (a SketchReport's row is already global)."""
-        if isinstance(report, LevelReport):
-            report = SketchReport(report.level * self.k + report.row, report.bits)
-        super().add(report)
-
-    def add_many(self, batch: LevelBatch | SketchBatch) -> None:
-        """Add a batch, as one CMS batch over the global rows."""
-        if isinstance(batch, LevelBatch):
-            batch = SketchBatch(batch.levels * self.k + batch.rows, batch.bits)
-        super().add_many(batch)
 
 
 class HeavyHitters:
@@ -102,7 +64,7 @@ class HeavyHitters:
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int, alphabet: str,
                  max_length: int, first: int = 2, step: int = 2,
                  device_level: int | None = None) -> None:
-        self.alphabet = _check_alphabet(alphabet)
+        self.alphabet = check_alphabet(alphabet)
         self.max_length = check_int("max_length", max_length, 1, MAX_LENGTH)
         self.first = check_int("first", first, 1, self.max_length)
         self.step = check_int("step", step, 1, self.max_length)
@@ -129,16 +91,13 @@ class HeavyHitters:
                 f"hash_seed={self.hash_seed}, alphabet={self.alphabet!r}, "
                 f"max_length={self.max_length}, first={self.first}, step={self.step})")
 
-    def _bound(self, level: int | None) -> HeavyHitters:
-        return HeavyHitters(epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed,
-                            alphabet=self.alphabet, max_length=self.max_length,
-                            first=self.first, step=self.step, device_level=level)
-
     def for_device(self, device_key: bytes) -> HeavyHitters:
         """Return the mechanism of the device whose key (HMAC of its secret) is given."""
         if not isinstance(device_key, bytes | bytearray) or len(device_key) < 16:
             raise ParameterError("hh needs the device's key: at least 16 bytes of HMAC output")
-        return self._bound(int.from_bytes(device_key, "big") % self.level_count)
+        bound = copy.copy(self)  # shares the level sketches: the client binds per record
+        bound.device_level = int.from_bytes(device_key, "big") % self.level_count
+        return bound
 
     # -- values -----------------------------------------------------------------------------
 
@@ -259,9 +218,7 @@ class HeavyHitters:
 
     def fold(self, batch: LevelBatch) -> RowSums:
         """Return the sums of a batch over only the global rows it touches."""
-        folded = self.sketches[0].fold(SketchBatch(batch.levels * self.k + batch.rows,
-                                                   batch.bits))
-        return folded
+        return self.sketches[0].fold(SketchBatch(batch.levels * self.k + batch.rows, batch.bits))
 
     def split_rows(self, batch: LevelBatch, rows_per_part: int) -> Iterator[Batch]:
         """Yield the batch in parts whose global rows fall in one block of rows each."""
@@ -360,18 +317,3 @@ class HeavyHitterParams(ParamsBase):
         return HeavyHitters(epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed,
                             alphabet=self.alphabet, max_length=self.max_length,
                             first=self.first, step=self.step)
-
-
-def _check_alphabet(alphabet: object) -> str:
-    """Return 'bytes' or an explicit alphabet of distinct NFC symbols, else raise."""
-    if alphabet == BYTES:
-        return BYTES
-    if not isinstance(alphabet, str) or not 2 <= len(alphabet) <= 4096:
-        raise ParameterError("alphabet must be 'bytes' or a string of 2 to 4096 symbols")
-    if len(set(alphabet)) != len(alphabet):
-        raise ParameterError("alphabet must not repeat a symbol")
-    if unicodedata.normalize("NFC", alphabet) != alphabet:
-        raise ParameterError("alphabet must be NFC-normalised")
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in alphabet):
-        raise ParameterError("alphabet must not hold surrogates")
-    return alphabet
