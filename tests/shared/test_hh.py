@@ -207,3 +207,23 @@ def test_privatize_many_takes_explicit_levels() -> None:
     assert isinstance(batch.report(0), LevelReport)
     with pytest.raises(ParameterError, match="levels"):
         hh.privatize_many(["hello"], levels=[hh.level_count])
+
+
+def test_chunked_search_equals_one_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The running top-survivors over small chunks keeps exactly what one chunk keeps."""
+    from statistics import NormalDist
+
+    from shared.mechanisms import hh_search
+
+    rng = np.random.default_rng(11)
+    hh = words_task(max_length=6)
+    values, _ = planted_population(rng)
+    sums = hh.new_sums()
+    sums.add_many(hh.privatize_many([v[:6] for v in values[::4]], rng))
+    whole = hh.discover(sums, top=12, survivors=20)
+    monkeypatch.setattr(hh_search, "CHUNK", 997)
+    chunked = hh.discover(sums, top=12, survivors=20)
+    assert chunked.estimates.values == whole.estimates.values
+    assert np.array_equal(chunked.estimates.estimate, whole.estimates.estimate)
+    assert chunked.examined == whole.examined
+    assert whole.reliable_z == pytest.approx(NormalDist().inv_cdf(1 - 0.05 / whole.examined[-1]))
