@@ -73,7 +73,7 @@ def tasks() -> None:
 
 def mechanism_options(command: Any) -> Any:
     """Add one option per task parameter that any registered mechanism takes."""
-    types = {"number": float, "integer": int, "strings": str}
+    types = {"number": float, "integer": int, "string": str, "strings": str}
     for option in reversed(list(all_options().values())):
         help_text = option.help + (" Comma-separated." if option.kind == "strings" else "")
         command = click.option(f"--{option.name.replace('_', '-')}", option.name,
@@ -171,6 +171,41 @@ def create_token(db: str | None, role: str) -> None:
     with _app(db).app_context():
         get_store().add_token(hash_token(token), role)
     click.echo(token)
+
+
+@main.command("heavy-hitters")
+@click.argument("task_id")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--format", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "json"]))
+@click.pass_obj
+def heavy_hitters(db: str | None, task_id: str, top: int, fmt: str) -> None:
+    """Print a task's most frequent strings, found without candidates (e.g. an hh task)."""
+    from aggregator.store import get_store
+
+    with _app(db).app_context():
+        stored = get_store().get_task(task_id)
+        if stored is None:
+            raise click.ClickException(f"there is no task {task_id!r}")
+        discover = getattr(stored.config.mechanism_object, "discover", None)
+        if discover is None:
+            raise click.ClickException(f"task {task_id!r} ({stored.config.mechanism}) cannot "
+                                       "list its frequent values without candidates")
+        with get_store().read_sums(stored.config, None, None) as sums:
+            if sums.total < stored.config.min_batch_size:
+                raise click.ClickException(f"only {sums.total} reports; heavy hitters need "
+                                           f"at least {stored.config.min_batch_size}")
+            found = discover(sums, top=top)
+    if fmt == "json":
+        click.echo(json.dumps({"n": found.estimates.n, "examined": list(found.examined),
+                               "heavy_hitters": found.rows()}, indent=2))
+        return
+    click.echo(f"n = {found.estimates.n}, candidates examined per level: "
+               f"{', '.join(map(str, found.examined))}")
+    click.echo(f"{'value':24} {'estimate':>12} {'std_error':>10}  reliable")
+    for row in found.rows():
+        click.echo(f"{row['value'][:24]:24} {row['estimate']:12.0f} {row['std_error']:10.0f}"
+                   f"  {'yes' if row['reliable'] else 'no'}")
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     problems.init_app(app)
     metrics.init_app(app)
     store.init_app(app)
-    from aggregator import estimates, ingest, ops, tasks
+    from aggregator import estimates, heavy_hitters, ingest, ops, tasks
 
-    for module in (tasks, ingest, estimates, ops):
+    for module in (tasks, ingest, estimates, heavy_hitters, ops):
         app.register_blueprint(module.bp)
     return app
 

@@ -59,6 +59,15 @@ PATHS: dict[str, Any] = {
                                "400": PROBLEM, "401": PROBLEM, "404": PROBLEM,
                                "422": PROBLEM}},
     },
+    "/v1/tasks/{task_id}/heavy-hitters": {
+        "post": {"summary": "The most frequent strings, found without candidates (analyst "
+                            "token; tasks whose mechanism can discover, e.g. hh)",
+                 "parameters": [TASK_ID], "security": [{"bearer": []}],
+                 "requestBody": {"required": True, **_json("HeavyHitterRequest")},
+                 "responses": {"200": _ok("Discovered strings", "HeavyHitterResult"),
+                               "400": PROBLEM, "401": PROBLEM, "404": PROBLEM,
+                               "422": PROBLEM}},
+    },
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": _ok("Alive")}}},
     "/readyz": {"get": {"summary": "Readiness: the database accepts a write",
                         "responses": {"200": _ok("Ready"), "503": PROBLEM}}},
@@ -116,6 +125,18 @@ SCHEMAS: dict[str, Any] = {
         "estimates": {"type": "array", "items": {"type": "object", "properties": {
             "value": {}, "estimate": _NUMBER, "std_error": _NUMBER, "ci_low": _NUMBER,
             "ci_high": _NUMBER}}}}},
+    "HeavyHitterRequest": {"type": "object", "additionalProperties": False, "properties": {
+        "top": _INTEGER, "survivors": _INTEGER, "start": _INTEGER, "end": _INTEGER,
+        "level": _NUMBER}},
+    "HeavyHitterResult": {"type": "object", "properties": {
+        "task_id": {"type": "string"}, "mechanism": {"type": "string"}, "n": _INTEGER,
+        "epsilon": _NUMBER, "effective_epsilon": _NUMBER, "level": _NUMBER,
+        "start": {"type": ["integer", "null"]}, "end": {"type": ["integer", "null"]},
+        "levels": _INTEGER, "examined": {"type": "array", "items": _INTEGER},
+        "reliable_z": _NUMBER,
+        "heavy_hitters": {"type": "array", "items": {"type": "object", "properties": {
+            "value": {"type": "string"}, "estimate": _NUMBER, "std_error": _NUMBER,
+            "ci_low": _NUMBER, "ci_high": _NUMBER, "reliable": {"type": "boolean"}}}}}},
     "Problem": {"type": "object", "required": ["type", "title", "status", "detail"],
                 "properties": {"type": {"type": "string"}, "title": {"type": "string"},
                                "status": _INTEGER, "detail": {"type": "string"}}},

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from simulations import (
     choose_mechanism,
+    heavy_hitters,
     posterior,
     rr_seed,
     rr_vs_laplace,
@@ -36,7 +37,8 @@ class Experiment(Protocol):
 
 EXPERIMENTS: dict[str, Experiment] = {
     module.NAME: module
-    for module in (rr_vs_laplace, posterior, rr_seed, sketch_accuracy, choose_mechanism)
+    for module in (rr_vs_laplace, posterior, rr_seed, sketch_accuracy, choose_mechanism,
+                   heavy_hitters)
 }
 
 

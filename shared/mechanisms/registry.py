@@ -11,6 +11,7 @@ from shared.mechanisms.base import Option, ParamsBase, Plan
 from shared.mechanisms.cms import CountMeanSketchParams
 from shared.mechanisms.grr import GeneralizedRandomizedResponseParams
 from shared.mechanisms.hcms import HadamardCountMeanSketchParams
+from shared.mechanisms.hh import HeavyHitterParams
 from shared.mechanisms.olh import OptimizedLocalHashingParams
 from shared.mechanisms.rr import RandomizedResponseParams
 
@@ -20,6 +21,7 @@ KINDS: dict[str, type[ParamsBase]] = {
     "cms": CountMeanSketchParams,
     "hcms": HadamardCountMeanSketchParams,
     "olh": OptimizedLocalHashingParams,
+    "hh": HeavyHitterParams,
 }
 MECHANISMS = tuple(KINDS)
 

@@ -64,3 +64,36 @@ def test_tasks_plan_recommends_the_most_accurate_mechanism() -> None:
     rows = json.loads(wide.output)
     assert [r["std_error"] for r in rows] == sorted(r["std_error"] for r in rows)
     assert {r["mechanism"] for r in rows} == {"cms", "hcms", "olh"}
+
+
+def test_heavy_hitters_reads_the_store(tmp_path: Path) -> None:
+    import numpy as np
+
+    from aggregator.store import get_store
+    from shared import Envelope, TaskConfig, new_report_id
+
+    db = tmp_path / "cli.sqlite3"
+    code, out = run(db, "tasks", "create", "--task-id", "words", "--mechanism", "hh",
+                    "--epsilon", "4", "--k", "32", "--m", "128", "--alphabet", "abcdefgh",
+                    "--max-length", "4", "--min-batch-size", "10")
+    assert code == 0, out
+    task = TaskConfig.from_dict(json.loads(out))
+    values = ["abba"] * 3000 + ["cafe"] * 2000 + ["bead", "deaf", "face", "head"] * 300
+    reports = task.mechanism_object.privatize_many(values, np.random.default_rng(5))
+    with create_app({"DATABASE": str(db)}).app_context():
+        get_store().add_reports(task, [Envelope(new_report_id(), task.fingerprint, 0,
+                                                reports.report(i))  # type: ignore[attr-defined]
+                                       for i in range(len(values))],
+                                [2**40] * len(values))
+    code, out = run(db, "heavy-hitters", "words", "--top", "3", "--format", "json")
+    assert code == 0, out
+    found = json.loads(out)
+    assert found["n"] == len(values)
+    assert [row["value"] for row in found["heavy_hitters"]][:2] == ["abba", "cafe"]
+    code, out = run(db, "heavy-hitters", "words", "--top", "2")
+    assert code == 0 and "abba" in out and "reliable" in out
+    run(db, "tasks", "create", "--task-id", "yes", "--mechanism", "rr", "--epsilon", "1")
+    code, out = run(db, "heavy-hitters", "yes")
+    assert code != 0 and "cannot list" in out
+    code, out = run(db, "heavy-hitters", "nope")
+    assert code != 0 and "no task" in out

@@ -27,6 +27,7 @@ from shared import (
     RandomizedResponse,
     SketchReport,
 )
+from shared.mechanisms.hh import HeavyHitters, LevelReport
 
 Mechanism = Any  # one of the mechanism classes
 STRINGS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape")
@@ -54,7 +55,17 @@ def conformance_cases() -> list[Case]:
         Case("hcms", lambda: HadamardCountMeanSketch(epsilon=3.0, k=2, m=4, hash_seed=7),
              STRINGS[:4]),
         Case("olh", lambda: OptimizedLocalHashing(epsilon=1.5, k=3, hash_seed=7), STRINGS[:4]),
+        Case("hh", lambda: tiny_heavy_hitters(epsilon=3.0), HH_VALUES),
     ]
+
+
+HH_VALUES = ("a", "ab", "bab", "bb")
+
+
+def tiny_heavy_hitters(epsilon: float, hash_seed: int = 7) -> HeavyHitters:
+    """Return an hh task small enough to enumerate: G = 3 levels of a 2 × 3 sketch."""
+    return HeavyHitters(epsilon=epsilon, k=2, m=3, hash_seed=hash_seed, alphabet="ab",
+                        max_length=3, first=1, step=1)
 
 
 def all_outputs(mechanism: Mechanism) -> list[Any]:
@@ -67,6 +78,10 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
         return [SketchReport(row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
                 for row in range(mechanism.k)
                 for bits in itertools.product((0, 1), repeat=mechanism.m)]
+    if isinstance(mechanism, HeavyHitters):
+        return [LevelReport(level, row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
+                for level in range(mechanism.level_count) for row in range(mechanism.k)
+                for bits in itertools.product((0, 1), repeat=mechanism.m)]
     if isinstance(mechanism, OptimizedLocalHashing):
         return [HashedReport(row, index) for row in range(mechanism.k)
                 for index in range(mechanism.g)]
@@ -78,14 +93,15 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
 
 def output_key(mechanism: Mechanism, report: Any) -> Any:
     """Return a hashable key identifying one report (for counting outcomes)."""
-    if isinstance(report, SketchReport | HadamardReport | HashedReport):
+    if isinstance(report, SketchReport | HadamardReport | HashedReport | LevelReport):
         return report
     return int(report)
 
 
 def batch_reports(mechanism: Mechanism, batch: Any) -> list[Any]:
     """Return the single reports of a ``privatize_many`` batch."""
-    if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch | OptimizedLocalHashing):
+    if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch | OptimizedLocalHashing
+                  | HeavyHitters):
         return [batch.report(i) for i in range(len(batch))]
     return [int(x) for x in batch]
 

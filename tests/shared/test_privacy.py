@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from shared_cases import STRINGS, all_outputs, fraction_log, worst_case_ratio
+from shared_cases import (
+    HH_VALUES,
+    STRINGS,
+    all_outputs,
+    fraction_log,
+    tiny_heavy_hitters,
+    worst_case_ratio,
+)
 
 from shared import (
     CountMeanSketch,
@@ -54,6 +61,10 @@ CASES: dict[str, PrivacyCase] = {
     "olh-k2-eps1": (lambda: OptimizedLocalHashing(epsilon=1.0, k=2, hash_seed=3), STRINGS),
     "olh-k3-eps2.3": (lambda: OptimizedLocalHashing(epsilon=2.3, k=3, hash_seed=8),
                       STRINGS[:5]),
+    # Unbound hh (level drawn per report): each output is one level's CMS report.
+    "hh-G3-k2-m3-eps1": (lambda: tiny_heavy_hitters(epsilon=1.0, hash_seed=3), HH_VALUES),
+    "hh-G3-k2-m3-eps4": (lambda: tiny_heavy_hitters(epsilon=4.0, hash_seed=11),
+                         (*HH_VALUES, "b", "aaa")),
 }
 
 

@@ -1,0 +1,319 @@
+"""Dictionary-free heavy hitters (task kind ``hh``): prefix extension over CMS (DESIGN §9).
+
+A value is a string of at most L symbols (``alphabet``: ``bytes``, meaning its UTF-8 bytes,
+or an explicit symbol string such as ``abc…z``). There are G = 1 + ⌈(L − L0)/s⌉ levels of
+prefix length ℓ_g = min(L0 + g·s, L). Level g is an ordinary :class:`CountMeanSketch`
+(the task's ε, k, m) whose hash seed is the task's seed salted by g; the server keeps its
+rows as rows g·k … g·k+k−1 of one (G·k) × m table.
+
+Device: the level is ``int(device_key) mod G`` where device_key = HMAC(device secret, task
+id) (:meth:`HeavyHitters.for_device`), so it is fixed per device and task: repeated
+reports of one value never reveal two of its prefixes. The device sends one CMS report of
+its level's item, x = value[:ℓ_g], or value + END when the value is shorter than ℓ_g
+(strictly: a value of length ℓ_g is also every longer value's prefix). One report is
+therefore exactly one ε-LDP CMS report.
+
+Without a device key (simulations, tests) :meth:`HeavyHitters.privatize` draws the level
+from ``rng`` for each call: a population in which every device reports once. Never use
+the unbound mechanism for repeated reports of one device; the SDK always binds it.
+
+Items are hashed as bytes: the prefix's UTF-8 bytes, plus 0xFF for END (a byte UTF-8
+never uses), mapped one-to-one onto a str by Latin-1 so the level sketch hashes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from shared.errors import ParameterError, ValueOutOfDomain
+from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.hashing import MAX_SEED, splitmix64
+from shared.mechanisms.base import Batch, Option, ParamsBase, as_float, check_candidate_strings
+from shared.mechanisms.cms import CountMeanSketch, SketchBatch, SketchReport
+from shared.mechanisms.hh_reports import (
+    BYTES,
+    END,
+    MAX_LENGTH,
+    UTF8_BYTES,
+    HeavyHitterSums,
+    LevelBatch,
+    LevelReport,
+    check_alphabet,
+)
+from shared.mechanisms.hh_search import Discovery, LevelSearch, search
+from shared.mechanisms.sketch import SketchParams, with_hash_seed
+from shared.randomness import Rng, uniform_below, uniform_below_many
+from shared.sums import RowSums, check_shape
+from shared.validation import check_int
+from shared.wire import integer
+
+
+class HeavyHitters:
+    """The hh mechanism: G count-mean sketches, one per prefix level."""
+
+    name = "hh"
+    payload_fields = ("level", "row", "bits")
+
+    def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int, alphabet: str,
+                 max_length: int, first: int = 2, step: int = 2,
+                 device_level: int | None = None) -> None:
+        self.alphabet = check_alphabet(alphabet)
+        self.max_length = check_int("max_length", max_length, 1, MAX_LENGTH)
+        self.first = check_int("first", first, 1, self.max_length)
+        self.step = check_int("step", step, 1, self.max_length)
+        self.lengths = (*range(self.first, self.max_length, self.step), self.max_length)
+        self.level_count = len(self.lengths)  # G = 1 + ⌈(L − L0)/s⌉
+        seed = check_int("hash_seed", hash_seed, 0, MAX_SEED)
+        salts = splitmix64(seed, self.level_count)
+        # Level 0 keeps the task's seed; level g > 0 hashes with a seed salted by g.
+        self.sketches = tuple(
+            CountMeanSketch(epsilon=epsilon, k=k, m=m,
+                            hash_seed=seed if g == 0 else int(salts[g]) & MAX_SEED)
+            for g in range(self.level_count))
+        base = self.sketches[0]
+        self.epsilon, self.effective_epsilon = base.epsilon, base.effective_epsilon
+        self.k, self.m, self.hash_seed = base.k, base.m, seed
+        self.sums_shape = (self.level_count * self.k, self.m)
+        self.symbols = UTF8_BYTES if self.alphabet == BYTES else tuple(
+            c.encode() for c in self.alphabet)
+        self.device_level = device_level
+        LevelSearch.check_bounds(len(self.symbols), self.lengths, survivors=1)
+
+    def __repr__(self) -> str:
+        return (f"HeavyHitters(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
+                f"hash_seed={self.hash_seed}, alphabet={self.alphabet!r}, "
+                f"max_length={self.max_length}, first={self.first}, step={self.step})")
+
+    def for_device(self, device_key: bytes) -> HeavyHitters:
+        """Return the mechanism of the device whose key (HMAC of its secret) is given."""
+        if not isinstance(device_key, bytes | bytearray) or len(device_key) < 16:
+            raise ParameterError("hh needs the device's key: at least 16 bytes of HMAC output")
+        bound = copy.copy(self)  # shares the level sketches: the client binds per record
+        bound.device_level = int.from_bytes(device_key, "big") % self.level_count
+        return bound
+
+    # -- values -----------------------------------------------------------------------------
+
+    def units(self, value: object) -> tuple[bytes, ...]:
+        """Return the value's symbols after normalisation (raise ValueOutOfDomain)."""
+        if not isinstance(value, str):
+            raise ValueOutOfDomain(f"expected a str value, got {type(value).__name__}")
+        text = unicodedata.normalize("NFC", value)
+        if self.alphabet == BYTES:
+            try:
+                raw = text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueOutOfDomain("the value is not valid Unicode text") from None
+            units = tuple(raw[i:i + 1] for i in range(len(raw)))
+        else:
+            strange = sorted(set(text) - set(self.alphabet))
+            if strange:
+                raise ValueOutOfDomain(f"the value has symbols outside the task's alphabet: "
+                                       f"{len(strange)} distinct")  # never echo the value
+            units = tuple(c.encode() for c in text)
+        if not 1 <= len(units) <= self.max_length:
+            raise ValueOutOfDomain(f"the value must have 1 to {self.max_length} symbols, "
+                                   f"got {len(units)}")
+        return units
+
+    def canonical(self, value: object) -> bytes:
+        """Return the normalised value's UTF-8 bytes (raise ValueOutOfDomain if invalid)."""
+        return b"".join(self.units(value))
+
+    def item(self, units: Sequence[bytes], level: int) -> str:
+        """Return what a value reports at ``level``, as the str its level sketch hashes."""
+        length = self.lengths[level]
+        raw = b"".join(units[:length]) + (END if len(units) < length else b"")
+        return raw.decode("latin-1")
+
+    # -- device -----------------------------------------------------------------------------
+
+    def _level(self, rng: Rng) -> int:
+        if self.device_level is not None:
+            return self.device_level
+        return uniform_below(self.level_count, rng)
+
+    def privatize(self, value: str, rng: Rng = None) -> LevelReport:
+        """Return the report of one value at the device's level (unbound: drawn from rng)."""
+        units = self.units(value)
+        level = self._level(rng)
+        report = self.sketches[level].privatize(self.item(units, level), rng)
+        return LevelReport(level, report.row, report.bits)
+
+    def privatize_many(self, values: Sequence[str], rng: Rng = None,
+                       levels: Sequence[int] | np.ndarray | None = None) -> LevelBatch:
+        """Return reports of many values (one per device).
+
+        ``levels`` gives each value's level; otherwise a bound device uses its own and an
+        unbound mechanism draws each uniformly from ``rng``.
+        """
+        if isinstance(values, str):
+            raise ValueOutOfDomain("expected a sequence of str values, got one str")
+        all_units = [self.units(v) for v in values]
+        count = len(all_units)
+        if levels is not None:
+            chosen = np.asarray(levels, dtype=np.int64)
+            if chosen.shape != (count,) or (count and not (
+                    chosen.min() >= 0 and chosen.max() < self.level_count)):
+                raise ParameterError(f"levels must be {count} integers in [0, "
+                                     f"{self.level_count})")
+        elif self.device_level is not None:
+            chosen = np.full(count, self.device_level, dtype=np.int64)
+        else:
+            chosen = uniform_below_many(self.level_count, count, rng)
+        rows = np.zeros(count, dtype=np.int64)
+        bits = np.zeros((count, (self.m + 7) // 8), dtype=np.uint8)
+        for level in np.unique(chosen):
+            where = np.flatnonzero(chosen == level)
+            part = self.sketches[level].privatize_many(
+                [self.item(all_units[i], int(level)) for i in where], rng)
+            rows[where], bits[where] = part.rows, part.bits
+        return LevelBatch(chosen, rows, bits)
+
+    def output_probability(self, value: str, report: LevelReport) -> Fraction:
+        """Return P(report | value) exactly (0 for a report this device never sends)."""
+        if not 0 <= report.level < self.level_count:
+            return Fraction(0)
+        if self.device_level is not None and report.level != self.device_level:
+            return Fraction(0)
+        weight = Fraction(1) if self.device_level is not None else Fraction(1, self.level_count)
+        sketch = self.sketches[report.level]
+        inner = SketchReport(report.row, report.bits)
+        return weight * sketch.output_probability(self.item(self.units(value), report.level),
+                                                  inner)
+
+    # -- wire and sums ------------------------------------------------------------------------
+
+    def encode_payload(self, report: LevelReport) -> dict[str, Any]:
+        """Return the level, the row and the packed bits as base64url."""
+        inner = self.sketches[report.level].encode_payload(SketchReport(report.row, report.bits))
+        return {"level": int(report.level), **inner}
+
+    def decode_payload(self, obj: Mapping[str, Any]) -> LevelReport:
+        """Return the report a JSON object holds, or raise DecodeError."""
+        level = integer(obj, "level", 0, self.level_count - 1)
+        inner = self.sketches[level].decode_payload(obj)
+        return LevelReport(level, inner.row, inner.bits)
+
+    def stack(self, reports: Sequence[LevelReport]) -> LevelBatch:
+        """Return decoded reports as a batch for ``add_many``."""
+        count = len(reports)
+        bits = np.frombuffer(b"".join(r.bits for r in reports), dtype=np.uint8)
+        return LevelBatch(np.fromiter((r.level for r in reports), np.int64, count),
+                          np.fromiter((r.row for r in reports), np.int64, count),
+                          bits.reshape(count, (self.m + 7) // 8))
+
+    def new_sums(self) -> HeavyHitterSums:
+        """Return an empty accumulator of G·k rows."""
+        sums = HeavyHitterSums(self.level_count * self.k, self.m)
+        sums.k = self.k
+        return sums
+
+    def fold(self, batch: LevelBatch) -> RowSums:
+        """Return the sums of a batch over only the global rows it touches."""
+        return self.sketches[0].fold(SketchBatch(batch.levels * self.k + batch.rows, batch.bits))
+
+    def split_rows(self, batch: LevelBatch, rows_per_part: int) -> Iterator[Batch]:
+        """Yield the batch in parts whose global rows fall in one block of rows each."""
+        block = (batch.levels * self.k + batch.rows) // rows_per_part
+        order = np.argsort(block, kind="stable")
+        for part in np.split(order, np.flatnonzero(np.diff(block[order])) + 1):
+            yield LevelBatch(batch.levels[part], batch.rows[part], batch.bits[part])
+
+    # -- estimation -------------------------------------------------------------------------
+
+    def parse_candidates(self, raw: Any) -> list[str]:
+        """Return the full strings to estimate (required), each a valid value."""
+        candidates = check_candidate_strings(raw)
+        for candidate in candidates:
+            try:
+                self.units(candidate)
+            except ValueOutOfDomain as error:
+                raise ParameterError(f"candidate {candidate[:40]!r}: {error}") from None
+        return candidates
+
+    def searcher(self, sums: Any) -> LevelSearch:
+        """Return the level-by-level estimator over ``sums`` (see hh_search)."""
+        check_shape(sums, self.level_count * self.k, self.m, repr(self))
+        return LevelSearch(self.sketches, self.lengths, self.symbols, END, sums)
+
+    def estimate(self, sums: Any, candidates: Sequence[str] | None = None,
+                 level: float = DEFAULT_LEVEL) -> Estimates:
+        """Estimate full strings' counts from every level where each is whole."""
+        if candidates is None:
+            raise ParameterError("hh needs candidates to estimate; to find the frequent "
+                                 "strings without a list use discover (heavy-hitters)")
+        return self.searcher(sums).final([self.units(c) for c in candidates], list(candidates),
+                                         level)
+
+    def discover(self, sums: Any, top: int = 20, survivors: int = 64,
+                 level: float = DEFAULT_LEVEL) -> Discovery:
+        """Find the ``top`` most frequent strings without a dictionary (DESIGN §9)."""
+        check_int("top", top, 1, 10_000)
+        check_int("survivors", survivors, 1, 100_000)
+        return search(self.searcher(sums), top=top, survivors=max(survivors, top),
+                      level=level, split=self.item_units, decode=self.decode_item)
+
+    def item_units(self, item: bytes) -> tuple[bytes, ...]:
+        """Return the symbols of an item (END dropped)."""
+        raw = item.rstrip(END)
+        if self.alphabet == BYTES:
+            return tuple(raw[i:i + 1] for i in range(len(raw)))
+        return tuple(c.encode() for c in raw.decode("utf-8"))  # symbols: whole UTF-8 chars
+
+    def decode_item(self, item: bytes) -> str:
+        """Return the string an item names (END dropped; invalid UTF-8 replaced)."""
+        return item.rstrip(END).decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class HeavyHitterParams(ParamsBase):
+    """hh: the CMS parameters per level, the alphabet, L, L0 and the step."""
+
+    epsilon: float | None = None
+    k: int | None = None
+    m: int | None = None
+    hash_seed: int | None = None
+    alphabet: str | None = None
+    max_length: int | None = None
+    first: int | None = None
+    step: int | None = None
+
+    name = "hh"
+    options = (*SketchParams.options,
+               Option("alphabet", "string", "hh: 'bytes' (UTF-8 bytes) or the symbols "
+                      "themselves, e.g. abcdefghijklmnopqrstuvwxyz (default bytes)."),
+               Option("max_length", "integer", "hh: longest value, in symbols."),
+               Option("first", "integer", "hh: prefix length of level 0 (default 2)."),
+               Option("step", "integer", "hh: symbols added per level (default 2)."))
+
+    @classmethod
+    def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Draw a random hash seed unless one is given."""
+        return with_hash_seed(given)
+
+    def validate(self) -> None:
+        """Fill the defaults (bytes, L0 = 2, s = 2) and check every parameter is given."""
+        object.__setattr__(self, "epsilon", as_float(self.epsilon))
+        for name, default in (("alphabet", BYTES), ("first", 2), ("step", 2)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default)
+        self.require("epsilon")
+        self.require("k", "m", "hash_seed", "alphabet", "max_length", "first", "step")
+
+    def build(self) -> HeavyHitters:
+        """Return the mechanism."""
+        assert self.epsilon is not None and self.k is not None and self.m is not None
+        assert self.hash_seed is not None and self.alphabet is not None
+        assert self.max_length is not None and self.first is not None
+        assert self.step is not None  # validate() checked them all
+        return HeavyHitters(epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed,
+                            alphabet=self.alphabet, max_length=self.max_length,
+                            first=self.first, step=self.step)

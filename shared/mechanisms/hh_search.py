@@ -1,0 +1,213 @@
+"""Level-by-level discovery of frequent strings over the hh sums (pure numpy, no IO).
+
+Level 0: estimate every item of length L0 (and every shorter string + END); keep the top
+``survivors``. Level g: a surviving open prefix p is extended by every w of Σ^d
+(d = ℓ_g − ℓ_{g−1}) and every shorter w + END; an ended string (it holds END) is carried
+as it is, since its devices at level g report it too. Each level's candidates are hashed
+and gathered in chunks of ``CHUNK`` with a running top-``survivors``, so memory is bounded
+by the chunk and the sketch's row blocks whatever n is; the number of candidates per level
+is bounded by ``MAX_LEVEL_CANDIDATES`` (a ``bytes`` alphabet allows few survivors at s=2).
+
+A level's count f̂_g estimates the devices of level g only (about n/G of them), so a
+string's count is G·f̂_g with variance G²·Var_g (CMS noise and collisions at n_g reports)
+plus G(G−1)·f̂_g, the spread of how many of its devices fell in level g.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from shared.accuracy import sketch_collision_variance
+from shared.errors import ParameterError
+from shared.estimates import DEFAULT_LEVEL, Estimates, z_value
+from shared.mechanisms.cms import CountMeanSketch
+
+MAX_LEVEL_CANDIDATES = 1 << 20  # per level: about 2 s of gathering at k = 2048
+CHUNK = 1 << 16  # candidates hashed and gathered at once
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Discovered strings, most frequent first, with the search's bookkeeping."""
+
+    estimates: Estimates
+    reliable: np.ndarray  # estimate ≥ z·SE, z Bonferroni-corrected over the last level
+    examined: tuple[int, ...]  # candidates estimated per level
+    reliable_z: float
+    levels: int
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Return one JSON-ready dict per string."""
+        return [{**row, "reliable": bool(flag)}
+                for row, flag in zip(self.estimates.rows(), self.reliable, strict=True)]
+
+
+class LevelSearch:
+    """Estimates of items (bytes) at each level of one hh task's sums."""
+
+    def __init__(self, sketches: Sequence[CountMeanSketch], lengths: Sequence[int],
+                 symbols: Sequence[bytes], end: bytes, sums: Any) -> None:
+        self.sketches, self.lengths, self.symbols, self.end = sketches, lengths, symbols, end
+        self.sums, self.levels = sums, len(sketches)
+        self.k, self.m = sketches[0].k, sketches[0].m
+        self._n: dict[int, float] = {}
+
+    @staticmethod
+    def check_bounds(symbols: int, lengths: Sequence[int], survivors: int) -> None:
+        """Raise ParameterError if some level would examine too many candidates."""
+        counts = [_words_up_to(symbols, lengths[0])]
+        counts += [survivors * _words_up_to(symbols, b - a) for a, b in itertools.pairwise(lengths)]
+        if max(counts) > MAX_LEVEL_CANDIDATES:
+            raise ParameterError(
+                f"this search would examine {max(counts):,} candidates at one level (at most "
+                f"{MAX_LEVEL_CANDIDATES:,}): use a smaller alphabet, first, step or survivors")
+
+    def level_n(self, g: int) -> float:
+        """Return level g's report count: exact from per-row n, else estimated.
+
+        Streamed sums carry only the total. Every CMS report holds (1−q) + (m−1)q ones on
+        average, so the level's ones over that is unbiased with an error of about
+        sqrt(n_g·m·q)/(m·q) reports, far below the n/G guess's sqrt(n/G).
+        """
+        if g not in self._n:
+            rows = slice(g * self.k, (g + 1) * self.k)
+            n = getattr(self.sums, "n", None)
+            if isinstance(n, np.ndarray) and n.shape == (self.levels * self.k,):
+                self._n[g] = float(n[rows].sum())
+            else:
+                sketch, ones = self.sketches[g], 0
+                for start in range(rows.start, rows.stop, 256):
+                    ones += int(self.sums.table[start:min(rows.stop, start + 256)].sum())
+                per_report = (1 - sketch.flip) + (self.m - 1) * sketch.flip
+                self._n[g] = ones / per_report
+        return self._n[g]
+
+    def level_counts(self, g: int, items: Sequence[bytes]) -> np.ndarray:
+        """Return f̂_g of each item: its count among level g's devices."""
+        sketch, offset = self.sketches[g], g * self.k
+        keys = sketch.keys([item.decode("latin-1") for item in items])
+        gathered = sketch.gather(
+            keys, lambda rows: self.sums.table[offset + rows.start:offset + rows.stop])
+        return np.asarray(sketch.debias(gathered, round(self.level_n(g))), dtype=float)
+
+    def final(self, strings: Sequence[Sequence[bytes]], values: Sequence[Any],
+              level: float = DEFAULT_LEVEL) -> Estimates:
+        """Return whole-population estimates of full strings (each a tuple of symbols).
+
+        A string s is whole at every level h with ℓ_h > |s| (its devices there report
+        s + END) and, when |s| = L, at the last level: H(s) holds those levels. Its count is
+        (G/|H|)·Σ_{h∈H} f̂_h, with variance (G/|H|)²·Σ Var_h (noise and collisions at n_h
+        reports) plus f·(G/|H| − 1), the spread of how many of its devices fell in H. A
+        short string is thus estimated from most devices, a long one from 1/G of them.
+        """
+        big_g, last = self.levels, self.lengths[-1]
+        total = np.zeros(len(strings))
+        variance = np.zeros(len(strings))
+        used = np.zeros(len(strings))
+        for h, length in enumerate(self.lengths):
+            whole = [i for i, s in enumerate(strings)
+                     if len(s) < length or (h == big_g - 1 and len(s) == last)]
+            if not whole:
+                continue
+            items = [b"".join(strings[i]) + (self.end if len(strings[i]) < length else b"")
+                     for i in whole]
+            counts = np.concatenate([self.level_counts(h, items[i:i + CHUNK])
+                                     for i in range(0, len(items), CHUNK)])
+            sketch, n_h = self.sketches[h], self.level_n(h)
+            noise = sketch.noise_variance(round(n_h), np.clip(counts, 0, n_h))
+            pairs = counts * counts - counts - noise
+            total[whole] += counts
+            variance[whole] += noise + sketch_collision_variance(pairs, self.k, self.m)
+            used[whole] += 1
+        scale = big_g / np.maximum(used, 1)
+        estimate = scale * total
+        variance = scale**2 * variance + np.maximum(estimate, 0) * (scale - 1)
+        return Estimates.from_variance(values, estimate, variance, int(self.sums.total), level)
+
+    def first_level(self) -> Iterator[bytes]:
+        """Yield level 0's candidates: every word of length L0, every shorter one + END."""
+        return (c for c in self.extend([b""], self.lengths[0]) if c != self.end)
+
+    def extend(self, prefixes: Sequence[bytes], width: int) -> Iterator[bytes]:
+        """Yield each prefix + w for w of ``width`` symbols, and + shorter w + END."""
+        suffixes = [b"".join(w) for w in itertools.product(self.symbols, repeat=width)]
+        for shorter in range(width):
+            suffixes += [b"".join(w) + self.end
+                         for w in itertools.product(self.symbols, repeat=shorter)]
+        return (p + s for p in prefixes for s in suffixes)
+
+
+def search(levels: LevelSearch, top: int, survivors: int, level: float,
+           split: Callable[[bytes], tuple[bytes, ...]],
+           decode: Callable[[bytes], str]) -> Discovery:
+    """Run the level-by-level search; return the ``top`` strings of the last level."""
+    LevelSearch.check_bounds(len(levels.symbols), levels.lengths, survivors)
+    z_value(level)  # refuse a bad confidence level before any work
+    kept: list[bytes] = []
+    examined: list[int] = []
+    history: dict[bytes, tuple[float, int]] = {}  # ended string: Σ f̂_h and levels so far
+    for g in range(levels.levels):
+        if g == 0:
+            candidates: Iterator[bytes] = levels.first_level()
+        else:
+            width = levels.lengths[g] - levels.lengths[g - 1]
+            ended = [c for c in kept if c.endswith(levels.end)]
+            open_ = [c for c in kept if not c.endswith(levels.end)]
+            candidates = itertools.chain(ended, levels.extend(open_, width))
+        kept, count, history = _top_of(levels, g, candidates, survivors, history)
+        examined.append(count)
+    result = levels.final([split(c) for c in kept], [decode(c) for c in kept], level)
+    order = np.argsort(-result.estimate, kind="stable")[:top]
+    chosen = Estimates(tuple(result.values[i] for i in order), result.estimate[order],
+                       result.std_error[order], result.ci_low[order], result.ci_high[order],
+                       result.n, result.level)
+    # One-sided: the question is whether the count is above 0, at family-wise level.
+    z = NormalDist().inv_cdf(1.0 - (1.0 - level) / max(1, examined[-1]))
+    reliable = chosen.estimate >= z * chosen.std_error
+    return Discovery(chosen, reliable & (chosen.estimate > 0), tuple(examined), z,
+                     levels.levels)
+
+
+def _top_of(levels: LevelSearch, g: int, candidates: Iterator[bytes], survivors: int,
+            history: dict[bytes, tuple[float, int]],
+            ) -> tuple[list[bytes], int, dict[bytes, tuple[float, int]]]:
+    """Return the ``survivors`` items of highest score, chunk by chunk, and how many were seen.
+
+    An open prefix scores its f̂_g. An ended string is whole at this level and at every
+    earlier one it survived, so it scores the mean of those f̂_h: a short frequent string
+    is not lost to one level's noise after it has ended.
+    """
+    best: list[bytes] = []
+    best_scores, best_sums, best_levels = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
+    seen = 0
+    while chunk := list(itertools.islice(candidates, CHUNK)):
+        seen += len(chunk)
+        counts = levels.level_counts(g, chunk)
+        before = [history.get(item, (0.0, 0)) for item in chunk]
+        sums = counts + np.array([b[0] for b in before])
+        used = 1 + np.array([b[1] for b in before], dtype=np.int64)
+        pool = best + chunk
+        scores = np.concatenate([best_scores, sums / used])
+        sums, used = np.concatenate([best_sums, sums]), np.concatenate([best_levels, used])
+        if len(pool) > survivors:
+            keep = np.argpartition(-scores, survivors - 1)[:survivors]
+            keep = keep[np.argsort(-scores[keep], kind="stable")]
+        else:
+            keep = np.argsort(-scores, kind="stable")
+        best, best_scores = [pool[i] for i in keep], scores[keep]
+        best_sums, best_levels = sums[keep], used[keep]
+    ended = {item: (float(total), int(count))
+             for item, total, count in zip(best, best_sums, best_levels, strict=True)
+             if item.endswith(levels.end)}
+    return best, seen, ended
+
+
+def _words_up_to(symbols: int, width: int) -> int:
+    """Return Σ_{j ≤ width} symbols^j: the words of length width, and shorter ones + END."""
+    return sum(symbols**j for j in range(width + 1))
