@@ -4,7 +4,8 @@ granian's own WSGI interface reads the body from the app's thread: a client that
 its headers and then dribbles the body holds that thread (measured: 40 such clients stop a
 2-worker collector). Here the body is read on the worker's event loop, where waiting costs
 nothing, within ``BODY_TIMEOUT`` seconds and ``max_body + 1`` bytes; only a complete body
-is handed to the WSGI app, which runs on a small thread pool. A body over the limit is cut
+is handed to the WSGI app, which runs on the event loop's thread (``APP_THREADS = 0``) or on
+a thread pool. A body over the limit is cut
 at ``max_body + 1`` bytes so the app answers its own 413; a late one is answered 408.
 
 The environ carries no client address (REMOTE_ADDR): the collector never sees it.
@@ -15,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import io
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any
 
 from aggregator import serving
@@ -27,34 +29,59 @@ TIMEOUT_BODY = (b'{"type":"about:blank","title":"request timeout","status":408,'
                 b'"detail":"the request body did not arrive in time"}')
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
+if sys.version_info >= (3, 11):
+    _deadline = asyncio.timeout  # no extra task per request, unlike wait_for
+else:  # pragma: no cover - Python 3.10
+    @asynccontextmanager
+    async def _deadline(seconds: float) -> AsyncIterator[None]:
+        task = asyncio.current_task()
+        assert task is not None
+        handle = asyncio.get_running_loop().call_later(seconds, task.cancel)
+        try:
+            yield
+        except asyncio.CancelledError:
+            raise asyncio.TimeoutError from None
+        finally:
+            handle.cancel()
+
 
 class RsgiBridge:
     """An RSGI application that runs ``app`` (WSGI) once the request body is complete."""
 
-    def __init__(self, app: WsgiApp, max_body: int, threads: int = serving.THREADS) -> None:
+    def __init__(self, app: WsgiApp, max_body: int, threads: int = serving.APP_THREADS) -> None:
         self.app = app
         self.max_body = max_body
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi")
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi") if threads else None
 
     async def __rsgi__(self, scope: Any, protocol: Any) -> None:
         if scope.proto != "http":
             return
-        if scope.method in _NO_BODY and "content-length" not in scope.headers:
+        declared = scope.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            body = b""  # not read at all: the app refuses the declared length with 413
+        elif declared == "0" or (declared is None and scope.method in _NO_BODY):
             body = b""
         else:
             try:
-                body = await asyncio.wait_for(self._read(protocol), BODY_TIMEOUT)
+                async with _deadline(BODY_TIMEOUT):
+                    # Content-Length (bounded above): one read in Rust; else capped chunks
+                    body = await (protocol() if declared is not None else self._read(protocol))
             except asyncio.TimeoutError:
                 protocol.response_bytes(408, [("content-type", "application/problem+json"),
                                               ("connection", "close")], TIMEOUT_BODY)
                 return
-        loop = asyncio.get_running_loop()
-        status, headers, payload = await loop.run_in_executor(
-            self.pool, self._call, _environ(scope, body))
+        environ = _environ(scope, body, declared if not body and declared else None)
+        if self.pool is None:
+            status, headers, payload = self._call(environ)
+        else:
+            loop = asyncio.get_running_loop()
+            status, headers, payload = await loop.run_in_executor(self.pool, self._call,
+                                                                  environ)
         protocol.response_bytes(status, headers, payload)
 
     def __rsgi_del__(self, loop: Any) -> None:
-        self.pool.shutdown(wait=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
 
     async def _read(self, protocol: Any) -> bytes:
         chunks, size = [], 0
@@ -87,7 +114,7 @@ def _no_write(data: bytes) -> None:
     raise RuntimeError("the write() callable of start_response is not supported")
 
 
-def _environ(scope: Any, body: bytes) -> dict[str, Any]:
+def _environ(scope: Any, body: bytes, declared: str | None) -> dict[str, Any]:
     host, _, port = scope.server.rpartition(":")
     environ: dict[str, Any] = {
         "REQUEST_METHOD": scope.method,
@@ -98,7 +125,8 @@ def _environ(scope: Any, body: bytes) -> dict[str, Any]:
         "SERVER_NAME": host,
         "SERVER_PORT": port,
         "SERVER_PROTOCOL": f"HTTP/{scope.http_version}",
-        "CONTENT_LENGTH": str(len(body)),  # the whole body is here, however it was framed
+        # the whole body is here, however it was framed (or, too large, none of it)
+        "CONTENT_LENGTH": declared or str(len(body)),
         "wsgi.version": (1, 0),
         "wsgi.url_scheme": scope.scheme,
         "wsgi.input": io.BytesIO(body),

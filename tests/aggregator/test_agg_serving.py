@@ -1,0 +1,123 @@
+"""The default server under slow clients, and its metrics folder after kill -9."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+from agg_reports import create_task, envelopes, payloads, post_reports
+from agg_server import Server
+
+from shared import encode_batch
+
+StartServer = Callable[..., Server]
+IDLE = DRIBBLE_HEADERS = DRIBBLE_BODIES = 50
+PROMPT = 2.0  # s: an upload answered later than this counts as held up
+HOLD = 8.0  # s of attack while uploads are timed: longer than the header deadline (5 s)
+
+
+@contextmanager
+def slow_clients(url: str, idle: int, headers: int, bodies: int) -> Iterator[list[int]]:
+    """Hold idle connections and connections dribbling one byte a second (headers, or a
+    body after complete headers) open against ``url``, reopening any the server closes.
+    Yields a one-element list counting the connections opened."""
+    address = urlsplit(url)
+    target = (address.hostname or "127.0.0.1", address.port or 80)
+    body_head = (b"POST /v1/tasks/slow/reports HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 b"application/json\r\nContent-Length: 100000\r\n\r\n{")
+    kinds = ["idle"] * idle + ["headers"] * headers + ["body"] * bodies
+    sockets: list[socket.socket | None] = [None] * len(kinds)
+    opened = [0]
+    stop = threading.Event()
+
+    def connect(index: int) -> None:
+        connection = socket.create_connection(target, timeout=5)
+        connection.setblocking(False)
+        if kinds[index] == "body":
+            connection.sendall(body_head)
+        elif kinds[index] == "headers":
+            connection.send(b"P")
+        sockets[index] = connection
+        opened[0] += 1
+
+    def dribble() -> None:
+        while not stop.wait(1.0):
+            for index, connection in enumerate(sockets):
+                if connection is None:
+                    continue
+                try:
+                    if connection.recv(4096) == b"":  # closed (or answered) by the server
+                        raise ConnectionResetError
+                except BlockingIOError:
+                    pass  # still open, nothing to read: the normal case
+                except OSError:
+                    connection.close()
+                    connect(index)  # an attacker reconnects at once
+                    continue
+                if kinds[index] != "idle":
+                    with suppress(OSError):
+                        connection.send(b"a")
+
+    for index in range(len(kinds)):
+        connect(index)
+    thread = threading.Thread(target=dribble, daemon=True)
+    thread.start()
+    try:
+        yield opened
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        for connection in sockets:
+            if connection is not None:
+                connection.close()
+
+
+def test_slow_and_idle_clients_never_delay_an_upload(server_factory: StartServer,
+                                                     tmp_path: Path) -> None:
+    server = server_factory(tmp_path / "slow.sqlite3", workers=2)
+    task = create_task(server.url, task_id="slow", mechanism="rr", epsilon=1.0,
+                       min_batch_size=1)
+    rng = np.random.default_rng(5)
+    latencies, statuses = [], []
+    with slow_clients(server.url, IDLE, DRIBBLE_HEADERS, DRIBBLE_BODIES) as opened:
+        time.sleep(1.5)  # every slow connection is open and has dribbled
+        deadline = time.monotonic() + HOLD
+        while time.monotonic() < deadline:
+            body = encode_batch(task, envelopes(task, payloads(task, [True], rng)))
+            started = time.monotonic()
+            statuses.append(post_reports(server.url, "slow", body).status_code)
+            latencies.append(time.monotonic() - started)
+            time.sleep(0.1)
+    assert statuses and set(statuses) == {200}
+    assert max(latencies) < PROMPT, f"slowest upload {max(latencies):.2f} s"
+    # The header deadline closed the idle and header-dribbling connections (reopened)
+    assert opened[0] > IDLE + DRIBBLE_HEADERS + DRIBBLE_BODIES
+
+
+def test_no_metrics_folder_outlives_its_server(server_factory: StartServer,
+                                               tmp_path: Path) -> None:
+    db = tmp_path / "metrics.sqlite3"
+    runs = tmp_path / "ldp-metrics"
+    killed = server_factory(db, workers=2, own_metrics_dir=True)
+    assert killed.process.poll() is None
+    first = _run_folders(runs)
+    assert len(first) == 1 and any(first[0].glob("*.db"))  # the workers write their samples
+    killed.kill(signal.SIGKILL)  # no exit hook runs: the folder is left behind
+    assert _run_folders(runs) == first
+
+    restarted = server_factory(db, workers=1, own_metrics_dir=True)
+    second = _run_folders(runs)
+    assert len(second) == 1 and second != first  # the dead run's folder was removed
+    restarted.kill(signal.SIGTERM)  # a clean exit removes its own folder at once
+    assert _run_folders(runs) == []
+
+
+def _run_folders(root: Path) -> list[Path]:
+    return sorted(root.glob("run-*"))
