@@ -18,8 +18,9 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -94,14 +95,27 @@ def render() -> Response:
     return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
+# Label values come from closed sets (route templates, these methods, status codes), so
+# an attacker cannot grow the series; each series' child is looked up once per process.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_STARTED = "ldp.started"
+_children: dict[tuple[str, str, int], Any] = {}
+
+
 def _start_timer() -> None:
-    g.ldp_started = time.perf_counter()
+    request.environ[_STARTED] = time.perf_counter()
 
 
 def _observe(response: Response) -> Response:
-    started = g.get("ldp_started")
+    current = request._get_current_object()  # type: ignore[attr-defined]  # one proxy lookup
+    started = current.environ.get(_STARTED)
     if started is not None:
-        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-        REQUESTS.labels(endpoint, request.method, str(response.status_code)).observe(
-            time.perf_counter() - started)
+        rule = current.url_rule
+        key = (rule.rule if rule is not None else "unmatched",
+               current.method if current.method in _METHODS else "other",
+               response.status_code)
+        child = _children.get(key)
+        if child is None:
+            child = _children[key] = REQUESTS.labels(key[0], key[1], str(key[2]))
+        child.observe(time.perf_counter() - started)
     return response

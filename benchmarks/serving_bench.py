@@ -99,7 +99,7 @@ def measure(servers: tuple[str, ...], seconds: float, slow_seconds: float,
                     path = f"/v1/tasks/{task_id}/reports"
                     load = loadgen.run(collector.url, path, templates[batch][1], CONNECTIONS,
                                        seconds, folder)
-                    found["collector"][batch] = {
+                    found["collector"][str(batch)] = {
                         **dataclasses.asdict(load), "loadavg": os.getloadavg()[0],
                         "accepted": accepted(collector.url, task_id),
                         "expected": load.requests * batch}
@@ -108,10 +108,24 @@ def measure(servers: tuple[str, ...], seconds: float, slow_seconds: float,
                 for batch in BATCHES:
                     load = loadgen.run(noop.url, "/v1/tasks/noop/reports",
                                        templates[batch][1], CONNECTIONS, seconds, folder)
-                    found["noop"][batch] = {**dataclasses.asdict(load),
+                    found["noop"][str(batch)] = {**dataclasses.asdict(load),
                                             "loadavg": os.getloadavg()[0]}
             results[server] = found
     return results
+
+
+def describe(results: dict[str, Any], seconds: float) -> str:
+    """Return the table's note on how the serving rows were measured."""
+    tool = ("wrk (2 threads)" if results.get("tool") == "wrk" else
+            "a Python load generator (wrk not found: 16 threads in one process, itself the "
+            "bottleneck, so these rates are lower bounds)")
+    return (f"serving: {WORKERS} workers per server, {CONNECTIONS} keep-alive connections "
+            f"from {tool}, {seconds:.0f} s per figure, CMS k={TASK_K} m={TASK_M}, fresh "
+            "report ids on every request; the no-op app (benchmarks/noop_app.py) under the "
+            "same command line in the same run; (load n) = 1-minute load average after the "
+            f"figure. Slow clients: {SLOW_DRIBBLE} connections dribbling one header byte a "
+            f"second + {SLOW_IDLE} idle (reopened when closed), {SLOW_CLIENTS} clients "
+            "uploading 1 report per request, each on a new connection, 10 s client timeout")
 
 
 def _cms_task(server: http_ingest.Server, task_id: str) -> TaskConfig:
