@@ -1,6 +1,6 @@
 """Prometheus metrics: reports accepted and rejected by reason, request latency.
 
-Under gunicorn with several workers, ``ldp-aggregator serve`` sets
+With several worker processes, ``ldp-aggregator serve`` sets
 ``PROMETHEUS_MULTIPROC_DIR`` before Python imports prometheus_client, so every worker
 writes its samples there and ``/metrics`` sums all workers (prometheus_client's
 multiprocess mode; gauges are not used, so nothing is lost in that mode).

@@ -25,8 +25,9 @@ from aggregator import serving
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
-TIMEOUT_BODY = (b'{"type":"about:blank","title":"request timeout","status":408,'
-                b'"detail":"the request body did not arrive in time"}')
+TIMEOUT_BODY = (b'{"type":"urn:ldp-telemetry:problem:request_timeout","title":"Request '
+                b'timeout","status":408,"detail":"the request body did not arrive within '
+                b'10 s; send it again"}')
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
 if sys.version_info >= (3, 11):

@@ -4,7 +4,7 @@ Starts ``ldp-aggregator serve`` (default server, SQLite in WAL mode: a 200 is se
 only after its transaction commits) on a free loopback port with a temporary database,
 creates a CMS task (k=2048, m=1024) and posts pre-encoded batches of 500 reports from a few
 client threads. The load generator shares the machine's cores with the server, as it would
-in any single-machine measurement. Memory is the peak resident set (VmHWM) of the gunicorn
+in any single-machine measurement. Memory is the peak resident set (VmHWM) of the server
 master and its workers, read from /proc at checkpoints while 10^6 reports go in.
 """
 
@@ -35,7 +35,7 @@ from benchmarks.workload import zipf_values
 from shared import CountMeanSketch, TaskConfig, encode_batch
 from shared.codec import Envelope, new_report_id
 
-READY_WAIT = 60.0  # seconds for gunicorn and its workers to come up
+READY_WAIT = 60.0  # seconds for the server and its workers to come up
 REQUEST_TIMEOUT = 120.0
 CLIENT_THREADS = 4
 TASK_K = 2048
@@ -45,7 +45,7 @@ HTTP_RUNS = 3  # ingest runs per worker count; the median is reported
 
 @dataclass(frozen=True)
 class Server:
-    """A running collector: its URL, gunicorn master process and tokens."""
+    """A running collector: its URL, server master process and tokens."""
 
     url: str
     process: subprocess.Popen[bytes]
@@ -150,7 +150,7 @@ def peak_memory(sizes: Sizes, rng: np.random.Generator) -> dict[str, dict[str, A
 
 
 def _peak_rss_mib(master: int) -> float:
-    """Return the summed VmHWM of the gunicorn master and its worker processes in MiB."""
+    """Return the summed VmHWM of the server master and its worker processes in MiB."""
     total_kib = 0
     for pid in [master, *_children(master)]:
         try:

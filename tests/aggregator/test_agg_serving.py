@@ -12,6 +12,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
+import pytest
+import requests
 from agg_reports import create_task, envelopes, payloads, post_reports
 from agg_server import Server
 
@@ -121,3 +123,27 @@ def test_no_metrics_folder_outlives_its_server(server_factory: StartServer,
 
 def _run_folders(root: Path) -> list[Path]:
     return sorted(root.glob("run-*"))
+
+
+def test_bodies_over_the_limit_are_refused_however_framed(server_factory: StartServer,
+                                                          tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LDP_MAX_BODY_BYTES", "5000")
+    server = server_factory(tmp_path / "limit.sqlite3")
+    task = create_task(server.url, task_id="limit", mechanism="rr", epsilon=1.0,
+                       min_batch_size=1)
+    rng = np.random.default_rng(8)
+    small = encode_batch(task, envelopes(task, payloads(task, [True] * 5, rng)))
+    large = encode_batch(task, envelopes(task, payloads(task, [True] * 200, rng)))
+    assert len(small) < 5000 < len(large)
+    url = f"{server.url}/v1/tasks/limit/reports"
+    headers = {"Content-Type": "application/json"}
+
+    def chunked(body: bytes) -> Iterator[bytes]:  # requests sends a generator chunked
+        yield from (body[i:i + 1000] for i in range(0, len(body), 1000))
+
+    assert requests.post(url, data=large, headers=headers, timeout=30).status_code == 413
+    assert requests.post(url, data=chunked(large), headers=headers,
+                         timeout=30).status_code == 413
+    answer = requests.post(url, data=chunked(small), headers=headers, timeout=30)
+    assert answer.status_code == 200 and answer.json()["accepted"] == 5
