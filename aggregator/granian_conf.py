@@ -30,7 +30,7 @@ def build(target: str, host: str, port: int, workers: int, wsgi: bool) -> MPServ
     return MPServer(
         target, address=host, port=port,
         interface=Interfaces.WSGI if wsgi else Interfaces.RSGI, workers=workers,
-        blocking_threads=serving.THREADS if wsgi else 1,  # RSGI: the bridge's own pool
+        blocking_threads=serving.THREADS if wsgi else 1,  # RSGI: 1 (the bridge runs the app)
         backpressure=serving.BACKPRESSURE,
         backlog=serving.BACKLOG,
         http=HTTPModes.http1,  # devices speak HTTP/1.1; no HTTP/2 stream multiplexing to abuse
