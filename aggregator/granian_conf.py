@@ -9,8 +9,12 @@ before the workers exit; a worker still busy after ``GRACEFUL_SECONDS`` is kille
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import shutil
+import signal
+import sys
+from typing import Any
 
 from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
@@ -43,6 +47,32 @@ def build(target: str, host: str, port: int, workers: int, wsgi: bool) -> MPServ
         respawn_failed_workers=True, workers_kill_timeout=serving.GRACEFUL_SECONDS)
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_SERVER_PID = "LDP_GRANIAN_SERVER_PID"
+
+
+def _orphan_guard() -> None:
+    """Have this worker sent SIGTERM (a graceful stop) when the server process dies.
+
+    granian's workers do not watch their parent: after ``kill -9`` of the server alone they
+    kept serving on their own, holding the port and the metrics folder's lock (measured).
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if str(os.getppid()) != os.environ.get(_SERVER_PID):  # it died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _load_bridged(target: str) -> rsgi_bridge.RsgiBridge:
+    _orphan_guard()
+    return rsgi_bridge.load(target)
+
+
+def _load_wsgi(target: str) -> Any:
+    _orphan_guard()
+    return rsgi_bridge.import_app(target)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m aggregator.granian_conf")
     parser.add_argument("--host", default="127.0.0.1")
@@ -53,12 +83,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("target")
     args = parser.parse_args(argv)
     server = build(args.target, args.host, args.port, args.workers, args.wsgi)
+    os.environ[_SERVER_PID] = str(os.getpid())  # inherited by the workers
     try:
         if args.wsgi:
-            server.serve()
+            server.serve(target_loader=_load_wsgi)
         else:
             # an RSGI app is an object with __rsgi__, not the callable granian annotates
-            server.serve(target_loader=rsgi_bridge.load)  # type: ignore[arg-type]
+            server.serve(target_loader=_load_bridged)  # type: ignore[arg-type]
     finally:
         # Remove the metrics folder if `serve` created it for this run (after kill -9 the
         # next `serve` removes it: aggregator.metrics.claim_run_dir).

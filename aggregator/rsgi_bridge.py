@@ -145,11 +145,16 @@ def _environ(scope: Any, body: bytes, declared: str | None) -> dict[str, Any]:
     return environ
 
 
-def load(target: str) -> RsgiBridge:
-    """Import ``module:attribute`` (a WSGI app) and wrap it; granian's target loader."""
+def import_app(target: str) -> Any:
+    """Return the object ``module:attribute`` names (attribute ``app`` when omitted)."""
     from importlib import import_module
 
     module, _, attribute = target.partition(":")
-    app = getattr(import_module(module), attribute or "app")
+    return getattr(import_module(module), attribute or "app")
+
+
+def load(target: str) -> RsgiBridge:
+    """Import ``module:attribute`` (a WSGI app) and wrap it; granian's target loader."""
+    app = import_app(target)
     config = getattr(app, "config", {})
     return RsgiBridge(app, int(config.get("MAX_BODY_BYTES", 4 * 1024 * 1024)))

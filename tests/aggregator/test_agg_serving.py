@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import threading
@@ -108,21 +109,38 @@ def test_no_metrics_folder_outlives_its_server(server_factory: StartServer,
     db = tmp_path / "metrics.sqlite3"
     runs = tmp_path / "ldp-metrics"
     killed = server_factory(db, workers=2, own_metrics_dir=True)
-    assert killed.process.poll() is None
     first = _run_folders(runs)
     assert len(first) == 1 and any(first[0].glob("*.db"))  # the workers write their samples
-    killed.kill(signal.SIGKILL)  # no exit hook runs: the folder is left behind
-    assert _run_folders(runs) == first
+    # kill -9 of the server process alone: no exit hook runs, and its workers must not
+    # live on as orphans (they would keep the port and the folder's lock)
+    os.kill(killed.process.pid, signal.SIGKILL)
+    killed.process.wait(timeout=30)
+    gone = _group_gone(killed.process.pid, timeout=20.0)
+    if not gone:
+        os.killpg(killed.process.pid, signal.SIGKILL)  # the orphans, before failing
+    assert gone, "workers outlived their server"
+    assert _run_folders(runs) == first  # left behind ...
 
     restarted = server_factory(db, workers=1, own_metrics_dir=True)
     second = _run_folders(runs)
-    assert len(second) == 1 and second != first  # the dead run's folder was removed
+    assert len(second) == 1 and second != first  # ... until the next serve removes it
     restarted.kill(signal.SIGTERM)  # a clean exit removes its own folder at once
     assert _run_folders(runs) == []
 
 
 def _run_folders(root: Path) -> list[Path]:
     return sorted(root.glob("run-*"))
+
+
+def _group_gone(group: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def test_bodies_over_the_limit_are_refused_however_framed(server_factory: StartServer,
