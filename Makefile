@@ -24,7 +24,12 @@ demo: $(STAMP)
 
 # Benchmarks side by side with pure-ldp (installed into bench-results/.baseline-venv);
 # the table is printed and written to bench-results/. BENCH_ARGS=--quick for smaller sizes.
+# The serving rows use wrk (a C load generator) when it is installed: as root with apt-get
+# it is installed here; otherwise they fall back to a Python load generator and say so.
 bench: $(STAMP)
+	@command -v wrk >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get update -qq && apt-get install -y -qq wrk >/dev/null; } \
+	  || echo "make bench: wrk not installed; the serving rows use the Python load generator"
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)

@@ -1,8 +1,8 @@
 """The ``ldp-aggregator`` command: serve, manage tasks and tokens.
 
-``serve`` runs gunicorn (one or more sync workers) on the app; ``tasks`` and ``tokens``
-work directly on the database. Without ``--db`` the database is ``ldp-aggregator.sqlite3``
-in the app's instance folder (or ``LDP_DATABASE``).
+``serve`` runs the app under granian (default) or gunicorn (aggregator.serving); ``tasks``
+and ``tokens`` work directly on the database. Without ``--db`` the database is
+``ldp-aggregator.sqlite3`` in the app's instance folder (or ``LDP_DATABASE``).
 
 Tokens: ``ldp-aggregator tokens create --role admin`` prints a new token once and stores
 only its SHA-256. ``LDP_ADMIN_TOKEN`` / ``LDP_ANALYST_TOKEN`` in the environment are
@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
+from pathlib import Path
 from typing import Any
 
 import click
 from flask import Flask
 
+from aggregator import serving
 from aggregator.auth import ROLES
 from shared.mechanisms.registry import MECHANISMS, all_options, plan
 
@@ -44,24 +45,36 @@ def main(ctx: click.Context, db: str | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="gunicorn worker processes; all share the database safely.")
+              help="Worker processes; all share the database safely.")
+@click.option("--server", default=serving.DEFAULT_SERVER, show_default=True,
+              type=click.Choice(serving.SERVERS),
+              help="granian (Rust HTTP, threads per worker), gunicorn gthread, or gunicorn "
+                   "sync (one request per process: any slow client holds it; tests only).")
 @click.pass_obj
-def serve(db: str | None, host: str, port: int, workers: int) -> None:
-    """Run the collector under gunicorn (SIGTERM lets in-flight uploads commit)."""
+def serve(db: str | None, host: str, port: int, workers: int, server: str) -> None:
+    """Serve the collector (SIGTERM lets in-flight uploads commit)."""
     if db:
         # Workers may start elsewhere: a bare path is made absolute, a URL passes as it is.
         os.environ["LDP_DATABASE"] = json.dumps(db if "://" in db else os.path.abspath(db))
-    database = _app(db).config["DATABASE"]  # creates the file and schema before the workers
+    app = _app(db)  # creates the database and its schema before the workers start
+    database = app.config["DATABASE"]
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        metrics_dir = tempfile.mkdtemp(prefix="ldp-metrics-")
+        from aggregator.metrics import claim_run_dir
+        from aggregator.store.backends import split_url
+
+        # Next to a database file (a folder the collector must be able to write anyway),
+        # else in the instance folder: one folder per run that this run removes on exit and
+        # the next run removes after kill -9.
+        scheme, location = split_url(str(database))
+        root = Path(location).parent if scheme == "sqlite" else Path(app.instance_path)
+        metrics_dir = str(claim_run_dir(root / "ldp-metrics"))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         os.environ["LDP_OWNED_METRICS_DIR"] = metrics_dir
-    # A fresh interpreter: prometheus_client reads PROMETHEUS_MULTIPROC_DIR when imported.
-    argv = [sys.executable, "-m", "gunicorn", "--config", "python:aggregator.gunicorn_conf",
-            "--bind", f"{host}:{port}", "--workers", str(workers), "aggregator.wsgi:app"]
-    click.echo(f"ldp-aggregator: serving on http://{host}:{port} with {workers} worker(s), "
-               f"database {database}\n  admin/analyst tokens: ldp-aggregator tokens create "
-               "--role admin (or set LDP_ADMIN_TOKEN / LDP_ANALYST_TOKEN)", err=True)
+    argv = serving.command(server, "aggregator.wsgi:app", host, port, workers)
+    click.echo(f"ldp-aggregator: serving on http://{host}:{port} with {workers} {server} "
+               f"worker(s), database {database}\n  admin/analyst tokens: ldp-aggregator "
+               "tokens create --role admin (or set LDP_ADMIN_TOKEN / LDP_ANALYST_TOKEN)",
+               err=True)
     sys.stderr.flush()
     os.execv(sys.executable, argv)
 

@@ -1,8 +1,9 @@
-"""Gunicorn settings used by ``ldp-aggregator serve`` (bind and workers come from the CLI).
+"""Gunicorn settings used by ``ldp-aggregator serve --server gthread|sync``.
 
-SIGTERM makes gunicorn stop accepting connections and lets each sync worker finish the
-request it is handling (up to ``graceful_timeout``), so an in-flight batch commits and is
-answered before the process exits.
+Bind, workers and the worker class come from the command line (aggregator.serving). SIGTERM
+makes gunicorn stop accepting connections and lets each worker finish the requests it is
+handling (up to ``graceful_timeout``), so an in-flight batch commits and is answered before
+the process exits.
 """
 
 from __future__ import annotations
@@ -13,14 +14,23 @@ from typing import Any
 
 from prometheus_client import multiprocess
 
-worker_class = "sync"
+from aggregator import serving
+
+worker_class = "gthread"  # the command line says which; this is only the fallback
+threads = serving.THREADS  # gthread: requests in the app at once per worker
+worker_connections = serving.MAX_CONNECTIONS  # gthread: open connections per worker
+keepalive = serving.KEEPALIVE_SECONDS  # idle keep-alive connections closed after this
+backlog = serving.BACKLOG
+limit_request_line = serving.LIMIT_REQUEST_LINE
+limit_request_fields = serving.LIMIT_HEADER_FIELDS
+limit_request_field_size = serving.LIMIT_HEADER_FIELD_SIZE
 accesslog = None  # an access line starts with the client's IP address: never written
 errorlog = "-"
 # gunicorn logs "Invalid request from ip=..." at WARNING for malformed HTTP: keep its own
 # log to errors so no client address is ever written (the CLI prints where it listens).
 loglevel = "error"
-timeout = 60
-graceful_timeout = 30
+timeout = 60  # a worker silent this long (heartbeat) is killed and replaced
+graceful_timeout = serving.GRACEFUL_SECONDS
 preload_app = False  # each worker opens its own database connections after the fork
 control_socket_disable = True  # one fixed socket path per user would clash between collectors
 

@@ -1,17 +1,26 @@
 """Prometheus metrics: reports accepted and rejected by reason, request latency.
 
-Under gunicorn with several workers, ``ldp-aggregator serve`` sets
+With several worker processes, ``ldp-aggregator serve`` sets
 ``PROMETHEUS_MULTIPROC_DIR`` before Python imports prometheus_client, so every worker
 writes its samples there and ``/metrics`` sums all workers (prometheus_client's
 multiprocess mode; gauges are not used, so nothing is lost in that mode).
+
+That folder is one per run (:func:`claim_run_dir`), under a root next to the database, and
+never leaks: a server removes it when it exits, and a run killed with ``kill -9`` leaves a
+folder whose lock nobody holds, which the next ``serve`` removes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -29,6 +38,48 @@ REQUESTS = Histogram("ldp_http_request_duration_seconds", "Time to answer a requ
                      ["endpoint", "method", "status"])
 
 
+RUN_PREFIX = "run-"
+LOCK_NAME = "owner.lock"  # MultiProcessCollector reads only *.db files
+STARTING_GRACE = 60.0  # s: a folder without its lock yet may be a run starting now
+
+
+def claim_run_dir(root: Path) -> Path:
+    """Return a new metrics folder under ``root``, locked for the life of this run.
+
+    The lock is an ``flock`` on a file in the folder, taken on a descriptor that is kept
+    open and inheritable: the server ``exec``-ed next and its forked workers hold it, and
+    the kernel drops it when the last of them dies, however it dies. A folder whose lock
+    can be taken therefore belongs to no live process: it is removed here, before the new
+    folder is made (no pid checks, so pid reuse cannot keep or remove the wrong folder).
+    """
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for stale in root.glob(f"{RUN_PREFIX}*"):
+        if _unowned(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-", dir=root))
+    descriptor = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    os.set_inheritable(descriptor, True)  # deliberately never closed: it is the claim
+    return folder
+
+
+def _unowned(folder: Path) -> bool:
+    try:
+        descriptor = os.open(folder / LOCK_NAME, os.O_RDWR)
+    except FileNotFoundError:
+        # Killed between mkdtemp and creating its lock, or a run starting right now.
+        return time.time() - folder.stat().st_mtime > STARTING_GRACE
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(descriptor)  # closing also releases the lock if it was taken
+    return True
+
+
 def init_app(app: Flask) -> None:
     """Time every request of the app."""
     app.before_request(_start_timer)
@@ -44,14 +95,27 @@ def render() -> Response:
     return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
+# Label values come from closed sets (route templates, these methods, status codes), so
+# an attacker cannot grow the series; each series' child is looked up once per process.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_STARTED = "ldp.started"
+_children: dict[tuple[str, str, int], Any] = {}
+
+
 def _start_timer() -> None:
-    g.ldp_started = time.perf_counter()
+    request.environ[_STARTED] = time.perf_counter()
 
 
 def _observe(response: Response) -> Response:
-    started = g.get("ldp_started")
+    current = request._get_current_object()  # type: ignore[attr-defined]  # one proxy lookup
+    started = current.environ.get(_STARTED)
     if started is not None:
-        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-        REQUESTS.labels(endpoint, request.method, str(response.status_code)).observe(
-            time.perf_counter() - started)
+        rule = current.url_rule
+        key = (rule.rule if rule is not None else "unmatched",
+               current.method if current.method in _METHODS else "other",
+               response.status_code)
+        child = _children.get(key)
+        if child is None:
+            child = _children[key] = REQUESTS.labels(key[0], key[1], str(key[2]))
+        child.observe(time.perf_counter() - started)
     return response

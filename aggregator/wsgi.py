@@ -1,4 +1,7 @@
-"""The WSGI entry for gunicorn: ``gunicorn 'aggregator.wsgi:app'`` (configured by LDP_*)."""
+"""The WSGI entry: ``ldp-aggregator serve`` (any --server) or ``gunicorn 'aggregator.wsgi:app'``.
+
+Configured by LDP_* variables.
+"""
 
 from aggregator import create_app
 

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import http_ingest, ours, table
+from benchmarks import http_ingest, ours, serving_bench, table
 from benchmarks.baseline import BaselineSession, BaselineUnavailable, baseline_python
 from benchmarks.settings import MODES, Sizes
 
@@ -120,9 +121,14 @@ def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> di
         results = http_ingest.ingest_rates(sizes, rng)
         _log("ours: server memory")
         results.update(http_ingest.peak_memory(sizes, rng))
-    except (OSError, RuntimeError, ImportError) as error:
+        _log(f"ours: serving ({', '.join(sizes.serving_servers)}), slow clients")
+        results["serving"] = serving_bench.measure(sizes.serving_servers,
+                                                   sizes.serving_seconds, sizes.slow_seconds,
+                                                   rng)
+    except (OSError, RuntimeError, ImportError, subprocess.SubprocessError) as error:
         notes.append(f"HTTP ingest and server memory: not available - {error}")
         return {}
+    notes.append(serving_bench.describe(results["serving"], sizes.serving_seconds))
     notes.append(f"HTTP: {http_ingest.CLIENT_THREADS} client threads on the same machine, "
                  f"CMS k={http_ingest.TASK_K}, median of {http_ingest.HTTP_RUNS} runs of "
                  f"{sizes.http_reports:,} reports (wall time: sensitive to other load)")
@@ -152,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                      "alternately with ours")
     http = measure_http(args, sizes, notes)
     rows = (table.timed_rows(mine, baseline) + table.http_rows(http)
+            + table.serving_rows(http.get("serving", {}))
             + table.accuracy_rows(mine, baseline))
     report = table.render(rows, notes, args.mode)
     print(report)

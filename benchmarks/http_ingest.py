@@ -1,10 +1,10 @@
 """HTTP ingest rate and peak server memory through the real aggregator.
 
-Starts ``ldp-aggregator serve`` (gunicorn, sync workers, SQLite in WAL mode: a 200 is sent
+Starts ``ldp-aggregator serve`` (default server, SQLite in WAL mode: a 200 is sent
 only after its transaction commits) on a free loopback port with a temporary database,
 creates a CMS task (k=2048, m=1024) and posts pre-encoded batches of 500 reports from a few
 client threads. The load generator shares the machine's cores with the server, as it would
-in any single-machine measurement. Memory is the peak resident set (VmHWM) of the gunicorn
+in any single-machine measurement. Memory is the peak resident set (VmHWM) of the server
 master and its workers, read from /proc at checkpoints while 10^6 reports go in.
 """
 
@@ -29,12 +29,13 @@ from typing import Any
 import numpy as np
 import requests
 
+from aggregator.serving import DEFAULT_SERVER
 from benchmarks.settings import EPSILON, HTTP_BATCH, SKETCH_M, Sizes
 from benchmarks.workload import zipf_values
 from shared import CountMeanSketch, TaskConfig, encode_batch
 from shared.codec import Envelope, new_report_id
 
-READY_WAIT = 60.0  # seconds for gunicorn and its workers to come up
+READY_WAIT = 60.0  # seconds for the server and its workers to come up
 REQUEST_TIMEOUT = 120.0
 CLIENT_THREADS = 4
 TASK_K = 2048
@@ -44,7 +45,7 @@ HTTP_RUNS = 3  # ingest runs per worker count; the median is reported
 
 @dataclass(frozen=True)
 class Server:
-    """A running collector: its URL, gunicorn master process and tokens."""
+    """A running collector: its URL, server master process and tokens."""
 
     url: str
     process: subprocess.Popen[bytes]
@@ -53,7 +54,7 @@ class Server:
 
 
 @contextmanager
-def running_server(workers: int) -> Iterator[Server]:
+def running_server(workers: int, server: str = DEFAULT_SERVER) -> Iterator[Server]:
     """Run a collector on a temporary database; stop its process group on exit."""
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as folder:
         admin, analyst = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
@@ -62,14 +63,14 @@ def running_server(workers: int) -> Iterator[Server]:
                "PROMETHEUS_MULTIPROC_DIR": _made(Path(folder) / "metrics")}
         command = [sys.executable, "-m", "aggregator.cli", "--db",
                    str(Path(folder) / "bench.sqlite3"), "serve", "--host", "127.0.0.1",
-                   "--port", str(port), "--workers", str(workers)]
+                   "--port", str(port), "--workers", str(workers), "--server", server]
         with open(Path(folder) / "server.log", "wb") as log:
             process = subprocess.Popen(command, env=env, stdout=log, stderr=log,
                                        start_new_session=True)
-        server = Server(f"http://127.0.0.1:{port}", process, admin, analyst)
+        running = Server(f"http://127.0.0.1:{port}", process, admin, analyst)
         try:
-            _wait_ready(server, workers, Path(folder) / "server.log")
-            yield server
+            _wait_ready(running, workers, Path(folder) / "server.log")
+            yield running
         finally:
             _stop(process)
 
@@ -149,7 +150,7 @@ def peak_memory(sizes: Sizes, rng: np.random.Generator) -> dict[str, dict[str, A
 
 
 def _peak_rss_mib(master: int) -> float:
-    """Return the summed VmHWM of the gunicorn master and its worker processes in MiB."""
+    """Return the summed VmHWM of the server master and its worker processes in MiB."""
     total_kib = 0
     for pid in [master, *_children(master)]:
         try:

@@ -114,6 +114,50 @@ def http_rows(http: Results) -> list[Row]:
     return rows
 
 
+def serving_rows(serving: Results) -> list[Row]:
+    """Return uploads of 1/10/500 reports beside the no-op ceiling, and slow clients."""
+    from aggregator.serving import DEFAULT_SERVER
+
+    servers = [name for name in serving if name != "tool"]
+    best_noop = max((serving[name]["noop"]["1"]["requests_per_s"] for name in servers
+                     if "1" in serving[name]["noop"]), default=0.0)
+    rows = []
+    for name in servers:
+        default = name == DEFAULT_SERVER
+        label = f"{name}{' (default)' if default else ''}"
+        for batch, ours in serving[name]["collector"].items():
+            noop = serving[name]["noop"].get(batch)
+            size = int(batch)
+            rate = ours["requests_per_s"]
+            shown = f"{rate:,.0f} req/s" + (f" = {rate * size:,.0f} reports/s" if size > 1
+                                            else "") + f" (load {ours['loadavg']:.1f})"
+            if ours["non_2xx"] or ours["errors"] or ours["accepted"] < ours["expected"]:
+                shown += (f"; {ours['non_2xx']} non-2xx, {ours['errors']} errors, "
+                          f"{ours['accepted']:,} of {ours['expected']:,} reports counted")
+            target, met = "—", "—"
+            if default and size == 1:
+                target = "≥ 6,000 req/s and ≥ 0.6× best no-op"
+                met = _met(rate >= 6000 and rate >= 0.6 * best_noop)
+            elif default:
+                target, met = "≥ 30,000 reports/s", _met(rate * size >= 30_000)
+            rows.append(Row(
+                f"Uploads of {size} report(s)/request, {label}, 2 workers, 16 connections",
+                shown, "—" if noop is None else
+                f"no-op app: {noop['requests_per_s']:,.0f} req/s (load {noop['loadavg']:.1f})",
+                "—" if noop is None else f"{rate / noop['requests_per_s']:.2f}× of no-op",
+                target, met))
+        slow = serving[name]["slow"]
+        clean = not slow["non_2xx"] and not slow["errors"]
+        rows.append(Row(
+            f"Slow clients, {label}: p99 of 1-report uploads while 200 connections dribble "
+            "headers and 200 idle", f"{slow['p99_ms']:,.1f} ms (p50 {slow['p50_ms']:,.1f} ms, "
+            f"{slow['requests']:,} uploads, {slow['non_2xx']} non-2xx, {slow['errors']} "
+            f"errors; load {slow['loadavg']:.1f})", "—", "—",
+            "p99 < 1 s, no 5xx" if default else "—",
+            _met(slow["p99_ms"] < 1000 and clean) if default else "—"))
+    return rows
+
+
 def accuracy_rows(ours: Results, baseline: Results) -> list[Row]:
     """Return one row per sketch: SD of a count over trials, ours beside pure-ldp's."""
     rows = []

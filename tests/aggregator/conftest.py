@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agg_server import ADMIN, ANALYST, Server, start_server
@@ -31,8 +32,8 @@ def server_factory(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """Yield a function starting servers; every one is killed at the end of the test."""
     started: list[Server] = []
 
-    def start(db: Path | None = None, workers: int = 1) -> Server:
-        started.append(start_server(db or tmp_path / "server.sqlite3", workers))
+    def start(db: Path | None = None, workers: int = 1, **options: Any) -> Server:
+        started.append(start_server(db or tmp_path / "server.sqlite3", workers, **options))
         return started[-1]
 
     yield start

@@ -1,0 +1,63 @@
+"""How ``ldp-aggregator serve`` runs a WSGI app: the server models and their limits.
+
+Three models, chosen with ``serve --server`` (the benchmark runs its no-op app through the
+same command lines, so a ceiling and a collector figure share every setting):
+
+- ``granian`` (default): a Rust HTTP server (hyper + tokio) that parses requests outside
+  Python, running the app behind :mod:`aggregator.rsgi_bridge`. Idle and slow connections
+  cost a tokio task or an await, never a Python thread: a request reaches the app's thread
+  pool only once its headers and body are complete. Chosen by measurement (README).
+- ``granian-wsgi``: granian's own WSGI interface; faster per request, but the app's threads
+  read the body, so a client dribbling its body holds one. For comparison.
+- ``gthread``: gunicorn with a thread pool per worker; idle keep-alive connections wait in
+  the worker's poller, but a started request is read by a pool thread.
+- ``sync``: gunicorn's one-request-per-process worker; any slow client holds a worker.
+  Kept for comparison and for debugging only.
+
+Every limit a client could abuse is set here explicitly rather than left to a default.
+"""
+
+from __future__ import annotations
+
+import sys
+
+SERVERS = ("granian", "granian-wsgi", "gthread", "sync")
+DEFAULT_SERVER = "granian"
+
+# A client must send its complete request headers within this time (granian also applies
+# it to an idle keep-alive connection waiting for its next request), else it is closed.
+HEADER_TIMEOUT_MS = 5000
+KEEPALIVE_SECONDS = 5  # gunicorn: idle keep-alive connections are closed after this
+THREADS = 8  # gunicorn gthread / granian-wsgi: app threads per worker process
+# granian: requests in flight per worker (bodies still arriving included; each costs an
+# await, not a thread); connections beyond wait in the kernel's accept queue (BACKLOG).
+BACKPRESSURE = 256
+BACKLOG = 2048
+# granian: the app runs on each worker's event loop thread, one request at a time (0), or
+# on a pool of this many threads. Measured (2 workers, 1 report per request): the pool
+# hop costs ~100 µs a request and its GIL handoffs raise p99 from ~60 ms to ~540 ms, while
+# this CPU-bound app gains nothing from threads: bodies are already complete when it runs.
+# A store that batches concurrent commits (group commit) needs a pool: set it then.
+APP_THREADS = 0
+MAX_CONNECTIONS = 1000  # gunicorn gthread: open client connections per worker
+GRACEFUL_SECONDS = 30  # SIGTERM: in-flight requests get this long to finish and commit
+LIMIT_REQUEST_LINE = 4094
+LIMIT_HEADER_FIELDS = 50
+LIMIT_HEADER_FIELD_SIZE = 8190
+
+
+def command(server: str, target: str, host: str, port: int, workers: int) -> list[str]:
+    """Return the argv that serves the WSGI ``target`` ("module:attribute") in a new process.
+
+    A fresh interpreter, always: prometheus_client reads PROMETHEUS_MULTIPROC_DIR when it
+    is first imported, so the variable must be set before the server imports the app.
+    """
+    if server in ("granian", "granian-wsgi"):
+        return [sys.executable, "-m", "aggregator.granian_conf", "--host", host,
+                "--port", str(port), "--workers", str(workers),
+                *(["--wsgi"] if server == "granian-wsgi" else []), target]
+    if server not in SERVERS:
+        raise ValueError(f"unknown server {server!r}; choose one of {', '.join(SERVERS)}")
+    return [sys.executable, "-m", "gunicorn", "--config", "python:aggregator.gunicorn_conf",
+            "--worker-class", server, "--bind", f"{host}:{port}", "--workers", str(workers),
+            target]
