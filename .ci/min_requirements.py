@@ -1,4 +1,4 @@
-"""Print the declared minimum version of every runtime and [server] dependency as pins.
+"""Print the declared minimum version of every runtime, [server] and [parquet] dependency.
 
 `make test-min-versions` installs exactly these and runs the SDK and collector tests, so
 the floors in pyproject.toml are proven, not hoped for.
@@ -15,9 +15,10 @@ FLOOR = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)\s*>=\s*([0-9][^,;\s]*)")
 
 
 def pins(pyproject: Path) -> list[str]:
-    """Return 'name==floor' for the runtime dependencies and the server extra."""
+    """Return 'name==floor' for the runtime dependencies and the collector's extras."""
     project = tomllib.loads(pyproject.read_text())["project"]
-    declared = project["dependencies"] + project["optional-dependencies"]["server"]
+    extras = project["optional-dependencies"]
+    declared = project["dependencies"] + extras["server"] + extras["parquet"]
     out = []
     for requirement in declared:
         match = FLOOR.match(requirement)

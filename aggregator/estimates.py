@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flask import Blueprint, current_app
@@ -9,9 +10,10 @@ from flask import Blueprint, current_app
 from aggregator.auth import require_role
 from aggregator.body import json_body
 from aggregator.problems import ApiError
-from aggregator.query import parse_query
-from aggregator.store import get_store
+from aggregator.query import Window, parse_query
+from aggregator.store import SumsView, get_store
 from aggregator.tasks import find_task
+from shared import TaskConfig
 
 bp = Blueprint("estimates", __name__, url_prefix="/v1/tasks")
 
@@ -22,15 +24,24 @@ def estimate(task_id: str) -> dict[str, Any]:
     """Estimate each candidate's count over the buckets starting in [start, end)."""
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
-    mechanism = task.mechanism_object
-    with get_store().read_sums(task, query.start, query.end) as sums:
-        if sums.total < task.min_batch_size:
-            raise ApiError(422, "below_min_batch_size",
-                           f"only {sums.total} reports in this range; estimates need at "
-                           f"least {task.min_batch_size}: widen the range or wait",
-                           n=sums.total, min_batch_size=task.min_batch_size)
-        result = mechanism.estimate(sums, query.candidates, level=query.level)
-    return {"task_id": task_id, "mechanism": task.mechanism, "n": result.n,
+    return answer(task, query.candidates, query.window)
+
+
+def answer(task: TaskConfig, candidates: Sequence[Any] | None, window: Window) -> dict[str, Any]:
+    """Return the estimates body for checked candidates and window (the view and the CLI)."""
+    with get_store().read_sums(task, window.start, window.end) as sums:
+        check_min_batch(task, sums, "estimates")
+        result = task.mechanism_object.estimate(sums, candidates, level=window.level)
+    return {"task_id": task.task_id, "mechanism": task.mechanism, "n": result.n,
             "epsilon": task.asked_epsilon, "effective_epsilon": task.effective_epsilon,
-            "level": query.level, "start": query.start, "end": query.end,
+            "level": window.level, "start": window.start, "end": window.end,
             "estimates": result.rows()}
+
+
+def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
+    """Refuse (422) to answer from fewer reports than the task's min_batch_size."""
+    if sums.total < task.min_batch_size:
+        raise ApiError(422, "below_min_batch_size",
+                       f"only {sums.total} reports in this range; {what} need at least "
+                       f"{task.min_batch_size}: widen the range or wait",
+                       n=sums.total, min_batch_size=task.min_batch_size)

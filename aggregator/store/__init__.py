@@ -15,10 +15,17 @@ from flask import Flask, Response, current_app
 
 from aggregator.problems import problem_response
 from aggregator.store.backends import open_store
-from aggregator.store.interface import Store, StoredTask, StoreUnavailable, SumsView, TaskExists
+from aggregator.store.interface import (
+    Store,
+    StoredTask,
+    StoredToken,
+    StoreUnavailable,
+    SumsView,
+    TaskExists,
+)
 
-__all__ = ["Store", "StoreUnavailable", "StoredTask", "SumsView", "TaskExists", "get_store",
-           "init_app", "open_store"]
+__all__ = ["Store", "StoreUnavailable", "StoredTask", "StoredToken", "SumsView", "TaskExists",
+           "get_store", "init_app", "open_store"]
 
 EXTENSION = "ldp_store"
 log = logging.getLogger(__name__)

@@ -8,10 +8,12 @@ picks one from the database URL. This module imports no backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
+
+import numpy as np
 
 from shared import Envelope, TaskConfig
 
@@ -30,6 +32,15 @@ class StoredTask:
 
     config: TaskConfig
     upload_key_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredToken:
+    """A stored token: its SHA-256 (the token itself is never stored), role and age."""
+
+    token_hash: str
+    role: str
+    created_at: int
 
 
 class SumsView(Protocol):
@@ -79,6 +90,21 @@ class Store(Protocol):
 
     def token_role(self, token_hash: str) -> str | None:
         """Return the role of a stored token hash, or None."""
+
+    def list_tokens(self) -> list[StoredToken]:
+        """Return every stored token, oldest first."""
+
+    def revoke_token(self, token_hash: str) -> bool:
+        """Delete a stored token; return whether there was one."""
+
+    def buckets(self, task: TaskConfig) -> list[int]:
+        """Return the start times of the buckets holding reports of a task, in order."""
+
+    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
+        """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""
+
+    def backup(self, target: str) -> None:
+        """Write a consistent copy of the whole store to ``target`` while it serves."""
 
     def check_writable(self) -> None:
         """Raise if the store cannot commit a write right now."""

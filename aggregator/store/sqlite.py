@@ -23,7 +23,13 @@ from contextlib import contextmanager
 import numpy as np
 
 from aggregator.store.folding import fold_parts
-from aggregator.store.interface import StoredTask, StoreUnavailable, SumsView, TaskExists
+from aggregator.store.interface import (
+    StoredTask,
+    StoredToken,
+    StoreUnavailable,
+    SumsView,
+    TaskExists,
+)
 from aggregator.store.staging import pack, stack, unpack
 from aggregator.store.streamed import StreamedSums
 from shared import Envelope, Sums, TaskConfig
@@ -267,6 +273,51 @@ class SqliteStore:
         row = self._connection().execute(
             "SELECT role FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
         return None if row is None else str(row[0])
+
+    def list_tokens(self) -> list[StoredToken]:
+        """Return every stored token, oldest first."""
+        rows = self._connection().execute(
+            "SELECT token_hash, role, created_at FROM tokens ORDER BY created_at, token_hash")
+        return [StoredToken(str(h), str(r), int(c)) for h, r, c in rows]
+
+    def revoke_token(self, token_hash: str) -> bool:
+        """Delete a stored token; return whether there was one."""
+        with self._write() as tx:
+            return tx.execute("DELETE FROM tokens WHERE token_hash = ?",
+                              (token_hash,)).rowcount > 0
+
+    def buckets(self, task: TaskConfig) -> list[int]:
+        """Return the start times of the buckets holding reports of a task, in order."""
+        self.fold_staged(task)
+        return [int(b) for (b,) in self._connection().execute(
+            "SELECT DISTINCT bucket FROM sums WHERE task_id = ? ORDER BY bucket",
+            (task.task_id,))]
+
+    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
+        """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""
+        self.fold_staged(task)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout)  # its own snapshot
+        try:
+            for bucket, row, n, blob in conn.execute(
+                    "SELECT bucket, row, n, counters FROM sums WHERE task_id = ? "
+                    "ORDER BY bucket, row", (task.task_id,)):
+                yield int(bucket), int(row), int(n), np.frombuffer(blob, dtype=COUNTER)
+        finally:
+            conn.close()
+
+    def backup(self, target: str) -> None:
+        """Copy the database to ``target`` with SQLite's online backup (one snapshot).
+
+        Writers go on meanwhile; the copy is a self-contained file (WAL folded in) that
+        ``--db`` can open as it is. The target must not exist.
+        """
+        if os.path.exists(target):
+            raise FileExistsError(f"{target} exists; backup writes a new file")
+        destination = sqlite3.connect(target)
+        try:
+            self._connection().backup(destination)
+        finally:
+            destination.close()
 
     def check_writable(self) -> None:
         """Commit a one-row write (raises sqlite3.Error if the file cannot be written)."""

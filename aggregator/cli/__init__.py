@@ -1,0 +1,36 @@
+"""The ``ldp-aggregator`` command: serve, manage tasks and tokens, query, export, back up.
+
+``serve`` runs the app under granian (default) or gunicorn (:mod:`aggregator.serving`);
+every other command works directly on the database (:mod:`aggregator.cli.context` says
+which one). One module per job: serve, tasks, tokens, analysis (estimates,
+heavy-hitters), data (export, backup): each in its ``*_commands`` module.
+
+Tokens: ``ldp-aggregator tokens create --role admin`` prints a new token once and stores
+only its SHA-256. ``LDP_ADMIN_TOKEN`` / ``LDP_ANALYST_TOKEN`` in the environment are
+accepted as well (handy for tests and demos).
+"""
+
+from __future__ import annotations
+
+import click
+
+from aggregator.cli.analysis_commands import estimates, heavy_hitters
+from aggregator.cli.context import DB_HELP
+from aggregator.cli.data_commands import backup, export
+from aggregator.cli.server_commands import serve
+from aggregator.cli.task_commands import tasks
+from aggregator.cli.token_commands import tokens
+
+
+@click.group()
+@click.option("--db", default=None, envvar="LDP_DB", help=DB_HELP)
+@click.pass_context
+def main(ctx: click.Context, db: str | None) -> None:
+    """Collect local-DP telemetry reports and answer estimates."""
+    ctx.ensure_object(dict)
+    if db:
+        ctx.obj["db"] = db
+
+
+for command in (serve, tasks, tokens, estimates, heavy_hitters, export, backup):
+    main.add_command(command)

@@ -1,0 +1,149 @@
+"""``ldp-aggregator export`` and ``backup``: get the collector's data out, safely.
+
+``export`` writes a task's stored sums (exact integers, per time bucket and row) or its
+estimates per time bucket, as JSON, CSV or Parquet (the ``[parquet]`` extra). ``backup``
+writes a consistent copy of the whole database while the collector keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from aggregator.cli.context import database_option, load_task, open_app
+
+SUMS_COLUMNS = ["task_id", "bucket", "row", "n", "counters"]
+ESTIMATE_COLUMNS = ["task_id", "bucket", "n", "value", "estimate", "std_error", "ci_low",
+                    "ci_high"]
+
+
+@click.command()
+@database_option
+@click.argument("task_id")
+@click.option("--what", type=click.Choice(["sums", "estimates"]), default="sums",
+              show_default=True, help="Stored integer sums, or estimates per time bucket.")
+@click.option("--candidate", "candidates", multiple=True,
+              help="With --what estimates: a value to estimate (repeatable; default: the "
+                   "task's own choice).")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv", "parquet"]),
+              default="json", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+              default=None, help="File to write (default: standard output; required for "
+                                 "parquet).")
+def export(task_id: str, what: str, candidates: tuple[str, ...], fmt: str,
+           output: str | None) -> None:
+    """Export a task's sums or per-bucket estimates.
+
+    Sums are one record per (bucket, row): the row's report count ``n`` and its integer
+    ``counters`` (in CSV, space-separated). Estimates are one record per (bucket, value);
+    buckets with fewer reports than the task's min_batch_size are left out (counted on
+    standard error).
+    """
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet needs --output FILE")
+    app = open_app()
+    with app.app_context():
+        task = load_task(task_id)
+        if what == "sums":
+            records, columns = _sum_records(task), SUMS_COLUMNS
+        else:
+            records, columns = _estimate_records(task, list(candidates) or None,
+                                                 int(app.config["MAX_CANDIDATES"])), \
+                ESTIMATE_COLUMNS
+        rows = list(records)
+    _write(rows, columns, fmt, output, {"task": task.to_dict(), "what": what})
+
+
+def _sum_records(task: Any) -> Iterator[dict[str, Any]]:
+    from aggregator.store import get_store
+
+    for bucket, row, n, counters in get_store().sum_rows(task):
+        yield {"task_id": task.task_id, "bucket": bucket, "row": row, "n": n,
+               "counters": counters.tolist()}
+
+
+def _estimate_records(task: Any, candidates: list[str] | None,
+                      limit: int) -> Iterator[dict[str, Any]]:
+    from aggregator.estimates import answer
+    from aggregator.problems import ApiError
+    from aggregator.query import Window, parse_candidates
+    from aggregator.store import get_store
+
+    checked = parse_candidates(task, candidates, limit) if candidates else None
+    skipped = 0
+    for bucket in get_store().buckets(task):
+        try:
+            body = answer(task, checked, Window(bucket, bucket + task.time_precision))
+        except ApiError as error:
+            if error.code != "below_min_batch_size":
+                raise
+            skipped += 1
+            continue
+        for row in body["estimates"]:
+            yield {"task_id": task.task_id, "bucket": bucket, "n": body["n"], **row}
+    if skipped:
+        click.echo(f"{skipped} bucket(s) below min_batch_size {task.min_batch_size} left out",
+                   err=True)
+
+
+def _write(rows: list[dict[str, Any]], columns: list[str], fmt: str, output: str | None,
+           header: dict[str, Any]) -> None:
+    if fmt == "parquet":
+        _write_parquet(rows, columns, str(output))
+        return
+    stream = open(output, "w", newline="") if output else sys.stdout  # noqa: SIM115
+    try:
+        if fmt == "json":
+            json.dump({**header, "records": rows}, stream)
+            stream.write("\n")
+        else:
+            import csv
+
+            writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n")
+            writer.writeheader()
+            for row in rows:
+                if isinstance(row.get("counters"), list):
+                    row = {**row, "counters": " ".join(map(str, row["counters"]))}
+                writer.writerow(row)
+    finally:
+        if output:
+            stream.close()
+
+
+def _write_parquet(rows: list[dict[str, Any]], columns: list[str], output: str) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise click.ClickException("--format parquet needs the [parquet] extra: pip install "
+                                   "'ldp-telemetry[server,parquet]'") from None
+    types = {"task_id": pa.string(), "bucket": pa.int64(), "row": pa.int64(), "n": pa.int64(),
+             "counters": pa.list_(pa.int64()), "value": pa.string(), "estimate": pa.float64(),
+             "std_error": pa.float64(), "ci_low": pa.float64(), "ci_high": pa.float64()}
+    schema = pa.schema([(c, types[c]) for c in columns])
+    data = {c: [str(row[c]) if c == "value" else row[c] for row in rows] for c in columns}
+    pq.write_table(pa.table(data, schema=schema), output)
+
+
+@click.command()
+@database_option
+@click.argument("target", type=click.Path(dir_okay=False))
+def backup(target: str) -> None:
+    """Write a consistent copy of the database to TARGET while the collector serves.
+
+    TARGET must not exist. The copy is a complete database: to restore, stop the
+    collector and start it with --db TARGET (or copy TARGET over the old file).
+    """
+    with open_app().app_context():
+        from aggregator.store import get_store
+
+        try:
+            get_store().backup(target)
+        except FileExistsError as error:
+            raise click.ClickException(str(error)) from None
+    click.echo(f"backup written to {Path(target).resolve()}")

@@ -1,0 +1,52 @@
+"""``ldp-aggregator serve``: run the collector under the chosen HTTP server."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from aggregator import serving
+from aggregator.cli.context import database, database_option, open_app
+
+
+@click.command()
+@database_option
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Worker processes; all share the database safely.")
+@click.option("--server", default=serving.DEFAULT_SERVER, show_default=True,
+              type=click.Choice(serving.SERVERS),
+              help="granian (Rust HTTP, threads per worker), gunicorn gthread, or gunicorn "
+                   "sync (one request per process: any slow client holds it; tests only).")
+def serve(host: str, port: int, workers: int, server: str) -> None:
+    """Serve the collector (SIGTERM lets in-flight uploads commit)."""
+    db = database()
+    if db:
+        # Workers may start elsewhere: a bare path is made absolute, a URL passes as it is.
+        os.environ["LDP_DATABASE"] = json.dumps(db if "://" in db else os.path.abspath(db))
+    app = open_app(db)  # creates the database and its schema before the workers start
+    db = str(app.config["DATABASE"])
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from aggregator.metrics import claim_run_dir
+        from aggregator.store.backends import split_url
+
+        # Next to a database file (a folder the collector must be able to write anyway),
+        # else in the instance folder: one folder per run that this run removes on exit and
+        # the next run removes after kill -9.
+        scheme, location = split_url(db)
+        root = Path(location).parent if scheme == "sqlite" else Path(app.instance_path)
+        metrics_dir = str(claim_run_dir(root / "ldp-metrics"))
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        os.environ["LDP_OWNED_METRICS_DIR"] = metrics_dir
+    argv = serving.command(server, "aggregator.wsgi:app", host, port, workers)
+    click.echo(f"ldp-aggregator: serving on http://{host}:{port} with {workers} {server} "
+               f"worker(s), database {db}\n  admin/analyst tokens: ldp-aggregator "
+               "tokens create --role admin (or set LDP_ADMIN_TOKEN / LDP_ANALYST_TOKEN)",
+               err=True)
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)

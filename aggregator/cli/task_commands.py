@@ -1,0 +1,99 @@
+"""``ldp-aggregator tasks``: create, list and plan tasks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from aggregator.cli.context import database_option, open_app
+from shared.mechanisms.registry import MECHANISMS, all_options, plan
+
+
+@click.group()
+def tasks() -> None:
+    """Create, list and plan tasks."""
+
+
+def mechanism_options(command: Any) -> Any:
+    """Add one option per task parameter that any registered mechanism takes."""
+    types = {"number": float, "integer": int, "string": str, "strings": str}
+    for option in reversed(list(all_options().values())):
+        help_text = option.help + (" Comma-separated." if option.kind == "strings" else "")
+        command = click.option(f"--{option.name.replace('_', '-')}", option.name,
+                               type=types[option.kind], help=help_text)(command)
+    return command
+
+
+@tasks.command("create")
+@database_option
+@click.option("--task-id", required=True)
+@click.option("--mechanism", required=True, type=click.Choice(MECHANISMS))
+@mechanism_options
+@click.option("--time-precision", type=int, help="Bucket width in seconds (default 1 day).")
+@click.option("--min-batch-size", type=int)
+@click.option("--upload-key-required", is_flag=True, help="Print an upload key once.")
+def create_task(**options: Any) -> None:
+    """Create a task and print its public configuration as JSON."""
+    from aggregator.problems import ApiError
+    from aggregator.store import TaskExists, get_store
+    from aggregator.tasks import build_task
+
+    params = {key: value for key, value in options.items() if value not in (None, False)}
+    for name, option in all_options().items():
+        if option.kind == "strings" and name in params:
+            params[name] = params[name].split(",")
+    with open_app().app_context():
+        try:
+            stored, upload_key = build_task(params)
+            get_store().create_task(stored)
+        except ApiError as error:
+            raise click.ClickException(error.detail) from None
+        except TaskExists:
+            raise click.ClickException(f"task {params['task_id']!r} exists already") from None
+    body = stored.config.to_dict()
+    if upload_key:
+        body["upload_key"] = upload_key
+    click.echo(json.dumps(body, indent=2))
+
+
+@tasks.command("list")
+@database_option
+def list_tasks() -> None:
+    """Print every task's public configuration, one JSON object per line."""
+    from aggregator.store import get_store
+
+    with open_app().app_context():
+        for stored in get_store().list_tasks():
+            click.echo(json.dumps(stored.config.to_dict()))
+
+
+@tasks.command("plan")
+@click.option("--domain-size", required=True, type=click.IntRange(2, None),
+              help="How many distinct values the task may see.")
+@click.option("--devices", required=True, type=click.IntRange(1, None),
+              help="Reports expected per estimate (devices x reports per period).")
+@click.option("--epsilon", required=True, type=click.FloatRange(0, 20, min_open=True))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def plan_task(domain_size: int, devices: int, epsilon: float, fmt: str) -> None:
+    """Print each mechanism's expected standard error for a workload and recommend one.
+
+    From the closed-form variances, with the devices spread evenly over the domain (hash
+    collisions included); the most accurate mechanism comes first.
+    """
+    plans = plan(epsilon, domain_size, devices)
+    if fmt == "json":
+        click.echo(json.dumps([{"mechanism": name, "std_error": p.std_error,
+                                "report_bits": p.report_bits, "parameters": p.fields}
+                               for name, p in plans], indent=2))
+        return
+    click.echo(f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12}  parameters")
+    for name, p in plans:
+        fields = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in p.fields.items())
+        click.echo(f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,}  {fields}")
+    best = plans[0][1]
+    click.echo(f"\nrecommended: {plans[0][0]} (a count's 95% interval is about "
+               f"±{1.96 * best.std_error:,.0f} of {devices:,} reports, "
+               f"{1.96 * best.std_error / devices:.2%})")
