@@ -14,7 +14,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# tests/test_docs.py runs the READMEs' curl examples: install curl (as root, with apt-get)
+# when it is missing, or stop saying why.
 test: $(STAMP)
+	@command -v curl >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get update -qq && apt-get install -y -qq curl >/dev/null; } \
+	  || { echo "make test: the README examples need curl; install it" >&2; exit 1; }
 	$(BIN)/python -m pytest -q
 
 # The whole system end to end: collector, tasks, 100,000 simulated devices, estimates.

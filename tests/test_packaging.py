@@ -32,8 +32,9 @@ def test_every_dependency_declares_a_floor_that_ci_installs() -> None:
     pins = subprocess.run([sys.executable, str(ROOT / ".ci" / "min_requirements.py")],
                           capture_output=True, text=True, check=True).stdout.split()
     assert "urllib3==2.6.3" in pins  # Retry(retry_after_max=...) needs it
-    assert len(pins) == len(PROJECT["dependencies"]) + len(
-        PROJECT["optional-dependencies"]["server"])
+    extras = PROJECT["optional-dependencies"]
+    assert len(pins) == len(PROJECT["dependencies"]) + len(extras["server"]) + len(
+        extras["parquet"])
 
 
 @pytest.mark.parametrize(("script", "extra"), [("ldp-aggregator", "server"), ("ldp-sim", "sim")])
