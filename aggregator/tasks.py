@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
@@ -22,8 +23,19 @@ CREATE_FIELDS = (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required"}
 
 @bp.get("")
 def list_tasks() -> Response:
-    """Return every task's public configuration."""
-    response = jsonify(tasks=[stored.config.to_dict() for stored in get_store().list_tasks()])
+    """Return every task's public configuration; 304 if the client's copy is current.
+
+    The ETag digests every task's id and fingerprint: it changes exactly when a task is
+    added (tasks are immutable).
+    """
+    tasks = [stored.config for stored in get_store().list_tasks()]
+    digest = hashlib.sha256("\n".join(f"{t.task_id} {t.fingerprint}" for t in tasks).encode())
+    etag = digest.hexdigest()[:32]
+    if request.if_none_match.contains(etag):
+        response = Response(status=304)
+    else:
+        response = jsonify(tasks=[task.to_dict() for task in tasks])
+    response.set_etag(etag)
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
 

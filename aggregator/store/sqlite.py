@@ -139,9 +139,18 @@ class SqliteStore:
 
     def list_tasks(self) -> list[StoredTask]:
         """Return every task, ordered by id."""
-        rows = self._connection().execute(
-            "SELECT config, upload_key_hash FROM tasks ORDER BY task_id").fetchall()
-        return [_task(*row) for row in rows]
+        # Tasks are immutable: a cached one is reused, so listing does not rebuild every
+        # task's mechanism (a sketch's hash rows) on every call.
+        ids = [task_id for (task_id,) in self._connection().execute(
+            "SELECT task_id FROM tasks ORDER BY task_id")]
+        missing = [task_id for task_id in ids if task_id not in self._tasks]
+        for start in range(0, len(missing), CHUNK):
+            part = missing[start:start + CHUNK]
+            for task_id, config, key_hash in self._connection().execute(
+                    f"SELECT task_id, config, upload_key_hash FROM tasks WHERE task_id IN "
+                    f"({','.join('?' * len(part))})", part):
+                self._tasks[task_id] = _task(config, key_hash)
+        return [self._tasks[task_id] for task_id in ids]
 
     def add_reports(self, task: TaskConfig, envelopes: Sequence[Envelope],
                     expires: Sequence[int]) -> set[bytes]:

@@ -1,0 +1,38 @@
+"""GET /v1/tasks: an ETag that changes exactly when a task is added, and a cheap listing."""
+
+from __future__ import annotations
+
+from agg_server import ADMIN
+from flask.testing import FlaskClient
+
+from aggregator.store import get_store
+
+AUTH = {"Authorization": f"Bearer {ADMIN}"}
+
+
+def create(client: FlaskClient, task_id: str) -> None:
+    response = client.post("/v1/tasks", headers=AUTH, json={
+        "task_id": task_id, "mechanism": "cms", "epsilon": 4, "k": 256, "m": 64})
+    assert response.status_code == 201, response.json
+
+
+def test_the_task_list_is_conditional(client: FlaskClient) -> None:
+    create(client, "a")
+    first = client.get("/v1/tasks")
+    etag = first.headers["ETag"]
+    assert first.status_code == 200 and [t["task_id"] for t in first.json["tasks"]] == ["a"]
+    again = client.get("/v1/tasks", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.headers["ETag"] == etag and not again.data
+    create(client, "b")
+    changed = client.get("/v1/tasks", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed.headers["ETag"] != etag
+    assert [t["task_id"] for t in changed.json["tasks"]] == ["a", "b"]
+
+
+def test_listing_reuses_the_tasks_already_built(client: FlaskClient) -> None:
+    for task_id in ("x", "y"):
+        create(client, task_id)
+    with client.application.app_context():
+        store = get_store()
+        first = store.list_tasks()
+        assert [a is b for a, b in zip(first, store.list_tasks(), strict=True)] == [True, True]
