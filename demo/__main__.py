@@ -1,9 +1,10 @@
 """The whole system on this machine: collector, tasks, a population of devices, estimates.
 
 Starts ``ldp-aggregator serve`` on a free loopback port with SQLite in a temporary folder,
-creates a ``cms`` task (favourite emoji) and an ``rr`` task (dark mode yes/no), records
-every simulated device's values through the real client SDK over HTTP, asks for estimates
-with 95% intervals and prints them beside the truth, then stops the collector.
+creates a ``cms`` task (favourite emoji), an ``rr`` task (dark mode yes/no) and an ``hh``
+task (words typed, never listed to the collector), records every simulated device's
+values through the real client SDK over HTTP, asks for estimates with 95% intervals and
+for the most frequent words, prints them beside the truth, then stops the collector.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from shared import TaskConfig
 EMOJI_TASK: dict[str, Any] = {"task_id": "favourite-emoji", "mechanism": "cms", "epsilon": 4.0,
               "k": 1024, "m": 1024}
 DARK_MODE_TASK: dict[str, Any] = {"task_id": "dark-mode", "mechanism": "rr", "epsilon": math.log(3)}
+WORDS_TASK: dict[str, Any] = {"task_id": "words-typed", "mechanism": "hh", "epsilon": 4.0,
+                              "k": 1024, "m": 1024, "alphabet": "abcdefghijklmnopqrstuvwxyz",
+                              "max_length": 8}
+TASKS = (EMOJI_TASK, DARK_MODE_TASK, WORDS_TASK)
 
 
 @dataclass(frozen=True)
@@ -42,11 +47,12 @@ class DemoResult:
     rejected: dict[str, int]
     emoji: dict[str, Any]
     dark_mode: dict[str, Any]
+    words: dict[str, Any]
 
     @property
     def delivered(self) -> bool:
         """Return whether every device's report was uploaded and counted once."""
-        expected = 2 * len(self.population.emoji)
+        expected = len(TASKS) * len(self.population.emoji)
         return (self.stats.dropped_total == 0 and not self.rejected
                 and self.accepted == expected and self.stats.sent == expected)
 
@@ -57,7 +63,7 @@ def run_demo(devices: int, *, seed: int, progress: bool = False) -> DemoResult:
     with tempfile.TemporaryDirectory(prefix="ldp-demo-") as folder, \
             running_collector(Path(folder)) as collector:
         print(f"collector running at {collector.url} (SQLite in {folder})")
-        for task in (EMOJI_TASK, DARK_MODE_TASK):
+        for task in TASKS:
             created = collector.post("/v1/tasks", task, collector.admin_token)
             print(f"created task {created['task_id']!r}: {created['mechanism']}, "
                   f"epsilon {created['effective_epsilon']:.6f} (effective)")
@@ -66,7 +72,10 @@ def run_demo(devices: int, *, seed: int, progress: bool = False) -> DemoResult:
                                {"candidates": list(VOCABULARY)}, collector.analyst_token)
         dark = collector.post(f"/v1/tasks/{DARK_MODE_TASK['task_id']}/estimates", {},
                               collector.analyst_token)
-    return DemoResult(population, stats, gateway.accepted, dict(gateway.rejected), emoji, dark)
+        words = collector.post(f"/v1/tasks/{WORDS_TASK['task_id']}/heavy-hitters",
+                               {"top": 10}, collector.analyst_token)
+    return DemoResult(population, stats, gateway.accepted, dict(gateway.rejected), emoji, dark,
+                      words)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
           f"collector accepted {result.accepted}, rejected {result.rejected or 0}")
     print_emoji(result.emoji, result.population, args.top)
     print_dark_mode(result.dark_mode, result.population)
+    print_words(result.words, result.population)
     print(f"\ndone in {time.monotonic() - started:.1f} s; the collector was stopped.")
     return 0 if result.delivered else 1
 
@@ -92,14 +102,15 @@ def record_population(collector: Collector, population: Population, *,
     """
     tasks = [TaskConfig.from_dict(requests.get(f"{collector.url}/v1/tasks/{task['task_id']}",
                                                timeout=10).json())
-             for task in (EMOJI_TASK, DARK_MODE_TASK)]
+             for task in TASKS]
     gateway, totals = Gateway(collector.url), Counter[str]()
-    devices = zip(population.emoji, population.dark_mode, strict=True)
-    for emoji, dark in tqdm(devices, total=len(population.emoji), desc="devices",
-                            unit="dev", disable=not progress):
+    devices = zip(population.emoji, population.dark_mode, population.words, strict=True)
+    for emoji, dark, word in tqdm(devices, total=len(population.emoji), desc="devices",
+                                  unit="dev", disable=not progress):
         device = Client(collector.url, tasks=tasks, transport=gateway, atexit_timeout=None)
         device.record(EMOJI_TASK["task_id"], emoji)
         device.record(DARK_MODE_TASK["task_id"], dark)
+        device.record(WORDS_TASK["task_id"], word)
         device.close(timeout=10)
         stats = device.stats()
         totals.update(sent=stats.sent, dropped=stats.dropped_total, retries=stats.retries)
@@ -133,6 +144,22 @@ def print_dark_mode(answer: dict[str, Any], population: Population) -> None:
     print(f"\ndark mode (rr, n={n}, epsilon={answer['effective_epsilon']:.4f}): "
           f"estimated {yes['estimate'] / n:.2%} yes, {answer['level']:.0%} interval "
           f"[{low:.2%}, {high:.2%}]; true share {true_share:.2%}")
+
+
+def print_words(answer: dict[str, Any], population: Population) -> None:
+    """Print the discovered words beside their true counts and the true top 10."""
+    truth = population.word_counts()
+    true_top = [word for word, _ in truth.most_common(len(answer["heavy_hitters"]))]
+    print(f"\nwords typed, discovered without a list (hh, n={answer['n']}, "
+          f"epsilon={answer['effective_epsilon']:.3f}; candidates examined per level: "
+          f"{', '.join(map(str, answer['examined']))})")
+    print(f"{'found':<10}{'estimate':>9}{'true':>8}  reliable  true rank")
+    for row in answer["heavy_hitters"]:
+        rank = true_top.index(row["value"]) + 1 if row["value"] in true_top else "-"
+        print(f"{row['value']:<10}{row['estimate']:>9.0f}{truth[row['value']]:>8}  "
+              f"{'yes' if row['reliable'] else 'no':<8}  {rank}")
+    hits = sum(row["value"] in true_top for row in answer["heavy_hitters"])
+    print(f"{hits} of the true top {len(true_top)} found")
 
 
 def _parser() -> argparse.ArgumentParser:

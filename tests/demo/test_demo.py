@@ -30,6 +30,10 @@ def test_demo_delivers_every_report_and_estimates_cover_the_truth() -> None:
     yes = result.dark_mode["estimates"][0]
     assert abs(yes["estimate"] - result.population.dark_mode_count()) < 5 * yes["std_error"]
     assert math.isclose(result.dark_mode["effective_epsilon"], math.log(3))
+    # The most typed word (a quarter of the devices) is discovered, flagged reliable.
+    top_word = result.population.word_counts().most_common(1)[0][0]
+    reliable = [r["value"] for r in result.words["heavy_hitters"] if r["reliable"]]
+    assert result.words["n"] == 3000 and top_word in reliable
 
 
 @pytest.mark.timeout(120)
@@ -38,3 +42,4 @@ def test_main_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "intervals contain the true count" in out
     assert "dark mode (rr, n=1000" in out and "the collector was stopped" in out
+    assert "words typed, discovered without a list (hh, n=1000" in out
