@@ -4,7 +4,8 @@
 
     import client
 
-    client.init("https://telemetry.example.com", data_dir="~/.cache/myapp/ldp")
+    client.init("https://telemetry.example.com", data_dir="~/.cache/myapp/ldp",
+                task_ids=["uses-dark-mode", "favourite-font"])  # fetched in the background
     client.record("uses-dark-mode", True)      # a yes/no task: a bool
     client.record("favourite-font", "Inter")   # a sketch task: a str
     client.close()
@@ -18,7 +19,7 @@ options and ``LDP_*`` variables, :mod:`client.errors` for the exception tree.
 """
 
 from client.client import Client
-from client.default import close, flush, get_client, init, record
+from client.default import close, flush, get_client, init, record, wait_for_tasks
 from client.errors import ClientError, ConfigurationError, TaskUnavailableError, TransportError
 from client.http_transport import HTTPTransport
 from client.inmemory import InMemoryTransport
@@ -45,4 +46,5 @@ __all__ = [
     "get_client",
     "init",
     "record",
+    "wait_for_tasks",
 ]

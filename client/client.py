@@ -1,11 +1,14 @@
 """The SDK's entry point: :class:`Client` privatizes values and hands them to the uploader.
 
-``record`` runs on the caller's thread: it looks up the task's configuration, validates
-the value, applies the on-device limits (:mod:`client.budget`), privatizes the value with
-the OS CSPRNG, and queues only the encoded report. The raw value is never queued,
-written, logged, put in an exception or sent. After construction no method raises into
-the application: problems are logged once and counted in :meth:`Client.stats`.
-Construction raises :class:`client.ConfigurationError` for bad settings.
+``record`` runs on the caller's thread and never touches the network: it looks up the
+task's configuration among those already known (:mod:`client.tasks`; an unknown task's
+record is dropped and counted as ``task_unavailable`` while the uploader thread fetches
+it), validates the value, applies the on-device limits (:mod:`client.budget`),
+privatizes the value with the OS CSPRNG, and queues only the encoded report. The raw
+value is never queued, written, logged, put in an exception or sent. After construction
+no method raises into the application: problems are logged once and counted in
+:meth:`Client.stats`. Construction raises :class:`client.ConfigurationError` for bad
+settings.
 
 Embedding safety: the uploader is one daemon thread, restarted on demand in a forked
 child; ``flush`` and ``close`` take one timeout; an atexit hook closes every open client
@@ -54,14 +57,17 @@ class Client:
 
     ``endpoint`` is the collector's base URL (or ``LDP_ENDPOINT``); see
     :mod:`client.settings` for every option and its environment variable. ``tasks`` pins
-    task configurations (they are then never fetched); ``transport`` replaces the HTTP
+    task configurations (they are then never fetched); ``task_ids`` names tasks whose
+    configurations the uploader thread fetches at once (others are fetched the first time
+    ``record`` sees them, and that record is dropped); ``transport`` replaces the HTTP
     transport (e.g. :class:`client.InMemoryTransport` in tests); ``clock`` gives Unix
     time and exists for tests.
     """
 
     def __init__(self, endpoint: str | None = None, *, upload_key: str | None = None,
                  data_dir: str | os.PathLike[str] | None = None,
-                 tasks: Iterable[TaskConfig] | None = None, transport: Transport | None = None,
+                 tasks: Iterable[TaskConfig] | None = None,
+                 task_ids: Iterable[str] | None = None, transport: Transport | None = None,
                  enabled: bool | None = None, batch_size: int | Default = DEFAULT,
                  max_batch_bytes: int | Default = DEFAULT,
                  flush_interval: float | Default = DEFAULT, max_queue: int | Default = DEFAULT,
@@ -71,7 +77,8 @@ class Client:
                  timeouts: Timeouts | Default = DEFAULT, retry: RetryPolicy | Default = DEFAULT,
                  clock: Callable[[], float] = time.time) -> None:
         arguments = {name: value for name, value in locals().items()
-                     if name not in ("self", "tasks", "transport", "clock", "__class__")}
+                     if name not in ("self", "tasks", "task_ids", "transport", "clock",
+                                     "__class__")}
         if transport is not None and not isinstance(transport, Transport):
             raise ConfigurationError("transport must have handle(request, *, timeout) and close()")
         self.settings = Settings.resolve(arguments, needs_http=transport is None)
@@ -83,7 +90,9 @@ class Client:
         self._transport = transport or self._open_transport()
         self._registry = TaskRegistry(self._transport, pinned=tasks or (),
                                       timeout=self.settings.timeouts.config,
-                                      problems=self._problems)
+                                      problems=self._problems,
+                                      cache_dir=self.settings.data_dir,
+                                      wake=lambda: self._uploader.wake())
         self._uploader = Uploader(storage=self._storage, transport=self._transport,
                                   registry=self._registry, counters=self._counters,
                                   problems=self._problems, settings=self.settings)
@@ -91,6 +100,8 @@ class Client:
         if not self.settings.enabled:
             self.set_enabled(False)
         _live.add(self)
+        if task_ids is not None and self._enabled:
+            self._registry.want(_check_task_ids(task_ids))
 
     def _open_transport(self) -> Transport:
         settings = self.settings
@@ -154,6 +165,23 @@ class Client:
         self._counters.drop(reason)
         self._problems.report(reason, message, *args)
         return False
+
+    def wait_for_tasks(self, task_ids: Iterable[str] | None = None,
+                       timeout: float = 10.0) -> bool:
+        """Block until these task configurations are known; True if they are in time.
+
+        The one call that waits for the network, at the caller's choice (scripts, tests,
+        an app's start-up screen); ``record`` never does. None waits for every task named
+        so far (``task_ids`` and records of unknown tasks).
+        """
+        if self._closed:
+            return False
+        try:
+            return self._registry.wait(None if task_ids is None else list(task_ids), timeout)
+        except Exception as error:
+            self._problems.report("wait", "ldp-telemetry: waiting for tasks failed (%s)",
+                                  type(error).__name__)
+            return False
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Send everything queued; return True if the queue emptied within ``timeout`` s."""
@@ -231,6 +259,12 @@ def _privatize(task: TaskConfig, secret: bytes, period: int, value: Any) -> Pend
     encoded = encode_report(task, Envelope(new_report_id(), task.fingerprint, period, payload))
     return Pending(task.task_id, encoded["report_id"],
                    json.dumps(encoded, separators=(",", ":")))
+
+
+def _check_task_ids(task_ids: Iterable[str]) -> list[str]:
+    if isinstance(task_ids, str):
+        raise ConfigurationError("task_ids must be a list of task ids, not one string")
+    return list(task_ids)
 
 
 def _prepare(data_dir: Path | None) -> Path | None:

@@ -8,6 +8,7 @@ choice of collector, and whether to collect at all, to the application.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from client.client import Client
@@ -39,6 +40,12 @@ def record(task_id: str, value: Any) -> bool:
     """Record with the default client; False (nothing done) before :func:`init`."""
     current = _default
     return current.record(task_id, value) if current is not None else False
+
+
+def wait_for_tasks(task_ids: Iterable[str] | None = None, timeout: float = 10.0) -> bool:
+    """Wait until the default client knows these tasks (see Client.wait_for_tasks)."""
+    current = _default
+    return current.wait_for_tasks(task_ids, timeout) if current is not None else False
 
 
 def flush(timeout: float = 5.0) -> bool:

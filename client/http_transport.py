@@ -7,18 +7,27 @@ answer is honoured. Two things urllib3 does not do are added by subclassing its 
 waits happen on an event that :meth:`HTTPTransport.close` sets (so a shutdown is never
 stuck in a backoff sleep), and no wait goes past the call's deadline. A retry resends the
 very same body bytes.
+
+Socket timeouts bound each read, not a call: a server that drips a byte a second never
+trips them. So every call also has a watchdog: at its deadline the sockets the call is
+using are shut down, which ends any read at once, and the call fails. No call, however
+the server behaves, outlives its deadline by more than a moment.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import socket
 import threading
 import time
 from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.util import Retry
 
@@ -41,9 +50,46 @@ class _CallState(threading.local):
     deadline = 0.0
     retries = 0
     interrupt: threading.Event | None = None
+    connections: list[HTTPConnection] | None = None  # what the watchdog may cut
 
 
 _call = _CallState()
+
+
+def _watch(connection: HTTPConnection) -> None:
+    """Note a connection the current call sends on (the watchdog cuts it at the deadline)."""
+    if _call.connections is not None:
+        _call.connections.append(connection)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch(self)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch(self)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+def _cut(connections: list[HTTPConnection], expired: threading.Event) -> None:
+    """The watchdog: shut the call's sockets down, which ends a blocked read now."""
+    expired.set()
+    for connection in list(connections):
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class DeadlineRetry(Retry):
@@ -111,12 +157,23 @@ class HTTPTransport:
             raise TransportError("the transport is closed")
         _call.deadline, _call.retries = time.monotonic() + timeout, 0
         _call.interrupt = self._closed
+        connections: list[HTTPConnection] = []
+        _call.connections = connections
+        expired = threading.Event()
+        watchdog = threading.Timer(timeout, _cut, (connections, expired))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             return self._send(request, timeout)
         except (requests.RequestException, Urllib3Error, _GiveUp, OSError) as error:
             detail = str(error) if isinstance(error, _GiveUp) else type(error).__name__
+            if expired.is_set():
+                detail = f"no complete answer within the {timeout:g} s deadline"
             raise TransportError(f"{request.method} {request.path} failed: {detail}",
                                  retries=_call.retries) from None
+        finally:
+            watchdog.cancel()
+            _call.connections = None
 
     def close(self) -> None:
         """Interrupt retry waits and close every session; idempotent."""
@@ -147,6 +204,8 @@ class HTTPTransport:
         if session is None:
             session = requests.Session()
             adapter = HTTPAdapter(max_retries=self._retry(), pool_maxsize=2)
+            adapter.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool,
+                                                          "https": _WatchedHTTPSPool}
             session.mount("http://", adapter)
             session.mount("https://", adapter)
             self._local.session = session

@@ -51,6 +51,11 @@ class InMemoryTransport:
             self._tasks[task.task_id] = task
             self._reports.setdefault(task.task_id, [])
 
+    def task_ids(self) -> list[str]:
+        """Return the ids of the tasks it serves (e.g. for ``Client(task_ids=...)``)."""
+        with self._lock:
+            return list(self._tasks)
+
     def reports(self, task_id: str) -> list[Envelope]:
         """Return the reports accepted for a task, in arrival order."""
         with self._lock:

@@ -59,13 +59,13 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 class Timeouts:
     """Per-attempt network timeouts in seconds.
 
-    ``config`` bounds the one blocking fetch of a task's configuration that ``record``
-    may do on the caller's thread, the first time it sees a task.
+    ``config`` bounds one fetch of a task's configuration, made by the uploader thread
+    (``record`` never fetches).
     """
 
     connect: float = 5.0
     read: float = 10.0
-    config: float = 1.0
+    config: float = 10.0
 
     def __post_init__(self) -> None:
         for name in ("connect", "read", "config"):

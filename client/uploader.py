@@ -79,6 +79,11 @@ class Uploader:
         """Forget the parent's thread and locks; the child starts its own thread on demand."""
         self._reset()
 
+    def wake(self) -> None:
+        """Have the thread look at its work now (e.g. a task configuration is wanted)."""
+        self._ensure_started()
+        self._wake.set()
+
     def notify(self) -> None:
         """Count one queued report; wake the thread when a batch is full."""
         self._ensure_started()
@@ -138,6 +143,8 @@ class Uploader:
                     self._registry.refresh_due()
                     self._send_all()
             except Exception as error:  # the thread must survive anything
+                if self._stopping.is_set():
+                    break  # the client closed its queue under a late upload: expected
                 self._problems.report("uploader", "ldp-telemetry: upload failed: %s",
                                       type(error).__name__)
                 self._failed()

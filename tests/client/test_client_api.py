@@ -22,7 +22,7 @@ def test_public_names_are_pinned() -> None:
         "Client", "ClientError", "ClientStats", "ConfigurationError", "HTTPTransport",
         "InMemoryTransport", "Request", "Response", "RetryPolicy", "TaskUnavailableError",
         "Timeouts", "Transport", "TransportError", "close", "flush", "get_client", "init",
-        "record",
+        "record", "wait_for_tasks",
     ]
     assert all(hasattr(client, name) for name in client.__all__)
 
@@ -129,8 +129,10 @@ def test_module_functions_are_no_ops_before_init(tasks: dict) -> None:
 
 def test_module_functions_after_init(tasks: dict) -> None:
     transport = InMemoryTransport(tasks.values())
-    made = client.init("memory://test", transport=transport, atexit_timeout=None)
+    made = client.init("memory://test", transport=transport, atexit_timeout=None,
+                       task_ids=["t-rr"])
     try:
+        assert client.wait_for_tasks(timeout=10)
         assert client.get_client() is made
         assert client.record("t-rr", True) is True
         assert client.flush(5) is True

@@ -38,8 +38,11 @@ def sent_ids(transport: InMemoryTransport) -> list[str]:
 
 
 def make(transport: InMemoryTransport, clock: Clock, **options: object) -> Client:
-    return Client("memory://test", transport=transport, clock=clock, atexit_timeout=None,
-                  **options)  # type: ignore[arg-type]
+    """A client that knows the transport's tasks (its uploader fetched them) when returned."""
+    sdk = Client("memory://test", transport=transport, clock=clock, atexit_timeout=None,
+                 task_ids=transport.task_ids(), **options)  # type: ignore[arg-type]
+    assert sdk.wait_for_tasks(timeout=10)
+    return sdk
 
 
 @pytest.mark.parametrize("limit", [1, 3])

@@ -97,7 +97,8 @@ def test_devices_against_the_real_aggregator(aggregator_url: str,
     def device(i: int) -> ClientStats | None:
         device_noise.rng = np.random.default_rng([20261122, i])
         sdk = Client(aggregator_url, upload_key=upload_key, atexit_timeout=None,
-                     timeouts=PATIENT)
+                     timeouts=PATIENT, task_ids=["e2e-rr", "e2e-cms"])
+        assert sdk.wait_for_tasks(timeout=30)
         queued = sdk.record("e2e-rr", i < truth_yes) and sdk.record("e2e-cms", fruit[i])
         closed = sdk.close(30)
         return None if queued and closed and sdk.stats().sent == 2 else sdk.stats()

@@ -36,7 +36,8 @@ def test_a_forked_child_records_and_its_reports_arrive(
         on_disk: bool) -> None:
     sdk = Client(collector.url, data_dir=tmp_path if on_disk else None, timeouts=FAST_TIMEOUTS,
                  retry=FAST_RETRY, reports_per_period=None, atexit_timeout=None,
-                 flush_interval=60.0)
+                 flush_interval=60.0, task_ids=["t-cms"])
+    assert sdk.wait_for_tasks(timeout=10)
     assert sdk.record("t-cms", "parent-before-fork")
     assert sdk.flush(5)  # the parent's uploader thread is running now
     assert sdk.record("t-cms", "parent-queued")  # queued, not yet sent, when forking

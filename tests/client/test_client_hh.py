@@ -16,7 +16,8 @@ def test_record_sends_one_level_per_device(tmp_path: Path) -> None:
     levels_by_device = []
     for device in range(12):
         sdk = Client("memory://hh", transport=transport, data_dir=tmp_path / str(device),
-                     reports_per_period=None, atexit_timeout=None)
+                     reports_per_period=None, atexit_timeout=None, task_ids=["words"])
+        assert sdk.wait_for_tasks(timeout=10)
         assert sdk.record("words", "hello") and sdk.record("words", "world")
         assert not sdk.record("words", "Hello")  # outside the alphabet: refused, not raised
         assert sdk.close(10)
@@ -25,6 +26,7 @@ def test_record_sends_one_level_per_device(tmp_path: Path) -> None:
         # The same device (same data_dir, same secret) keeps its level in a new session.
         again = Client("memory://hh", transport=transport, data_dir=tmp_path / str(device),
                        reports_per_period=None, atexit_timeout=None)
+        # The configuration fetched before is kept beside the queue: known at once.
         assert again.record("words", "abc") and again.close(10)
         assert transport.reports("words")[-1].payload.level in levels_by_device[-1]
     assert all(len(levels) == 1 for levels in levels_by_device)

@@ -8,13 +8,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
+from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector, make_tasks
 
 from client import Client, HTTPTransport, Request, Response, RetryPolicy, TransportError
 from client.http_transport import DeadlineRetry
 from shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
+TASK_IDS = [task.task_id for task in make_tasks().values()]
 
 
 def http_client(url: str, **options: object) -> Client:
@@ -22,7 +23,12 @@ def http_client(url: str, **options: object) -> Client:
     options.setdefault("timeouts", FAST_TIMEOUTS)
     options.setdefault("retry", FAST_RETRY)
     options.setdefault("reports_per_period", None)
-    return Client(url, atexit_timeout=None, **options)  # type: ignore[arg-type]
+    if "tasks" not in options:  # know every task before recording, as task_ids gives
+        options.setdefault("task_ids", list(TASK_IDS))
+    sdk = Client(url, atexit_timeout=None, **options)  # type: ignore[arg-type]
+    if "tasks" not in options:
+        assert sdk.wait_for_tasks(timeout=10)
+    return sdk
 
 
 @pytest.fixture
@@ -45,7 +51,7 @@ def hanging_url() -> Iterator[str]:
 
 def test_upload_over_http_fetches_config_with_etag_and_gzips(
         collector: FakeCollector, tasks: dict[str, TaskConfig]) -> None:
-    sdk = http_client(collector.url, upload_key="upload-secret")
+    sdk = http_client(collector.url, upload_key="upload-secret", task_ids=["t-cms"])
     assert sdk.record("t-cms", "hello") and sdk.record("t-cms", "world")
     assert sdk.flush(5)
     get, post = collector.seen

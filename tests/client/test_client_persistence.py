@@ -108,7 +108,9 @@ def test_disabling_clears_the_queue_on_disk(tasks: dict[str, TaskConfig],
 def test_the_write_ahead_log_stays_bounded(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
     transport = InMemoryTransport(tasks.values())
     sdk = Client("memory://test", transport=transport, data_dir=tmp_path, batch_size=100,
-                 reports_per_period=None, atexit_timeout=None, max_queue=100_000)
+                 reports_per_period=None, atexit_timeout=None, max_queue=100_000,
+                 task_ids=["t-cms"])
+    assert sdk.wait_for_tasks(timeout=10)
     for i in range(1500):  # ~30 KB of log each: 45 MB if nothing checkpointed
         assert sdk.record("t-cms", f"value-{i}")
     assert sdk.flush(10) and len(transport.reports("t-cms")) == 1500

@@ -27,6 +27,7 @@ def test_raw_value_is_nowhere(collector: FakeCollector, tasks: dict[str, TaskCon
                "reports_per_period": None, "atexit_timeout": None}
     with caplog.at_level(logging.DEBUG):
         first = Client(collector.url, **options)  # type: ignore[arg-type]
+        assert first.wait_for_tasks(["t-cms", "t-hcms", "t-grr"], timeout=10)
         assert first.record("t-cms", CANARY) and first.record("t-hcms", CANARY)
         assert first.record("t-grr", CANARY) is False  # not in the domain
         assert first.record("t-cms", CANARY.encode()) is False  # wrong type

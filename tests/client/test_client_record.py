@@ -20,11 +20,21 @@ from shared import CountMeanSketch, RandomizedResponse, TaskConfig
 pytestmark = pytest.mark.timeout(60)
 
 
-def memory_client(transport: InMemoryTransport, **options: object) -> Client:
-    """Return a client on ``transport`` with no budget limit and no exit hook."""
+def memory_client(transport: InMemoryTransport, *, ready: bool = True,
+                  **options: object) -> Client:
+    """Return a client on ``transport`` with no budget limit and no exit hook.
+
+    ``ready``: it knows every task the transport serves before it is returned (fetched by
+    its uploader thread, as an app naming them in ``task_ids`` gets them).
+    """
     options.setdefault("reports_per_period", None)
-    return Client("memory://test", transport=transport, atexit_timeout=None,
-                  **options)  # type: ignore[arg-type]
+    if ready:
+        options.setdefault("task_ids", transport.task_ids())
+    sdk = Client("memory://test", transport=transport, atexit_timeout=None,
+                 **options)  # type: ignore[arg-type]
+    if ready:
+        assert sdk.wait_for_tasks(timeout=10)
+    return sdk
 
 
 @pytest.mark.parametrize(("kind", "values"), [
@@ -51,11 +61,14 @@ def test_every_mechanism_round_trips(tasks: dict[str, TaskConfig], kind: str,
 
 def test_config_is_fetched_once_with_the_transport(tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
-    sdk = memory_client(transport)
+    sdk = memory_client(transport, ready=False)
+    assert sdk.record("t-cms", "a") is False  # unknown yet: fetched in the background
+    assert sdk.wait_for_tasks(["t-cms"], timeout=10)
     for value in ("a", "b", "c"):
         assert sdk.record("t-cms", value)
     gets = [r for r in transport.requests if r.method == "GET"]
     assert [r.path for r in gets] == ["/v1/tasks/t-cms"]
+    assert sdk.stats().dropped == {"task_unavailable": 1}
     sdk.close(5)
 
 
@@ -89,8 +102,9 @@ def test_rr_accepts_numpy_answers_as_the_mechanism_does(tasks: dict[str, TaskCon
 def test_unknown_task_is_dropped_and_not_refetched_each_time(
         tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
-    sdk = memory_client(transport)
+    sdk = memory_client(transport, ready=False)
     assert sdk.record("no-such-task", True) is False
+    assert sdk.wait_for_tasks(["no-such-task"], timeout=0.5) is False  # fetched, 404
     assert sdk.record("no-such-task", True) is False
     assert sdk.record("bad id with spaces", True) is False
     assert sdk.record(42, True) is False  # type: ignore[arg-type]
@@ -101,7 +115,7 @@ def test_unknown_task_is_dropped_and_not_refetched_each_time(
 
 def test_pinned_tasks_are_never_fetched(tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
-    sdk = memory_client(transport, tasks=[tasks["rr"]])
+    sdk = memory_client(transport, ready=False, tasks=[tasks["rr"]])
     assert sdk.record("t-rr", True)
     assert sdk.flush(5)
     assert [r.method for r in transport.requests] == ["POST"]
@@ -256,7 +270,8 @@ def test_problems_are_logged_once_without_the_value(tasks: dict[str, TaskConfig]
 def test_concurrent_records_respect_the_budget(tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
     sdk = Client("memory://test", transport=transport, reports_per_period=1,
-                 atexit_timeout=None)
+                 atexit_timeout=None, task_ids=["t-cms"])
+    assert sdk.wait_for_tasks(timeout=10)
     start = threading.Barrier(8)
     results: list[bool] = []
 

@@ -1,8 +1,12 @@
-"""Task configurations: cached, revalidated with the ETag, refused when invalid."""
+"""Task configurations: fetched by the uploader thread only, cached (in memory and beside
+the queue), revalidated with the ETag, refused when invalid.
+
+``refresh_due`` is what the uploader thread calls; these tests call it in its place."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -24,16 +28,45 @@ class Clock:
         return self.now
 
 
-def registry(transport: object, clock: Clock) -> TaskRegistry:
+def registry(transport: object, clock: Clock, **options: object) -> TaskRegistry:
     return TaskRegistry(transport, timeout=1.0, problems=ProblemLog(),  # type: ignore[arg-type]
-                        clock=clock)
+                        clock=clock, **options)  # type: ignore[arg-type]
+
+
+def fetched(known: TaskRegistry, task_id: str) -> TaskConfig | None:
+    """Ask for a task as record does, let the uploader fetch it, ask again."""
+    if known.get(task_id) is None:
+        known.refresh_due()
+    return known.get(task_id)
+
+
+def test_get_never_fetches_it_wants_and_wakes_the_uploader(
+        tasks: dict[str, TaskConfig]) -> None:
+    transport, woken = InMemoryTransport(tasks.values()), []
+    known = registry(transport, Clock(), wake=lambda: woken.append(1))
+    assert known.get("t-cms") is None and known.get("t-cms") is None
+    assert transport.requests == [] and woken == [1]  # wanted once, nothing sent
+    known.refresh_due()
+    assert known.get("t-cms") == tasks["cms"] and len(transport.requests) == 1
+
+
+def test_configurations_are_kept_beside_the_queue(tasks: dict[str, TaskConfig],
+                                                  tmp_path: Path) -> None:
+    transport = InMemoryTransport(tasks.values())
+    assert fetched(registry(transport, Clock(), cache_dir=tmp_path), "t-grr") == tasks["grr"]
+    assert (tmp_path / "tasks.json").stat().st_mode & 0o777 == 0o600
+    offline = Answers(Response(503, {}, b""))
+    again = registry(offline, Clock(), cache_dir=tmp_path)
+    assert again.get("t-grr") == tasks["grr"] and offline.calls == 0  # known at once
+    (tmp_path / "tasks.json").write_text('{"tasks": {"t-grr": {"config": {"task_id": 1}}}}')
+    assert registry(offline, Clock(), cache_dir=tmp_path).get("t-grr") is None  # refused
 
 
 def test_revalidation_sends_the_etag_and_keeps_the_task_on_304(
         tasks: dict[str, TaskConfig]) -> None:
     transport, clock = InMemoryTransport(tasks.values()), Clock()
     known = registry(transport, clock)
-    assert known.get("t-cms") == tasks["cms"]
+    assert fetched(known, "t-cms") == tasks["cms"]
     known.refresh_due()  # still fresh: nothing sent
     assert len(transport.requests) == 1 and "If-None-Match" not in transport.requests[0].headers
     clock.now += DEFAULT_MAX_AGE + 1
@@ -45,7 +78,7 @@ def test_revalidation_sends_the_etag_and_keeps_the_task_on_304(
 def test_an_outdated_task_is_fetched_again(tasks: dict[str, TaskConfig]) -> None:
     transport, clock = InMemoryTransport(tasks.values()), Clock()
     known = registry(transport, clock)
-    assert known.get("t-cms") == tasks["cms"]
+    assert fetched(known, "t-cms") == tasks["cms"]
     newer = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=2.0, k=8, m=32)
     transport.add_task(newer)
     known.invalidate("t-cms")
@@ -57,8 +90,8 @@ def test_a_failed_fetch_is_retried_later_in_the_background(
         tasks: dict[str, TaskConfig]) -> None:
     transport, clock = InMemoryTransport(), Clock()
     known = registry(transport, clock)
-    assert known.get("t-rr") is None and known.get("t-rr") is None
-    assert len(transport.requests) == 1  # the caller's thread tried once
+    assert fetched(known, "t-rr") is None and fetched(known, "t-rr") is None
+    assert len(transport.requests) == 1  # tried once, then not before RETRY_FAILED
     transport.add_task(tasks["rr"])
     clock.now += RETRY_FAILED + 1
     known.refresh_due()
@@ -88,7 +121,7 @@ class Answers:
 ])
 def test_an_invalid_answer_is_refused(body: bytes) -> None:
     known = registry(Answers(Response(200, {"ETag": '"x"'}, body)), Clock())
-    assert known.get("t-rr") is None
+    assert fetched(known, "t-rr") is None
 
 
 def test_a_valid_answer_with_mixed_case_headers(tasks: dict[str, TaskConfig]) -> None:
@@ -96,7 +129,7 @@ def test_a_valid_answer_with_mixed_case_headers(tasks: dict[str, TaskConfig]) ->
     clock = Clock()
     answers = Answers(Response(200, {"Cache-Control": "public, Max-Age=5"}, body))
     known = registry(answers, clock)
-    assert known.get("t-rr") == tasks["rr"]
+    assert fetched(known, "t-rr") == tasks["rr"]
     clock.now += 4
     known.refresh_due()
     assert answers.calls == 1
@@ -110,5 +143,5 @@ def test_an_invalid_task_id_is_refused_without_a_fetch(
         tasks: dict[str, TaskConfig], task_id: str) -> None:
     body = json.dumps(tasks["rr"].to_dict()).encode()
     answers = Answers(Response(200, {}, body))
-    assert registry(answers, Clock()).get(task_id) is None
+    assert fetched(registry(answers, Clock()), task_id) is None
     assert answers.calls == 0
