@@ -34,6 +34,10 @@ DEFAULTS: dict[str, object] = {
     # Accepted reports are staged packed and folded into the sums once a task's staged
     # bytes pass this (or before an estimate): larger means fewer row rewrites.
     "STAGED_BYTES": 8 * 1024 * 1024,
+    # Upload quota per task, in reports: a token bucket refilled at QUOTA_RATE per second
+    # holding up to QUOTA_BURST (aggregator/quotas.py; split among the workers). 0: off.
+    "QUOTA_RATE": 100_000,
+    "QUOTA_BURST": 1_000_000,
     # Seconds between two collections of expired report ids (per process).
     "COLLECT_INTERVAL": 60,
 }

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from aggregator import auth, metrics, problems, store
+from aggregator import auth, metrics, problems, quotas, store
 from aggregator.config import DEFAULTS
 
 
@@ -32,6 +32,8 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     problems.init_app(app)
     metrics.init_app(app)
     store.init_app(app)
+    app.extensions[quotas.EXTENSION] = quotas.init_app(float(app.config["QUOTA_RATE"]),
+                                                       float(app.config["QUOTA_BURST"]))
     from aggregator import estimates, heavy_hitters, ingest, ops, tasks
 
     for module in (tasks, ingest, estimates, heavy_hitters, ops):

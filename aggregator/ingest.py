@@ -14,6 +14,7 @@ from aggregator.auth import check_upload_key
 from aggregator.body import json_body
 from aggregator.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
 from aggregator.problems import ApiError
+from aggregator.quotas import charge
 from aggregator.store import get_store
 from aggregator.tasks import find_task
 from shared import DecodeError, Rejection, decode_batch
@@ -28,6 +29,8 @@ def upload(task_id: str) -> dict[str, Any]:
     check_upload_key(stored.upload_key_hash)
     task, body, config = stored.config, json_body(), current_app.config
     _check_count(body, int(config["MAX_REPORTS_PER_BATCH"]))
+    charge(task_id, len(body["reports"]) if isinstance(body, dict)
+           and isinstance(body.get("reports"), list) else 1)
     try:
         decoded, rejected = decode_batch(task, body)
     except DecodeError as error:

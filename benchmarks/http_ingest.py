@@ -51,6 +51,7 @@ class Server:
     process: subprocess.Popen[bytes]
     admin: str
     analyst: str
+    db: Path | None = None  # the collector's database file
 
 
 @contextmanager
@@ -67,7 +68,8 @@ def running_server(workers: int, server: str = DEFAULT_SERVER) -> Iterator[Serve
         with open(Path(folder) / "server.log", "wb") as log:
             process = subprocess.Popen(command, env=env, stdout=log, stderr=log,
                                        start_new_session=True)
-        running = Server(f"http://127.0.0.1:{port}", process, admin, analyst)
+        running = Server(f"http://127.0.0.1:{port}", process, admin, analyst,
+                         Path(folder) / "bench.sqlite3")
         try:
             _wait_ready(running, workers, Path(folder) / "server.log")
             yield running

@@ -43,6 +43,7 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
         metrics_dir = str(claim_run_dir(root / "ldp-metrics"))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         os.environ["LDP_OWNED_METRICS_DIR"] = metrics_dir
+    os.environ["LDP_WORKERS"] = str(workers)  # each worker takes 1/N of the upload quota
     argv = serving.command(server, "aggregator.wsgi:app", host, port, workers)
     click.echo(f"ldp-aggregator: serving on http://{host}:{port} with {workers} {server} "
                f"worker(s), database {db}\n  admin/analyst tokens: ldp-aggregator "

@@ -19,13 +19,14 @@ from aggregator.store.interface import (
     Store,
     StoredTask,
     StoredToken,
+    StoreFull,
     StoreUnavailable,
     SumsView,
     TaskExists,
 )
 
-__all__ = ["Store", "StoreUnavailable", "StoredTask", "StoredToken", "SumsView", "TaskExists",
-           "get_store", "init_app", "open_store"]
+__all__ = ["Store", "StoreFull", "StoreUnavailable", "StoredTask", "StoredToken", "SumsView",
+           "TaskExists", "get_store", "init_app", "open_store"]
 
 EXTENSION = "ldp_store"
 log = logging.getLogger(__name__)
@@ -43,10 +44,18 @@ def init_app(app: Flask) -> None:
 
 
 def _unavailable(error: StoreUnavailable) -> Response:
+    # Nothing of the request was committed: a client may resend it as it is.
     log.warning("store unavailable: %s", error)
+    if isinstance(error, StoreFull):
+        response = problem_response(507, "insufficient_storage", "Insufficient storage",
+                                    "the collector's disk is full; nothing was stored: "
+                                    "retry after the Retry-After delay")
+        response.headers["Retry-After"] = "60"
+        return response
     response = problem_response(503, "unavailable", "Unavailable",
-                                "the database is busy; retry after the Retry-After delay")
-    response.headers["Retry-After"] = "1"
+                                "the database cannot be written now; nothing was stored: "
+                                "retry after the Retry-After delay")
+    response.headers["Retry-After"] = "1" if "locked" in str(error) else "10"
     return response
 
 

@@ -26,6 +26,10 @@ class StoreUnavailable(Exception):
     """The store cannot answer now (e.g. its write lock stayed busy); retry later."""
 
 
+class StoreFull(StoreUnavailable):
+    """The store's disk is full: nothing was written; retry once space is freed."""
+
+
 @dataclass(frozen=True)
 class StoredTask:
     """A task and the SHA-256 of its upload key (None: uploads are public)."""

@@ -11,6 +11,7 @@ view answers only after ``COMMIT`` returns. Estimates fold what is staged first.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -26,10 +27,10 @@ from aggregator.store.folding import fold_parts
 from aggregator.store.interface import (
     StoredTask,
     StoredToken,
-    StoreUnavailable,
     SumsView,
     TaskExists,
 )
+from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
 from aggregator.store.staging import pack, stack, unpack
 from aggregator.store.streamed import StreamedSums
 from shared import Envelope, Sums, TaskConfig
@@ -75,6 +76,7 @@ class SqliteStore:
         self.staged_bytes = staged_bytes
         self._local = threading.local()
         self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
+        self._identity = FileIdentity(path)
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per thread and per process: a connection must not cross a fork.
@@ -85,27 +87,42 @@ class SqliteStore:
             # (no fsync): a killed process (kill -9) loses nothing, a power cut may lose the
             # last commits. FULL also fsyncs each commit.
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            self._local.conn, self._local.pid = conn, os.getpid()
+            conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+            self._local.conn, self._local.pid, self._local.commits = conn, os.getpid(), 0
         return conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; SQLite's disk and file faults become retryable errors."""
         conn = self._connection()
+        self._identity.check()
         try:
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:  # still locked after busy_timeout
-            raise StoreUnavailable(str(error)) from error
+        except sqlite3.Error as error:  # still locked after busy_timeout, or a file fault
+            fault = classify(error)
+            if fault is None:
+                raise
+            raise fault from error
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as error:
+            if conn.in_transaction:  # a failed COMMIT may have rolled back already
+                with contextlib.suppress(sqlite3.Error):  # never mask the original error
+                    conn.execute("ROLLBACK")
+            fault = classify(error) if isinstance(error, sqlite3.Error) else None
+            if fault is not None:
+                raise fault from error
             raise
-        conn.execute("COMMIT")
+        self._local.commits += 1
+        if self._local.commits % CHECK_EVERY == 0:
+            bound_wal(conn, self.path)
 
     def initialize(self) -> None:
         """Switch the file to WAL mode and create the schema (idempotent)."""
         conn = self._connection()
         conn.execute("PRAGMA journal_mode=WAL")  # persistent: stored in the file
+        self._identity.remember()
         with self._write() as tx:
             version = tx.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:

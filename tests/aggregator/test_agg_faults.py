@@ -1,0 +1,144 @@
+"""Disk and file faults, injected for real: the collector says so and loses nothing acked.
+
+A full disk is a real tmpfs of 2 MiB (mounting needs root, as CI runs); a file that cannot
+be written is the database and its WAL made immutable (``chattr +i``: even root cannot
+write them; a read-only remount is refused while the files are open); a deleted or
+replaced database is a real unlink/rename.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from agg_reports import envelopes, payloads
+from agg_server import ADMIN, ANALYST, bearer
+from flask import Flask
+from flask.testing import FlaskClient
+
+from aggregator import create_app
+from shared import TaskConfig, encode_batch
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """Yield a 2 MiB tmpfs, unmounted afterwards."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs as root: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def collector(db: Path) -> tuple[Flask, FlaskClient]:
+    app = create_app({"DATABASE": str(db), "TESTING": True, "ADMIN_TOKEN": ADMIN,
+                      "ANALYST_TOKEN": ANALYST, "STAGED_BYTES": 1 << 30})
+    return app, app.test_client()
+
+
+def make_task(http: FlaskClient) -> TaskConfig:
+    answer = http.post("/v1/tasks", headers=bearer(ADMIN), json={
+        "task_id": "words", "mechanism": "cms", "epsilon": 4, "k": 64, "m": 256,
+        "min_batch_size": 1})
+    assert answer.status_code == 201, answer.json
+    return TaskConfig.from_dict(answer.json)
+
+
+def upload(http: FlaskClient, task: TaskConfig, count: int, seed: int) -> tuple[int, dict]:
+    reports = payloads(task, [f"w{i % 7}" for i in range(count)], np.random.default_rng(seed))
+    body = encode_batch(task, envelopes(task, reports))
+    answer = http.post(f"/v1/tasks/{task.task_id}/reports", data=body,
+                       content_type="application/json")
+    return answer.status_code, dict(answer.headers) | {"json": answer.json}
+
+
+def counted(http: FlaskClient) -> int:
+    answer = http.post("/v1/tasks/words/estimates", headers=bearer(ANALYST),
+                       json={"candidates": ["w0"]})
+    assert answer.status_code == 200, answer.json
+    return int(answer.json["n"])
+
+
+def test_a_deleted_database_stops_ingest_instead_of_writing_into_the_void(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db = tmp_path / "c.sqlite3"
+    _, http = collector(db)
+    task = make_task(http)
+    assert upload(http, task, 50, 1)[0] == 200
+    db.unlink()
+    status, answer = upload(http, task, 50, 2)
+    assert status == 503 and answer["json"]["type"].endswith(":unavailable")
+    assert int(answer["Retry-After"]) > 0 and "deleted or replaced" in caplog.text
+    assert http.get("/readyz").status_code == 503
+
+
+def test_a_replaced_database_stops_ingest(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite3"
+    _, http = collector(db)
+    task = make_task(http)
+    assert upload(http, task, 50, 1)[0] == 200
+    shutil.copy(db, tmp_path / "copy")
+    os.replace(tmp_path / "copy", db)  # same name, another file
+    assert upload(http, task, 50, 2)[0] == 503
+    assert http.get("/readyz").status_code == 503
+
+
+def test_a_full_disk_answers_507_keeps_every_ack_and_recovers(tmpfs: Path) -> None:
+    _, http = collector(tmpfs / "c.sqlite3")
+    task = make_task(http)
+    filler = tmpfs / "filler"
+    free = shutil.disk_usage(tmpfs).free
+    filler.write_bytes(b"\0" * max(0, free - (256 << 10)))  # leave 256 KiB
+    acked, statuses = 0, []
+    for seed in range(60):
+        status, answer = upload(http, task, 200, seed)
+        statuses.append(status)
+        if status == 200:
+            acked += answer["json"]["accepted"]
+        else:
+            assert status == 507, answer["json"]
+            assert answer["json"]["type"].endswith(":insufficient_storage")
+            assert int(answer["Retry-After"]) > 0
+            break
+    assert statuses[-1] == 507, "the disk never filled"
+    filler.unlink()
+    status, answer = upload(http, task, 200, 99)
+    assert status == 200
+    assert counted(http) == acked + answer["json"]["accepted"]  # every ack, nothing more
+
+
+def test_an_unwritable_database_answers_503_and_readyz_turns_unready(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite3"
+    _, http = collector(db)
+    task = make_task(http)
+    assert upload(http, task, 50, 1)[0] == 200
+    files = [str(db), f"{db}-wal"]
+    if os.geteuid() != 0:
+        pytest.skip("chattr +i needs root (CI runs as root)")
+    locked = subprocess.run(["chattr", "+i", *files], capture_output=True, text=True,
+                            check=False)
+    if locked.returncode != 0:
+        pytest.fail(f"cannot make the database immutable: {locked.stderr.strip()}")
+    try:
+        status, answer = upload(http, task, 50, 2)
+        assert status == 503 and answer["json"]["type"].endswith(":unavailable"), answer
+        assert int(answer["Retry-After"]) > 0
+        assert http.get("/readyz").status_code == 503
+    finally:
+        subprocess.run(["chattr", "-i", *files], check=True)
+    assert upload(http, task, 50, 3)[0] == 200
+    assert counted(http) == 100  # the refused batch left nothing behind
