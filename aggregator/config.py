@@ -26,6 +26,9 @@ DEFAULTS: dict[str, object] = {
     "MAX_BODY_BYTES": 4 * 1024 * 1024,
     "MAX_REPORTS_PER_BATCH": 5000,
     "MAX_CANDIDATES": 100_000,
+    # Largest estimate: candidates × sketch rows (hash lookups). 10,000 candidates on a
+    # k = 65,536 sketch (6.6e8) took 1.5 s (CMS) / 2.7 s (HCMS) on 2 cores.
+    "MAX_ESTIMATE_WORK": 10_000 * 65_536,
     # Reports whose time bucket ended longer ago than this are refused (report_expired);
     # their ids are forgotten after it, so a replay can never count twice.
     "ACCEPTANCE_WINDOW": 7 * DAY,

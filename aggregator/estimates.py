@@ -10,7 +10,7 @@ from flask import Blueprint, current_app
 from aggregator.auth import require_role
 from aggregator.body import json_body
 from aggregator.problems import ApiError
-from aggregator.query import Window, parse_query
+from aggregator.query import Window, check_cost, parse_query
 from aggregator.store import SumsView, get_store
 from aggregator.tasks import find_task
 from shared import TaskConfig
@@ -24,6 +24,7 @@ def estimate(task_id: str) -> dict[str, Any]:
     """Estimate each candidate's count over the buckets starting in [start, end)."""
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
+    check_cost(task, query.candidates, int(current_app.config["MAX_ESTIMATE_WORK"]))
     return answer(task, query.candidates, query.window)
 
 

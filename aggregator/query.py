@@ -49,6 +49,22 @@ def parse_window(body: dict[str, Any]) -> Window:
     return Window(start, end, float(level))
 
 
+def check_cost(task: TaskConfig, candidates: list[Any] | None, max_work: int) -> None:
+    """Refuse (422 ``query_too_large``) a query whose candidates × sketch rows pass max_work.
+
+    An estimate hashes every candidate into every row it reads: that product is its cost
+    (the table's own size is bounded by the task). Checked before any work is done.
+    """
+    rows = task.mechanism_object.sums_shape[0]
+    count = len(candidates) if candidates is not None else 0
+    if count * rows > max_work:
+        raise ApiError(422, "query_too_large",
+                       f"{count} candidates × {rows} rows = {count * rows:,} hash lookups, "
+                       f"above this collector's limit of {max_work:,} (MAX_ESTIMATE_WORK): "
+                       f"send at most {max(1, max_work // rows):,} candidates per request",
+                       limit=max_work)
+
+
 def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQuery:
     """Return the query a JSON body asks for, or raise a 400 problem naming the fix."""
     if not isinstance(body, dict):

@@ -1,8 +1,9 @@
-"""GET /v1/tasks: an ETag that changes exactly when a task is added, and a cheap listing."""
+"""GET /v1/tasks: an ETag that changes exactly when a task is added, and a cheap listing;
+estimates whose cost passes the limit are refused before any work."""
 
 from __future__ import annotations
 
-from agg_server import ADMIN
+from agg_server import ADMIN, ANALYST
 from flask.testing import FlaskClient
 
 from aggregator.store import get_store
@@ -36,3 +37,17 @@ def test_listing_reuses_the_tasks_already_built(client: FlaskClient) -> None:
         store = get_store()
         first = store.list_tasks()
         assert [a is b for a, b in zip(first, store.list_tasks(), strict=True)] == [True, True]
+
+
+def test_an_estimate_over_the_work_limit_is_refused_before_any_work(
+        client: FlaskClient) -> None:
+    create(client, "big")  # k = 256 rows
+    client.application.config["MAX_ESTIMATE_WORK"] = 256 * 100
+    headers = {"Authorization": f"Bearer {ANALYST}"}
+    refused = client.post("/v1/tasks/big/estimates", headers=headers,
+                          json={"candidates": [f"v{i}" for i in range(101)]})
+    assert refused.status_code == 422 and refused.json["type"].endswith(":query_too_large")
+    assert refused.json["limit"] == 25_600 and "at most 100 candidates" in refused.json["detail"]
+    allowed = client.post("/v1/tasks/big/estimates", headers=headers,
+                          json={"candidates": [f"v{i}" for i in range(100)]})
+    assert allowed.status_code == 422 and allowed.json["type"].endswith(":below_min_batch_size")
