@@ -147,3 +147,28 @@ def backup(target: str) -> None:
         except FileExistsError as error:
             raise click.ClickException(str(error)) from None
     click.echo(f"backup written to {Path(target).resolve()}")
+
+
+
+@click.command()
+@database_option
+def migrate() -> None:
+    """Bring the database's schema up to date (the collector also does it at start).
+
+    Migrations are transactional, so this is safe beside a serving collector; back the
+    database up first (``ldp-aggregator backup``) when upgrading ldp-aggregator.
+    """
+    from aggregator.store.sqlite_migrations import SchemaTooNew
+
+    try:
+        app = open_app()  # opening the store applies what is pending
+    except SchemaTooNew as error:
+        raise click.ClickException(str(error)) from None
+    with app.app_context():
+        from aggregator.store import get_store
+
+        before, after = getattr(get_store(), "schema_change", (None, None))
+    if before == after:
+        click.echo(f"schema version {after}: up to date")
+    else:
+        click.echo(f"schema version {before} -> {after}: migrated")

@@ -61,6 +61,9 @@ class Store(Protocol):
     def initialize(self) -> None:
         """Create the schema if it is missing; safe to call from every process."""
 
+    def migrate(self) -> tuple[int, int]:
+        """Apply pending schema migrations; return the (from, to) schema versions."""
+
     def create_task(self, task: StoredTask) -> None:
         """Store a new task, or raise TaskExists."""
 

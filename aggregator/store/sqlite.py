@@ -31,34 +31,12 @@ from aggregator.store.interface import (
     TaskExists,
 )
 from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
+from aggregator.store.sqlite_migrations import apply_migrations
 from aggregator.store.staging import pack, stack, unpack
 from aggregator.store.streamed import StreamedSums
 from shared import Envelope, Sums, TaskConfig
 from shared.sums import RowSums
 
-SCHEMA_VERSION = 1
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tasks (
-    task_id TEXT PRIMARY KEY, config TEXT NOT NULL, upload_key_hash TEXT,
-    created_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS sums (
-    task_id TEXT NOT NULL, bucket INTEGER NOT NULL, row INTEGER NOT NULL,
-    n INTEGER NOT NULL, counters BLOB NOT NULL,
-    PRIMARY KEY (task_id, bucket, row)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS seen (
-    task_id TEXT NOT NULL, report_id BLOB NOT NULL, expires INTEGER NOT NULL,
-    PRIMARY KEY (task_id, report_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS seen_by_expiry ON seen (expires);
-CREATE TABLE IF NOT EXISTS tokens (
-    token_hash TEXT PRIMARY KEY, role TEXT NOT NULL, created_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS staged (
-    id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, bucket INTEGER NOT NULL,
-    data BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS staged_by_task ON staged (task_id);
-CREATE TABLE IF NOT EXISTS staged_size (
-    task_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL);
-"""
 CHUNK = 500  # parameters per IN (...) query, well under SQLite's limit
 COUNTER = np.dtype("<i8")
 NO_LIMIT = (-(2**63), 2**63 - 1)
@@ -119,19 +97,16 @@ class SqliteStore:
             bound_wal(conn, self.path)
 
     def initialize(self) -> None:
-        """Switch the file to WAL mode and create the schema (idempotent)."""
+        """Switch the file to WAL mode and bring its schema up to date (idempotent)."""
         conn = self._connection()
         conn.execute("PRAGMA journal_mode=WAL")  # persistent: stored in the file
         self._identity.remember()
+        self.schema_change = self.migrate()  # (from, to): what ``ldp-aggregator migrate`` says
+
+    def migrate(self) -> tuple[int, int]:
+        """Apply the pending numbered migrations in order; return (from, to) versions."""
         with self._write() as tx:
-            version = tx.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(f"{self.path} has schema {version}; this version of "
-                                   f"ldp-aggregator reads up to {SCHEMA_VERSION}")
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    tx.execute(statement)
-            tx.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            return apply_migrations(tx)
 
     def create_task(self, task: StoredTask) -> None:
         """Store a new task, or raise TaskExists."""
