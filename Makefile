@@ -14,12 +14,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# tests/test_docs.py runs the READMEs' curl examples: install curl (as root, with apt-get)
-# when it is missing, or stop saying why.
+# System tools the suite runs for real: curl (the READMEs' examples), nginx and openssl
+# (docs/operations.md's TLS proxy). Installed as root with apt-get when missing; otherwise
+# make test stops and says which.
+TEST_TOOLS = curl nginx openssl
 test: $(STAMP)
-	@command -v curl >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-	  && apt-get update -qq && apt-get install -y -qq curl >/dev/null; } \
-	  || { echo "make test: the README examples need curl; install it" >&2; exit 1; }
+	@missing=""; for tool in $(TEST_TOOLS); do command -v $$tool >/dev/null \
+	  || [ -x /usr/sbin/$$tool ] || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq \
+	    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
+	  || { echo "make test: install$$missing (the suite runs them)" >&2; exit 1; }; fi
 	$(BIN)/python -m pytest -q
 
 # The whole system end to end: collector, tasks, 100,000 simulated devices, estimates.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from aggregator.serving import DEFAULT_SERVER, SERVERS
 
-EPSILON = 4.0  # DESIGN.md §8's reference epsilon for the sketches
+EPSILON = 4.0  # docs/design.md's reference epsilon for the sketches
 RR_EPSILON = math.log(3)  # the seeds' alpha = beta = 1/2
 CLIENT_K, CLIENT_M = 65_536, 1024  # Apple's sketch; the client's cost barely depends on k
 SKETCH_KS = (2048, 65_536)

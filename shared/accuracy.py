@@ -3,7 +3,7 @@
 Symbols: ``n`` reports in all, ``count`` of them hold the value being estimated, epsilon
 the *effective* epsilon (the one implemented). Each function gives the exact variance over
 the mechanism's noise for a fixed population (the devices that reported), with the hash
-family fixed; ``count=0`` gives DESIGN.md's rare-item ("leading") form.
+family fixed; ``count=0`` gives docs/design.md's rare-item ("leading") form.
 
 - RR (Warner 1965; the seeds' alpha/beta form): Var = [c·P11(1−P11) + (n−c)·P10(1−P10)] / α²,
   α = P11 − P10. Sampling the population instead gives n·λ(1−λ)/α², ``rr_sampling_variance``.
@@ -69,7 +69,7 @@ def olh_count_variance(n: int, count: np.ndarray | float, g: int, p: float) -> n
 
 
 def sketch_collision_variance(pairs: np.ndarray, k: int, m: int) -> np.ndarray:
-    """Return the mean square of each count's hash-collision bias (DESIGN.md §2).
+    """Return the mean square of each count's hash-collision bias (docs/design.md, hash collisions).
 
     With k fixed row hashes, another value d' lands in d's bucket in about k/m rows and its
     f(d') reports shift d's estimate by a fixed amount: a bias, not noise. Over hash

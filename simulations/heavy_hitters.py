@@ -1,4 +1,4 @@
-"""Dictionary-free heavy hitters (task kind hh, DESIGN §9) against the dictionary ceiling.
+"""Dictionary-free heavy hitters (task kind hh, docs/design.md) against the dictionary ceiling.
 
 Population: V distinct strings of 3–16 letters a–z, Zipf(1.1) over them (issue 16). Each
 device's level is uniform over the G levels and fixed, so a value's f devices split over

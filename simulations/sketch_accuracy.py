@@ -1,7 +1,7 @@
 """Accuracy of the count-mean sketches (CMS, HCMS) against their closed forms.
 
 Apple's sketches ("Learning with Privacy at Scale", 2017) are measured over n, epsilon, m
-and k on a Zipf population (exponent 1.1), estimating values nobody holds (DESIGN.md's
+and k on a Zipf population (exponent 1.1), estimating values nobody holds (docs/design.md's
 "rare item"): the empirical SD of the count around each item's own mean is drawn beside
 shared/accuracy.py's closed form. With a fixed hash family a value that shares buckets with
 a frequent one carries a bias, not noise; over hash families its mean square is

@@ -8,7 +8,7 @@ k sketch rows, m buckets, prior π = P(secret = 1).
 - Bayesian reading of ε-DP (the seeds' version; Kasiviswanathan & Smith 2014): for any
   output y, posterior odds ≤ e^ε · prior odds, so
   π/(π + e^ε(1−π)) ≤ P(secret = 1 | y) ≤ e^ε π/(e^ε π + 1 − π).
-- Sketch collisions (DESIGN.md §2): averaged over the hash family, a count's mean squared
+- Sketch collisions (docs/design.md): averaged over the hash family, a count's mean squared
   error is shared/accuracy's variance plus Σ_{d'≠d} f(d')(f(d')−1)/(k(m−1)). With one fixed
   hash family that extra term is a per-item bias, which more rows k shrink. The noise left
   around that bias is shared/accuracy's variance less (n − f(d))/(k(m−1)): with few rows a

@@ -248,3 +248,22 @@ def test_the_block_reader_sees_directives_and_languages(tmp_path: Path) -> None:
     assert [(b.language, b.mode, b.reason, b.text) for b in found] == [
         ("sh", "background", "", "serve\n"), ("python", "not run", "slow", "print(1)\n"),
         ("sh", "run", "", "echo hi\n")]
+
+
+CODE_FOLDERS = ["shared", "client", "aggregator", "simulations", "benchmarks", "demo"]
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
+
+
+def test_nothing_cites_a_document_outside_the_repository() -> None:
+    citing = [str(path.relative_to(ROOT)) for folder in CODE_FOLDERS
+              for path in (ROOT / folder).rglob("*") if path.suffix in (".py", ".md")
+              and "DESIGN" in path.read_text(encoding="utf-8")]
+    assert citing == [], "cite docs/design.md or PROTOCOL.md instead"
+
+
+@pytest.mark.parametrize("doc", existing_docs() + ["docs/design.md"])
+def test_relative_links_resolve(doc: str) -> None:
+    path = ROOT / doc
+    broken = [target for target in LINK.findall(path.read_text(encoding="utf-8"))
+              if "://" not in target and not (path.parent / target).exists()]
+    assert broken == []
