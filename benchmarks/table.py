@@ -1,4 +1,4 @@
-"""Turn our and the baseline's raw results into the markdown table of the README (targets: docs/design.md).
+"""Turn our and the baseline's raw results into the README's table (targets: docs/design.md).
 
 Ratio is always "how many times better ours is": baseline time / our time, our rate /
 baseline rate, baseline SD / our SD.

@@ -261,7 +261,7 @@ def test_nothing_cites_a_document_outside_the_repository() -> None:
     assert citing == [], "cite docs/design.md or PROTOCOL.md instead"
 
 
-@pytest.mark.parametrize("doc", existing_docs() + ["docs/design.md"])
+@pytest.mark.parametrize("doc", [*existing_docs(), "docs/design.md"])
 def test_relative_links_resolve(doc: str) -> None:
     path = ROOT / doc
     broken = [target for target in LINK.findall(path.read_text(encoding="utf-8"))

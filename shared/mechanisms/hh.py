@@ -1,4 +1,4 @@
-"""Dictionary-free heavy hitters (task kind ``hh``): prefix extension over CMS (docs/design.md, heavy hitters).
+"""Dictionary-free heavy hitters (task kind ``hh``): prefix extension over CMS (docs/design.md).
 
 A value is a string of at most L symbols (``alphabet``: ``bytes``, meaning its UTF-8 bytes,
 or an explicit symbol string such as ``abc…z``). There are G = 1 + ⌈(L − L0)/s⌉ levels of
@@ -255,7 +255,7 @@ class HeavyHitters:
 
     def discover(self, sums: Any, top: int = 20, survivors: int = 64,
                  level: float = DEFAULT_LEVEL) -> Discovery:
-        """Find the ``top`` most frequent strings without a dictionary (docs/design.md, heavy hitters)."""
+        """Find the ``top`` most frequent strings without a dictionary."""
         check_int("top", top, 1, 10_000)
         check_int("survivors", survivors, 1, 100_000)
         return search(self.searcher(sums), top=top, survivors=max(survivors, top),
