@@ -115,7 +115,7 @@ class Client:
                                  max_bytes=settings.max_queue_bytes)
         try:
             return SqliteStorage(settings.data_dir, max_queue=settings.max_queue,
-                                 max_bytes=settings.max_queue_bytes, on_drop=self._counters.drop)
+                                 max_bytes=settings.max_queue_bytes)
         except (sqlite3.Error, OSError) as error:
             raise ConfigurationError(f"data_dir {settings.data_dir} cannot hold the queue: "
                                      f"{error}") from None

@@ -1,16 +1,16 @@
 """The ledger and the upload queue in one SQLite file, so both survive a restart.
 
-``<data_dir>/queue.sqlite3`` in WAL mode holds ``ledger`` (the reports of the periods
-not yet ended, per task id, looked up by HMAC key, see :mod:`client.budget`; ``budget``
-counts them per period) and ``outbox`` (encoded reports not yet delivered, oldest
-first). :meth:`SqliteStorage.admit` runs in one ``BEGIN IMMEDIATE`` transaction, so
-several threads or processes sharing a data_dir respect one budget. Past ``max_queue``
-reports or ``max_bytes`` bytes the oldest reports are deleted and counted as
-``quota_exceeded``. Commits are not fsynced (``synchronous=NORMAL``): a power loss may
-forget the last reports, never corrupt the file. Checkpoints (which do fsync) run in
-:meth:`SqliteStorage.maintain` on the uploader thread; only a burst that grows the log
-past ``WAL_PAGES`` makes ``record`` checkpoint. Only privatized, encoded reports are
-written.
+``<data_dir>/queue.sqlite3`` in WAL mode holds ``ledger`` (the reports of the periods not
+yet ended, per task id, looked up by HMAC key, see :mod:`client.budget`; ``budget`` counts
+them per period) and ``outbox`` (encoded reports not yet delivered, oldest first).
+:meth:`SqliteStorage.admit` runs the budget rule (:func:`client.storage.admit_to`) in one
+``BEGIN IMMEDIATE`` transaction, so several threads or processes sharing a data_dir
+respect one budget; at ``max_queue`` reports or ``max_bytes`` bytes a new report is
+refused (``queue_full``), as in memory. Commits are not fsynced (``synchronous=NORMAL``):
+a power loss may forget the last reports, never corrupt the file. Checkpoints (which do
+fsync) run in :meth:`SqliteStorage.maintain` on the uploader thread; only a burst that
+grows the log past ``WAL_PAGES`` makes ``record`` checkpoint. Only privatized, encoded
+reports are written.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from client.storage import Admission, DropCounter, Pending, Slot, take
+from client.storage import Admission, Pending, Slot, admit_to, take
 
 FILE_NAME = "queue.sqlite3"
 BUSY_TIMEOUT_MS = 250  # how long a record may wait for another process's transaction
@@ -66,11 +66,9 @@ _abandoned: list[sqlite3.Connection] = []  # a forked child's inherited connecti
 class SqliteStorage:
     """The ledger and a quota-bounded queue in ``<data_dir>/queue.sqlite3``."""
 
-    def __init__(self, data_dir: Path, *, max_queue: int, max_bytes: int,
-                 on_drop: DropCounter) -> None:
+    def __init__(self, data_dir: Path, *, max_queue: int, max_bytes: int) -> None:
         self.path = data_dir / FILE_NAME
         self._max_queue, self._max_bytes = max_queue, max_bytes
-        self._on_drop = on_drop
         self._lock = threading.Lock()
         self._db = self._connect()
 
@@ -95,31 +93,8 @@ class SqliteStorage:
     def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._transaction() as db:
-            row = db.execute("SELECT report_id, report FROM ledger WHERE task_id = ? "
-                             "AND period = ? AND lookup = ?",
-                             (slot.task_id, slot.start, slot.lookup)).fetchone()
-            if row is not None:
-                self._enqueue(db, Pending(slot.task_id, *row))
-                return Admission.REUSED
-            # One row per period (and length) the task reported in: a handful at most.
-            overlapping = db.execute(
-                "SELECT period, period_end, count FROM budget WHERE task_id = ? "
-                "AND period < ? AND period_end > ?",
-                (slot.task_id, slot.end, slot.start)).fetchall()
-            if sum(row[2] for row in overlapping) >= limit:
-                return Admission.EXHAUSTED
-            pending = make()
-            if not any(row[:2] == (slot.start, slot.end) for row in overlapping):
-                # A new period: the ledger of periods that have ended is no longer needed.
-                db.execute("DELETE FROM ledger WHERE task_id = ? AND period_end <= ?",
-                           (slot.task_id, slot.start))
-                db.execute("DELETE FROM budget WHERE task_id = ? AND period_end <= ?",
-                           (slot.task_id, slot.start))
-            db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
-                       (slot.task_id, slot.start, slot.end, slot.lookup, pending.report_id,
-                        pending.report))
-            self._enqueue(db, pending)
-            return Admission.NEW
+            return admit_to(_DiskLedger(db, self._max_queue, self._max_bytes), slot, limit,
+                            make)
 
     def peek(self, limit: int, max_bytes: int) -> list[Pending]:
         """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
@@ -174,23 +149,6 @@ class SqliteStorage:
             for db in [self._db, *self._extra]:
                 db.close()
 
-    def _enqueue(self, db: sqlite3.Connection, pending: Pending) -> None:
-        db.execute("INSERT OR IGNORE INTO outbox (report_id, task_id, report, size) "
-                   "VALUES (?, ?, ?, ?)",
-                   (pending.report_id, pending.task_id, pending.report, pending.size))
-        count, size = db.execute("SELECT count, bytes FROM totals").fetchone()
-        dropped = 0
-        while count > self._max_queue or size > self._max_bytes:
-            rows = db.execute("SELECT seq, size FROM outbox ORDER BY seq LIMIT 64").fetchall()
-            for seq, row_size in rows:
-                if count <= self._max_queue and size <= self._max_bytes:
-                    break
-                db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
-                count, size, dropped = count - 1, size - row_size, dropped + 1
-            if not rows:
-                break
-        self._on_drop("quota_exceeded", dropped)
-
     def _transaction(self, write: bool = True) -> _Transaction:
         self._check_fork()
         return _Transaction(self._db, self._lock, write)
@@ -198,6 +156,50 @@ class SqliteStorage:
     def _check_fork(self) -> None:
         if os.getpid() != self._pid:
             self.after_fork()
+
+
+class _DiskLedger:
+    """The budget rule's view of the database, inside one write transaction."""
+
+    def __init__(self, db: sqlite3.Connection, max_queue: int, max_bytes: int) -> None:
+        self._db, self._max_queue, self._max_bytes = db, max_queue, max_bytes
+
+    def memo(self, slot: Slot) -> Pending | None:
+        row = self._db.execute("SELECT report_id, report FROM ledger WHERE task_id = ? AND "
+                               "period = ? AND lookup = ?",
+                               (slot.task_id, slot.start, slot.lookup)).fetchone()
+        return None if row is None else Pending(slot.task_id, *row)
+
+    def spent(self, slot: Slot) -> int:
+        # One budget row per period (and length) the task reported in: a handful at most.
+        return int(self._db.execute(
+            "SELECT COALESCE(SUM(count), 0) FROM budget WHERE task_id = ? AND period < ? "
+            "AND period_end > ?", (slot.task_id, slot.end, slot.start)).fetchone()[0])
+
+    def has_room(self, size: int) -> bool:
+        count, total = self._db.execute("SELECT count, bytes FROM totals").fetchone()
+        return bool(count < self._max_queue and total + size <= self._max_bytes)
+
+    def enqueue(self, pending: Pending) -> bool:
+        if self._db.execute("SELECT 1 FROM outbox WHERE report_id = ?",
+                            (pending.report_id,)).fetchone():
+            return True  # already waiting: the server would count it once anyway
+        if not self.has_room(pending.size):
+            return False
+        self._db.execute("INSERT INTO outbox (report_id, task_id, report, size) VALUES "
+                         "(?, ?, ?, ?)", (pending.report_id, pending.task_id, pending.report,
+                                          pending.size))
+        return True
+
+    def remember(self, slot: Slot, pending: Pending) -> None:
+        # Periods that have ended no longer count against any record: forget them.
+        self._db.execute("DELETE FROM ledger WHERE task_id = ? AND period_end <= ?",
+                         (slot.task_id, slot.start))
+        self._db.execute("DELETE FROM budget WHERE task_id = ? AND period_end <= ?",
+                         (slot.task_id, slot.start))
+        self._db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
+                         (slot.task_id, slot.start, slot.end, slot.lookup, pending.report_id,
+                          pending.report))
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -5,8 +5,8 @@ Drop reasons (``ClientStats.dropped``):
 - ``invalid_value``    the value does not fit the task (wrong type, not in its domain)
 - ``task_unavailable`` the task's configuration could not be obtained
 - ``budget_exhausted`` the task's reports-per-period limit was already reached
-- ``queue_full``       the in-memory queue held ``max_queue`` reports (the new one is refused)
-- ``quota_exceeded``   the on-disk queue passed a quota (the oldest reports are dropped)
+- ``queue_full``       the queue (in memory or on disk) held ``max_queue`` reports or
+                       ``max_queue_bytes`` bytes: the new one is refused
 - ``batch_rejected``   the server refused a whole batch with a 4xx answer (not retried)
 - ``closed``           recorded after close(), or still queued in memory when close() ended
 - ``disabled``         queued when the client was disabled (the queue is cleared)

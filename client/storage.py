@@ -6,10 +6,13 @@ and the queue of encoded reports not yet delivered. :meth:`Storage.admit` checks
 updates both in one step, so the budget holds even with several threads (and, on disk,
 several processes). Only encoded, privatized reports are ever stored.
 
-:class:`MemoryStorage` is the bounded in-memory queue: when it holds ``max_queue``
-reports or ``max_bytes`` bytes a new report is refused (``queue_full``) and ``record``
-returns False. :class:`client.sqlite_storage.SqliteStorage` keeps both on disk and drops
-the *oldest* reports past its quotas (``quota_exceeded``).
+The rule is written once, :func:`admit_to`, over a small :class:`Ledger` view that each
+storage provides: :class:`MemoryStorage` (in memory) and
+:class:`client.sqlite_storage.SqliteStorage` (on disk, shared by processes). Both obey
+the same queue bound: when the queue holds ``max_queue`` reports or ``max_bytes`` bytes,
+a new report is refused (``queue_full``, ``record`` returns False) and nothing queued is
+deleted — every queued report was admitted against the device's budget and cannot be
+made again in its period.
 """
 
 from __future__ import annotations
@@ -20,8 +23,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
-
-DropCounter = Callable[[str, int], None]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,51 @@ class Admission(enum.Enum):
     REUSED = "reused"                      # the period's earlier report, queued again
     EXHAUSTED = "budget_exhausted"         # the period's limit is reached: dropped
     FULL = "queue_full"                    # the queue is full: dropped
+
+
+class Ledger(Protocol):
+    """What the budget rule reads and writes, inside one storage's lock or transaction."""
+
+    def memo(self, slot: Slot) -> Pending | None:
+        """Return the report made for this slot's value and period, if any."""
+        ...
+
+    def spent(self, slot: Slot) -> int:
+        """Return the task's reports in periods overlapping the slot's."""
+        ...
+
+    def has_room(self, size: int) -> bool:
+        """Return whether a report of ``size`` bytes fits in the queue."""
+        ...
+
+    def enqueue(self, pending: Pending) -> bool:
+        """Queue a report (a no-op if it is queued); False if it does not fit."""
+        ...
+
+    def remember(self, slot: Slot, pending: Pending) -> None:
+        """Record a new report in the ledger (and forget periods that have ended)."""
+        ...
+
+
+def admit_to(ledger: Ledger, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
+    """The device budget rule, for every storage (see :mod:`client.budget`).
+
+    The same value in the same period resends the report already made (same id, same
+    noise); otherwise a new report is privatized only while the task has fewer than
+    ``limit`` reports in the periods overlapping this one and the queue has room.
+    """
+    earlier = ledger.memo(slot)
+    if earlier is not None:
+        return Admission.REUSED if ledger.enqueue(earlier) else Admission.FULL
+    if ledger.spent(slot) >= limit:
+        return Admission.EXHAUSTED
+    if not ledger.has_room(0):
+        return Admission.FULL  # before privatizing: no noise is drawn for nothing
+    pending = make()
+    if not ledger.enqueue(pending):
+        return Admission.FULL
+    ledger.remember(slot, pending)
+    return Admission.NEW
 
 
 class Storage(Protocol):
@@ -116,26 +162,26 @@ class MemoryStorage:
     def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._lock:
-            periods = self._ledger.get(slot.task_id, {})
-            earlier = periods.get((slot.start, slot.end), {}).get(slot.lookup)
-            if earlier is not None:
-                return Admission.REUSED if self._enqueue(earlier) else Admission.FULL
-            spent = sum(len(memo) for (start, end), memo in periods.items()
-                        if start < slot.end and end > slot.start)
-            if spent >= limit:
-                return Admission.EXHAUSTED
-            if not self._has_room(0):
-                return Admission.FULL
-            pending = make()
-            if not self._enqueue(pending):
-                return Admission.FULL
-            periods = self._ledger.setdefault(slot.task_id, {})
-            # Only periods still overlapping the present matter; older ones would grow
-            # without bound.
-            for ended in [key for key in periods if key[1] <= slot.start]:
-                del periods[ended]
-            periods.setdefault((slot.start, slot.end), {})[slot.lookup] = pending
-            return Admission.NEW
+            return admit_to(self, slot, limit, make)
+
+    # -- the Ledger view (called with the lock held) -----------------------------------------
+
+    def memo(self, slot: Slot) -> Pending | None:
+        """Return the report made for this slot's value and period, if any."""
+        return self._ledger.get(slot.task_id, {}).get((slot.start, slot.end), {}).get(
+            slot.lookup)
+
+    def spent(self, slot: Slot) -> int:
+        """Return the task's reports in periods overlapping the slot's."""
+        return sum(len(memo) for (start, end), memo in self._ledger.get(slot.task_id, {}).items()
+                   if start < slot.end and end > slot.start)
+
+    def remember(self, slot: Slot, pending: Pending) -> None:
+        """Record a new report; forget the task's periods that ended before this one."""
+        periods = self._ledger.setdefault(slot.task_id, {})
+        for ended in [key for key in periods if key[1] <= slot.start]:
+            del periods[ended]  # only periods overlapping the present matter
+        periods.setdefault((slot.start, slot.end), {})[slot.lookup] = pending
 
     def peek(self, limit: int, max_bytes: int) -> list[Pending]:
         """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
@@ -178,13 +224,15 @@ class MemoryStorage:
     def close(self) -> None:
         """Do nothing: memory needs no release."""
 
-    def _has_room(self, size: int) -> bool:
+    def has_room(self, size: int) -> bool:
+        """Return whether a report of ``size`` bytes fits in the queue."""
         return len(self._queue) < self._max_queue and self._bytes + size <= self._max_bytes
 
-    def _enqueue(self, pending: Pending) -> bool:
+    def enqueue(self, pending: Pending) -> bool:
+        """Queue a report (a no-op if it is queued); False if it does not fit."""
         if pending.report_id in self._queue:
             return True  # already waiting: the server would count it once anyway
-        if not self._has_room(pending.size):
+        if not self.has_room(pending.size):
             return False
         self._queue[pending.report_id] = pending
         self._bytes += pending.size

@@ -48,13 +48,12 @@ def test_queued_reports_survive_a_restart(tasks: dict[str, TaskConfig], tmp_path
     assert online.close(5)
 
 
-def test_quotas_drop_the_oldest_and_count_them(tasks: dict[str, TaskConfig],
-                                               tmp_path: Path) -> None:
+def test_a_full_disk_queue_refuses_new_reports_and_counts_them(
+        tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
     offline = offline_client(tmp_path, tasks, max_queue=3)
-    for i in range(5):
-        assert offline.record("t-cms", f"value-{i}")
+    assert [offline.record("t-cms", f"value-{i}") for i in range(5)] == [True] * 3 + [False] * 2
     stats = offline.stats()
-    assert stats.queued == 3 and stats.dropped == {"quota_exceeded": 2}
+    assert stats.queued == 3 and stats.dropped == {"queue_full": 2}
     offline.close(0.2)
 
 
@@ -62,25 +61,8 @@ def pending(i: int, size: int = 100) -> Pending:
     return Pending("task", f"id-{i}", "x" * size)
 
 
-def test_storage_quota_by_count_and_bytes_keeps_the_newest(tmp_path: Path) -> None:
-    drops: list[tuple[str, int]] = []
-    storage = SqliteStorage(tmp_path, max_queue=4, max_bytes=1024,
-                            on_drop=lambda reason, n: drops.append((reason, n)))
-    for i in range(6):
-        key = i.to_bytes(4, "big")
-        slot = Slot("task", 0, 1, key)
-        assert storage.admit(slot, MAX_REPORTS_PER_PERIOD, lambda i=i: pending(i)) is Admission.NEW
-    assert [p.report_id for p in storage.peek(10, MIB)] == ["id-2", "id-3", "id-4", "id-5"]
-    big = Slot("task", 0, 1, b"big")
-    assert storage.admit(big, MAX_REPORTS_PER_PERIOD, lambda: pending(9, 950)) is Admission.NEW
-    assert [p.report_id for p in storage.peek(10, MIB)] == ["id-9"]  # 950 + 100 > 1024 bytes
-    assert sum(n for reason, n in drops if reason == "quota_exceeded") == 6
-    storage.close()
-
-
 def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
-    storage = SqliteStorage(tmp_path, max_queue=100, max_bytes=1 << 20,
-                            on_drop=lambda reason, n: None)
+    storage = SqliteStorage(tmp_path, max_queue=100, max_bytes=1 << 20)
     for i, task in enumerate(["a", "b", "a"]):
         storage.admit(Slot(task, 0, 1, bytes([i])), MAX_REPORTS_PER_PERIOD,
                       lambda i=i, t=task: Pending(t, f"id{i}", "{}"))
@@ -140,7 +122,7 @@ def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:
         INSERT INTO memo VALUES ('fp', 86400, x'01', 'task', 'id-old', '{}');
         INSERT INTO spent VALUES ('fp', 86400, 1);""")
     old.close()
-    storage = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB, on_drop=lambda r, n: None)
+    storage = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB)
     day = Slot("task", 86400, 2 * 86400, b"\x02")
     assert storage.admit(day, 1, lambda: pending(1)) is Admission.EXHAUSTED
     assert storage.admit(Slot("task", 86400, 2 * 86400, b"\x01"), 1,
@@ -149,12 +131,12 @@ def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:
     next_day = Slot("task", 2 * 86400, 3 * 86400, b"\x03")
     assert storage.admit(next_day, 1, lambda: pending(3)) is Admission.NEW
     storage.close()
-    SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB, on_drop=lambda r, n: None).close()
+    SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB).close()
 
 
 def test_peek_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
     storages = [MemoryStorage(max_queue=100, max_bytes=MIB),
-                SqliteStorage(tmp_path, max_queue=100, max_bytes=MIB, on_drop=lambda r, n: None)]
+                SqliteStorage(tmp_path, max_queue=100, max_bytes=MIB)]
     for storage in storages:
         for i, size in enumerate([300, 300, 300, 2000]):
             storage.admit(Slot("task", 0, 1, bytes([i])), MAX_REPORTS_PER_PERIOD,
