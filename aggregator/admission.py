@@ -8,14 +8,12 @@ after which a replay would be refused as expired anyway: an id is counted once, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shared import Envelope, Rejection, TaskConfig
 from shared.codec import b64encode
-
-REPLAYED = ("this report id was already received and counted; a retrying client may "
-            "treat this as success")
+from shared.contract import replays
 
 
 @dataclass
@@ -43,17 +41,12 @@ def admit(task: TaskConfig, envelopes: Sequence[Envelope], now: float, *,
                                         f"time {envelope.time} is older than the "
                                         f"{acceptance_window} s acceptance window"))
         elif envelope.report_id in ids:
-            out.rejected.append(_reject(envelope.report_id, "report_replayed", REPLAYED))
+            out.rejected += replays([envelope.report_id])
         else:
             ids.add(envelope.report_id)
             out.envelopes.append(envelope)
             out.expires.append(closes)
     return out
-
-
-def replays(report_ids: Iterable[bytes]) -> list[Rejection]:
-    """Return the rejections of reports whose ids the store had seen."""
-    return [_reject(report_id, "report_replayed", REPLAYED) for report_id in report_ids]
 
 
 def _reject(report_id: bytes, reason: str, message: str) -> Rejection:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict
 from typing import Any
 
 from flask import Blueprint, current_app
 
-from aggregator.admission import admit, replays
+from aggregator.admission import admit
 from aggregator.auth import check_upload_key
 from aggregator.body import json_body
 from aggregator.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
@@ -18,6 +17,7 @@ from aggregator.quotas import charge
 from aggregator.store import get_store
 from aggregator.tasks import find_task
 from shared import DecodeError, Rejection, decode_batch
+from shared.contract import replays, upload_answer
 
 bp = Blueprint("ingest", __name__, url_prefix="/v1/tasks")
 
@@ -44,7 +44,7 @@ def upload(task_id: str) -> dict[str, Any]:
     accepted = len(admitted.envelopes) - len(replayed)
     _count(task_id, accepted, rejected)
     _collect_expired(now)
-    return {"accepted": accepted, "rejected": [asdict(r) for r in rejected]}
+    return upload_answer(accepted, rejected)
 
 
 def _check_count(body: Any, limit: int) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
-PROBLEM_TYPE = "urn:ldp-telemetry:problem:"
-PROBLEM_MEDIA_TYPE = "application/problem+json"
+from shared.contract import PROBLEM_MEDIA_TYPE, problem
+
 log = logging.getLogger(__name__)
 
 _HTTP_CODES = {
@@ -43,8 +43,7 @@ class ApiError(Exception):
 def problem_response(status: int, code: str, title: str, detail: str,
                      extra: dict[str, Any] | None = None) -> Response:
     """Return a problem+json response."""
-    body = {"type": PROBLEM_TYPE + code, "title": title, "status": status, "detail": detail}
-    body.update(extra or {})
+    body = problem(status, code, detail, title, **(extra or {}))
     return Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
 
 

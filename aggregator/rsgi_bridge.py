@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,12 +23,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from aggregator import serving
+from shared.contract import problem
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
-TIMEOUT_BODY = (b'{"type":"urn:ldp-telemetry:problem:request_timeout","title":"Request '
-                b'timeout","status":408,"detail":"the request body did not arrive within '
-                b'10 s; send it again"}')
+TIMEOUT_BODY = json.dumps(problem(408, "request_timeout", "the request body did not arrive "
+                                  "within 10 s; send it again")).encode()
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
 if sys.version_info >= (3, 11):

@@ -19,7 +19,6 @@ makes ``record`` a no-op and deletes queued reports.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import sqlite3
 import time
@@ -45,7 +44,7 @@ from client.storage import Admission, MemoryStorage, Pending, Slot, Storage
 from client.tasks import TaskRegistry
 from client.transport import Transport
 from client.uploader import Uploader
-from shared.codec import Envelope, encode_report, new_report_id
+from shared.codec import Envelope, b64encode, encode_report_text, new_report_id
 from shared.errors import ValueOutOfDomain
 from shared.task import TaskConfig
 
@@ -256,9 +255,9 @@ def _privatize(task: TaskConfig, secret: bytes, period: int, value: Any) -> Pend
     """Return the encoded report of ``value``, privatized with the OS CSPRNG."""
     mechanism = task.mechanism_object.for_device(device_key(secret, task))
     payload = mechanism.privatize(value)
-    encoded = encode_report(task, Envelope(new_report_id(), task.fingerprint, period, payload))
-    return Pending(task.task_id, encoded["report_id"],
-                   json.dumps(encoded, separators=(",", ":")))
+    envelope = Envelope(new_report_id(), task.fingerprint, period, payload)
+    return Pending(task.task_id, b64encode(envelope.report_id),
+                   encode_report_text(task, envelope))
 
 
 def _check_task_ids(task_ids: Iterable[str]) -> list[str]:

@@ -24,13 +24,19 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from client.transport import Request, Response
-from shared.codec import Envelope, b64encode, decode_batch
+from shared.codec import Envelope, decode_batch
+from shared.contract import (
+    CACHE_CONTROL,
+    PROBLEM_MEDIA_TYPE,
+    problem,
+    replays,
+    task_etag,
+    upload_answer,
+)
 from shared.errors import DecodeError
 from shared.estimates import Estimates
 from shared.sums import Sums
 from shared.task import TaskConfig
-
-_PROBLEM = "urn:ldp-telemetry:problem:"
 
 
 class InMemoryTransport:
@@ -97,8 +103,8 @@ class InMemoryTransport:
         task = self._tasks.get(task_id)
         if task is None:
             return _problem(404, "unknown_task", f"there is no task {task_id!r}")
-        etag = f'"{task.fingerprint}"'
-        headers = {"etag": etag, "cache-control": "public, max-age=60"}
+        etag = task_etag(task.fingerprint)
+        headers = {"etag": etag, "cache-control": CACHE_CONTROL}
         if request.header("If-None-Match") == etag:
             return Response(304, headers)
         return _json(200, task.to_dict(), headers)
@@ -111,20 +117,16 @@ class InMemoryTransport:
             accepted, rejected = decode_batch(task, _parse_body(request))
         except DecodeError as error:
             return _problem(400, "invalid_batch", str(error))
-        answers = [{"report_id": r.report_id, "reason": r.reason, "message": r.message}
-                   for r in rejected]
         count = 0
         with self._lock:
             for envelope in accepted:
                 if envelope.report_id in self._seen:
-                    answers.append({"report_id": b64encode(envelope.report_id),
-                                    "reason": "report_replayed",
-                                    "message": "this report was already counted"})
+                    rejected += replays([envelope.report_id])
                     continue
                 self._seen.add(envelope.report_id)
                 self._reports[task_id].append(envelope)
                 count += 1
-        return _json(200, {"accepted": count, "rejected": answers})
+        return _json(200, upload_answer(count, rejected))
 
 
 def _parse_body(request: Request) -> Any:
@@ -143,7 +145,5 @@ def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> Resp
 
 
 def _problem(status: int, code: str, detail: str) -> Response:
-    body = {"type": _PROBLEM + code, "title": code.replace("_", " "), "status": status,
-            "detail": detail}
-    return Response(status, {"content-type": "application/problem+json"},
-                    json.dumps(body).encode())
+    return Response(status, {"content-type": PROBLEM_MEDIA_TYPE},
+                    json.dumps(problem(status, code, detail)).encode())

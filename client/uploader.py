@@ -35,6 +35,8 @@ from client.stats import Counters
 from client.storage import Pending, Storage
 from client.tasks import TaskRegistry
 from client.transport import Request, Response, Transport
+from shared.codec import batch_body
+from shared.contract import problem_code
 
 MAX_BACKOFF = 600.0
 _TRANSIENT = frozenset({408, 429})
@@ -229,7 +231,7 @@ class Uploader:
     def _body(self, batch: list[Pending]) -> bytes:
         ids = tuple(p.report_id for p in batch)
         if self._last_body[0] != ids:
-            raw = ('{"reports":[' + ",".join(p.report for p in batch) + "]}").encode()
+            raw = batch_body(p.report for p in batch)
             self._last_body = (ids, gzip.compress(raw, compresslevel=6, mtime=0))
         return self._last_body[1]
 
@@ -262,5 +264,4 @@ def _json(response: Response) -> dict[str, Any]:
 
 
 def _problem_type(response: Response) -> str:
-    problem = _json(response).get("type")
-    return str(problem).rsplit(":", 1)[-1] if problem else ""
+    return problem_code(_json(response))

@@ -26,8 +26,9 @@ from shared.errors import DecodeError
 from shared.task import TaskConfig
 from shared.wire import b64decode, b64encode, integer
 
-__all__ = ["REPORT_ID_BYTES", "Envelope", "Rejection", "b64decode", "b64encode",
-           "decode_batch", "decode_report", "encode_batch", "encode_report", "new_report_id"]
+__all__ = ["REPORT_ID_BYTES", "Envelope", "Rejection", "b64decode", "b64encode", "batch_body",
+           "decode_batch", "decode_report", "encode_batch", "encode_report",
+           "encode_report_text", "new_report_id"]
 
 REPORT_ID_BYTES = 16
 Payload = Any  # a mechanism's report (see shared.mechanisms)
@@ -67,10 +68,23 @@ def encode_report(task: TaskConfig, envelope: Envelope) -> dict[str, Any]:
     return out
 
 
+def encode_report_text(task: TaskConfig, envelope: Envelope) -> str:
+    """Return one report as compact JSON text (what a device queues and resends as is)."""
+    return json.dumps(encode_report(task, envelope), separators=(",", ":"))
+
+
+def batch_body(report_texts: Iterable[str]) -> bytes:
+    """Return the UTF-8 body of a batch of reports already encoded as JSON text.
+
+    The one place a batch is framed: ``encode_batch`` and the SDK's uploader (which keeps
+    reports as text, so that a resend is byte for byte the same) both use it.
+    """
+    return ('{"reports":[' + ",".join(report_texts) + "]}").encode()
+
+
 def encode_batch(task: TaskConfig, envelopes: Iterable[Envelope]) -> bytes:
     """Return the UTF-8 JSON body of a batch."""
-    reports = [encode_report(task, e) for e in envelopes]
-    return json.dumps({"reports": reports}, separators=(",", ":")).encode()
+    return batch_body(encode_report_text(task, e) for e in envelopes)
 
 
 def decode_report(task: TaskConfig, obj: Any) -> Envelope:
