@@ -32,14 +32,12 @@ from aggregator.store.interface import (
 )
 from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
 from aggregator.store.sqlite_migrations import apply_migrations
+from aggregator.store.sqlite_reads import COUNTER, snapshot_sums
 from aggregator.store.staging import pack, stack, unpack
-from aggregator.store.streamed import StreamedSums
-from shared import Envelope, Sums, TaskConfig
+from shared import Envelope, TaskConfig
 from shared.sums import RowSums
 
 CHUNK = 500  # parameters per IN (...) query, well under SQLite's limit
-COUNTER = np.dtype("<i8")
-NO_LIMIT = (-(2**63), 2**63 - 1)
 
 
 class SqliteStore:
@@ -237,31 +235,8 @@ class SqliteStore:
                   end: int | None) -> Iterator[SumsView]:
         """Yield the task's sums over buckets starting in [start, end), from one snapshot."""
         self.fold_staged(task)  # every report acknowledged so far is in the sums
-        conn, (low, high) = self._connection(), _bounds(start, end)
-        where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
-        conn.execute("BEGIN")  # one WAL snapshot for n and every row block; writers go on
-        try:
-            rows, width = task.mechanism_object.sums_shape
-            if rows == 1:  # a single small row: load it whole
-                yield self._dense(conn, task, where, (task.task_id, low, high))
-                return
-            total = conn.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}",
-                                 (task.task_id, low, high)).fetchone()[0]
-            buckets = [b for (b,) in conn.execute(f"SELECT DISTINCT bucket FROM sums {where}",
-                                                  (task.task_id, low, high))]
-            yield StreamedSums(int(total), rows, width,
-                               lambda a, b: _row_block(conn, task.task_id, buckets, a, b, width))
-        finally:
-            conn.execute("COMMIT")
-
-    @staticmethod
-    def _dense(conn: sqlite3.Connection, task: TaskConfig, where: str,
-               args: tuple[str, int, int]) -> Sums:
-        sums = task.mechanism_object.new_sums()
-        for row, count, blob in conn.execute(f"SELECT row, n, counters FROM sums {where}", args):
-            sums.n[row] += count
-            sums.table[row] += np.frombuffer(blob, dtype=COUNTER)
-        return sums
+        with snapshot_sums(self._connection(), task, start, end) as sums:
+            yield sums
 
     def add_token(self, token_hash: str, role: str) -> None:
         """Store the hash of a new token with its role."""
@@ -326,21 +301,5 @@ class SqliteStore:
             tx.execute("INSERT OR REPLACE INTO probe VALUES (1, ?)", (int(time.time()),))
 
 
-def _row_block(conn: sqlite3.Connection, task_id: str, buckets: list[int], start: int,
-               stop: int, width: int) -> np.ndarray:
-    """Return rows [start, stop) summed over the buckets (index range scans, one per bucket)."""
-    block = np.zeros((stop - start, width), dtype=np.int64)
-    for bucket in buckets:
-        for row, blob in conn.execute(
-                "SELECT row, counters FROM sums WHERE task_id = ? AND bucket = ? AND row >= ? "
-                "AND row < ?", (task_id, bucket, start, stop)):
-            block[row - start] += np.frombuffer(blob, dtype=COUNTER)
-    return block
-
-
 def _task(config: str, upload_key_hash: str | None) -> StoredTask:
     return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash)
-
-
-def _bounds(start: int | None, end: int | None) -> tuple[int, int]:
-    return (NO_LIMIT[0] if start is None else start, NO_LIMIT[1] if end is None else end)
