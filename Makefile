@@ -42,8 +42,10 @@ bench: $(STAMP)
 	  || echo "make bench: wrk not installed; the serving rows use the Python load generator"
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
+LINTED = shared client aggregator simulations demo benchmarks tests ldp_scripts.py .ci
 lint: $(STAMP)
-	$(BIN)/ruff check shared client aggregator simulations demo benchmarks tests ldp_scripts.py
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 
 # The SDK, shared and collector tests on the oldest versions pyproject.toml declares.

@@ -13,8 +13,11 @@ from collections.abc import Callable
 
 # script: (extra, modules it needs, module whose main() runs it)
 SCRIPTS = {
-    "ldp-aggregator": ("server", ("flask", "click", "gunicorn", "prometheus_client"),
-                       "aggregator.cli"),
+    "ldp-aggregator": (
+        "server",
+        ("flask", "click", "gunicorn", "prometheus_client"),
+        "aggregator.cli",
+    ),
     "ldp-sim": ("sim", ("matplotlib", "tqdm"), "simulations.__main__"),
 }
 
@@ -29,8 +32,10 @@ def launch(script: str) -> None:
     extra, modules, target = SCRIPTS[script]
     missing = missing_modules(modules)
     if missing:
-        sys.exit(f"{script} needs the [{extra}] extra ({', '.join(missing)} not installed): "
-                 f"pip install 'ldp-telemetry[{extra}]'")
+        sys.exit(
+            f"{script} needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"pip install 'ldp-telemetry[{extra}]'"
+        )
     main: Callable[[], None] = importlib.import_module(target).main
     main()
 

@@ -25,21 +25,36 @@ class Admission:
     rejected: list[Rejection] = field(default_factory=list)
 
 
-def admit(task: TaskConfig, envelopes: Sequence[Envelope], now: float, *,
-          acceptance_window: int, clock_skew: int) -> Admission:
+def admit(
+    task: TaskConfig,
+    envelopes: Sequence[Envelope],
+    now: float,
+    *,
+    acceptance_window: int,
+    clock_skew: int,
+) -> Admission:
     """Split decoded reports into those to store and those refused for time or repetition."""
     latest = task.floor_time(now + clock_skew)
     out, ids = Admission(), set()
     for envelope in envelopes:
         closes = envelope.time + task.time_precision + acceptance_window
         if envelope.time > latest:
-            out.rejected.append(_reject(envelope.report_id, "report_too_early",
-                                        f"time {envelope.time} is in a future bucket; "
-                                        "check the device clock"))
+            out.rejected.append(
+                _reject(
+                    envelope.report_id,
+                    "report_too_early",
+                    f"time {envelope.time} is in a future bucket; check the device clock",
+                )
+            )
         elif closes < now:
-            out.rejected.append(_reject(envelope.report_id, "report_expired",
-                                        f"time {envelope.time} is older than the "
-                                        f"{acceptance_window} s acceptance window"))
+            out.rejected.append(
+                _reject(
+                    envelope.report_id,
+                    "report_expired",
+                    f"time {envelope.time} is older than the "
+                    f"{acceptance_window} s acceptance window",
+                )
+            )
         elif envelope.report_id in ids:
             out.rejected += replays([envelope.report_id])
         else:

@@ -29,8 +29,11 @@ View = TypeVar("View", bound=Callable[..., Any])
 
 def init_app(app: Flask) -> None:
     """Hash the configured tokens once (``ADMIN_TOKEN`` first: it wins a tie)."""
-    app.extensions[EXTENSION] = {role: hash_token(app.config[key])
-                                 for role, key in _CONFIG_KEYS.items() if app.config.get(key)}
+    app.extensions[EXTENSION] = {
+        role: hash_token(app.config[key])
+        for role, key in _CONFIG_KEYS.items()
+        if app.config.get(key)
+    }
 
 
 def new_token() -> str:
@@ -68,11 +71,13 @@ def require_role(role: str) -> Callable[[View], View]:
             token = bearer_token()
             granted = role_of(token) if token else None
             if granted is None:
-                raise unauthorized(f"this endpoint needs an {role} token: send "
-                                   f"'Authorization: Bearer <token>'")
+                raise unauthorized(
+                    f"this endpoint needs an {role} token: send 'Authorization: Bearer <token>'"
+                )
             if role not in _GRANTS[granted]:
-                raise ApiError(403, "forbidden", f"an {granted} token cannot do this; "
-                                                 f"use an {role} token")
+                raise ApiError(
+                    403, "forbidden", f"an {granted} token cannot do this; use an {role} token"
+                )
             return view(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
@@ -86,8 +91,9 @@ def check_upload_key(expected_hash: str | None) -> None:
         return
     token = bearer_token()
     if token is None or not hmac.compare_digest(hash_token(token), expected_hash):
-        raise unauthorized("this task needs its upload key: send "
-                           "'Authorization: Bearer <upload key>'")
+        raise unauthorized(
+            "this task needs its upload key: send 'Authorization: Bearer <upload key>'"
+        )
 
 
 def unauthorized(detail: str) -> ApiError:

@@ -22,8 +22,11 @@ GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
 def json_body() -> Any:
     """Return the parsed JSON body, or raise an ApiError saying what is wrong with it."""
     if request.mimetype != "application/json":
-        raise ApiError(415, "unsupported_media_type",
-                       "send the body as JSON with 'Content-Type: application/json'")
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            "send the body as JSON with 'Content-Type: application/json'",
+        )
     limit = int(current_app.config["MAX_BODY_BYTES"])
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding == "gzip":
@@ -31,19 +34,26 @@ def json_body() -> Any:
     elif encoding == "identity":
         raw = _read(limit)
     else:
-        raise ApiError(415, "unsupported_media_type",
-                       f"Content-Encoding {encoding!r} is not supported; use gzip or none")
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"Content-Encoding {encoding!r} is not supported; use gzip or none",
+        )
     try:
         return json.loads(raw)
     except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-        raise ApiError(400, "invalid_json", f"the body is not valid UTF-8 JSON: "
-                                            f"{str(error)[:200]}") from None
+        raise ApiError(
+            400, "invalid_json", f"the body is not valid UTF-8 JSON: {str(error)[:200]}"
+        ) from None
 
 
 def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "body_too_large",
-                    f"the body exceeds {limit} bytes (after decompression); send smaller "
-                    "batches", limit=limit)
+    return ApiError(
+        413,
+        "body_too_large",
+        f"the body exceeds {limit} bytes (after decompression); send smaller batches",
+        limit=limit,
+    )
 
 
 def _read(limit: int) -> bytes:

@@ -33,16 +33,27 @@ def answer(task: TaskConfig, candidates: Sequence[Any] | None, window: Window) -
     with get_store().read_sums(task, window.start, window.end) as sums:
         check_min_batch(task, sums, "estimates")
         result = task.mechanism_object.estimate(sums, candidates, level=window.level)
-    return {"task_id": task.task_id, "mechanism": task.mechanism, "n": result.n,
-            "epsilon": task.asked_epsilon, "effective_epsilon": task.effective_epsilon,
-            "level": window.level, "start": window.start, "end": window.end,
-            "estimates": result.rows()}
+    return {
+        "task_id": task.task_id,
+        "mechanism": task.mechanism,
+        "n": result.n,
+        "epsilon": task.asked_epsilon,
+        "effective_epsilon": task.effective_epsilon,
+        "level": window.level,
+        "start": window.start,
+        "end": window.end,
+        "estimates": result.rows(),
+    }
 
 
 def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
     """Refuse (422) to answer from fewer reports than the task's min_batch_size."""
     if sums.total < task.min_batch_size:
-        raise ApiError(422, "below_min_batch_size",
-                       f"only {sums.total} reports in this range; {what} need at least "
-                       f"{task.min_batch_size}: widen the range or wait",
-                       n=sums.total, min_batch_size=task.min_batch_size)
+        raise ApiError(
+            422,
+            "below_min_batch_size",
+            f"only {sums.total} reports in this range; {what} need at least "
+            f"{task.min_batch_size}: widen the range or wait",
+            n=sums.total,
+            min_batch_size=task.min_batch_size,
+        )

@@ -32,8 +32,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     problems.init_app(app)
     metrics.init_app(app)
     store.init_app(app)
-    app.extensions[quotas.EXTENSION] = quotas.init_app(float(app.config["QUOTA_RATE"]),
-                                                       float(app.config["QUOTA_BURST"]))
+    app.extensions[quotas.EXTENSION] = quotas.init_app(
+        float(app.config["QUOTA_RATE"]), float(app.config["QUOTA_BURST"])
+    )
     from aggregator import estimates, heavy_hitters, ingest, ops, tasks
 
     for module in (tasks, ingest, estimates, heavy_hitters, ops):

@@ -32,19 +32,26 @@ def build(target: str, host: str, port: int, workers: int, wsgi: bool) -> MPServ
     body holds one); otherwise the app runs behind :mod:`aggregator.rsgi_bridge`.
     """
     return MPServer(
-        target, address=host, port=port,
-        interface=Interfaces.WSGI if wsgi else Interfaces.RSGI, workers=workers,
+        target,
+        address=host,
+        port=port,
+        interface=Interfaces.WSGI if wsgi else Interfaces.RSGI,
+        workers=workers,
         blocking_threads=serving.THREADS if wsgi else 1,  # RSGI: 1 (the bridge runs the app)
         backpressure=serving.BACKPRESSURE,
         backlog=serving.BACKLOG,
         http=HTTPModes.http1,  # devices speak HTTP/1.1; no HTTP/2 stream multiplexing to abuse
         websockets=False,
         # header_read_timeout also closes a kept-alive connection idle that long
-        http1_settings=HTTP1Settings(header_read_timeout=serving.HEADER_TIMEOUT_MS,
-                                     keep_alive=True),
+        http1_settings=HTTP1Settings(
+            header_read_timeout=serving.HEADER_TIMEOUT_MS, keep_alive=True
+        ),
         # no access log: its lines start with the client's address, which is never written
-        log_access=False, log_level=LogLevels.warning,
-        respawn_failed_workers=True, workers_kill_timeout=serving.GRACEFUL_SECONDS)
+        log_access=False,
+        log_level=LogLevels.warning,
+        respawn_failed_workers=True,
+        workers_kill_timeout=serving.GRACEFUL_SECONDS,
+    )
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -78,8 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--wsgi", action="store_true",
-                        help="granian's WSGI interface instead of the RSGI bridge")
+    parser.add_argument(
+        "--wsgi", action="store_true", help="granian's WSGI interface instead of the RSGI bridge"
+    )
     parser.add_argument("target")
     args = parser.parse_args(argv)
     server = build(args.target, args.host, args.port, args.workers, args.wsgi)

@@ -33,8 +33,7 @@ def heavy_hitters(task_id: str) -> dict[str, Any]:
     body = json_body()
     if not isinstance(body, dict) or set(body) - FIELDS:
         invalid(f"the body must be a JSON object with fields among {sorted(FIELDS)}")
-    top, survivors = _count(body, "top", 20, MAX_TOP), _count(body, "survivors", 64,
-                                                              MAX_SURVIVORS)
+    top, survivors = _count(body, "top", 20, MAX_TOP), _count(body, "survivors", 64, MAX_SURVIVORS)
     return answer(task, top, survivors, parse_window(body))
 
 
@@ -42,20 +41,32 @@ def answer(task: TaskConfig, top: int, survivors: int, window: Window) -> dict[s
     """Return the heavy-hitters body (the view and the CLI), or raise a problem."""
     discover = getattr(task.mechanism_object, "discover", None)
     if discover is None:
-        raise ApiError(422, "not_discoverable",
-                       f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
-                       "values without candidates: use the estimates endpoint")
+        raise ApiError(
+            422,
+            "not_discoverable",
+            f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
+            "values without candidates: use the estimates endpoint",
+        )
     with get_store().read_sums(task, window.start, window.end) as sums:
         check_min_batch(task, sums, "heavy hitters")
         try:
             found = discover(sums, top=top, survivors=max(top, survivors), level=window.level)
         except ParameterError as error:
             invalid(str(error))
-    return {"task_id": task.task_id, "mechanism": task.mechanism, "n": found.estimates.n,
-            "epsilon": task.asked_epsilon, "effective_epsilon": task.effective_epsilon,
-            "level": window.level, "start": window.start, "end": window.end,
-            "levels": found.levels, "examined": list(found.examined),
-            "reliable_z": found.reliable_z, "heavy_hitters": found.rows()}
+    return {
+        "task_id": task.task_id,
+        "mechanism": task.mechanism,
+        "n": found.estimates.n,
+        "epsilon": task.asked_epsilon,
+        "effective_epsilon": task.effective_epsilon,
+        "level": window.level,
+        "start": window.start,
+        "end": window.end,
+        "levels": found.levels,
+        "examined": list(found.examined),
+        "reliable_z": found.reliable_z,
+        "heavy_hitters": found.rows(),
+    }
 
 
 def _count(body: dict[str, Any], name: str, default: int, limit: int) -> int:

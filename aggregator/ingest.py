@@ -29,17 +29,29 @@ def upload(task_id: str) -> dict[str, Any]:
     check_upload_key(stored.upload_key_hash)
     task, body, config = stored.config, json_body(), current_app.config
     _check_count(body, int(config["MAX_REPORTS_PER_BATCH"]))
-    charge(task_id, len(body["reports"]) if isinstance(body, dict)
-           and isinstance(body.get("reports"), list) else 1)
+    charge(
+        task_id,
+        len(body["reports"])
+        if isinstance(body, dict) and isinstance(body.get("reports"), list)
+        else 1,
+    )
     try:
         decoded, rejected = decode_batch(task, body)
     except DecodeError as error:
         raise ApiError(400, "invalid_batch", str(error)) from None
     now = time.time()
-    admitted = admit(task, decoded, now, acceptance_window=int(config["ACCEPTANCE_WINDOW"]),
-                     clock_skew=int(config["CLOCK_SKEW"]))
-    replayed = (get_store().add_reports(task, admitted.envelopes, admitted.expires)
-                if admitted.envelopes else set())
+    admitted = admit(
+        task,
+        decoded,
+        now,
+        acceptance_window=int(config["ACCEPTANCE_WINDOW"]),
+        clock_skew=int(config["CLOCK_SKEW"]),
+    )
+    replayed = (
+        get_store().add_reports(task, admitted.envelopes, admitted.expires)
+        if admitted.envelopes
+        else set()
+    )
     rejected += admitted.rejected + replays(replayed)
     accepted = len(admitted.envelopes) - len(replayed)
     _count(task_id, accepted, rejected)
@@ -50,8 +62,12 @@ def upload(task_id: str) -> dict[str, Any]:
 def _check_count(body: Any, limit: int) -> None:
     reports = body.get("reports") if isinstance(body, dict) else None
     if isinstance(reports, list) and len(reports) > limit:
-        raise ApiError(413, "too_many_reports", f"a batch holds at most {limit} reports, "
-                       f"got {len(reports)}; split it", limit=limit)
+        raise ApiError(
+            413,
+            "too_many_reports",
+            f"a batch holds at most {limit} reports, got {len(reports)}; split it",
+            limit=limit,
+        )
 
 
 def _count(task_id: str, accepted: int, rejected: list[Rejection]) -> None:

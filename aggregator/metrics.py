@@ -31,11 +31,13 @@ from prometheus_client import (
     multiprocess,
 )
 
-REPORTS_ACCEPTED = Counter("ldp_reports_accepted", "Reports counted into the sums.",
-                           ["task_id"])
+REPORTS_ACCEPTED = Counter("ldp_reports_accepted", "Reports counted into the sums.", ["task_id"])
 REPORTS_REJECTED = Counter("ldp_reports_rejected", "Reports refused, by reason.", ["reason"])
-REQUESTS = Histogram("ldp_http_request_duration_seconds", "Time to answer a request.",
-                     ["endpoint", "method", "status"])
+REQUESTS = Histogram(
+    "ldp_http_request_duration_seconds",
+    "Time to answer a request.",
+    ["endpoint", "method", "status"],
+)
 
 
 RUN_PREFIX = "run-"
@@ -111,9 +113,11 @@ def _observe(response: Response) -> Response:
     started = current.environ.get(_STARTED)
     if started is not None:
         rule = current.url_rule
-        key = (rule.rule if rule is not None else "unmatched",
-               current.method if current.method in _METHODS else "other",
-               response.status_code)
+        key = (
+            rule.rule if rule is not None else "unmatched",
+            current.method if current.method in _METHODS else "other",
+            response.status_code,
+        )
         child = _children.get(key)
         if child is None:
             child = _children[key] = REQUESTS.labels(key[0], key[1], str(key[2]))

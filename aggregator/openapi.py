@@ -24,57 +24,100 @@ TASK_ID = {"name": "task_id", "in": "path", "required": True, "schema": {"type":
 
 PATHS: dict[str, Any] = {
     "/v1/tasks": {
-        "get": {"summary": "List the tasks' public configurations",
-                "responses": {"200": _ok("The tasks", "TaskList")}},
-        "post": {"summary": "Create a task (admin token); the server draws hash_seed",
-                 "security": [{"bearer": []}],
-                 "requestBody": {"required": True, **_json("TaskParameters")},
-                 "responses": {"201": _ok("The new task (plus upload_key if asked for)",
-                                          "Task"),
-                               "400": PROBLEM, "401": PROBLEM, "403": PROBLEM,
-                               "409": PROBLEM}},
+        "get": {
+            "summary": "List the tasks' public configurations",
+            "responses": {"200": _ok("The tasks", "TaskList")},
+        },
+        "post": {
+            "summary": "Create a task (admin token); the server draws hash_seed",
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, **_json("TaskParameters")},
+            "responses": {
+                "201": _ok("The new task (plus upload_key if asked for)", "Task"),
+                "400": PROBLEM,
+                "401": PROBLEM,
+                "403": PROBLEM,
+                "409": PROBLEM,
+            },
+        },
     },
     "/v1/tasks/{task_id}": {
-        "get": {"summary": "A task's public configuration; ETag is its fingerprint",
-                "parameters": [TASK_ID],
-                "responses": {"200": _ok("The task", "Task"), "304": {"description":
-                              "If-None-Match matched"}, "404": PROBLEM}},
+        "get": {
+            "summary": "A task's public configuration; ETag is its fingerprint",
+            "parameters": [TASK_ID],
+            "responses": {
+                "200": _ok("The task", "Task"),
+                "304": {"description": "If-None-Match matched"},
+                "404": PROBLEM,
+            },
+        },
     },
     "/v1/tasks/{task_id}/reports": {
-        "post": {"summary": "Upload a batch of privatized reports (gzip allowed)",
-                 "description": "Each report id is counted once within its acceptance "
-                                "window; the answer is sent after the commit.",
-                 "parameters": [TASK_ID], "security": [{}, {"bearer": []}],
-                 "requestBody": {"required": True, **_json("Batch")},
-                 "responses": {"200": _ok("Accepted count and rejected reports",
-                                          "UploadResult"),
-                               "400": PROBLEM, "401": PROBLEM, "404": PROBLEM,
-                               "413": PROBLEM, "415": PROBLEM, "503": PROBLEM}},
+        "post": {
+            "summary": "Upload a batch of privatized reports (gzip allowed)",
+            "description": "Each report id is counted once within its acceptance "
+            "window; the answer is sent after the commit.",
+            "parameters": [TASK_ID],
+            "security": [{}, {"bearer": []}],
+            "requestBody": {"required": True, **_json("Batch")},
+            "responses": {
+                "200": _ok("Accepted count and rejected reports", "UploadResult"),
+                "400": PROBLEM,
+                "401": PROBLEM,
+                "404": PROBLEM,
+                "413": PROBLEM,
+                "415": PROBLEM,
+                "503": PROBLEM,
+            },
+        },
     },
     "/v1/tasks/{task_id}/estimates": {
-        "post": {"summary": "Estimate counts with confidence intervals (analyst token)",
-                 "parameters": [TASK_ID], "security": [{"bearer": []}],
-                 "requestBody": {"required": True, **_json("EstimateRequest")},
-                 "responses": {"200": _ok("Estimates", "EstimateResult"),
-                               "400": PROBLEM, "401": PROBLEM, "404": PROBLEM,
-                               "422": PROBLEM}},
+        "post": {
+            "summary": "Estimate counts with confidence intervals (analyst token)",
+            "parameters": [TASK_ID],
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, **_json("EstimateRequest")},
+            "responses": {
+                "200": _ok("Estimates", "EstimateResult"),
+                "400": PROBLEM,
+                "401": PROBLEM,
+                "404": PROBLEM,
+                "422": PROBLEM,
+            },
+        },
     },
     "/v1/tasks/{task_id}/heavy-hitters": {
-        "post": {"summary": "The most frequent strings, found without candidates (analyst "
-                            "token; tasks whose mechanism can discover, e.g. hh)",
-                 "parameters": [TASK_ID], "security": [{"bearer": []}],
-                 "requestBody": {"required": True, **_json("HeavyHitterRequest")},
-                 "responses": {"200": _ok("Discovered strings", "HeavyHitterResult"),
-                               "400": PROBLEM, "401": PROBLEM, "404": PROBLEM,
-                               "422": PROBLEM}},
+        "post": {
+            "summary": "The most frequent strings, found without candidates (analyst "
+            "token; tasks whose mechanism can discover, e.g. hh)",
+            "parameters": [TASK_ID],
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, **_json("HeavyHitterRequest")},
+            "responses": {
+                "200": _ok("Discovered strings", "HeavyHitterResult"),
+                "400": PROBLEM,
+                "401": PROBLEM,
+                "404": PROBLEM,
+                "422": PROBLEM,
+            },
+        },
     },
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": _ok("Alive")}}},
-    "/readyz": {"get": {"summary": "Readiness: the database accepts a write",
-                        "responses": {"200": _ok("Ready"), "503": PROBLEM}}},
-    "/metrics": {"get": {"summary": "Prometheus metrics",
-                         "responses": {"200": {"description": "Prometheus text format"}}}},
-    "/v1/openapi.json": {"get": {"summary": "This document",
-                                 "responses": {"200": _ok("OpenAPI 3.1")}}},
+    "/readyz": {
+        "get": {
+            "summary": "Readiness: the database accepts a write",
+            "responses": {"200": _ok("Ready"), "503": PROBLEM},
+        }
+    },
+    "/metrics": {
+        "get": {
+            "summary": "Prometheus metrics",
+            "responses": {"200": {"description": "Prometheus text format"}},
+        }
+    },
+    "/v1/openapi.json": {
+        "get": {"summary": "This document", "responses": {"200": _ok("OpenAPI 3.1")}}
+    },
 }
 
 _NUMBER = {"type": "number"}
@@ -84,62 +127,171 @@ _INTEGER = {"type": "integer"}
 def _option_schema(option: Option) -> dict[str, Any]:
     """Return the JSON schema of one task parameter."""
     kind = {"strings": {"type": "array", "items": {"type": "string"}}}.get(
-        option.kind, {"type": option.kind})
+        option.kind, {"type": option.kind}
+    )
     return {**kind, "description": option.help}
 
 
 SCHEMAS: dict[str, Any] = {
-    "TaskParameters": {"type": "object", "required": ["task_id", "mechanism"],
-                       "additionalProperties": False, "properties": {
-        "task_id": {"type": "string", "pattern": TASK_ID_PATTERN.pattern},
-        "mechanism": {"enum": list(MECHANISMS)},
-        **{option.name: _option_schema(option) for option in all_options().values()},
-        "time_precision": _INTEGER, "min_batch_size": _INTEGER,
-        "upload_key_required": {"type": "boolean"}}},
-    "Task": {"type": "object", "description": "shared.TaskConfig.to_dict()",
-             "required": ["task_id", "mechanism", "fingerprint", "effective_epsilon"],
-             "properties": {"task_id": {"type": "string"}, "mechanism": {"type": "string"},
-                            "fingerprint": {"type": "string"}, "hash_seed": _INTEGER,
-                            "effective_epsilon": _NUMBER, "upload_key": {"type": "string"}}},
-    "TaskList": {"type": "object", "properties": {
-        "tasks": {"type": "array", "items": {"$ref": "#/components/schemas/Task"}}}},
-    "Batch": {"type": "object", "required": ["reports"], "additionalProperties": False,
-              "properties": {"reports": {"type": "array", "minItems": 1, "items": {
-                  "type": "object", "required": ["report_id", "fingerprint", "time"],
-                  "description": "plus the payload fields of the task's mechanism "
-                                 "(PROTOCOL.md lists them per mechanism)"}}}},
-    "UploadResult": {"type": "object", "properties": {
-        "accepted": _INTEGER,
-        "rejected": {"type": "array", "items": {"type": "object", "properties": {
-            "report_id": {"type": ["string", "null"]},
-            "reason": {"enum": ["invalid_message", "report_replayed", "report_too_early",
-                                "report_expired", "outdated_config"]},
-            "message": {"type": "string"}}}}}},
-    "EstimateRequest": {"type": "object", "additionalProperties": False, "properties": {
-        "candidates": {"type": "array", "items": {"type": "string"}},
-        "start": _INTEGER, "end": _INTEGER, "level": _NUMBER}},
-    "EstimateResult": {"type": "object", "properties": {
-        "task_id": {"type": "string"}, "mechanism": {"type": "string"}, "n": _INTEGER,
-        "epsilon": _NUMBER, "effective_epsilon": _NUMBER, "level": _NUMBER,
-        "start": {"type": ["integer", "null"]}, "end": {"type": ["integer", "null"]},
-        "estimates": {"type": "array", "items": {"type": "object", "properties": {
-            "value": {}, "estimate": _NUMBER, "std_error": _NUMBER, "ci_low": _NUMBER,
-            "ci_high": _NUMBER}}}}},
-    "HeavyHitterRequest": {"type": "object", "additionalProperties": False, "properties": {
-        "top": _INTEGER, "survivors": _INTEGER, "start": _INTEGER, "end": _INTEGER,
-        "level": _NUMBER}},
-    "HeavyHitterResult": {"type": "object", "properties": {
-        "task_id": {"type": "string"}, "mechanism": {"type": "string"}, "n": _INTEGER,
-        "epsilon": _NUMBER, "effective_epsilon": _NUMBER, "level": _NUMBER,
-        "start": {"type": ["integer", "null"]}, "end": {"type": ["integer", "null"]},
-        "levels": _INTEGER, "examined": {"type": "array", "items": _INTEGER},
-        "reliable_z": _NUMBER,
-        "heavy_hitters": {"type": "array", "items": {"type": "object", "properties": {
-            "value": {"type": "string"}, "estimate": _NUMBER, "std_error": _NUMBER,
-            "ci_low": _NUMBER, "ci_high": _NUMBER, "reliable": {"type": "boolean"}}}}}},
-    "Problem": {"type": "object", "required": ["type", "title", "status", "detail"],
-                "properties": {"type": {"type": "string"}, "title": {"type": "string"},
-                               "status": _INTEGER, "detail": {"type": "string"}}},
+    "TaskParameters": {
+        "type": "object",
+        "required": ["task_id", "mechanism"],
+        "additionalProperties": False,
+        "properties": {
+            "task_id": {"type": "string", "pattern": TASK_ID_PATTERN.pattern},
+            "mechanism": {"enum": list(MECHANISMS)},
+            **{option.name: _option_schema(option) for option in all_options().values()},
+            "time_precision": _INTEGER,
+            "min_batch_size": _INTEGER,
+            "upload_key_required": {"type": "boolean"},
+        },
+    },
+    "Task": {
+        "type": "object",
+        "description": "shared.TaskConfig.to_dict()",
+        "required": ["task_id", "mechanism", "fingerprint", "effective_epsilon"],
+        "properties": {
+            "task_id": {"type": "string"},
+            "mechanism": {"type": "string"},
+            "fingerprint": {"type": "string"},
+            "hash_seed": _INTEGER,
+            "effective_epsilon": _NUMBER,
+            "upload_key": {"type": "string"},
+        },
+    },
+    "TaskList": {
+        "type": "object",
+        "properties": {"tasks": {"type": "array", "items": {"$ref": "#/components/schemas/Task"}}},
+    },
+    "Batch": {
+        "type": "object",
+        "required": ["reports"],
+        "additionalProperties": False,
+        "properties": {
+            "reports": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["report_id", "fingerprint", "time"],
+                    "description": "plus the payload fields of the task's mechanism "
+                    "(PROTOCOL.md lists them per mechanism)",
+                },
+            }
+        },
+    },
+    "UploadResult": {
+        "type": "object",
+        "properties": {
+            "accepted": _INTEGER,
+            "rejected": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "report_id": {"type": ["string", "null"]},
+                        "reason": {
+                            "enum": [
+                                "invalid_message",
+                                "report_replayed",
+                                "report_too_early",
+                                "report_expired",
+                                "outdated_config",
+                            ]
+                        },
+                        "message": {"type": "string"},
+                    },
+                },
+            },
+        },
+    },
+    "EstimateRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "candidates": {"type": "array", "items": {"type": "string"}},
+            "start": _INTEGER,
+            "end": _INTEGER,
+            "level": _NUMBER,
+        },
+    },
+    "EstimateResult": {
+        "type": "object",
+        "properties": {
+            "task_id": {"type": "string"},
+            "mechanism": {"type": "string"},
+            "n": _INTEGER,
+            "epsilon": _NUMBER,
+            "effective_epsilon": _NUMBER,
+            "level": _NUMBER,
+            "start": {"type": ["integer", "null"]},
+            "end": {"type": ["integer", "null"]},
+            "estimates": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "value": {},
+                        "estimate": _NUMBER,
+                        "std_error": _NUMBER,
+                        "ci_low": _NUMBER,
+                        "ci_high": _NUMBER,
+                    },
+                },
+            },
+        },
+    },
+    "HeavyHitterRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "top": _INTEGER,
+            "survivors": _INTEGER,
+            "start": _INTEGER,
+            "end": _INTEGER,
+            "level": _NUMBER,
+        },
+    },
+    "HeavyHitterResult": {
+        "type": "object",
+        "properties": {
+            "task_id": {"type": "string"},
+            "mechanism": {"type": "string"},
+            "n": _INTEGER,
+            "epsilon": _NUMBER,
+            "effective_epsilon": _NUMBER,
+            "level": _NUMBER,
+            "start": {"type": ["integer", "null"]},
+            "end": {"type": ["integer", "null"]},
+            "levels": _INTEGER,
+            "examined": {"type": "array", "items": _INTEGER},
+            "reliable_z": _NUMBER,
+            "heavy_hitters": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "value": {"type": "string"},
+                        "estimate": _NUMBER,
+                        "std_error": _NUMBER,
+                        "ci_low": _NUMBER,
+                        "ci_high": _NUMBER,
+                        "reliable": {"type": "boolean"},
+                    },
+                },
+            },
+        },
+    },
+    "Problem": {
+        "type": "object",
+        "required": ["type", "title", "status", "detail"],
+        "properties": {
+            "type": {"type": "string"},
+            "title": {"type": "string"},
+            "status": _INTEGER,
+            "detail": {"type": "string"},
+        },
+    },
 }
 
 
@@ -152,8 +304,15 @@ def document() -> dict[str, Any]:
         "components": {
             "schemas": SCHEMAS,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "responses": {"Problem": {"description": "A problem (RFC 9457)", "content": {
-                "application/problem+json": {"schema": {"$ref":
-                                                        "#/components/schemas/Problem"}}}}},
+            "responses": {
+                "Problem": {
+                    "description": "A problem (RFC 9457)",
+                    "content": {
+                        "application/problem+json": {
+                            "schema": {"$ref": "#/components/schemas/Problem"}
+                        }
+                    },
+                }
+            },
         },
     }

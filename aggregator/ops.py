@@ -29,8 +29,9 @@ def readyz() -> dict[str, str]:
         get_store().check_writable()
     except Exception as error:  # any backend failure means "not ready", not a 500
         log.warning("not ready: %s", error)
-        raise ApiError(503, "not_ready", "the database cannot be written; see the server "
-                       "log") from None
+        raise ApiError(
+            503, "not_ready", "the database cannot be written; see the server log"
+        ) from None
     return {"status": "ready"}
 
 

@@ -20,9 +20,15 @@ from shared.contract import PROBLEM_MEDIA_TYPE, problem
 log = logging.getLogger(__name__)
 
 _HTTP_CODES = {
-    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-    405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type",
-    429: "too_many_requests", 503: "unavailable",
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+    503: "unavailable",
 }
 
 _FIXES = {
@@ -40,8 +46,9 @@ class ApiError(Exception):
         self.headers: dict[str, str] = {}
 
 
-def problem_response(status: int, code: str, title: str, detail: str,
-                     extra: dict[str, Any] | None = None) -> Response:
+def problem_response(
+    status: int, code: str, title: str, detail: str, extra: dict[str, Any] | None = None
+) -> Response:
     """Return a problem+json response."""
     body = problem(status, code, detail, title, **(extra or {}))
     return Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
@@ -52,8 +59,9 @@ def _title(code: str) -> str:
 
 
 def _api_error(error: ApiError) -> Response:
-    response = problem_response(error.status, error.code, _title(error.code), error.detail,
-                                error.extra)
+    response = problem_response(
+        error.status, error.code, _title(error.code), error.detail, error.extra
+    )
     response.headers.update(error.headers)
     return response
 
@@ -72,8 +80,12 @@ def _http_error(error: HTTPException) -> Response:
 def _unexpected(error: Exception) -> Response:
     # Log the exception type and where it happened, never the request (it may hold reports).
     log.error("unexpected %s", type(error).__name__, exc_info=error)
-    return problem_response(500, "internal_error", "Internal error",
-                            "the server failed to handle this request; it has been logged")
+    return problem_response(
+        500,
+        "internal_error",
+        "Internal error",
+        "the server failed to handle this request; it has been logged",
+    )
 
 
 def init_app(app: Flask) -> None:

@@ -43,8 +43,12 @@ def parse_window(body: dict[str, Any]) -> Window:
     if start is not None and end is not None and start >= end:
         invalid(f"start ({start}) must be before end ({end})")
     level = body.get("level", DEFAULT_LEVEL)
-    if (isinstance(level, bool) or not isinstance(level, int | float)
-            or not math.isfinite(level) or not 0 < level < 1):
+    if (
+        isinstance(level, bool)
+        or not isinstance(level, int | float)
+        or not math.isfinite(level)
+        or not 0 < level < 1
+    ):
         invalid("level must be a number in (0, 1), e.g. 0.95")
     return Window(start, end, float(level))
 
@@ -58,11 +62,14 @@ def check_cost(task: TaskConfig, candidates: list[Any] | None, max_work: int) ->
     rows = task.mechanism_object.sums_shape[0]
     count = len(candidates) if candidates is not None else 0
     if count * rows > max_work:
-        raise ApiError(422, "query_too_large",
-                       f"{count} candidates × {rows} rows = {count * rows:,} hash lookups, "
-                       f"above this collector's limit of {max_work:,} (MAX_ESTIMATE_WORK): "
-                       f"send at most {max(1, max_work // rows):,} candidates per request",
-                       limit=max_work)
+        raise ApiError(
+            422,
+            "query_too_large",
+            f"{count} candidates × {rows} rows = {count * rows:,} hash lookups, "
+            f"above this collector's limit of {max_work:,} (MAX_ESTIMATE_WORK): "
+            f"send at most {max(1, max_work // rows):,} candidates per request",
+            limit=max_work,
+        )
 
 
 def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQuery:
@@ -90,8 +97,9 @@ def parse_candidates(task: TaskConfig, raw: Any, limit: int) -> list[Any] | None
 
 def _time(body: dict[str, Any], name: str) -> int | None:
     value = body.get(name)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                              or not 0 <= value < 2**62):
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62
+    ):
         invalid(f"{name} must be Unix seconds (an integer >= 0) or left out")
     return value
 

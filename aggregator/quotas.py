@@ -36,8 +36,9 @@ class _Bucket:
 class Quotas:
     """Token buckets by key; thread-safe."""
 
-    def __init__(self, rate: float, burst: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.rate, self.burst, self._clock = rate, burst, clock
         self._buckets: dict[str, _Bucket] = {}
         self._lock = threading.Lock()
@@ -72,9 +73,13 @@ def charge(task_id: str, reports: int) -> None:
         return
     wait = quotas.take(task_id, reports)
     if wait > 0:
-        error = ApiError(429, "too_many_requests",
-                         f"task {task_id!r} is over its upload quota ({quotas.rate:g} "
-                         f"reports/s per worker, bursts of {quotas.burst:g}); retry after "
-                         "the Retry-After delay", retry_after=math.ceil(wait))
+        error = ApiError(
+            429,
+            "too_many_requests",
+            f"task {task_id!r} is over its upload quota ({quotas.rate:g} "
+            f"reports/s per worker, bursts of {quotas.burst:g}); retry after "
+            "the Retry-After delay",
+            retry_after=math.ceil(wait),
+        )
         error.headers["Retry-After"] = str(math.ceil(wait))
         raise error

@@ -27,13 +27,15 @@ from shared.contract import problem
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
-TIMEOUT_BODY = json.dumps(problem(408, "request_timeout", "the request body did not arrive "
-                                  "within 10 s; send it again")).encode()
+TIMEOUT_BODY = json.dumps(
+    problem(408, "request_timeout", "the request body did not arrive within 10 s; send it again")
+).encode()
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
 if sys.version_info >= (3, 11):
     _deadline = asyncio.timeout  # no extra task per request, unlike wait_for
 else:  # pragma: no cover - Python 3.10
+
     @asynccontextmanager
     async def _deadline(seconds: float) -> AsyncIterator[None]:
         task = asyncio.current_task()
@@ -69,16 +71,18 @@ class RsgiBridge:
                     # Content-Length (bounded above): one read in Rust; else capped chunks
                     body = await (protocol() if declared is not None else self._read(protocol))
             except asyncio.TimeoutError:
-                protocol.response_bytes(408, [("content-type", "application/problem+json"),
-                                              ("connection", "close")], TIMEOUT_BODY)
+                protocol.response_bytes(
+                    408,
+                    [("content-type", "application/problem+json"), ("connection", "close")],
+                    TIMEOUT_BODY,
+                )
                 return
         environ = _environ(scope, body, declared if not body and declared else None)
         if self.pool is None:
             status, headers, payload = self._call(environ)
         else:
             loop = asyncio.get_running_loop()
-            status, headers, payload = await loop.run_in_executor(self.pool, self._call,
-                                                                  environ)
+            status, headers, payload = await loop.run_in_executor(self.pool, self._call, environ)
         protocol.response_bytes(status, headers, payload)
 
     def __rsgi_del__(self, loop: Any) -> None:
@@ -92,13 +96,14 @@ class RsgiBridge:
             size += len(chunk)
             if size > self.max_body:  # enough for the app to answer 413; stop reading
                 break
-        return b"".join(chunks)[:self.max_body + 1]
+        return b"".join(chunks)[: self.max_body + 1]
 
     def _call(self, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
         started: list[Any] = []
 
-        def start_response(status: str, headers: list[tuple[str, str]],
-                           exc_info: Any = None) -> Callable[[bytes], None]:
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Callable[[bytes], None]:
             started[:] = [int(status.split(" ", 1)[0]), headers]
             return _no_write
 

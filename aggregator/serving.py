@@ -53,11 +53,32 @@ def command(server: str, target: str, host: str, port: int, workers: int) -> lis
     is first imported, so the variable must be set before the server imports the app.
     """
     if server in ("granian", "granian-wsgi"):
-        return [sys.executable, "-m", "aggregator.granian_conf", "--host", host,
-                "--port", str(port), "--workers", str(workers),
-                *(["--wsgi"] if server == "granian-wsgi" else []), target]
+        return [
+            sys.executable,
+            "-m",
+            "aggregator.granian_conf",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            *(["--wsgi"] if server == "granian-wsgi" else []),
+            target,
+        ]
     if server not in SERVERS:
         raise ValueError(f"unknown server {server!r}; choose one of {', '.join(SERVERS)}")
-    return [sys.executable, "-m", "gunicorn", "--config", "python:aggregator.gunicorn_conf",
-            "--worker-class", server, "--bind", f"{host}:{port}", "--workers", str(workers),
-            target]
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        "python:aggregator.gunicorn_conf",
+        "--worker-class",
+        server,
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        str(workers),
+        target,
+    ]

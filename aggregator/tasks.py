@@ -59,8 +59,12 @@ def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
     try:
         get_store().create_task(stored)
     except TaskExists:
-        raise ApiError(409, "task_exists", f"a task {stored.config.task_id!r} exists already; "
-                       "tasks are immutable, so choose a new task_id") from None
+        raise ApiError(
+            409,
+            "task_exists",
+            f"a task {stored.config.task_id!r} exists already; "
+            "tasks are immutable, so choose a new task_id",
+        ) from None
     body = stored.config.to_dict()
     if upload_key is not None:
         body["upload_key"] = upload_key  # shown once: only its hash is stored
@@ -74,8 +78,11 @@ def build_task(params: Any) -> tuple[StoredTask, str | None]:
         raise ApiError(400, "invalid_task", "the body must be a JSON object of task parameters")
     unknown = set(params) - CREATE_FIELDS
     if unknown:
-        raise ApiError(400, "invalid_task", f"unknown task fields {sorted(unknown)}; allowed: "
-                       f"{sorted(CREATE_FIELDS)}")
+        raise ApiError(
+            400,
+            "invalid_task",
+            f"unknown task fields {sorted(unknown)}; allowed: {sorted(CREATE_FIELDS)}",
+        )
     params = dict(params)
     needs_key = params.pop("upload_key_required", False)
     if not isinstance(needs_key, bool):
@@ -92,6 +99,10 @@ def find_task(task_id: str) -> StoredTask:
     """Return a stored task, or raise the 404 problem ``unknown_task``."""
     stored = get_store().get_task(task_id)
     if stored is None:
-        raise ApiError(404, "unknown_task", f"there is no task {task_id!r}; list the tasks "
-                       "with GET /v1/tasks", task_id=task_id[:64])
+        raise ApiError(
+            404,
+            "unknown_task",
+            f"there is no task {task_id!r}; list the tasks with GET /v1/tasks",
+            task_id=task_id[:64],
+        )
     return stored

@@ -1,8 +1,8 @@
 """Run every benchmark, print the markdown table and write it to bench-results/.
 
-    python -m benchmarks            # full sizes (about 15 minutes with the baseline)
-    python -m benchmarks --quick    # smaller sizes, same sections
-    python -m benchmarks --smoke    # tiny sizes, no baseline: keeps the script working (CI)
+python -m benchmarks            # full sizes (about 15 minutes with the baseline)
+python -m benchmarks --quick    # smaller sizes, same sections
+python -m benchmarks --smoke    # tiny sizes, no baseline: keeps the script working (CI)
 """
 
 from __future__ import annotations
@@ -26,22 +26,30 @@ from benchmarks.settings import MODES, Sizes
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_const", dest="mode", const="quick")
     mode.add_argument("--smoke", action="store_const", dest="mode", const="smoke")
     parser.add_argument("--no-baseline", action="store_true", help="measure ours only")
     parser.add_argument("--no-http", action="store_true", help="skip HTTP ingest and memory")
     parser.add_argument("--seed", type=int, default=1, help="seed of the workload")
-    parser.add_argument("--out", type=Path, default=Path("bench-results"),
-                        help="folder for the table, raw JSON and the baseline venv")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("bench-results"),
+        help="folder for the table, raw JSON and the baseline venv",
+    )
     parser.set_defaults(mode="full")
     return parser.parse_args(argv)
 
 
-def open_baseline(args: argparse.Namespace, folder: Path,
-                  notes: list[str]) -> BaselineSession | None:
+def open_baseline(
+    args: argparse.Namespace, folder: Path, notes: list[str]
+) -> BaselineSession | None:
     """Install pure-ldp if needed and start its runner; None (and a note) if it can't."""
     if args.mode == "smoke" or args.no_baseline:
         notes.append("baseline: not run (--smoke / --no-baseline)")
@@ -53,8 +61,9 @@ def open_baseline(args: argparse.Namespace, folder: Path,
         return None
 
 
-def ask_baseline(session: BaselineSession | None, spec: dict[str, Any],
-                 notes: list[str]) -> dict[str, Any]:
+def ask_baseline(
+    session: BaselineSession | None, spec: dict[str, Any], notes: list[str]
+) -> dict[str, Any]:
     """Return the baseline's results for ``spec`` ({} with a note when it fails)."""
     if session is None:
         return {}
@@ -68,9 +77,13 @@ def ask_baseline(session: BaselineSession | None, spec: dict[str, Any],
     return dict(answer["results"])
 
 
-def measure_client(sizes: Sizes, folder: Path, rng: np.random.Generator,
-                   session: BaselineSession | None,
-                   notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def measure_client(
+    sizes: Sizes,
+    folder: Path,
+    rng: np.random.Generator,
+    session: BaselineSession | None,
+    notes: list[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Time privatize, ours and the baseline's alternately on the same values; medians."""
     once = dataclasses.replace(sizes, repeats=1)
     mine: list[dict[str, Any]] = []
@@ -78,20 +91,28 @@ def measure_client(sizes: Sizes, folder: Path, rng: np.random.Generator,
     for _ in range(sizes.repeats):
         found, spec = ours.client(once, folder, rng)
         mine.append(found)
-        theirs.append(ask_baseline(session, {"repeats": 1, "workdir": str(folder),
-                                             "client": spec}, notes))
+        theirs.append(
+            ask_baseline(session, {"repeats": 1, "workdir": str(folder), "client": spec}, notes)
+        )
     return _medians(mine), _medians([run for run in theirs if run])
 
 
-def measure_servers(sizes: Sizes, folder: Path, rng: np.random.Generator, seed: int,
-                    session: BaselineSession | None,
-                    notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def measure_servers(
+    sizes: Sizes,
+    folder: Path,
+    rng: np.random.Generator,
+    seed: int,
+    session: BaselineSession | None,
+    notes: list[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run our aggregation, estimate and accuracy sections, then the baseline's."""
     results: dict[str, Any] = {}
     spec: dict[str, Any] = {"repeats": sizes.repeats, "workdir": str(folder)}
-    for name, section in (("aggregate", lambda: ours.aggregate(sizes, folder, rng)),
-                          ("estimate", lambda: ours.estimate(sizes, rng)),
-                          ("accuracy", lambda: ours.accuracy(sizes, folder, seed))):
+    for name, section in (
+        ("aggregate", lambda: ours.aggregate(sizes, folder, rng)),
+        ("estimate", lambda: ours.estimate(sizes, rng)),
+        ("accuracy", lambda: ours.accuracy(sizes, folder, seed)),
+    ):
         _log(f"ours: {name}")
         found, spec[name] = section()
         results.update(found)
@@ -122,16 +143,18 @@ def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> di
         _log("ours: server memory")
         results.update(http_ingest.peak_memory(sizes, rng))
         _log(f"ours: serving ({', '.join(sizes.serving_servers)}), slow clients")
-        results["serving"] = serving_bench.measure(sizes.serving_servers,
-                                                   sizes.serving_seconds, sizes.slow_seconds,
-                                                   rng)
+        results["serving"] = serving_bench.measure(
+            sizes.serving_servers, sizes.serving_seconds, sizes.slow_seconds, rng
+        )
     except (OSError, RuntimeError, ImportError, subprocess.SubprocessError) as error:
         notes.append(f"HTTP ingest and server memory: not available - {error}")
         return {}
     notes.append(serving_bench.describe(results["serving"], sizes.serving_seconds))
-    notes.append(f"HTTP: {http_ingest.CLIENT_THREADS} client threads on the same machine, "
-                 f"CMS k={http_ingest.TASK_K}, median of {http_ingest.HTTP_RUNS} runs of "
-                 f"{sizes.http_reports:,} reports (wall time: sensitive to other load)")
+    notes.append(
+        f"HTTP: {http_ingest.CLIENT_THREADS} client threads on the same machine, "
+        f"CMS k={http_ingest.TASK_K}, median of {http_ingest.HTTP_RUNS} runs of "
+        f"{sizes.http_reports:,} reports (wall time: sensitive to other load)"
+    )
     return results
 
 
@@ -153,17 +176,23 @@ def main(argv: list[str] | None = None) -> int:
         mine.update(found)
         baseline.update(theirs)
     if baseline and session is not None:
-        notes.append(f"baseline: pure-ldp {session.version} in its own venv, CPU time of its "
-                     "calls on the same values, reports and parameters; privatize measured "
-                     "alternately with ours")
+        notes.append(
+            f"baseline: pure-ldp {session.version} in its own venv, CPU time of its "
+            "calls on the same values, reports and parameters; privatize measured "
+            "alternately with ours"
+        )
     http = measure_http(args, sizes, notes)
-    rows = (table.timed_rows(mine, baseline) + table.http_rows(http)
-            + table.serving_rows(http.get("serving", {}))
-            + table.accuracy_rows(mine, baseline))
+    rows = (
+        table.timed_rows(mine, baseline)
+        + table.http_rows(http)
+        + table.serving_rows(http.get("serving", {}))
+        + table.accuracy_rows(mine, baseline)
+    )
     report = table.render(rows, notes, args.mode)
     print(report)
-    write_outputs(args, report, {"mode": args.mode, "ours": mine, "baseline": baseline,
-                                 "http": http})
+    write_outputs(
+        args, report, {"mode": args.mode, "ours": mine, "baseline": baseline, "http": http}
+    )
     return 0
 
 
@@ -174,7 +203,8 @@ def write_outputs(args: argparse.Namespace, report: str, raw: dict[str, Any]) ->
     for name in (f"bench-{args.mode}-{stamp}.md", f"latest-{args.mode}.md"):
         (args.out / name).write_text(report, encoding="utf-8")
     (args.out / f"bench-{args.mode}-{stamp}.json").write_text(
-        json.dumps(raw, indent=2, default=float), encoding="utf-8")
+        json.dumps(raw, indent=2, default=float), encoding="utf-8"
+    )
     _log(f"written to {args.out}/latest-{args.mode}.md")
 
 

@@ -22,8 +22,9 @@ RUNNER = HERE / "baseline_runner.py"
 INSTALL_TIMEOUT = 900  # seconds: building the venv downloads ~150 MB of wheels
 RUN_TIMEOUT = 3600
 # One BLAS/OpenMP thread: every number in the table is per core.
-SINGLE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                        "MKL_NUM_THREADS")}
+SINGLE_THREAD = {
+    name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+}
 
 
 class BaselineUnavailable(RuntimeError):
@@ -40,10 +41,20 @@ def baseline_python(venv: Path) -> Path:
         return python
     print(f"benchmarks: installing the pure-ldp baseline into {venv} ...", file=sys.stderr)
     _run([sys.executable, "-m", "venv", "--clear", str(venv)], "create the virtualenv")
-    _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-          "-r", str(REQUIREMENTS)], "install benchmarks/baseline-requirements.txt")
-    _run([str(python), "-c", "import pure_ldp.frequency_oracles.apple_cms"],
-         "import pure_ldp")
+    _run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            str(REQUIREMENTS),
+        ],
+        "install benchmarks/baseline-requirements.txt",
+    )
+    _run([str(python), "-c", "import pure_ldp.frequency_oracles.apple_cms"], "import pure_ldp")
     stamp.write_text(wanted, encoding="utf-8")
     return python
 
@@ -53,8 +64,14 @@ class BaselineSession:
 
     def __init__(self, python: Path, folder: Path) -> None:
         self._process = subprocess.Popen(
-            [str(python), str(RUNNER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, cwd=folder, env={**os.environ, **SINGLE_THREAD})
+            [str(python), str(RUNNER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=folder,
+            env={**os.environ, **SINGLE_THREAD},
+        )
         self.version = "?"  # pure-ldp's version, from the first answer
 
     def ask(self, spec: dict[str, Any], timeout: float = RUN_TIMEOUT) -> dict[str, Any]:
@@ -69,7 +86,8 @@ class BaselineSession:
         line = self._process.stdout.readline() if ready else ""
         if not line:
             raise BaselineUnavailable(
-                f"the baseline runner gave no answer within {timeout:.0f} s: {self._stderr()}")
+                f"the baseline runner gave no answer within {timeout:.0f} s: {self._stderr()}"
+            )
         answer: dict[str, Any] = json.loads(line)
         self.version = str(answer.get("version", self.version))
         return answer
@@ -93,8 +111,9 @@ class BaselineSession:
 
 def _run(command: list[str], what: str) -> None:
     try:
-        done = subprocess.run(command, capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT, check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
+        )
     except subprocess.TimeoutExpired as error:
         raise BaselineUnavailable(f"could not {what}: timed out") from error
     if done.returncode != 0:

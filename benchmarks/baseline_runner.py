@@ -111,10 +111,13 @@ def estimate_results(spec: dict[str, Any]) -> dict[str, Result]:
             server.aggregate(client.privatise(f"item-{i % 100}"))
         sample = [f"item-{i}" for i in range(case["sample"])]
         prepare = cpu_median(server.check_and_update_estimates, 1)  # HCMS: dense transform
-        seconds = cpu_median(partial(server.estimate_all, sample, suppress_warnings=True),
-                             spec["repeats"])
-        results[case["name"]] = {"seconds": prepare + seconds * case["candidates"] / len(sample),
-                                 "note": f"extrapolated from {len(sample)} candidates"}
+        seconds = cpu_median(
+            partial(server.estimate_all, sample, suppress_warnings=True), spec["repeats"]
+        )
+        results[case["name"]] = {
+            "seconds": prepare + seconds * case["candidates"] / len(sample),
+            "note": f"extrapolated from {len(sample)} candidates",
+        }
         del client, server
     return results
 
@@ -133,19 +136,25 @@ def accuracy_results(spec: dict[str, Any]) -> dict[str, Result]:
             for value in values:
                 server.aggregate(client.privatise(value))
             found.append(server.estimate(case["target"], suppress_warnings=True))
-        results[case["name"]] = {"sd": statistics.stdev(found),
-                                 "mean": statistics.fmean(found), "trials": len(found)}
+        results[case["name"]] = {
+            "sd": statistics.stdev(found),
+            "mean": statistics.fmean(found),
+            "trials": len(found),
+        }
     return results
 
 
-SECTIONS = {"client": client_results, "aggregate": aggregate_results,
-            "estimate": estimate_results, "accuracy": accuracy_results}
+SECTIONS = {
+    "client": client_results,
+    "aggregate": aggregate_results,
+    "estimate": estimate_results,
+    "accuracy": accuracy_results,
+}
 
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the sections a spec asks for; a failing section is reported, not raised."""
-    output: dict[str, Any] = {"version": metadata.version("pure-ldp"), "results": {},
-                              "errors": {}}
+    output: dict[str, Any] = {"version": metadata.version("pure-ldp"), "results": {}, "errors": {}}
     for section, run in SECTIONS.items():
         if not spec.get(section):
             continue

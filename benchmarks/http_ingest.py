@@ -60,16 +60,35 @@ def running_server(workers: int, server: str = DEFAULT_SERVER) -> Iterator[Serve
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as folder:
         admin, analyst = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         port = _free_port()
-        env = {**os.environ, "LDP_ADMIN_TOKEN": admin, "LDP_ANALYST_TOKEN": analyst,
-               "PROMETHEUS_MULTIPROC_DIR": _made(Path(folder) / "metrics")}
-        command = [sys.executable, "-m", "aggregator.cli", "--db",
-                   str(Path(folder) / "bench.sqlite3"), "serve", "--host", "127.0.0.1",
-                   "--port", str(port), "--workers", str(workers), "--server", server]
+        env = {
+            **os.environ,
+            "LDP_ADMIN_TOKEN": admin,
+            "LDP_ANALYST_TOKEN": analyst,
+            "PROMETHEUS_MULTIPROC_DIR": _made(Path(folder) / "metrics"),
+        }
+        command = [
+            sys.executable,
+            "-m",
+            "aggregator.cli",
+            "--db",
+            str(Path(folder) / "bench.sqlite3"),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--server",
+            server,
+        ]
         with open(Path(folder) / "server.log", "wb") as log:
-            process = subprocess.Popen(command, env=env, stdout=log, stderr=log,
-                                       start_new_session=True)
-        running = Server(f"http://127.0.0.1:{port}", process, admin, analyst,
-                         Path(folder) / "bench.sqlite3")
+            process = subprocess.Popen(
+                command, env=env, stdout=log, stderr=log, start_new_session=True
+            )
+        running = Server(
+            f"http://127.0.0.1:{port}", process, admin, analyst, Path(folder) / "bench.sqlite3"
+        )
         try:
             _wait_ready(running, workers, Path(folder) / "server.log")
             yield running
@@ -79,10 +98,18 @@ def running_server(workers: int, server: str = DEFAULT_SERVER) -> Iterator[Serve
 
 def create_task(server: Server, task_id: str) -> TaskConfig:
     """Create a CMS task over HTTP and return its configuration."""
-    response = requests.post(f"{server.url}/v1/tasks", timeout=REQUEST_TIMEOUT,
-                             headers={"Authorization": f"Bearer {server.admin}"},
-                             json={"task_id": task_id, "mechanism": "cms", "epsilon": EPSILON,
-                                   "k": TASK_K, "m": SKETCH_M})
+    response = requests.post(
+        f"{server.url}/v1/tasks",
+        timeout=REQUEST_TIMEOUT,
+        headers={"Authorization": f"Bearer {server.admin}"},
+        json={
+            "task_id": task_id,
+            "mechanism": "cms",
+            "epsilon": EPSILON,
+            "k": TASK_K,
+            "m": SKETCH_M,
+        },
+    )
     if response.status_code != 201:
         raise RuntimeError(f"creating the task failed: {response.status_code} {response.text}")
     body = response.json()
@@ -97,10 +124,10 @@ def report_bodies(task: TaskConfig, count: int, rng: np.random.Generator) -> lis
         raise TypeError(f"expected a CMS task, got {task.mechanism}")
     batch = mechanism.privatize_many(zipf_values(count, rng), rng)
     now = task.floor_time(time.time())
-    envelopes = [Envelope(new_report_id(), task.fingerprint, now, batch.report(i))
-                 for i in range(count)]
-    return [encode_batch(task, envelopes[i:i + HTTP_BATCH])
-            for i in range(0, count, HTTP_BATCH)]
+    envelopes = [
+        Envelope(new_report_id(), task.fingerprint, now, batch.report(i)) for i in range(count)
+    ]
+    return [encode_batch(task, envelopes[i : i + HTTP_BATCH]) for i in range(0, count, HTTP_BATCH)]
 
 
 def post_all(server: Server, task_id: str, bodies: list[bytes]) -> int:
@@ -132,8 +159,11 @@ def ingest_rates(sizes: Sizes, rng: np.random.Generator) -> dict[str, dict[str, 
                 rates.append(accepted / (time.perf_counter() - started))
                 if accepted != sizes.http_reports:
                     raise RuntimeError(f"{accepted} of {sizes.http_reports} reports accepted")
-        results[f"http_ingest_w{workers}"] = {"rate": statistics.median(rates),
-                                              "rates": rates, "reports": sizes.http_reports}
+        results[f"http_ingest_w{workers}"] = {
+            "rate": statistics.median(rates),
+            "rates": rates,
+            "reports": sizes.http_reports,
+        }
     return results
 
 
@@ -189,8 +219,10 @@ def _wait_ready(server: Server, workers: int, log: Path) -> None:
         if ready and len(_children(server.process.pid)) >= workers:
             return
         time.sleep(0.2)
-    raise RuntimeError(f"the aggregator did not become ready; see its log: "
-                       f"{log.read_text(encoding='utf-8', errors='replace')[-500:]}")
+    raise RuntimeError(
+        f"the aggregator did not become ready; see its log: "
+        f"{log.read_text(encoding='utf-8', errors='replace')[-500:]}"
+    )
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -70,8 +70,9 @@ def template(body: bytes) -> bytes:
     """Return ``body`` (an upload) with every report id replaced by SLOT + a unique suffix."""
     document = json.loads(body)
     for index, report in enumerate(document["reports"]):
-        suffix = "".join(ALPHABET[(index >> shift) & 63] for shift in (42, 36, 30, 24, 18,
-                                                                      12, 6, 0))
+        suffix = "".join(
+            ALPHABET[(index >> shift) & 63] for shift in (42, 36, 30, 24, 18, 12, 6, 0)
+        )
         report["report_id"] = SLOT + suffix + "A"  # "A": canonical last char of 16 bytes
     return json.dumps(document, separators=(",", ":")).encode()
 
@@ -80,33 +81,63 @@ def have_wrk() -> bool:
     return shutil.which("wrk") is not None
 
 
-def run(url: str, path: str, body_template: bytes, connections: int, seconds: float,
-        folder: Path) -> Load:
+def run(
+    url: str, path: str, body_template: bytes, connections: int, seconds: float, folder: Path
+) -> Load:
     """Post fresh uploads for ``seconds`` over ``connections`` keep-alive connections."""
     if have_wrk():
         return _wrk(url, path, body_template, connections, seconds, folder)
     return python_load(url, path, body_template, connections, seconds)
 
 
-def _wrk(url: str, path: str, body_template: bytes, connections: int, seconds: float,
-         folder: Path) -> Load:
+def _wrk(
+    url: str, path: str, body_template: bytes, connections: int, seconds: float, folder: Path
+) -> Load:
     script, body_file = folder / "upload.lua", folder / "template.json"
     script.write_text(LUA, encoding="utf-8")
     body_file.write_bytes(body_template)
-    command = ["wrk", "-t", str(min(THREADS, connections)), "-c", str(connections), "-d",
-               f"{seconds:.0f}s", "--timeout", "10s", "--latency", "-s", str(script), url,
-               "--", path, str(body_file)]
-    out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60,
-                         check=True).stdout
+    command = [
+        "wrk",
+        "-t",
+        str(min(THREADS, connections)),
+        "-c",
+        str(connections),
+        "-d",
+        f"{seconds:.0f}s",
+        "--timeout",
+        "10s",
+        "--latency",
+        "-s",
+        str(script),
+        url,
+        "--",
+        path,
+        str(body_file),
+    ]
+    out = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds + 60, check=True
+    ).stdout
     requests = int(_find(r"(\d+) requests in", out))
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
-    return Load("wrk", float(_find(r"Requests/sec:\s+([\d.]+)", out)), requests,
-                int(_find(r"Non-2xx or 3xx responses: (\d+)", out, "0")), errors,
-                _ms(_find(r"50%\s+([\d.]+\w+)", out)), _ms(_find(r"99%\s+([\d.]+\w+)", out)))
+    return Load(
+        "wrk",
+        float(_find(r"Requests/sec:\s+([\d.]+)", out)),
+        requests,
+        int(_find(r"Non-2xx or 3xx responses: (\d+)", out, "0")),
+        errors,
+        _ms(_find(r"50%\s+([\d.]+\w+)", out)),
+        _ms(_find(r"99%\s+([\d.]+\w+)", out)),
+    )
 
 
-def python_load(url: str, path: str, body_template: bytes, connections: int,
-                seconds: float, fresh_connections: bool = False) -> Load:
+def python_load(
+    url: str,
+    path: str,
+    body_template: bytes,
+    connections: int,
+    seconds: float,
+    fresh_connections: bool = False,
+) -> Load:
     """Threads posting uploads; ``fresh_connections``: one new connection per request.
 
     One Python process: on a 2-core machine it is itself the bottleneck of small
@@ -127,9 +158,9 @@ def python_load(url: str, path: str, body_template: bytes, connections: int,
             try:
                 if connection is None:
                     connection = http.client.HTTPConnection(
-                        address.hostname or "127.0.0.1", address.port, timeout=10)
-                connection.request("POST", path, body,
-                                   {"Content-Type": "application/json"})
+                        address.hostname or "127.0.0.1", address.port, timeout=10
+                    )
+                connection.request("POST", path, body, {"Content-Type": "application/json"})
                 response = connection.getresponse()
                 response.read()
                 status = response.status
@@ -156,9 +187,15 @@ def python_load(url: str, path: str, body_template: bytes, connections: int,
         thread.join()
     elapsed = time.monotonic() - started
     latencies.sort()
-    return Load("python", len(latencies) / elapsed, len(latencies), counts["non_2xx"],
-                counts["errors"], _percentile(latencies, 0.5) * 1e3,
-                _percentile(latencies, 0.99) * 1e3)
+    return Load(
+        "python",
+        len(latencies) / elapsed,
+        len(latencies),
+        counts["non_2xx"],
+        counts["errors"],
+        _percentile(latencies, 0.5) * 1e3,
+        _percentile(latencies, 0.99) * 1e3,
+    )
 
 
 def _prefix() -> bytes:

@@ -32,8 +32,10 @@ from shared.accuracy import cms_count_variance, hcms_count_variance
 Results = dict[str, dict[str, Any]]
 Spec = Any  # JSON for the baseline runner
 SketchMechanism = CountMeanSketch | HadamardCountMeanSketch
-SKETCHES: dict[str, type[SketchMechanism]] = {"cms": CountMeanSketch,
-                                              "hcms": HadamardCountMeanSketch}
+SKETCHES: dict[str, type[SketchMechanism]] = {
+    "cms": CountMeanSketch,
+    "hcms": HadamardCountMeanSketch,
+}
 
 
 def sketch(mechanism: str, k: int, m: int, seed: int) -> Any:
@@ -56,8 +58,7 @@ def client(sizes: Sizes, folder: Path, rng: np.random.Generator) -> tuple[Result
     results: Results = {}
     for name in SKETCHES:
         mechanism = sketch(name, CLIENT_K, CLIENT_M, 1)
-        seconds = cpu_median(partial(privatize_each, mechanism, values), sizes.repeats,
-                             warmup=True)
+        seconds = cpu_median(partial(privatize_each, mechanism, values), sizes.repeats, warmup=True)
         results[f"{name}_privatize"] = {"seconds": seconds / len(values)}
     cms = sketch("cms", CLIENT_K, CLIENT_M, 1)
     batch = zipf_values(sizes.batch, rng)
@@ -67,8 +68,13 @@ def client(sizes: Sizes, folder: Path, rng: np.random.Generator) -> tuple[Result
     answers = [i % 2 == 0 for i in range(sizes.calls)]
     seconds = cpu_median(partial(privatize_each, rr, answers), sizes.repeats)
     results["rr_privatize"] = {"seconds": seconds / len(answers)}
-    spec = {"values": write_json(folder, "client_values.json", values), "epsilon": EPSILON,
-            "k": CLIENT_K, "m": CLIENT_M, "rr_epsilon": RR_EPSILON}
+    spec = {
+        "values": write_json(folder, "client_values.json", values),
+        "epsilon": EPSILON,
+        "k": CLIENT_K,
+        "m": CLIENT_M,
+        "rr_epsilon": RR_EPSILON,
+    }
     return results, spec
 
 
@@ -84,10 +90,19 @@ def aggregate(sizes: Sizes, folder: Path, rng: np.random.Generator) -> tuple[Res
             seconds = cpu_median(partial(sums.add_many, batch), sizes.repeats, warmup=True)
             key = f"{name}_aggregate_k{k}"
             results[key] = {"seconds": seconds / len(batch), "reports": len(batch)}
-            head = type(batch)(*(array[:sizes.baseline_aggregate]
-                                 for array in _batch_arrays(batch)))
-            cases.append({"name": key, "mechanism": name, "epsilon": EPSILON, "k": k,
-                          "m": SKETCH_M, "file": write_reports(folder, f"{key}.npz", head)})
+            head = type(batch)(
+                *(array[: sizes.baseline_aggregate] for array in _batch_arrays(batch))
+            )
+            cases.append(
+                {
+                    "name": key,
+                    "mechanism": name,
+                    "epsilon": EPSILON,
+                    "k": k,
+                    "m": SKETCH_M,
+                    "file": write_reports(folder, f"{key}.npz", head),
+                }
+            )
             del sums, batch
     return results, cases
 
@@ -101,15 +116,24 @@ def estimate(sizes: Sizes, rng: np.random.Generator) -> tuple[Results, Spec]:
         for k in sizes.sketch_ks:
             mechanism = sketch(name, k, SKETCH_M, 3)
             sums = mechanism.new_sums()
-            sums.add_many(mechanism.privatize_many(zipf_values(sizes.estimate_reports, rng),
-                                                   rng))
-            seconds = cpu_median(partial(mechanism.estimate, sums, candidates),
-                                 max(1, sizes.repeats // 2))
+            sums.add_many(mechanism.privatize_many(zipf_values(sizes.estimate_reports, rng), rng))
+            seconds = cpu_median(
+                partial(mechanism.estimate, sums, candidates), max(1, sizes.repeats // 2)
+            )
             key = f"{name}_estimate_k{k}"
             results[key] = {"seconds": seconds, "candidates": len(candidates)}
-            cases.append({"name": key, "mechanism": name, "epsilon": EPSILON, "k": k,
-                          "m": SKETCH_M, "candidates": len(candidates),
-                          "sample": sizes.baseline_sample[k], "reports": 1000})
+            cases.append(
+                {
+                    "name": key,
+                    "mechanism": name,
+                    "epsilon": EPSILON,
+                    "k": k,
+                    "m": SKETCH_M,
+                    "candidates": len(candidates),
+                    "sample": sizes.baseline_sample[k],
+                    "reports": 1000,
+                }
+            )
             del sums
     return results, cases
 
@@ -129,14 +153,27 @@ def accuracy(sizes: Sizes, folder: Path, seed: int) -> tuple[Results, Spec]:
             sums.add_many(mechanism.privatize_many(values, rng))
             found.append(float(mechanism.estimate(sums, ["target"]).estimate[0]))
         variance = (cms_count_variance if name == "cms" else hcms_count_variance)(
-            len(values), sizes.accuracy_target, ACCURACY_M, mechanism.flip)
+            len(values), sizes.accuracy_target, ACCURACY_M, mechanism.flip
+        )
         results[f"{name}_accuracy"] = {
             "sd": statistics.stdev(found) if len(found) > 1 else math.nan,
-            "mean": statistics.fmean(found), "trials": len(found),
-            "theory_sd": math.sqrt(float(variance))}
-        cases.append({"name": f"{name}_accuracy", "mechanism": name, "epsilon": EPSILON,
-                      "k": ACCURACY_K, "m": ACCURACY_M, "values": name_of_values,
-                      "target": "target", "trials": sizes.accuracy_trials, "seed": seed})
+            "mean": statistics.fmean(found),
+            "trials": len(found),
+            "theory_sd": math.sqrt(float(variance)),
+        }
+        cases.append(
+            {
+                "name": f"{name}_accuracy",
+                "mechanism": name,
+                "epsilon": EPSILON,
+                "k": ACCURACY_K,
+                "m": ACCURACY_M,
+                "values": name_of_values,
+                "target": "target",
+                "trials": sizes.accuracy_trials,
+                "seed": seed,
+            }
+        )
     return results, cases
 
 

@@ -21,9 +21,15 @@ CALLS = 5000
 def measure(data_dir: str | None) -> tuple[float, float, float]:
     """Return (median, p99, max) of record() in seconds."""
     task = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=1024, m=1024)
-    sdk = Client("memory://bench", transport=InMemoryTransport([task]), task_ids=["t-cms"],
-                 data_dir=data_dir, reports_per_period=None, atexit_timeout=None,
-                 max_queue=CALLS * 2)
+    sdk = Client(
+        "memory://bench",
+        transport=InMemoryTransport([task]),
+        task_ids=["t-cms"],
+        data_dir=data_dir,
+        reports_per_period=None,
+        atexit_timeout=None,
+        max_queue=CALLS * 2,
+    )
     assert sdk.wait_for_tasks(timeout=10)
     durations = []
     for i in range(CALLS):
@@ -40,8 +46,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for name, data_dir in (("memory queue", None), ("disk queue", folder)):
             median, p99, worst = measure(data_dir)
-            print(f"{name}: record() median {median * 1e6:.0f} µs, p99 {p99 * 1e6:.0f} µs, "
-                  f"max {worst * 1e3:.1f} ms ({CALLS} calls, CMS k = m = 1024)")
+            print(
+                f"{name}: record() median {median * 1e6:.0f} µs, p99 {p99 * 1e6:.0f} µs, "
+                f"max {worst * 1e3:.1f} ms ({CALLS} calls, CMS k = m = 1024)"
+            )
 
 
 if __name__ == "__main__":

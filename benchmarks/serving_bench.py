@@ -48,12 +48,16 @@ def running_noop(server: str) -> Iterator[http_ingest.Server]:
     """Serve benchmarks/noop_app.py with ``server``'s command line on a free port."""
     with tempfile.TemporaryDirectory(prefix="ldp-noop-") as folder:
         port = http_ingest._free_port()
-        command = serving.command(server, "benchmarks.noop_app:app", "127.0.0.1", port,
-                                  WORKERS)
+        command = serving.command(server, "benchmarks.noop_app:app", "127.0.0.1", port, WORKERS)
         with open(Path(folder) / "server.log", "wb") as log:
-            process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=log,
-                                       start_new_session=True,
-                                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+            process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
         running = http_ingest.Server(f"http://127.0.0.1:{port}", process, "", "")
         try:
             http_ingest._wait_ready(running, WORKERS, Path(folder) / "server.log")
@@ -69,21 +73,26 @@ def upload_template(task: TaskConfig, batch: int, rng: np.random.Generator) -> b
         raise TypeError(f"expected a CMS task, got {task.mechanism}")
     reports = mechanism.privatize_many(zipf_values(batch, rng), rng)
     now = task.floor_time(time.time())
-    envelopes = [Envelope(new_report_id(), task.fingerprint, now, reports.report(i))
-                 for i in range(batch)]
+    envelopes = [
+        Envelope(new_report_id(), task.fingerprint, now, reports.report(i)) for i in range(batch)
+    ]
     return loadgen.template(encode_batch(task, envelopes))
 
 
 def accepted(url: str, task_id: str) -> int:
     """Return the collector's count of accepted reports of a task (all workers)."""
     text = requests.get(f"{url}/metrics", timeout=30).text
-    match = re.search(rf'ldp_reports_accepted_total{{task_id="{re.escape(task_id)}"}} '
-                      r"([\d.e+]+)", text)
+    match = re.search(
+        rf'ldp_reports_accepted_total{{task_id="{re.escape(task_id)}"}} '
+        r"([\d.e+]+)",
+        text,
+    )
     return int(float(match.group(1))) if match else 0
 
 
-def measure(servers: tuple[str, ...], seconds: float, slow_seconds: float,
-            rng: np.random.Generator) -> dict[str, Any]:
+def measure(
+    servers: tuple[str, ...], seconds: float, slow_seconds: float, rng: np.random.Generator
+) -> dict[str, Any]:
     """Return, per server model, the no-op and collector loads and the slow-client run."""
     results: dict[str, Any] = {"tool": "wrk" if loadgen.have_wrk() else "python"}
     with tempfile.TemporaryDirectory(prefix="ldp-serving-") as scratch:
@@ -97,42 +106,60 @@ def measure(servers: tuple[str, ...], seconds: float, slow_seconds: float,
                     task = _cms_task(collector, task_id)
                     templates[batch] = (task_id, upload_template(task, batch, rng))
                     path = f"/v1/tasks/{task_id}/reports"
-                    load = loadgen.run(collector.url, path, templates[batch][1], CONNECTIONS,
-                                       seconds, folder)
+                    load = loadgen.run(
+                        collector.url, path, templates[batch][1], CONNECTIONS, seconds, folder
+                    )
                     found["collector"][str(batch)] = {
-                        **dataclasses.asdict(load), "loadavg": os.getloadavg()[0],
+                        **dataclasses.asdict(load),
+                        "loadavg": os.getloadavg()[0],
                         "accepted": accepted(collector.url, task_id),
-                        "expected": load.requests * batch}
+                        "expected": load.requests * batch,
+                    }
                 found["slow"] = _slow(collector, templates[1], slow_seconds)
             with running_noop(server) as noop:
                 for batch in BATCHES:
-                    load = loadgen.run(noop.url, "/v1/tasks/noop/reports",
-                                       templates[batch][1], CONNECTIONS, seconds, folder)
-                    found["noop"][str(batch)] = {**dataclasses.asdict(load),
-                                            "loadavg": os.getloadavg()[0]}
+                    load = loadgen.run(
+                        noop.url,
+                        "/v1/tasks/noop/reports",
+                        templates[batch][1],
+                        CONNECTIONS,
+                        seconds,
+                        folder,
+                    )
+                    found["noop"][str(batch)] = {
+                        **dataclasses.asdict(load),
+                        "loadavg": os.getloadavg()[0],
+                    }
             results[server] = found
     return results
 
 
 def describe(results: dict[str, Any], seconds: float) -> str:
     """Return the table's note on how the serving rows were measured."""
-    tool = ("wrk (2 threads)" if results.get("tool") == "wrk" else
-            "a Python load generator (wrk not found: 16 threads in one process, itself the "
-            "bottleneck, so these rates are lower bounds)")
-    return (f"serving: {WORKERS} workers per server, {CONNECTIONS} keep-alive connections "
-            f"from {tool}, {seconds:.0f} s per figure, CMS k={TASK_K} m={TASK_M}, fresh "
-            "report ids on every request; the no-op app (benchmarks/noop_app.py) under the "
-            "same command line in the same run; (load n) = 1-minute load average after the "
-            f"figure. Slow clients: {SLOW_DRIBBLE} connections dribbling one header byte a "
-            f"second + {SLOW_IDLE} idle (reopened when closed), {SLOW_CLIENTS} clients "
-            "uploading 1 report per request, each on a new connection, 10 s client timeout")
+    tool = (
+        "wrk (2 threads)"
+        if results.get("tool") == "wrk"
+        else "a Python load generator (wrk not found: 16 threads in one process, itself the "
+        "bottleneck, so these rates are lower bounds)"
+    )
+    return (
+        f"serving: {WORKERS} workers per server, {CONNECTIONS} keep-alive connections "
+        f"from {tool}, {seconds:.0f} s per figure, CMS k={TASK_K} m={TASK_M}, fresh "
+        "report ids on every request; the no-op app (benchmarks/noop_app.py) under the "
+        "same command line in the same run; (load n) = 1-minute load average after the "
+        f"figure. Slow clients: {SLOW_DRIBBLE} connections dribbling one header byte a "
+        f"second + {SLOW_IDLE} idle (reopened when closed), {SLOW_CLIENTS} clients "
+        "uploading 1 report per request, each on a new connection, 10 s client timeout"
+    )
 
 
 def _cms_task(server: http_ingest.Server, task_id: str) -> TaskConfig:
-    response = requests.post(f"{server.url}/v1/tasks", timeout=30,
-                             headers={"Authorization": f"Bearer {server.admin}"},
-                             json={"task_id": task_id, "mechanism": "cms", "epsilon": 4.0,
-                                   "k": TASK_K, "m": TASK_M})
+    response = requests.post(
+        f"{server.url}/v1/tasks",
+        timeout=30,
+        headers={"Authorization": f"Bearer {server.admin}"},
+        json={"task_id": task_id, "mechanism": "cms", "epsilon": 4.0, "k": TASK_K, "m": TASK_M},
+    )
     if response.status_code != 201:
         raise RuntimeError(f"creating the task failed: {response.status_code} {response.text}")
     body = response.json()
@@ -140,38 +167,57 @@ def _cms_task(server: http_ingest.Server, task_id: str) -> TaskConfig:
     return TaskConfig.from_dict(body)
 
 
-def _slow(server: http_ingest.Server, upload: tuple[str, bytes],
-          seconds: float) -> dict[str, Any]:
+def _slow(server: http_ingest.Server, upload: tuple[str, bytes], seconds: float) -> dict[str, Any]:
     """Normal uploads on fresh connections while the attack process holds its connections."""
     port = server.url.rsplit(":", 1)[1]
     attacker = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.slow_clients", "--port", port, "--dribble",
-         str(SLOW_DRIBBLE), "--idle", str(SLOW_IDLE), "--seconds", str(seconds + 4)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.slow_clients",
+            "--port",
+            port,
+            "--dribble",
+            str(SLOW_DRIBBLE),
+            "--idle",
+            str(SLOW_IDLE),
+            "--seconds",
+            str(seconds + 4),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         time.sleep(3)  # let every attacking connection open and start dribbling
-        load = loadgen.python_load(server.url, f"/v1/tasks/{upload[0]}/reports", upload[1],
-                                   SLOW_CLIENTS, seconds, fresh_connections=True)
+        load = loadgen.python_load(
+            server.url,
+            f"/v1/tasks/{upload[0]}/reports",
+            upload[1],
+            SLOW_CLIENTS,
+            seconds,
+            fresh_connections=True,
+        )
         out, _ = attacker.communicate(timeout=seconds + 60)
     finally:
         if attacker.poll() is None:
             attacker.kill()
             attacker.wait(timeout=30)
-    return {**dataclasses.asdict(load), "loadavg": os.getloadavg()[0],
-            "attack": out.strip()}
+    return {**dataclasses.asdict(load), "loadavg": os.getloadavg()[0], "attack": out.strip()}
 
 
 def main() -> None:
     """Measure alone: ``python -m benchmarks.serving_bench --servers granian gthread``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.serving_bench")
-    parser.add_argument("--servers", nargs="+", default=list(serving.SERVERS),
-                        choices=serving.SERVERS)
+    parser.add_argument(
+        "--servers", nargs="+", default=list(serving.SERVERS), choices=serving.SERVERS
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--slow-seconds", type=float, default=15.0)
     args = parser.parse_args()
-    found = measure(tuple(args.servers), args.seconds, args.slow_seconds,
-                    np.random.default_rng(3))
+    found = measure(tuple(args.servers), args.seconds, args.slow_seconds, np.random.default_rng(3))
     print(json.dumps(found, indent=1))
 
 

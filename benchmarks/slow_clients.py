@@ -28,7 +28,7 @@ async def _dribbler(port: int, deadline: float, stats: dict[str, int]) -> None:
         data, sent = HEADER, 0
         try:
             while time.monotonic() < deadline and not reader.at_eof():
-                writer.write(data[sent:sent + 1] if sent < len(data) else b"a")
+                writer.write(data[sent : sent + 1] if sent < len(data) else b"a")
                 sent += 1
                 await writer.drain()
                 try:  # one second between bytes, noticing at once when the server hangs up
@@ -63,8 +63,10 @@ async def attack(port: int, dribble: int, idle: int, seconds: float) -> dict[str
     """Hold the connections for ``seconds``; return how many were opened and refused."""
     stats = {"opened": 0, "refused": 0}
     deadline = time.monotonic() + seconds
-    await asyncio.gather(*[_dribbler(port, deadline, stats) for _ in range(dribble)],
-                         *[_idle(port, deadline, stats) for _ in range(idle)])
+    await asyncio.gather(
+        *[_dribbler(port, deadline, stats) for _ in range(dribble)],
+        *[_idle(port, deadline, stats) for _ in range(idle)],
+    )
     return stats
 
 

@@ -48,27 +48,48 @@ def _at_least_ratio(x: float) -> Callable[[float, float | None], bool]:
 
 
 TIMED = [
-    Metric("cms_privatize", "CMS privatize, 1 value/call (k=65536, m=1024), µs", "call",
-           "≥ 2× pure-ldp", _at_least_ratio(2.0)),
+    Metric(
+        "cms_privatize",
+        "CMS privatize, 1 value/call (k=65536, m=1024), µs",
+        "call",
+        "≥ 2× pure-ldp",
+        _at_least_ratio(2.0),
+    ),
     Metric("cms_privatize_many", "CMS privatize_many (m=1024), µs/report", "call"),
     Metric("hcms_privatize", "HCMS privatize, 1 value/call (m=1024), µs", "call"),
     Metric("rr_privatize", "RR privatize, 1 value/call (pure-ldp: DE, d=2), µs", "call"),
-    Metric("cms_aggregate_k2048", "CMS aggregation k=2048, m=1024, reports/s/core", "rate",
-           "≥ 1,000,000/s", lambda ours, ratio: ours >= 1e6),
-    Metric("cms_aggregate_k65536", "CMS aggregation k=65536, m=1024, reports/s/core",
-           "rate", "≥ 1,000,000/s", lambda ours, ratio: ours >= 1e6),
-    Metric("hcms_aggregate_k2048", "HCMS aggregation k=2048, m=1024, reports/s/core",
-           "rate"),
-    Metric("hcms_aggregate_k65536", "HCMS aggregation k=65536, m=1024, reports/s/core",
-           "rate"),
-    Metric("cms_estimate_k2048", "CMS estimates, 10,000 candidates, k=2048, m=1024, s",
-           "seconds", "≤ 1 s", lambda ours, ratio: ours <= 1.0),
-    Metric("cms_estimate_k65536", "CMS estimates, 10,000 candidates, k=65536, m=1024, s",
-           "seconds"),
-    Metric("hcms_estimate_k2048", "HCMS estimates, 10,000 candidates, k=2048, m=1024, s",
-           "seconds"),
-    Metric("hcms_estimate_k65536", "HCMS estimates, 10,000 candidates, k=65536, m=1024, s",
-           "seconds"),
+    Metric(
+        "cms_aggregate_k2048",
+        "CMS aggregation k=2048, m=1024, reports/s/core",
+        "rate",
+        "≥ 1,000,000/s",
+        lambda ours, ratio: ours >= 1e6,
+    ),
+    Metric(
+        "cms_aggregate_k65536",
+        "CMS aggregation k=65536, m=1024, reports/s/core",
+        "rate",
+        "≥ 1,000,000/s",
+        lambda ours, ratio: ours >= 1e6,
+    ),
+    Metric("hcms_aggregate_k2048", "HCMS aggregation k=2048, m=1024, reports/s/core", "rate"),
+    Metric("hcms_aggregate_k65536", "HCMS aggregation k=65536, m=1024, reports/s/core", "rate"),
+    Metric(
+        "cms_estimate_k2048",
+        "CMS estimates, 10,000 candidates, k=2048, m=1024, s",
+        "seconds",
+        "≤ 1 s",
+        lambda ours, ratio: ours <= 1.0,
+    ),
+    Metric(
+        "cms_estimate_k65536", "CMS estimates, 10,000 candidates, k=65536, m=1024, s", "seconds"
+    ),
+    Metric(
+        "hcms_estimate_k2048", "HCMS estimates, 10,000 candidates, k=2048, m=1024, s", "seconds"
+    ),
+    Metric(
+        "hcms_estimate_k65536", "HCMS estimates, 10,000 candidates, k=65536, m=1024, s", "seconds"
+    ),
 ]
 
 
@@ -87,10 +108,16 @@ def timed_rows(ours: Results, baseline: Results) -> list[Row]:
         if metric.kind == "seconds" and ours[metric.key].get("candidates") != 10_000:
             what = what.replace("10,000", f"{ours[metric.key]['candidates']:,}")
         note = baseline.get(metric.key, {}).get("note")
-        rows.append(Row(what, _show(metric.kind, mine),
-                        _show(metric.kind, base) + (f" ({note})" if note else ""),
-                        _ratio(ratio), metric.target,
-                        _met(metric.check(mine, ratio)) if metric.check else "—"))
+        rows.append(
+            Row(
+                what,
+                _show(metric.kind, mine),
+                _show(metric.kind, base) + (f" ({note})" if note else ""),
+                _ratio(ratio),
+                metric.target,
+                _met(metric.check(mine, ratio)) if metric.check else "—",
+            )
+        )
     return rows
 
 
@@ -100,17 +127,34 @@ def http_rows(http: Results) -> list[Row]:
     for key, result in sorted(http.items()):
         if key.startswith("http_ingest_w"):
             workers = int(key.rsplit("w", 1)[1])
-            target, met = ("≥ 20,000/s", _met(result["rate"] >= 20_000)) if workers == 2 \
-                else ("—", "—")
-            rows.append(Row(f"HTTP ingest, durable, batches of 500, {workers} worker(s), "
-                            "reports/s", f"{result['rate']:,.0f}", "—", "—", target, met))
+            target, met = (
+                ("≥ 20,000/s", _met(result["rate"] >= 20_000)) if workers == 2 else ("—", "—")
+            )
+            rows.append(
+                Row(
+                    f"HTTP ingest, durable, batches of 500, {workers} worker(s), reports/s",
+                    f"{result['rate']:,.0f}",
+                    "—",
+                    "—",
+                    target,
+                    met,
+                )
+            )
     if "server_memory" in http:
         peaks = sorted((int(n), mib) for n, mib in http["server_memory"]["peak_mib"].items())
         shown = ", ".join(f"{mib:,.0f} MiB at {n:,}" for n, mib in peaks)
         # Independent of n: the last doubling of the reports ingested adds < 10% memory.
         flat = len(peaks) < 2 or peaks[-1][1] <= 1.10 * peaks[-2][1]
-        rows.append(Row("Server peak RSS (master + worker) after n reports", shown, "—", "—",
-                        "independent of n (last doubling < +10%)", _met(flat)))
+        rows.append(
+            Row(
+                "Server peak RSS (master + worker) after n reports",
+                shown,
+                "—",
+                "—",
+                "independent of n (last doubling < +10%)",
+                _met(flat),
+            )
+        )
     return rows
 
 
@@ -119,8 +163,14 @@ def serving_rows(serving: Results) -> list[Row]:
     from aggregator.serving import DEFAULT_SERVER
 
     servers = [name for name in serving if name != "tool"]
-    best_noop = max((serving[name]["noop"]["1"]["requests_per_s"] for name in servers
-                     if "1" in serving[name]["noop"]), default=0.0)
+    best_noop = max(
+        (
+            serving[name]["noop"]["1"]["requests_per_s"]
+            for name in servers
+            if "1" in serving[name]["noop"]
+        ),
+        default=0.0,
+    )
     rows = []
     for name in servers:
         default = name == DEFAULT_SERVER
@@ -129,32 +179,47 @@ def serving_rows(serving: Results) -> list[Row]:
             noop = serving[name]["noop"].get(batch)
             size = int(batch)
             rate = ours["requests_per_s"]
-            shown = f"{rate:,.0f} req/s" + (f" = {rate * size:,.0f} reports/s" if size > 1
-                                            else "") + f" (load {ours['loadavg']:.1f})"
+            shown = (
+                f"{rate:,.0f} req/s"
+                + (f" = {rate * size:,.0f} reports/s" if size > 1 else "")
+                + f" (load {ours['loadavg']:.1f})"
+            )
             if ours["non_2xx"] or ours["errors"] or ours["accepted"] < ours["expected"]:
-                shown += (f"; {ours['non_2xx']} non-2xx, {ours['errors']} errors, "
-                          f"{ours['accepted']:,} of {ours['expected']:,} reports counted")
+                shown += (
+                    f"; {ours['non_2xx']} non-2xx, {ours['errors']} errors, "
+                    f"{ours['accepted']:,} of {ours['expected']:,} reports counted"
+                )
             target, met = "—", "—"
             if default and size == 1:
                 target = "≥ 6,000 req/s and ≥ 0.6× best no-op"
                 met = _met(rate >= 6000 and rate >= 0.6 * best_noop)
             elif default:
                 target, met = "≥ 30,000 reports/s", _met(rate * size >= 30_000)
-            rows.append(Row(
-                f"Uploads of {size} report(s)/request, {label}, 2 workers, 16 connections",
-                shown, "—" if noop is None else
-                f"no-op app: {noop['requests_per_s']:,.0f} req/s (load {noop['loadavg']:.1f})",
-                "—" if noop is None else f"{rate / noop['requests_per_s']:.2f}× of no-op",
-                target, met))
+            rows.append(
+                Row(
+                    f"Uploads of {size} report(s)/request, {label}, 2 workers, 16 connections",
+                    shown,
+                    "—" if noop is None else _noop_cell(noop),
+                    "—" if noop is None else f"{rate / noop['requests_per_s']:.2f}× of no-op",
+                    target,
+                    met,
+                )
+            )
         slow = serving[name]["slow"]
         clean = not slow["non_2xx"] and not slow["errors"]
-        rows.append(Row(
-            f"Slow clients, {label}: p99 of 1-report uploads while 200 connections dribble "
-            "headers and 200 idle", f"{slow['p99_ms']:,.1f} ms (p50 {slow['p50_ms']:,.1f} ms, "
-            f"{slow['requests']:,} uploads, {slow['non_2xx']} non-2xx, {slow['errors']} "
-            f"errors; load {slow['loadavg']:.1f})", "—", "—",
-            "p99 < 1 s, no 5xx" if default else "—",
-            _met(slow["p99_ms"] < 1000 and clean) if default else "—"))
+        rows.append(
+            Row(
+                f"Slow clients, {label}: p99 of 1-report uploads while 200 connections dribble "
+                "headers and 200 idle",
+                f"{slow['p99_ms']:,.1f} ms (p50 {slow['p50_ms']:,.1f} ms, "
+                f"{slow['requests']:,} uploads, {slow['non_2xx']} non-2xx, {slow['errors']} "
+                f"errors; load {slow['loadavg']:.1f})",
+                "—",
+                "—",
+                "p99 < 1 s, no 5xx" if default else "—",
+                _met(slow["p99_ms"] < 1000 and clean) if default else "—",
+            )
+        )
     return rows
 
 
@@ -168,28 +233,38 @@ def accuracy_rows(ours: Results, baseline: Results) -> list[Row]:
         mine, theory, trials = ours[key]["sd"], ours[key]["theory_sd"], ours[key]["trials"]
         base = baseline.get(key, {}).get("sd")
         low, high = _sd_interval(theory, trials)
-        rows.append(Row(f"{name.upper()} accuracy: SD of one count over {trials} trials "
-                        "(ε=4, k=1024, m=1024)", f"{mine:,.1f}",
-                        "—" if base is None else f"{base:,.1f}",
-                        _ratio(None if base is None else base / mine),
-                        f"theory {theory:,.1f} (95%: {low:,.1f}–{high:,.1f})",
-                        _met(low <= mine <= high)))
+        rows.append(
+            Row(
+                f"{name.upper()} accuracy: SD of one count over {trials} trials "
+                "(ε=4, k=1024, m=1024)",
+                f"{mine:,.1f}",
+                "—" if base is None else f"{base:,.1f}",
+                _ratio(None if base is None else base / mine),
+                f"theory {theory:,.1f} (95%: {low:,.1f}–{high:,.1f})",
+                _met(low <= mine <= high),
+            )
+        )
     return rows
 
 
 def render(rows: list[Row], notes: list[str], mode: str) -> str:
     """Return the markdown report: header with date and machine, table, notes."""
-    lines = [f"# ldp-telemetry benchmarks ({mode})", "",
-             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             f"- machine: {machine()}",
-             f"- load average (1/5/15 min) at the end: "
-             f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}",
-             "- times: median CPU time of one process over "
-             "repeated runs (HTTP: wall time); ratio = how many times better ours is", "",
-             "| what | ours | baseline (pure-ldp) | ratio | target | met? |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {r.what} | {r.ours} | {r.baseline} | {r.ratio} | {r.target} | {r.met} |"
-              for r in rows]
+    lines = [
+        f"# ldp-telemetry benchmarks ({mode})",
+        "",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"- machine: {machine()}",
+        f"- load average (1/5/15 min) at the end: "
+        f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        "- times: median CPU time of one process over "
+        "repeated runs (HTTP: wall time); ratio = how many times better ours is",
+        "",
+        "| what | ours | baseline (pure-ldp) | ratio | target | met? |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.what} | {r.ours} | {r.baseline} | {r.ratio} | {r.target} | {r.met} |" for r in rows
+    ]
     if notes:
         lines += ["", *[f"- {note}" for note in notes]]
     return "\n".join(lines) + "\n"
@@ -200,12 +275,20 @@ def machine() -> str:
     model = platform.processor() or "unknown CPU"
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo
-                          if line.startswith("model name")), model)
+            model = next(
+                (
+                    line.split(":", 1)[1].strip()
+                    for line in cpuinfo
+                    if line.startswith("model name")
+                ),
+                model,
+            )
     except OSError:
         pass
-    return (f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, numpy {np.__version__}")
+    return (
+        f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, numpy {np.__version__}"
+    )
 
 
 def _sd_interval(sd: float, trials: int) -> tuple[float, float]:
@@ -213,8 +296,10 @@ def _sd_interval(sd: float, trials: int) -> tuple[float, float]:
     if trials < 2:
         return 0.0, math.inf
     dof = trials - 1
-    return (sd * math.sqrt(stats.chi2.ppf(0.025, dof) / dof),
-            sd * math.sqrt(stats.chi2.ppf(0.975, dof) / dof))
+    return (
+        sd * math.sqrt(stats.chi2.ppf(0.025, dof) / dof),
+        sd * math.sqrt(stats.chi2.ppf(0.975, dof) / dof),
+    )
 
 
 def _value(kind: str, result: dict[str, Any]) -> float:
@@ -237,3 +322,7 @@ def _ratio(ratio: float | None) -> str:
 
 def _met(ok: bool) -> str:
     return "yes" if ok else "NO"
+
+
+def _noop_cell(noop: dict[str, Any]) -> str:
+    return f"no-op app: {noop['requests_per_s']:,.0f} req/s (load {noop['loadavg']:.1f})"

@@ -28,8 +28,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=120.0)
     args = parser.parse_args()
-    with http_ingest.running_server(2) as server, \
-            tempfile.TemporaryDirectory(prefix="ldp-wal-") as folder:
+    with (
+        http_ingest.running_server(2) as server,
+        tempfile.TemporaryDirectory(prefix="ldp-wal-") as folder,
+    ):
         assert server.db is not None
         task = http_ingest.create_task(server, "wal")
         body = upload_template(task, 500, np.random.default_rng(7))
@@ -42,15 +44,18 @@ def main() -> None:
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        load = loadgen.run(server.url, "/v1/tasks/wal/reports", body, 16, args.seconds,
-                           Path(folder))
+        load = loadgen.run(
+            server.url, "/v1/tasks/wal/reports", body, 16, args.seconds, Path(folder)
+        )
         done.set()
         sampler.join(5)
-        print(f"{args.seconds:.0f} s of 500-report uploads, 2 workers ({load.tool}): "
-              f"{load.requests_per_s * 500:,.0f} reports/s, {load.non_2xx} non-2xx; "
-              f"WAL max {max(sizes, default=0) / 2**20:.1f} MiB, final "
-              f"{_size(f'{server.db}-wal') / 2**20:.1f} MiB; database "
-              f"{_size(str(server.db)) / 2**20:.1f} MiB")
+        print(
+            f"{args.seconds:.0f} s of 500-report uploads, 2 workers ({load.tool}): "
+            f"{load.requests_per_s * 500:,.0f} reports/s, {load.non_2xx} non-2xx; "
+            f"WAL max {max(sizes, default=0) / 2**20:.1f} MiB, final "
+            f"{_size(f'{server.db}-wal') / 2**20:.1f} MiB; database "
+            f"{_size(str(server.db)) / 2**20:.1f} MiB"
+        )
 
 
 def _size(path: str) -> int:

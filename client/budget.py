@@ -65,8 +65,9 @@ def load_secret(data_dir: Path | None) -> bytes:
         _publish(path, os.urandom(SECRET_BYTES))
     secret = path.read_bytes()
     if len(secret) != SECRET_BYTES:
-        raise ConfigurationError(f"{path} is not a {SECRET_BYTES}-byte device secret; "
-                                 "delete it to start a new one")
+        raise ConfigurationError(
+            f"{path} is not a {SECRET_BYTES}-byte device secret; delete it to start a new one"
+        )
     return secret
 
 

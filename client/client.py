@@ -63,21 +63,32 @@ class Client:
     time and exists for tests.
     """
 
-    def __init__(self, endpoint: str | None = None, *, upload_key: str | None = None,
-                 data_dir: str | os.PathLike[str] | None = None,
-                 tasks: Iterable[TaskConfig] | None = None,
-                 task_ids: Iterable[str] | None = None, transport: Transport | None = None,
-                 enabled: bool | None = None, batch_size: int | Default = DEFAULT,
-                 max_batch_bytes: int | Default = DEFAULT,
-                 flush_interval: float | Default = DEFAULT, max_queue: int | Default = DEFAULT,
-                 max_queue_bytes: int | Default = DEFAULT,
-                 reports_per_period: int | Default | None = DEFAULT,
-                 atexit_timeout: float | Default | None = DEFAULT,
-                 timeouts: Timeouts | Default = DEFAULT, retry: RetryPolicy | Default = DEFAULT,
-                 clock: Callable[[], float] = time.time) -> None:
-        arguments = {name: value for name, value in locals().items()
-                     if name not in ("self", "tasks", "task_ids", "transport", "clock",
-                                     "__class__")}
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        *,
+        upload_key: str | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        tasks: Iterable[TaskConfig] | None = None,
+        task_ids: Iterable[str] | None = None,
+        transport: Transport | None = None,
+        enabled: bool | None = None,
+        batch_size: int | Default = DEFAULT,
+        max_batch_bytes: int | Default = DEFAULT,
+        flush_interval: float | Default = DEFAULT,
+        max_queue: int | Default = DEFAULT,
+        max_queue_bytes: int | Default = DEFAULT,
+        reports_per_period: int | Default | None = DEFAULT,
+        atexit_timeout: float | Default | None = DEFAULT,
+        timeouts: Timeouts | Default = DEFAULT,
+        retry: RetryPolicy | Default = DEFAULT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        arguments = {
+            name: value
+            for name, value in locals().items()
+            if name not in ("self", "tasks", "task_ids", "transport", "clock", "__class__")
+        }
         if transport is not None and not isinstance(transport, Transport):
             raise ConfigurationError("transport must have handle(request, *, timeout) and close()")
         self.settings = Settings.resolve(arguments, needs_http=transport is None)
@@ -87,14 +98,22 @@ class Client:
         self._storage = self._open_storage()
         self._owns_transport = transport is None
         self._transport = transport or self._open_transport()
-        self._registry = TaskRegistry(self._transport, pinned=tasks or (),
-                                      timeout=self.settings.timeouts.config,
-                                      problems=self._problems,
-                                      cache_dir=self.settings.data_dir,
-                                      wake=lambda: self._uploader.wake())
-        self._uploader = Uploader(storage=self._storage, transport=self._transport,
-                                  registry=self._registry, counters=self._counters,
-                                  problems=self._problems, settings=self.settings)
+        self._registry = TaskRegistry(
+            self._transport,
+            pinned=tasks or (),
+            timeout=self.settings.timeouts.config,
+            problems=self._problems,
+            cache_dir=self.settings.data_dir,
+            wake=lambda: self._uploader.wake(),
+        )
+        self._uploader = Uploader(
+            storage=self._storage,
+            transport=self._transport,
+            registry=self._registry,
+            counters=self._counters,
+            problems=self._problems,
+            settings=self.settings,
+        )
         self._enabled, self._closed = True, False
         if not self.settings.enabled:
             self.set_enabled(False)
@@ -104,20 +123,25 @@ class Client:
 
     def _open_transport(self) -> Transport:
         settings = self.settings
-        return HTTPTransport(settings.endpoint, upload_key=settings.upload_key,
-                             timeouts=settings.timeouts, retry=settings.retry)
+        return HTTPTransport(
+            settings.endpoint,
+            upload_key=settings.upload_key,
+            timeouts=settings.timeouts,
+            retry=settings.retry,
+        )
 
     def _open_storage(self) -> Storage:
         settings = self.settings
         if settings.data_dir is None:
-            return MemoryStorage(max_queue=settings.max_queue,
-                                 max_bytes=settings.max_queue_bytes)
+            return MemoryStorage(max_queue=settings.max_queue, max_bytes=settings.max_queue_bytes)
         try:
-            return SqliteStorage(settings.data_dir, max_queue=settings.max_queue,
-                                 max_bytes=settings.max_queue_bytes)
+            return SqliteStorage(
+                settings.data_dir, max_queue=settings.max_queue, max_bytes=settings.max_queue_bytes
+            )
         except (sqlite3.Error, OSError) as error:
-            raise ConfigurationError(f"data_dir {settings.data_dir} cannot hold the queue: "
-                                     f"{error}") from None
+            raise ConfigurationError(
+                f"data_dir {settings.data_dir} cannot hold the queue: {error}"
+            ) from None
 
     def record(self, task_id: str, value: Any) -> bool:
         """Privatize ``value`` for task ``task_id`` and queue the report; True if queued.
@@ -133,40 +157,55 @@ class Client:
         try:
             return self._record(task_id, value)
         except ValueOutOfDomain:
-            return self._drop("invalid_value", "ldp-telemetry: a value of the wrong type or "
-                              "outside the domain of task %r was dropped", task_id)
+            return self._drop(
+                "invalid_value",
+                "ldp-telemetry: a value of the wrong type or "
+                "outside the domain of task %r was dropped",
+                task_id,
+            )
         except sqlite3.Error as error:
-            return self._drop("storage_error", "ldp-telemetry: the on-disk queue failed (%s)",
-                              type(error).__name__)
+            return self._drop(
+                "storage_error",
+                "ldp-telemetry: the on-disk queue failed (%s)",
+                type(error).__name__,
+            )
         except Exception as error:  # never into the host app; the type only, no message
-            return self._drop("internal_error", "ldp-telemetry: record failed (%s)",
-                              type(error).__name__)
+            return self._drop(
+                "internal_error", "ldp-telemetry: record failed (%s)", type(error).__name__
+            )
 
     def _record(self, task_id: str, value: Any) -> bool:
         task = self._registry.get(task_id) if isinstance(task_id, str) else None
         if task is None:
-            return self._drop("task_unavailable", "ldp-telemetry: task %r is unavailable; "
-                              "records are dropped", task_id if isinstance(task_id, str) else "?")
+            return self._drop(
+                "task_unavailable",
+                "ldp-telemetry: task %r is unavailable; records are dropped",
+                task_id if isinstance(task_id, str) else "?",
+            )
         period = task.floor_time(self._clock())
         lookup = lookup_key(self._secret, task, period, canonical_value(task, value))
         # Keyed by task id and period, not fingerprint: re-publishing a task with new
         # parameters gives no fresh budget (see client.budget).
         slot = Slot(task.task_id, period, period + task.time_precision, lookup)
-        admission = self._storage.admit(slot, self.settings.report_limit,
-                                        lambda: _privatize(task, self._secret, period, value))
+        admission = self._storage.admit(
+            slot, self.settings.report_limit, lambda: _privatize(task, self._secret, period, value)
+        )
         if admission in (Admission.NEW, Admission.REUSED):
             self._uploader.notify()
             return True
-        return self._drop(admission.value, "ldp-telemetry: a record of task %r was dropped: %s",
-                          task_id, admission.value)
+        return self._drop(
+            admission.value,
+            "ldp-telemetry: a record of task %r was dropped: %s",
+            task_id,
+            admission.value,
+        )
 
     def _drop(self, reason: str, message: str, *args: object) -> bool:
         self._counters.drop(reason)
         self._problems.report(reason, message, *args)
         return False
 
-    def wait_for_tasks(self, task_ids: Iterable[str] | None = None,
-                       timeout: float = 10.0) -> bool:
+    def wait_for_tasks(self, task_ids: Iterable[str] | None = None, timeout: float = 10.0) -> bool:
         """Block until these task configurations are known; True if they are in time.
 
         The one call that waits for the network, at the caller's choice (scripts, tests,
@@ -178,8 +217,9 @@ class Client:
         try:
             return self._registry.wait(None if task_ids is None else list(task_ids), timeout)
         except Exception as error:
-            self._problems.report("wait", "ldp-telemetry: waiting for tasks failed (%s)",
-                                  type(error).__name__)
+            self._problems.report(
+                "wait", "ldp-telemetry: waiting for tasks failed (%s)", type(error).__name__
+            )
             return False
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -189,8 +229,7 @@ class Client:
         try:
             return self._uploader.flush(timeout)
         except Exception as error:
-            self._problems.report("flush", "ldp-telemetry: flush failed (%s)",
-                                  type(error).__name__)
+            self._problems.report("flush", "ldp-telemetry: flush failed (%s)", type(error).__name__)
             return False
 
     def close(self, timeout: float = 5.0) -> bool:
@@ -214,8 +253,7 @@ class Client:
             self._storage.close()
             return flushed and not lost
         except Exception as error:
-            self._problems.report("close", "ldp-telemetry: close failed (%s)",
-                                  type(error).__name__)
+            self._problems.report("close", "ldp-telemetry: close failed (%s)", type(error).__name__)
             return False
 
     def set_enabled(self, enabled: bool) -> None:
@@ -225,8 +263,9 @@ class Client:
             try:
                 self._counters.drop("disabled", self._storage.clear())
             except Exception as error:
-                self._problems.report("disable", "ldp-telemetry: clearing the queue failed "
-                                      "(%s)", type(error).__name__)
+                self._problems.report(
+                    "disable", "ldp-telemetry: clearing the queue failed (%s)", type(error).__name__
+                )
 
     @property
     def enabled(self) -> bool:
@@ -242,8 +281,7 @@ class Client:
         return self._counters.snapshot(queued)
 
     def _after_fork_in_child(self) -> None:
-        for part in (self._counters, self._problems, self._registry, self._storage,
-                     self._uploader):
+        for part in (self._counters, self._problems, self._registry, self._storage, self._uploader):
             part.after_fork()
 
     def _at_exit(self) -> None:
@@ -256,8 +294,7 @@ def _privatize(task: TaskConfig, secret: bytes, period: int, value: Any) -> Pend
     mechanism = task.mechanism_object.for_device(device_key(secret, task))
     payload = mechanism.privatize(value)
     envelope = Envelope(new_report_id(), task.fingerprint, period, payload)
-    return Pending(task.task_id, b64encode(envelope.report_id),
-                   encode_report_text(task, envelope))
+    return Pending(task.task_id, b64encode(envelope.report_id), encode_report_text(task, envelope))
 
 
 def _check_task_ids(task_ids: Iterable[str]) -> list[str]:

@@ -38,16 +38,24 @@ _HEADERS = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
 class Outcome(enum.Enum):
     """What became of one batch."""
 
-    DONE = "done"      # delivered, or refused for good (counted): removed from the queue
-    SPLIT = "split"    # too large: still queued, the task's batches are now halved
-    RETRY = "retry"    # not delivered: still queued, sent again after a backoff
+    DONE = "done"  # delivered, or refused for good (counted): removed from the queue
+    SPLIT = "split"  # too large: still queued, the task's batches are now halved
+    RETRY = "retry"  # not delivered: still queued, sent again after a backoff
 
 
 class Exporter:
     """Send batches from ``storage`` through ``transport`` and settle the answers."""
 
-    def __init__(self, *, storage: Storage, transport: Transport, registry: TaskRegistry,
-                 counters: Counters, problems: ProblemLog, settings: Settings) -> None:
+    def __init__(
+        self,
+        *,
+        storage: Storage,
+        transport: Transport,
+        registry: TaskRegistry,
+        counters: Counters,
+        problems: ProblemLog,
+        settings: Settings,
+    ) -> None:
         self._storage, self._transport, self._registry = storage, transport, registry
         self._counters, self._problems, self._settings = counters, problems, settings
         self._last_body: tuple[tuple[str, ...], bytes] = ((), b"")
@@ -57,18 +65,22 @@ class Exporter:
         """Return the oldest reports of one task, within the count and byte bounds."""
         settings = self._settings
         batch = self._storage.peek(settings.batch_size, settings.max_batch_bytes - _ENVELOPE)
-        return batch[:self._caps.get(batch[0].task_id, len(batch))] if batch else batch
+        return batch[: self._caps.get(batch[0].task_id, len(batch))] if batch else batch
 
     def send(self, batch: list[Pending]) -> Outcome:
         """Send one batch; remove it from the queue unless it must be sent again."""
-        request = Request("POST", f"/v1/tasks/{batch[0].task_id}/reports", _HEADERS,
-                          self._body(batch))
+        request = Request(
+            "POST", f"/v1/tasks/{batch[0].task_id}/reports", _HEADERS, self._body(batch)
+        )
         try:
             response = self._transport.handle(request, timeout=self._settings.retry.deadline)
         except TransportError as error:
             self._counters.retried(error.retries)
-            self._problems.report("network", "ldp-telemetry: cannot reach the collector "
-                                  "(%s); reports stay queued", error)
+            self._problems.report(
+                "network",
+                "ldp-telemetry: cannot reach the collector (%s); reports stay queued",
+                error,
+            )
             return Outcome.RETRY
         self._counters.retried(response.retries)
         outcome = self._settle(batch, response)
@@ -84,19 +96,31 @@ class Exporter:
             return Outcome.DONE
         if status == _TOO_LARGE and len(batch) > 1:
             self._caps[task_id] = len(batch) // 2
-            self._problems.report("split", "ldp-telemetry: the collector refused a batch "
-                                  "of task %r as too large (%d reports); smaller batches "
-                                  "follow", task_id, len(batch))
+            self._problems.report(
+                "split",
+                "ldp-telemetry: the collector refused a batch "
+                "of task %r as too large (%d reports); smaller batches "
+                "follow",
+                task_id,
+                len(batch),
+            )
             return Outcome.SPLIT
         if 400 <= status < 500 and status not in _TRANSIENT:
             self._counters.drop("batch_rejected", len(batch))
             self._counters.batch_failed()
-            self._problems.report(f"status:{status}", "ldp-telemetry: the collector refused a "
-                                  "batch of task %r with %d %s; it is dropped", task_id, status,
-                                  _problem_type(response))
+            self._problems.report(
+                f"status:{status}",
+                "ldp-telemetry: the collector refused a batch of task %r with %d %s; it is dropped",
+                task_id,
+                status,
+                _problem_type(response),
+            )
             return Outcome.DONE
-        self._problems.report(f"status:{status}", "ldp-telemetry: the collector answered %d; "
-                              "reports stay queued", status)
+        self._problems.report(
+            f"status:{status}",
+            "ldp-telemetry: the collector answered %d; reports stay queued",
+            status,
+        )
         return Outcome.RETRY
 
     def _body(self, batch: list[Pending]) -> bytes:
@@ -110,8 +134,9 @@ class Exporter:
         answer = _json(response)
         accepted, rejected = answer.get("accepted"), answer.get("rejected")
         if not isinstance(accepted, int) or not isinstance(rejected, list):
-            self._problems.report("answer", "ldp-telemetry: unexpected upload answer; "
-                                  "the batch is taken as delivered")
+            self._problems.report(
+                "answer", "ldp-telemetry: unexpected upload answer; the batch is taken as delivered"
+            )
             self._counters.delivered(len(batch))
             return
         delivered = accepted

@@ -121,7 +121,7 @@ class DeadlineRetry(Retry):
                 delay = None
         if delay is None:
             attempt = max(0, len(self.history) - 1)
-            delay = min(self.backoff_max, self.backoff_factor * 2 ** attempt)
+            delay = min(self.backoff_max, self.backoff_factor * 2**attempt)
             delay += random.random() * self.jitter  # spreads clients retrying together
         if time.monotonic() + delay >= _call.deadline:
             raise _GiveUp("the retry deadline would pass before the next attempt")
@@ -132,8 +132,14 @@ class DeadlineRetry(Retry):
 class HTTPTransport:
     """Send requests to ``endpoint`` with timeouts, bounded retries and keep-alive."""
 
-    def __init__(self, endpoint: str, *, upload_key: str | None = None,
-                 timeouts: Timeouts | None = None, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        upload_key: str | None = None,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         self.endpoint = endpoint.rstrip("/")
         self._upload_key = upload_key
         self._timeouts = timeouts or Timeouts()
@@ -169,8 +175,9 @@ class HTTPTransport:
             detail = str(error) if isinstance(error, _GiveUp) else type(error).__name__
             if expired.is_set():
                 detail = f"no complete answer within the {timeout:g} s deadline"
-            raise TransportError(f"{request.method} {request.path} failed: {detail}",
-                                 retries=_call.retries) from None
+            raise TransportError(
+                f"{request.method} {request.path} failed: {detail}", retries=_call.retries
+            ) from None
         finally:
             watchdog.cancel()
             _call.connections = None
@@ -188,24 +195,35 @@ class HTTPTransport:
         if self._upload_key and request.method == "POST":
             headers["Authorization"] = f"Bearer {self._upload_key}"
         per_attempt = (min(self._timeouts.connect, timeout), min(self._timeouts.read, timeout))
-        answer = self._session().request(request.method, self.endpoint + request.path,
-                                         data=request.body, headers=headers,
-                                         timeout=per_attempt, stream=True,
-                                         allow_redirects=False)
+        answer = self._session().request(
+            request.method,
+            self.endpoint + request.path,
+            data=request.body,
+            headers=headers,
+            timeout=per_attempt,
+            stream=True,
+            allow_redirects=False,
+        )
         try:
             body = answer.raw.read(MAX_RESPONSE_BYTES, decode_content=True)
         finally:
             answer.close()
-        return Response(answer.status_code, {k.lower(): v for k, v in answer.headers.items()},
-                        body, retries=_call.retries)
+        return Response(
+            answer.status_code,
+            {k.lower(): v for k, v in answer.headers.items()},
+            body,
+            retries=_call.retries,
+        )
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._local, "session", None)
         if session is None:
             session = requests.Session()
             adapter = HTTPAdapter(max_retries=self._retry(), pool_maxsize=2)
-            adapter.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool,
-                                                          "https": _WatchedHTTPSPool}
+            adapter.poolmanager.pool_classes_by_scheme = {
+                "http": _WatchedHTTPPool,
+                "https": _WatchedHTTPSPool,
+            }
             session.mount("http://", adapter)
             session.mount("https://", adapter)
             self._local.session = session
@@ -216,10 +234,18 @@ class HTTPTransport:
     def _retry(self) -> DeadlineRetry:
         policy = self._policy
         return DeadlineRetry(
-            total=policy.max_retries, connect=policy.max_retries, read=policy.max_retries,
-            status=policy.max_retries, other=0, redirect=0,
-            allowed_methods=frozenset({"GET", "POST"}), status_forcelist=RETRY_STATUSES,
-            backoff_factor=policy.backoff, backoff_max=policy.backoff_max,
-            jitter=policy.jitter, respect_retry_after_header=True,
-            retry_after_max=policy.deadline, raise_on_status=False,
+            total=policy.max_retries,
+            connect=policy.max_retries,
+            read=policy.max_retries,
+            status=policy.max_retries,
+            other=0,
+            redirect=0,
+            allowed_methods=frozenset({"GET", "POST"}),
+            status_forcelist=RETRY_STATUSES,
+            backoff_factor=policy.backoff,
+            backoff_max=policy.backoff_max,
+            jitter=policy.jitter,
+            respect_retry_after_header=True,
+            retry_after_max=policy.deadline,
+            raise_on_status=False,
         )

@@ -74,8 +74,9 @@ class InMemoryTransport:
         sums.add_many(mechanism.stack([envelope.payload for envelope in self.reports(task_id)]))
         return sums
 
-    def estimate(self, task_id: str, candidates: Sequence[Any] | None = None,
-                 level: float = 0.95) -> Estimates:
+    def estimate(
+        self, task_id: str, candidates: Sequence[Any] | None = None, level: float = 0.95
+    ) -> Estimates:
         """Return the task's estimates (candidates None: the mechanism's default).
 
         A yes/no task estimates yes and no, a domain task its domain; a sketch task needs
@@ -91,8 +92,12 @@ class InMemoryTransport:
         parts = request.path.strip("/").split("/")
         if len(parts) == 3 and parts[:2] == ["v1", "tasks"] and request.method == "GET":
             return self._task(parts[2], request)
-        if len(parts) == 4 and parts[:2] == ["v1", "tasks"] and parts[3] == "reports" \
-                and request.method == "POST":
+        if (
+            len(parts) == 4
+            and parts[:2] == ["v1", "tasks"]
+            and parts[3] == "reports"
+            and request.method == "POST"
+        ):
             return self._upload(parts[2], request)
         return _problem(404, "not_found", f"no route for {request.method} {request.path}")
 
@@ -140,10 +145,14 @@ def _parse_body(request: Request) -> Any:
 
 
 def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(status, {"content-type": "application/json", **(headers or {})},
-                    json.dumps(data).encode())
+    return Response(
+        status, {"content-type": "application/json", **(headers or {})}, json.dumps(data).encode()
+    )
 
 
 def _problem(status: int, code: str, detail: str) -> Response:
-    return Response(status, {"content-type": PROBLEM_MEDIA_TYPE},
-                    json.dumps(problem(status, code, detail)).encode())
+    return Response(
+        status,
+        {"content-type": PROBLEM_MEDIA_TYPE},
+        json.dumps(problem(status, code, detail)).encode(),
+    )

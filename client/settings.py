@@ -88,8 +88,11 @@ class RetryPolicy:
     deadline: float = 60.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
-                or not 0 <= self.max_retries <= 100:
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or not 0 <= self.max_retries <= 100
+        ):
             raise ConfigurationError("retry.max_retries must be an integer in [0, 100]")
         for name in ("backoff", "backoff_max", "jitter"):
             _non_negative(f"retry.{name}", getattr(self, name))
@@ -137,8 +140,13 @@ class Settings:
         return self.reports_per_period
 
     @classmethod
-    def resolve(cls, arguments: Mapping[str, Any], *, env: Mapping[str, str] | None = None,
-                needs_http: bool = True) -> Settings:
+    def resolve(
+        cls,
+        arguments: Mapping[str, Any],
+        *,
+        env: Mapping[str, str] | None = None,
+        needs_http: bool = True,
+    ) -> Settings:
         """Return settings from explicit arguments, then ``env``, then defaults.
 
         An argument is unset when it is :data:`DEFAULT`, or None where None means nothing
@@ -148,16 +156,21 @@ class Settings:
         only a label and need not be an http(s) URL.
         """
         env = os.environ if env is None else env
-        given = {name: value for name, value in arguments.items() if value is not DEFAULT
-                 and (value is not None or name in _NONE_IS_A_VALUE)}
+        given = {
+            name: value
+            for name, value in arguments.items()
+            if value is not DEFAULT and (value is not None or name in _NONE_IS_A_VALUE)
+        }
         for name, (variable, parse) in _ENVIRONMENT.items():
             if name not in given and env.get(variable) is not None:
                 given[name] = _parse(variable, env[variable], parse)
         if "enabled" not in given and env.get("LDP_DISABLED") is not None:
             given["enabled"] = not _parse("LDP_DISABLED", env["LDP_DISABLED"], _boolean)
         if "endpoint" not in given:
-            raise ConfigurationError("endpoint is required: pass Client(endpoint) or set "
-                                     "LDP_ENDPOINT, e.g. https://telemetry.example.com")
+            raise ConfigurationError(
+                "endpoint is required: pass Client(endpoint) or set "
+                "LDP_ENDPOINT, e.g. https://telemetry.example.com"
+            )
         given["endpoint"] = _check_endpoint(given["endpoint"], needs_http)
         if given.get("data_dir") is not None:
             given["data_dir"] = Path(given["data_dir"]).expanduser()
@@ -171,7 +184,8 @@ def _check_endpoint(endpoint: object, needs_http: bool) -> str:
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfigurationError(
-                f"endpoint must be an http:// or https:// URL with a host, got {endpoint!r}")
+                f"endpoint must be an http:// or https:// URL with a host, got {endpoint!r}"
+            )
     return endpoint.rstrip("/")
 
 
@@ -179,8 +193,10 @@ def _parse(variable: str, text: str, parse: Callable[[str], T]) -> T:
     try:
         return parse(text.strip())
     except ValueError:
-        raise ConfigurationError(f"environment variable {variable}={text!r} is not a valid "
-                                 f"{getattr(parse, '__name__', 'value')}") from None
+        raise ConfigurationError(
+            f"environment variable {variable}={text!r} is not a valid "
+            f"{getattr(parse, '__name__', 'value')}"
+        ) from None
 
 
 def _boolean(text: str) -> bool:
@@ -219,12 +235,20 @@ def _int_in(name: str, value: object, low: int, high: int) -> None:
 
 
 def _positive(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ConfigurationError(f"{name} must be a finite number of seconds > 0, got {value!r}")
 
 
 def _non_negative(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise ConfigurationError(f"{name} must be a finite number >= 0, got {value!r}")

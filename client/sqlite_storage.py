@@ -76,8 +76,9 @@ class SqliteStorage:
         self._pid = os.getpid()
         self._local = threading.local()  # the uploader thread's checkpoint connection
         self._extra: list[sqlite3.Connection] = []
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                             check_same_thread=False)
+        db = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
@@ -93,8 +94,7 @@ class SqliteStorage:
     def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._transaction() as db:
-            return admit_to(_DiskLedger(db, self._max_queue, self._max_bytes), slot, limit,
-                            make)
+            return admit_to(_DiskLedger(db, self._max_queue, self._max_bytes), slot, limit, make)
 
     def peek(self, limit: int, max_bytes: int) -> list[Pending]:
         """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
@@ -102,15 +102,19 @@ class SqliteStorage:
             first = db.execute("SELECT task_id FROM outbox ORDER BY seq LIMIT 1").fetchone()
             if first is None:
                 return []
-            rows = db.execute("SELECT task_id, report_id, report FROM outbox WHERE task_id = ? "
-                              "ORDER BY seq LIMIT ?", (first[0], limit)).fetchall()
+            rows = db.execute(
+                "SELECT task_id, report_id, report FROM outbox WHERE task_id = ? "
+                "ORDER BY seq LIMIT ?",
+                (first[0], limit),
+            ).fetchall()
         return take((Pending(*row) for row in rows), limit, max_bytes)
 
     def remove(self, report_ids: Iterable[str]) -> None:
         """Forget delivered (or definitively refused) reports."""
         with self._transaction() as db:
-            db.executemany("DELETE FROM outbox WHERE report_id = ?",
-                           [(report_id,) for report_id in report_ids])
+            db.executemany(
+                "DELETE FROM outbox WHERE report_id = ?", [(report_id,) for report_id in report_ids]
+            )
 
     def count(self) -> int:
         """Return how many reports are queued."""
@@ -131,8 +135,12 @@ class SqliteStorage:
         self._check_fork()
         db = getattr(self._local, "db", None)
         if db is None:
-            db = self._local.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
-                                                  isolation_level=None, check_same_thread=False)
+            db = self._local.db = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
             self._extra.append(db)
         db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
@@ -165,41 +173,51 @@ class _DiskLedger:
         self._db, self._max_queue, self._max_bytes = db, max_queue, max_bytes
 
     def memo(self, slot: Slot) -> Pending | None:
-        row = self._db.execute("SELECT report_id, report FROM ledger WHERE task_id = ? AND "
-                               "period = ? AND lookup = ?",
-                               (slot.task_id, slot.start, slot.lookup)).fetchone()
+        row = self._db.execute(
+            "SELECT report_id, report FROM ledger WHERE task_id = ? AND period = ? AND lookup = ?",
+            (slot.task_id, slot.start, slot.lookup),
+        ).fetchone()
         return None if row is None else Pending(slot.task_id, *row)
 
     def spent(self, slot: Slot) -> int:
         # One budget row per period (and length) the task reported in: a handful at most.
-        return int(self._db.execute(
-            "SELECT COALESCE(SUM(count), 0) FROM budget WHERE task_id = ? AND period < ? "
-            "AND period_end > ?", (slot.task_id, slot.end, slot.start)).fetchone()[0])
+        return int(
+            self._db.execute(
+                "SELECT COALESCE(SUM(count), 0) FROM budget WHERE task_id = ? AND period < ? "
+                "AND period_end > ?",
+                (slot.task_id, slot.end, slot.start),
+            ).fetchone()[0]
+        )
 
     def has_room(self, size: int) -> bool:
         count, total = self._db.execute("SELECT count, bytes FROM totals").fetchone()
         return bool(count < self._max_queue and total + size <= self._max_bytes)
 
     def enqueue(self, pending: Pending) -> bool:
-        if self._db.execute("SELECT 1 FROM outbox WHERE report_id = ?",
-                            (pending.report_id,)).fetchone():
+        if self._db.execute(
+            "SELECT 1 FROM outbox WHERE report_id = ?", (pending.report_id,)
+        ).fetchone():
             return True  # already waiting: the server would count it once anyway
         if not self.has_room(pending.size):
             return False
-        self._db.execute("INSERT INTO outbox (report_id, task_id, report, size) VALUES "
-                         "(?, ?, ?, ?)", (pending.report_id, pending.task_id, pending.report,
-                                          pending.size))
+        self._db.execute(
+            "INSERT INTO outbox (report_id, task_id, report, size) VALUES (?, ?, ?, ?)",
+            (pending.report_id, pending.task_id, pending.report, pending.size),
+        )
         return True
 
     def remember(self, slot: Slot, pending: Pending) -> None:
         # Periods that have ended no longer count against any record: forget them.
-        self._db.execute("DELETE FROM ledger WHERE task_id = ? AND period_end <= ?",
-                         (slot.task_id, slot.start))
-        self._db.execute("DELETE FROM budget WHERE task_id = ? AND period_end <= ?",
-                         (slot.task_id, slot.start))
-        self._db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
-                         (slot.task_id, slot.start, slot.end, slot.lookup, pending.report_id,
-                          pending.report))
+        self._db.execute(
+            "DELETE FROM ledger WHERE task_id = ? AND period_end <= ?", (slot.task_id, slot.start)
+        )
+        self._db.execute(
+            "DELETE FROM budget WHERE task_id = ? AND period_end <= ?", (slot.task_id, slot.start)
+        )
+        self._db.execute(
+            "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
+            (slot.task_id, slot.start, slot.end, slot.lookup, pending.report_id, pending.report),
+        )
 
 
 def _migrate(db: sqlite3.Connection) -> None:

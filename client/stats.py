@@ -84,6 +84,11 @@ class Counters:
     def snapshot(self, queued: int) -> ClientStats:
         """Return the current counters."""
         with self._lock:
-            return ClientStats(sent=self._sent, queued=queued, retries=self._retries,
-                               failed_batches=self._failed_batches,
-                               dropped=dict(self._dropped), rejected=dict(self._rejected))
+            return ClientStats(
+                sent=self._sent,
+                queued=queued,
+                retries=self._retries,
+                failed_batches=self._failed_batches,
+                dropped=dict(self._dropped),
+                rejected=dict(self._rejected),
+            )

@@ -58,10 +58,10 @@ class Pending:
 class Admission(enum.Enum):
     """What :meth:`Storage.admit` did with a record."""
 
-    NEW = "new"                            # privatized now and queued
-    REUSED = "reused"                      # the period's earlier report, queued again
-    EXHAUSTED = "budget_exhausted"         # the period's limit is reached: dropped
-    FULL = "queue_full"                    # the queue is full: dropped
+    NEW = "new"  # privatized now and queued
+    REUSED = "reused"  # the period's earlier report, queued again
+    EXHAUSTED = "budget_exhausted"  # the period's limit is reached: dropped
+    FULL = "queue_full"  # the queue is full: dropped
 
 
 class Ledger(Protocol):
@@ -168,13 +168,15 @@ class MemoryStorage:
 
     def memo(self, slot: Slot) -> Pending | None:
         """Return the report made for this slot's value and period, if any."""
-        return self._ledger.get(slot.task_id, {}).get((slot.start, slot.end), {}).get(
-            slot.lookup)
+        return self._ledger.get(slot.task_id, {}).get((slot.start, slot.end), {}).get(slot.lookup)
 
     def spent(self, slot: Slot) -> int:
         """Return the task's reports in periods overlapping the slot's."""
-        return sum(len(memo) for (start, end), memo in self._ledger.get(slot.task_id, {}).items()
-                   if start < slot.end and end > slot.start)
+        return sum(
+            len(memo)
+            for (start, end), memo in self._ledger.get(slot.task_id, {}).items()
+            if start < slot.end and end > slot.start
+        )
 
     def remember(self, slot: Slot, pending: Pending) -> None:
         """Record a new report; forget the task's periods that ended before this one."""
@@ -189,8 +191,7 @@ class MemoryStorage:
             if not self._queue:
                 return []
             task_id = next(iter(self._queue.values())).task_id
-            return take((p for p in self._queue.values() if p.task_id == task_id),
-                        limit, max_bytes)
+            return take((p for p in self._queue.values() if p.task_id == task_id), limit, max_bytes)
 
     def remove(self, report_ids: Iterable[str]) -> None:
         """Forget delivered (or definitively refused) reports."""

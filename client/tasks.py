@@ -50,10 +50,17 @@ class _Entry:
 class TaskRegistry:
     """Task configurations by id; thread-safe. Only the uploader thread fetches."""
 
-    def __init__(self, transport: Transport, *, pinned: Iterable[TaskConfig] = (),
-                 timeout: float, problems: ProblemLog, cache_dir: Path | None = None,
-                 wake: Callable[[], None] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        pinned: Iterable[TaskConfig] = (),
+        timeout: float,
+        problems: ProblemLog,
+        cache_dir: Path | None = None,
+        wake: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._transport = transport
         self._timeout = timeout
         self._problems = problems
@@ -86,8 +93,11 @@ class TaskRegistry:
             if task_id in self._pinned or task_id in self._entries:
                 continue
             if not isinstance(task_id, str) or not TASK_ID.fullmatch(task_id):
-                self._problems.report("task:invalid", "ldp-telemetry: %r is not a valid task "
-                                      "id; its records are dropped", str(task_id)[:80])
+                self._problems.report(
+                    "task:invalid",
+                    "ldp-telemetry: %r is not a valid task id; its records are dropped",
+                    str(task_id)[:80],
+                )
                 continue
             self._entries.setdefault(task_id, _Entry(None, None, 0.0))
             added = True
@@ -143,16 +153,22 @@ class TaskRegistry:
                     entries[task_id] = _Entry(task, item.get("etag"), 0.0)  # revalidate soon
             return entries
         except (OSError, ValueError, KeyError, TypeError, AttributeError, LdpError):
-            self._problems.report("task:cache", "ldp-telemetry: the task cache %s is "
-                                  "unreadable; tasks are fetched again", self._cache)
+            self._problems.report(
+                "task:cache",
+                "ldp-telemetry: the task cache %s is unreadable; tasks are fetched again",
+                self._cache,
+            )
             return {}
 
     def _save_cache(self) -> None:
         """Keep the known configurations beside the queue (atomic replace, mode 0600)."""
         if self._cache is None:
             return
-        known = {task_id: {"config": e.task.to_dict(), "etag": e.etag}
-                 for task_id, e in list(self._entries.items()) if e.task is not None}
+        known = {
+            task_id: {"config": e.task.to_dict(), "etag": e.etag}
+            for task_id, e in list(self._entries.items())
+            if e.task is not None
+        }
         temporary = self._cache.with_suffix(".tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -160,15 +176,22 @@ class TaskRegistry:
                 json.dump({"tasks": known}, out)
             os.replace(temporary, self._cache)
         except OSError as error:
-            self._problems.report("task:cache", "ldp-telemetry: cannot keep task "
-                                  "configurations on disk (%s)", type(error).__name__)
+            self._problems.report(
+                "task:cache",
+                "ldp-telemetry: cannot keep task configurations on disk (%s)",
+                type(error).__name__,
+            )
 
     def _fetch(self, task_id: str, old: _Entry | None) -> _Entry:
         try:
             entry = self._request(task_id, old if old is not None and old.task else None)
         except (TaskUnavailableError, TransportError) as error:
-            self._problems.report(f"task:{task_id}", "ldp-telemetry: task %r is unavailable "
-                                  "(%s); its records are dropped until it is", task_id, error)
+            self._problems.report(
+                f"task:{task_id}",
+                "ldp-telemetry: task %r is unavailable (%s); its records are dropped until it is",
+                task_id,
+                error,
+            )
             # The same entry, so refresh_due sees no change to report or save.
             entry = old if old is not None else _Entry(None, None, 0.0)
             entry.due = self._clock() + RETRY_FAILED
@@ -184,8 +207,9 @@ class TaskRegistry:
         if old is not None and old.etag and old.task is not None:
             headers["If-None-Match"] = old.etag
         try:
-            response = self._transport.handle(Request("GET", f"/v1/tasks/{task_id}", headers),
-                                              timeout=self._timeout)
+            response = self._transport.handle(
+                Request("GET", f"/v1/tasks/{task_id}", headers), timeout=self._timeout
+            )
         except TransportError:
             raise
         except Exception as error:  # a broken custom transport must not reach the app
@@ -218,7 +242,8 @@ def _check_pinned(tasks: Iterable[TaskConfig]) -> dict[str, TaskConfig]:
     for task in tasks:
         if not isinstance(task, TaskConfig):
             raise ConfigurationError(
-                f"tasks must hold shared.TaskConfig objects, got {type(task).__name__}")
+                f"tasks must hold shared.TaskConfig objects, got {type(task).__name__}"
+            )
         if task.task_id in pinned:
             raise ConfigurationError(f"task {task.task_id!r} is pinned twice")
         pinned[task.task_id] = task

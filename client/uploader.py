@@ -31,12 +31,26 @@ MAX_BACKOFF = 600.0
 class Uploader:
     """The scheduler: decide when the exporter sends what ``storage`` holds."""
 
-    def __init__(self, *, storage: Storage, transport: Transport, registry: TaskRegistry,
-                 counters: Counters, problems: ProblemLog, settings: Settings) -> None:
+    def __init__(
+        self,
+        *,
+        storage: Storage,
+        transport: Transport,
+        registry: TaskRegistry,
+        counters: Counters,
+        problems: ProblemLog,
+        settings: Settings,
+    ) -> None:
         self._storage, self._registry = storage, registry
         self._counters, self._problems, self._settings = counters, problems, settings
-        self._exporter = Exporter(storage=storage, transport=transport, registry=registry,
-                                  counters=counters, problems=problems, settings=settings)
+        self._exporter = Exporter(
+            storage=storage,
+            transport=transport,
+            registry=registry,
+            counters=counters,
+            problems=problems,
+            settings=settings,
+        )
         self._reset()
 
     def _reset(self) -> None:
@@ -47,10 +61,10 @@ class Uploader:
         self._stopping = threading.Event()
         self._progress = threading.Condition()
         self._starting = threading.Lock()
-        self._since_wake = 0    # reports queued since the thread last woke
-        self._failures = 0      # consecutive failed attempts, sets the backoff
-        self._failed_ever = 0   # every failed attempt, lets flush() see a new failure
-        self._resume_at = 0.0   # monotonic time before which only a flush sends (backoff)
+        self._since_wake = 0  # reports queued since the thread last woke
+        self._failures = 0  # consecutive failed attempts, sets the backoff
+        self._failed_ever = 0  # every failed attempt, lets flush() see a new failure
+        self._resume_at = 0.0  # monotonic time before which only a flush sends (backoff)
 
     def after_fork(self) -> None:
         """Forget the parent's thread and locks; the child starts its own thread on demand."""
@@ -78,8 +92,7 @@ class Uploader:
         with self._progress:
             while self._storage.count():
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._failed_ever != failed_before \
-                        or self._stopping.is_set():
+                if remaining <= 0 or self._failed_ever != failed_before or self._stopping.is_set():
                     return False
                 self._progress.wait(min(remaining, 0.05))
         return True
@@ -100,10 +113,12 @@ class Uploader:
         if self._thread is not None and self._thread.is_alive():
             return
         with self._starting:  # two first records at once must not start two threads
-            if (self._thread is None or not self._thread.is_alive()) \
-                    and not self._stopping.is_set():
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name="ldp-telemetry-uploader")
+            if (
+                self._thread is None or not self._thread.is_alive()
+            ) and not self._stopping.is_set():
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True, name="ldp-telemetry-uploader"
+                )
                 self._thread.start()
 
     def _run(self) -> None:
@@ -122,8 +137,9 @@ class Uploader:
             except Exception as error:  # the thread must survive anything
                 if self._stopping.is_set():
                     break  # the client closed its queue under a late upload: expected
-                self._problems.report("uploader", "ldp-telemetry: upload failed: %s",
-                                      type(error).__name__)
+                self._problems.report(
+                    "uploader", "ldp-telemetry: upload failed: %s", type(error).__name__
+                )
                 self._failed()
             with self._progress:
                 self._progress.notify_all()
@@ -156,4 +172,3 @@ class Uploader:
         backoff = min(MAX_BACKOFF, interval * 2 ** min(self._failures - 1, 20))
         # Jitter: devices that lost the collector together do not come back in step.
         self._resume_at = time.monotonic() + backoff * (0.5 + random.random() / 2)
-

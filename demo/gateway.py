@@ -64,10 +64,11 @@ class Gateway:
     def _forward(self, task_id: str, timeout: float) -> None:
         reports, self._pending[task_id] = self._pending[task_id], []
         for start in range(0, len(reports), BATCH):
-            chunk = reports[start:start + BATCH]
+            chunk = reports[start : start + BATCH]
             body = json.dumps({"reports": chunk}).encode()
             answer = self._upstream.handle(
-                Request("POST", f"/v1/tasks/{task_id}/reports", _JSON, body), timeout=timeout)
+                Request("POST", f"/v1/tasks/{task_id}/reports", _JSON, body), timeout=timeout
+            )
             if answer.status != 200:  # counted, shown by the demo, never silent
                 self.rejected[f"batch refused with HTTP {answer.status}"] += len(chunk)
                 continue

@@ -10,21 +10,110 @@ import numpy as np
 
 # 40 emoji; the analyst's candidate list is this vocabulary.
 VOCABULARY: tuple[str, ...] = (
-    "😂", "💙", "🤣", "👍", "😭", "🙏", "😘", "🥰", "😍", "😊",
-    "🎉", "😁", "💕", "🥺", "😅", "🔥", "😇", "🤦", "😢", "🤷",
-    "🙄", "😆", "🤗", "😉", "🎂", "🤔", "👏", "🙂", "😳", "🥳",
-    "😎", "👌", "💜", "😔", "💪", "✨", "💖", "👀", "😋", "😏",
+    "😂",
+    "💙",
+    "🤣",
+    "👍",
+    "😭",
+    "🙏",
+    "😘",
+    "🥰",
+    "😍",
+    "😊",
+    "🎉",
+    "😁",
+    "💕",
+    "🥺",
+    "😅",
+    "🔥",
+    "😇",
+    "🤦",
+    "😢",
+    "🤷",
+    "🙄",
+    "😆",
+    "🤗",
+    "😉",
+    "🎂",
+    "🤔",
+    "👏",
+    "🙂",
+    "😳",
+    "🥳",
+    "😎",
+    "👌",
+    "💜",
+    "😔",
+    "💪",
+    "✨",
+    "💖",
+    "👀",
+    "😋",
+    "😏",
 )
 
 # The words devices type: heavy-hitter discovery must find the frequent ones without them.
 WORDS: tuple[str, ...] = (
-    "hello", "thanks", "please", "sorry", "lunch", "coffee", "later", "maybe", "tonight",
-    "weekend", "movie", "music", "pizza", "happy", "birthday", "love", "miss", "work", "home",
-    "sleep", "game", "party", "dinner", "beach", "train", "phone", "photo", "dance", "money",
-    "water", "family", "friend", "school", "summer", "winter", "garden", "market", "cinema",
-    "soccer", "tennis", "guitar", "piano", "travel", "hotel", "flight", "ticket", "museum",
-    "forest", "river", "island", "doctor", "pasta", "salad", "bread", "cheese", "apple",
-    "banana", "orange", "lemon", "mango",
+    "hello",
+    "thanks",
+    "please",
+    "sorry",
+    "lunch",
+    "coffee",
+    "later",
+    "maybe",
+    "tonight",
+    "weekend",
+    "movie",
+    "music",
+    "pizza",
+    "happy",
+    "birthday",
+    "love",
+    "miss",
+    "work",
+    "home",
+    "sleep",
+    "game",
+    "party",
+    "dinner",
+    "beach",
+    "train",
+    "phone",
+    "photo",
+    "dance",
+    "money",
+    "water",
+    "family",
+    "friend",
+    "school",
+    "summer",
+    "winter",
+    "garden",
+    "market",
+    "cinema",
+    "soccer",
+    "tennis",
+    "guitar",
+    "piano",
+    "travel",
+    "hotel",
+    "flight",
+    "ticket",
+    "museum",
+    "forest",
+    "river",
+    "island",
+    "doctor",
+    "pasta",
+    "salad",
+    "bread",
+    "cheese",
+    "apple",
+    "banana",
+    "orange",
+    "lemon",
+    "mango",
 )
 
 
@@ -49,15 +138,17 @@ class Population:
         return sum(self.dark_mode)
 
 
-def make_population(devices: int, *, seed: int, zipf_s: float = 1.1,
-                    dark_mode_share: float = 0.35) -> Population:
+def make_population(
+    devices: int, *, seed: int, zipf_s: float = 1.1, dark_mode_share: float = 0.35
+) -> Population:
     """Draw a population: Zipf(s) over the vocabulary's and the words' ranks, yes/no."""
     rng = np.random.default_rng(seed)
     picks = _zipf(rng, len(VOCABULARY), devices, zipf_s)
     answers = rng.random(devices) < dark_mode_share
     typed = _zipf(rng, len(WORDS), devices, zipf_s)
-    return Population([VOCABULARY[i] for i in picks], [bool(a) for a in answers],
-                      [WORDS[i] for i in typed])
+    return Population(
+        [VOCABULARY[i] for i in picks], [bool(a) for a in answers], [WORDS[i] for i in typed]
+    )
 
 
 def _zipf(rng: np.random.Generator, size: int, draws: int, s: float) -> np.ndarray:

@@ -29,8 +29,9 @@ class Collector:
 
     def post(self, path: str, body: object, token: str) -> dict:
         """POST JSON with a bearer token and return the JSON answer (raise on 4xx/5xx)."""
-        response = requests.post(self.url + path, json=body, timeout=60,
-                                 headers={"Authorization": f"Bearer {token}"})
+        response = requests.post(
+            self.url + path, json=body, timeout=60, headers={"Authorization": f"Bearer {token}"}
+        )
         if response.status_code >= 400:
             raise RuntimeError(f"{path}: {response.status_code} {response.text}")
         return response.json()
@@ -47,15 +48,28 @@ def free_port() -> int:
 def running_collector(folder: Path) -> Iterator[Collector]:
     """Start the collector on SQLite in ``folder``; stop it with SIGTERM on exit."""
     port = free_port()
-    collector = Collector(f"http://127.0.0.1:{port}", secrets.token_urlsafe(24),
-                          secrets.token_urlsafe(24))
-    env = {**os.environ, "LDP_ADMIN_TOKEN": collector.admin_token,
-           "LDP_ANALYST_TOKEN": collector.analyst_token}
-    command = [sys.executable, "-m", "aggregator.cli", "--db", str(folder / "ldp.sqlite3"),
-               "serve", "--host", "127.0.0.1", "--port", str(port)]
+    collector = Collector(
+        f"http://127.0.0.1:{port}", secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    )
+    env = {
+        **os.environ,
+        "LDP_ADMIN_TOKEN": collector.admin_token,
+        "LDP_ANALYST_TOKEN": collector.analyst_token,
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "aggregator.cli",
+        "--db",
+        str(folder / "ldp.sqlite3"),
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     with open(folder / "collector.log", "wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=log,
-                                   start_new_session=True)
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
     try:
         _wait_ready(collector.url, process, folder / "collector.log")
         yield collector

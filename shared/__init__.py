@@ -6,13 +6,13 @@ accuracy and the codec.
 """
 
 from shared.codec import (
-                          Envelope,
-                          Rejection,
-                          decode_batch,
-                          decode_report,
-                          encode_batch,
-                          encode_report,
-                          new_report_id,
+    Envelope,
+    Rejection,
+    decode_batch,
+    decode_report,
+    encode_batch,
+    encode_report,
+    new_report_id,
 )
 from shared.errors import DecodeError, LdpError, ParameterError, ValueOutOfDomain
 from shared.estimates import Estimates
@@ -20,10 +20,10 @@ from shared.mechanisms.base import Mechanism
 from shared.mechanisms.cms import CountMeanSketch, CountMeanSketchSums, SketchBatch, SketchReport
 from shared.mechanisms.grr import GeneralizedRandomizedResponse, GeneralizedRandomizedResponseSums
 from shared.mechanisms.hcms import (
-                          HadamardBatch,
-                          HadamardCountMeanSketch,
-                          HadamardCountMeanSketchSums,
-                          HadamardReport,
+    HadamardBatch,
+    HadamardCountMeanSketch,
+    HadamardCountMeanSketchSums,
+    HadamardReport,
 )
 from shared.mechanisms.olh import HashedBatch, HashedReport, OptimizedLocalHashing
 from shared.mechanisms.registry import MECHANISMS

@@ -52,7 +52,7 @@ def add_bit_rows(table: np.ndarray, rows: np.ndarray, packed: np.ndarray) -> Non
         for layer in range(int(layout.group_sizes[first])):
             width = min(last, int(layout.layer_width[layer])) - first
             start = int(layout.layer_start[layer]) + first
-            counts[:width] += np.unpackbits(layout.packed[start:start + width], axis=1)
+            counts[:width] += np.unpackbits(layout.packed[start : start + width], axis=1)
             if layer % MAX_LAYERS == MAX_LAYERS - 1:
                 _flush(table, layout.group_rows[first:last], counts)
         _flush(table, layout.group_rows[first:last], counts)
@@ -71,18 +71,18 @@ def _layout(rows: np.ndarray, packed: np.ndarray, table_rows: int) -> _Layout:
     rank_of_group = np.empty_like(by_size)
     rank_of_group[by_size] = np.arange(len(by_size))
     # layer_width[l] = number of groups with more than l reports (sizes are non-increasing).
-    layer_width = np.searchsorted(-group_sizes, -np.arange(1, group_sizes[0] + 1),
-                                  side="right")
+    layer_width = np.searchsorted(-group_sizes, -np.arange(1, group_sizes[0] + 1), side="right")
     layer_start = np.concatenate(([0], np.cumsum(layer_width)[:-1]))
     group = np.repeat(np.arange(len(sizes)), sizes)
     depth = np.arange(len(rows)) - starts[group]
     position = np.empty_like(order)
     position[layer_start[depth] + rank_of_group[group]] = order
-    return _Layout(packed[position], sorted_rows[starts[by_size]], group_sizes, layer_width,
-                   layer_start)
+    return _Layout(
+        packed[position], sorted_rows[starts[by_size]], group_sizes, layer_width, layer_start
+    )
 
 
 def _flush(table: np.ndarray, group_rows: np.ndarray, counts: np.ndarray) -> None:
     """Add one round of uint8 counts into the table's rows (distinct) and zero them."""
-    table[group_rows] += counts[:, :table.shape[1]]
+    table[group_rows] += counts[:, : table.shape[1]]
     counts[...] = 0

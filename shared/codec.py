@@ -26,9 +26,20 @@ from shared.errors import DecodeError
 from shared.task import TaskConfig
 from shared.wire import b64decode, b64encode, integer
 
-__all__ = ["REPORT_ID_BYTES", "Envelope", "Rejection", "b64decode", "b64encode", "batch_body",
-           "decode_batch", "decode_report", "encode_batch", "encode_report",
-           "encode_report_text", "new_report_id"]
+__all__ = [
+    "REPORT_ID_BYTES",
+    "Envelope",
+    "Rejection",
+    "b64decode",
+    "b64encode",
+    "batch_body",
+    "decode_batch",
+    "decode_report",
+    "encode_batch",
+    "encode_report",
+    "encode_report_text",
+    "new_report_id",
+]
 
 REPORT_ID_BYTES = 16
 Payload = Any  # a mechanism's report (see shared.mechanisms)
@@ -62,8 +73,11 @@ def new_report_id() -> bytes:
 def encode_report(task: TaskConfig, envelope: Envelope) -> dict[str, Any]:
     """Return the JSON object of one report."""
     # int(): numpy integers taken from a batch's arrays are not JSON serializable
-    out: dict[str, Any] = {"report_id": b64encode(envelope.report_id),
-                           "fingerprint": envelope.fingerprint, "time": int(envelope.time)}
+    out: dict[str, Any] = {
+        "report_id": b64encode(envelope.report_id),
+        "fingerprint": envelope.fingerprint,
+        "time": int(envelope.time),
+    }
     out.update(task.mechanism_object.encode_payload(envelope.payload))
     return out
 
@@ -94,20 +108,24 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
     expected, present = _expected_fields(task), obj.keys()
     if present != expected:
         missing, extra = expected - present, present - expected
-        raise DecodeError(f"report fields do not match the task's mechanism {task.mechanism}: "
-                          f"missing {sorted(missing)}, unexpected {sorted(extra)}")
+        raise DecodeError(
+            f"report fields do not match the task's mechanism {task.mechanism}: "
+            f"missing {sorted(missing)}, unexpected {sorted(extra)}"
+        )
     report_id = b64decode(obj["report_id"], REPORT_ID_BYTES, "report_id")
     if not isinstance(obj["fingerprint"], str):  # malformed, not merely outdated
         raise DecodeError("fingerprint must be a string")
     if obj["fingerprint"] != task.fingerprint:
-        raise DecodeError("the report was made with another version of this task; fetch "
-                          "the task again", reason="outdated_config")
+        raise DecodeError(
+            "the report was made with another version of this task; fetch the task again",
+            reason="outdated_config",
+        )
     time = integer(obj, "time", 0, 2**62)
     if time % task.time_precision:
-        raise DecodeError(f"time must be floored to the task's time_precision "
-                          f"({task.time_precision} s)")
-    return Envelope(report_id, task.fingerprint, time,
-                    task.mechanism_object.decode_payload(obj))
+        raise DecodeError(
+            f"time must be floored to the task's time_precision ({task.time_precision} s)"
+        )
+    return Envelope(report_id, task.fingerprint, time, task.mechanism_object.decode_payload(obj))
 
 
 def decode_batch(task: TaskConfig, body: Any) -> tuple[list[Envelope], list[Rejection]]:
@@ -144,4 +162,3 @@ def _with_common(payload_fields: tuple[str, ...]) -> frozenset[str]:
 def _report_id_of(obj: Any) -> str | None:
     report_id = obj.get("report_id") if isinstance(obj, dict) else None
     return report_id if isinstance(report_id, str) and len(report_id) <= 64 else None
-

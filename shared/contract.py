@@ -20,14 +20,14 @@ PROBLEM_TYPE = "urn:ldp-telemetry:problem:"
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 CACHE_CONTROL = "public, max-age=60"
 REPLAYED = "report_replayed"
-REPLAYED_MESSAGE = ("this report id was already received and counted; a retrying client "
-                    "may treat this as success")
+REPLAYED_MESSAGE = (
+    "this report id was already received and counted; a retrying client may treat this as success"
+)
 
 
 def replays(report_ids: Iterable[bytes]) -> list[Rejection]:
     """Return the rejections of reports whose ids were counted before."""
-    return [Rejection(b64encode(report_id), REPLAYED, REPLAYED_MESSAGE)
-            for report_id in report_ids]
+    return [Rejection(b64encode(report_id), REPLAYED, REPLAYED_MESSAGE) for report_id in report_ids]
 
 
 def upload_answer(accepted: int, rejected: Sequence[Rejection]) -> dict[str, Any]:
@@ -35,11 +35,17 @@ def upload_answer(accepted: int, rejected: Sequence[Rejection]) -> dict[str, Any
     return {"accepted": accepted, "rejected": [asdict(r) for r in rejected]}
 
 
-def problem(status: int, code: str, detail: str, title: str | None = None,
-            **extra: Any) -> dict[str, Any]:
+def problem(
+    status: int, code: str, detail: str, title: str | None = None, **extra: Any
+) -> dict[str, Any]:
     """Return a problem document (RFC 9457) with a stable ``type``."""
-    return {"type": PROBLEM_TYPE + code, "title": title or code.replace("_", " ").capitalize(),
-            "status": status, "detail": detail, **extra}
+    return {
+        "type": PROBLEM_TYPE + code,
+        "title": title or code.replace("_", " ").capitalize(),
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
 
 
 def problem_code(body: Any) -> str:

@@ -38,25 +38,45 @@ class Estimates:
     level: float
 
     @classmethod
-    def from_variance(cls, values: Sequence[Any], estimate: np.ndarray, variance: np.ndarray,
-                      n: int, level: float = DEFAULT_LEVEL) -> Estimates:
+    def from_variance(
+        cls,
+        values: Sequence[Any],
+        estimate: np.ndarray,
+        variance: np.ndarray,
+        n: int,
+        level: float = DEFAULT_LEVEL,
+    ) -> Estimates:
         """Build intervals estimate ± z·sqrt(variance)."""
         std_error = np.sqrt(np.maximum(variance, 0.0))
         half = z_value(level) * std_error
-        return cls(tuple(values), estimate, std_error, estimate - half, estimate + half,
-                   int(n), level)
+        return cls(
+            tuple(values), estimate, std_error, estimate - half, estimate + half, int(n), level
+        )
 
     def proportions(self) -> Estimates:
         """Return the same estimates divided by n (all zero when n is 0)."""
         scale = 1.0 / self.n if self.n else 0.0
-        return Estimates(self.values, self.estimate * scale, self.std_error * scale,
-                         self.ci_low * scale, self.ci_high * scale, self.n, self.level)
+        return Estimates(
+            self.values,
+            self.estimate * scale,
+            self.std_error * scale,
+            self.ci_low * scale,
+            self.ci_high * scale,
+            self.n,
+            self.level,
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         """Return one JSON-ready dict per value."""
         return [
-            {"value": value, "estimate": float(e), "std_error": float(s),
-             "ci_low": float(lo), "ci_high": float(hi)}
-            for value, e, s, lo, hi in zip(self.values, self.estimate, self.std_error,
-                                           self.ci_low, self.ci_high, strict=True)
+            {
+                "value": value,
+                "estimate": float(e),
+                "std_error": float(s),
+                "ci_low": float(lo),
+                "ci_high": float(hi),
+            }
+            for value, e, s, lo, hi in zip(
+                self.values, self.estimate, self.std_error, self.ci_low, self.ci_high, strict=True
+            )
         ]

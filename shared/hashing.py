@@ -42,8 +42,9 @@ def value_key(value: str, hash_seed: int) -> int:
 
 def value_keys(values: Sequence[str], hash_seed: int) -> np.ndarray:
     """Return the uint64 keys of many values."""
-    return np.fromiter((value_key(v, hash_seed) for v in values), dtype=np.uint64,
-                       count=len(values))
+    return np.fromiter(
+        (value_key(v, hash_seed) for v in values), dtype=np.uint64, count=len(values)
+    )
 
 
 def splitmix64(seed: int, count: int) -> np.ndarray:

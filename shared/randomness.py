@@ -98,8 +98,9 @@ def bernoulli_flags(size: int, threshold: int, rng: Rng = None) -> np.ndarray:
     if rng is not None:
         return uniform_words(size, rng) < threshold
     raw, target = _secure_draw(size, threshold)
-    flags = np.frombuffer(bytearray(raw.translate(_BELOW_TABLES[target[0]])), dtype=np.bool_,
-                          count=size)
+    flags = np.frombuffer(
+        bytearray(raw.translate(_BELOW_TABLES[target[0]])), dtype=np.bool_, count=size
+    )
     if size <= _SCALAR_TIES_UP_TO:
         flags[_ties_below(raw, size, target, len(raw))] = True
     else:
@@ -121,8 +122,9 @@ def bernoulli_packed(size: int, threshold: int, rng: Rng = None) -> bytearray:
     return _pack_secure(raw, size, target, len(raw))
 
 
-def row_and_bernoulli_packed(n: int, size: int, threshold: int,
-                             rng: Rng = None) -> tuple[int, bytearray]:
+def row_and_bernoulli_packed(
+    n: int, size: int, threshold: int, rng: Rng = None
+) -> tuple[int, bytearray]:
     """Return ``uniform_below(n, rng)`` and ``bernoulli_packed(size, threshold, rng)``.
 
     From the CSPRNG both come from one os.urandom read (a CMS report's row and bits): the

@@ -37,7 +37,8 @@ class Sums:
         if type(other) is not type(self) or other.table.shape != self.table.shape:
             raise ParameterError(
                 f"cannot merge {type(other).__name__}{other.table.shape} into "
-                f"{type(self).__name__}{self.table.shape}: different task shapes")
+                f"{type(self).__name__}{self.table.shape}: different task shapes"
+            )
         self.n += other.n
         self.table += other.table
 
@@ -53,13 +54,18 @@ class Sums:
         if n.shape != self.n.shape or table.shape != self.table.shape:
             raise ParameterError(
                 f"stored sums of shape {n.shape}/{table.shape} do not match "
-                f"{self.n.shape}/{self.table.shape}")
+                f"{self.n.shape}/{self.table.shape}"
+            )
         self.n += n
         self.table += table
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Sums) and type(other) is type(self)
-                and np.array_equal(self.n, other.n) and np.array_equal(self.table, other.table))
+        return (
+            isinstance(other, Sums)
+            and type(other) is type(self)
+            and np.array_equal(self.n, other.n)
+            and np.array_equal(self.table, other.table)
+        )
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
@@ -86,5 +92,7 @@ def check_shape(sums: Any, rows: int, width: int, owner: str) -> None:
     """
     shape = tuple(getattr(getattr(sums, "table", None), "shape", ()))
     if shape != (rows, width):
-        raise ParameterError(f"sums with table shape {shape} cannot be estimated by {owner}, "
-                             f"whose shape is {(rows, width)}: they belong to another task")
+        raise ParameterError(
+            f"sums with table shape {shape} cannot be estimated by {owner}, "
+            f"whose shape is {(rows, width)}: they belong to another task"
+        )

@@ -48,24 +48,35 @@ class TaskConfig:
     min_batch_size: int = 100
     fingerprint: str = field(default="", compare=False)
 
-    def __init__(self, task_id: str, mechanism: str, params: ParamsBase | None = None,
-                 time_precision: int = DAY, min_batch_size: int = 100, fingerprint: str = "",
-                 **parameters: Any) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        mechanism: str,
+        params: ParamsBase | None = None,
+        time_precision: int = DAY,
+        min_batch_size: int = 100,
+        fingerprint: str = "",
+        **parameters: Any,
+    ) -> None:
         # fullmatch: with match, "$" also matches before a trailing newline ("id\n").
         if not isinstance(task_id, str) or not TASK_ID.fullmatch(task_id):
             raise ParameterError(
                 "task_id must be 1-64 letters, digits, '_', '.' or '-', starting with a "
-                f"letter or digit, got {task_id!r}")
+                f"letter or digit, got {task_id!r}"
+            )
         kind = params_class(mechanism)
         check_foreign_fields(mechanism, {k for k, v in parameters.items() if v is not None})
         given = {**(params.to_fields() if params is not None else {}), **parameters}
         time_precision, min_batch_size = _plain_int(time_precision), _plain_int(min_batch_size)
         check_int("time_precision", time_precision, 1, 366 * DAY)
         check_int("min_batch_size", min_batch_size, 1, 10**9)
-        for name, value in (("task_id", task_id), ("mechanism", mechanism),
-                            ("params", kind.from_fields(given)),
-                            ("time_precision", time_precision),
-                            ("min_batch_size", min_batch_size)):
+        for name, value in (
+            ("task_id", task_id),
+            ("mechanism", mechanism),
+            ("params", kind.from_fields(given)),
+            ("time_precision", time_precision),
+            ("min_batch_size", min_batch_size),
+        ):
             object.__setattr__(self, name, value)
         self.mechanism_object  # noqa: B018  # validates the mechanism parameters now
         expected = self._compute_fingerprint()
@@ -121,9 +132,14 @@ class TaskConfig:
 
     def _set_fields(self) -> dict[str, Any]:
         """Return the flat JSON fields: the common ones and the mechanism's set parameters."""
-        return {"task_id": self.task_id, "mechanism": self.mechanism,
-                **self.params.to_fields(), "time_precision": self.time_precision,
-                "min_batch_size": self.min_batch_size, "fingerprint": self.fingerprint}
+        return {
+            "task_id": self.task_id,
+            "mechanism": self.mechanism,
+            **self.params.to_fields(),
+            "time_precision": self.time_precision,
+            "min_batch_size": self.min_batch_size,
+            "fingerprint": self.fingerprint,
+        }
 
     def _compute_fingerprint(self) -> str:
         fields = self._set_fields()

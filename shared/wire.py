@@ -30,8 +30,10 @@ def b64decode(text: str, size: int, what: str) -> bytes:
     if not _BASE64URL.fullmatch(text):
         raise DecodeError(f"{what} is not valid base64url (alphabet A-Z a-z 0-9 - _)")
     if text[-1] not in _canonical_last_characters(size):
-        raise DecodeError(f"{what} must be {size} bytes as canonical base64url: the unused "
-                          "low bits of the last character must be zero")
+        raise DecodeError(
+            f"{what} must be {size} bytes as canonical base64url: the unused "
+            "low bits of the last character must be zero"
+        )
     # Checked up front, the decoding itself is one C call (this runs per report on ingest).
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
@@ -40,7 +42,7 @@ def b64decode(text: str, size: int, what: str) -> bytes:
 def _canonical_last_characters(size: int) -> frozenset[str]:
     """Return the characters that may end the canonical encoding of ``size`` bytes."""
     unused = -8 * size % 6  # low bits of the last character that carry nothing
-    return frozenset(_ALPHABET[::1 << unused])
+    return frozenset(_ALPHABET[:: 1 << unused])
 
 
 def integer(obj: Mapping[str, Any], name: str, low: int, high: int) -> int:

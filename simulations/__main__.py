@@ -37,30 +37,58 @@ class Experiment(Protocol):
 
 EXPERIMENTS: dict[str, Experiment] = {
     module.NAME: module
-    for module in (rr_vs_laplace, posterior, rr_seed, sketch_accuracy, choose_mechanism,
-                   heavy_hitters)
+    for module in (
+        rr_vs_laplace,
+        posterior,
+        rr_seed,
+        sketch_accuracy,
+        choose_mechanism,
+        heavy_hitters,
+    )
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser; its --help lists every experiment."""
-    listing = "\n".join(textwrap.fill(f"{name:<18} {module.SUMMARY}", width=88,
-                                       initial_indent="  ", subsequent_indent=" " * 21)
-                         for name, module in EXPERIMENTS.items())
+    listing = "\n".join(
+        textwrap.fill(
+            f"{name:<18} {module.SUMMARY}",
+            width=88,
+            initial_indent="  ",
+            subsequent_indent=" " * 21,
+        )
+        for name, module in EXPERIMENTS.items()
+    )
     parser = argparse.ArgumentParser(
-        prog="ldp-sim", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="ldp-sim",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Simulations that reproduce the theory of the local-DP mechanisms: each "
-                    "writes a PNG (simulation beside theory), a CSV and a markdown table.",
-        epilog=f"experiments:\n{listing}\n  {'all':<18} every experiment above, in turn")
-    parser.add_argument("experiment", choices=[*EXPERIMENTS, "all"], metavar="experiment",
-                        help="which experiment to run (see below)")
-    parser.add_argument("--seed", type=_seed, default=2026,
-                        help="random seed: the same seed gives the same numbers (default 2026)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="output folder, one sub-folder per experiment "
-                             f"(default {DEFAULT_OUT})")
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes (seconds, as in the tests) instead of the full runs")
+        "writes a PNG (simulation beside theory), a CSV and a markdown table.",
+        epilog=f"experiments:\n{listing}\n  {'all':<18} every experiment above, in turn",
+    )
+    parser.add_argument(
+        "experiment",
+        choices=[*EXPERIMENTS, "all"],
+        metavar="experiment",
+        help="which experiment to run (see below)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        default=2026,
+        help="random seed: the same seed gives the same numbers (default 2026)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"output folder, one sub-folder per experiment (default {DEFAULT_OUT})",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes (seconds, as in the tests) instead of the full runs",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return parser
 
@@ -75,8 +103,9 @@ def _seed(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the chosen experiment(s); print the files written; return the exit status."""
     args = build_parser().parse_args(argv)
-    settings = RunSettings(seed=args.seed, out_dir=args.out, quick=args.quick,
-                           show_progress=not args.no_progress)
+    settings = RunSettings(
+        seed=args.seed, out_dir=args.out, quick=args.quick, show_progress=not args.no_progress
+    )
     names = list(EXPERIMENTS) if args.experiment == "all" else [args.experiment]
     for name in names:
         started = time.perf_counter()

@@ -28,8 +28,10 @@ from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table
 
 NAME = "heavy_hitters"
-SUMMARY = ("hh: top-10/top-20 precision of dictionary-free discovery over n, epsilon and "
-           "the step, against the exact-dictionary CMS ceiling (Zipf strings a-z)")
+SUMMARY = (
+    "hh: top-10/top-20 precision of dictionary-free discovery over n, epsilon and "
+    "the step, against the exact-dictionary CMS ceiling (Zipf strings a-z)"
+)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 TOPS = (10, 20)
 
@@ -51,11 +53,30 @@ class Sizes:
     step: int = 2
 
 
-QUICK = Sizes(n=40_000, epsilon=4.0, k=128, m=256, max_length=8, vocabulary=2_000, seeds=2,
-              ns=(40_000,), epsilons=(4.0,), steps=(1, 2))
-FULL = Sizes(n=1_000_000, epsilon=4.0, k=2048, m=1024, max_length=16, vocabulary=100_000,
-             seeds=5, ns=(100_000, 1_000_000, 10_000_000), epsilons=(1.0, 2.0, 4.0, 8.0),
-             steps=(1, 2))
+QUICK = Sizes(
+    n=40_000,
+    epsilon=4.0,
+    k=128,
+    m=256,
+    max_length=8,
+    vocabulary=2_000,
+    seeds=2,
+    ns=(40_000,),
+    epsilons=(4.0,),
+    steps=(1, 2),
+)
+FULL = Sizes(
+    n=1_000_000,
+    epsilon=4.0,
+    k=2048,
+    m=1024,
+    max_length=16,
+    vocabulary=100_000,
+    seeds=5,
+    ns=(100_000, 1_000_000, 10_000_000),
+    epsilons=(1.0, 2.0, 4.0, 8.0),
+    steps=(1, 2),
+)
 
 
 @dataclass(frozen=True)
@@ -87,8 +108,9 @@ def strings(count: int, max_length: int, rng: np.random.Generator) -> list[str]:
     return list(found)
 
 
-def sample_hh_sums(hh: HeavyHitters, values: list[str], counts: np.ndarray,
-                   rng: np.random.Generator) -> HeavyHitterSums:
+def sample_hh_sums(
+    hh: HeavyHitters, values: list[str], counts: np.ndarray, rng: np.random.Generator
+) -> HeavyHitterSums:
     """Return the exact-in-distribution sums of the devices' reports (one per device)."""
     split = rng.multinomial(counts, np.full(hh.level_count, 1.0 / hh.level_count))
     sums = hh.new_sums()
@@ -98,16 +120,21 @@ def sample_hh_sums(hh: HeavyHitters, values: list[str], counts: np.ndarray,
         for value_units, count in zip(units, split[:, g].tolist(), strict=True):
             if count:
                 per_item[hh.item(value_units, g)] += count
-        level = sample_cms_sums(hh.sketches[g], list(per_item),
-                                np.fromiter(per_item.values(), np.int64, len(per_item)), rng)
+        level = sample_cms_sums(
+            hh.sketches[g],
+            list(per_item),
+            np.fromiter(per_item.values(), np.int64, len(per_item)),
+            rng,
+        )
         rows = slice(g * hh.k, (g + 1) * hh.k)
         sums.n[rows] += level.n
         sums.table[rows] += level.table
     return sums
 
 
-def measure(sizes: Sizes, sweep: str, n: int, epsilon: float, step: int,
-            rng: np.random.Generator) -> Point:
+def measure(
+    sizes: Sizes, sweep: str, n: int, epsilon: float, step: int, rng: np.random.Generator
+) -> Point:
     """Run ``sizes.seeds`` populations and privatizations at one setting; return the means."""
     scores: dict[str, list[float]] = defaultdict(list)
     for _ in range(sizes.seeds):
@@ -116,8 +143,15 @@ def measure(sizes: Sizes, sweep: str, n: int, epsilon: float, step: int,
         counts = rng.multinomial(n, weights / weights.sum())
         truth = [values[i] for i in np.argsort(-counts, kind="stable")]
         seed = int(rng.integers(0, 2**32))
-        hh = HeavyHitters(epsilon=epsilon, k=sizes.k, m=sizes.m, hash_seed=seed,
-                          alphabet=LETTERS, max_length=sizes.max_length, step=step)
+        hh = HeavyHitters(
+            epsilon=epsilon,
+            k=sizes.k,
+            m=sizes.m,
+            hash_seed=seed,
+            alphabet=LETTERS,
+            max_length=sizes.max_length,
+            step=step,
+        )
         sums = sample_hh_sums(hh, values, counts, rng)
         started = time.perf_counter()
         found = hh.discover(sums, top=max(TOPS), survivors=64)
@@ -137,19 +171,31 @@ def measure(sizes: Sizes, sweep: str, n: int, epsilon: float, step: int,
             held = {v for v, c in zip(values, counts, strict=True) if c > 0}
             scores["reliable_spurious"].append(len(set(flagged) - held) / len(flagged))
     mean = {key: float(np.mean(v)) if v else float("nan") for key, v in scores.items()}
-    return Point(sweep, n, epsilon, step, mean["top10"], mean["top20"], mean["ceiling10"],
-                 mean["ceiling20"], mean["reliable_rows"],
-                 mean.get("reliable_precision", float("nan")),
-                 mean.get("reliable_spurious", float("nan")), mean["query_seconds"],
-                 int(mean["examined"]))
+    return Point(
+        sweep,
+        n,
+        epsilon,
+        step,
+        mean["top10"],
+        mean["top20"],
+        mean["ceiling10"],
+        mean["ceiling20"],
+        mean["reliable_rows"],
+        mean.get("reliable_precision", float("nan")),
+        mean.get("reliable_spurious", float("nan")),
+        mean["query_seconds"],
+        int(mean["examined"]),
+    )
 
 
 def configurations(sizes: Sizes) -> list[tuple[str, int, float, int]]:
     """Return (sweep, n, epsilon, step) for every setting (the base setting once per sweep)."""
     s = sizes
-    return ([("n", n, s.epsilon, s.step) for n in s.ns]
-            + [("epsilon", s.n, e, s.step) for e in s.epsilons]
-            + [("step", s.n, s.epsilon, step) for step in s.steps])
+    return (
+        [("n", n, s.epsilon, s.step) for n in s.ns]
+        + [("epsilon", s.n, e, s.step) for e in s.epsilons]
+        + [("step", s.n, s.epsilon, step) for step in s.steps]
+    )
 
 
 def compute(sizes: Sizes, rng: np.random.Generator, show_progress: bool = False) -> list[Point]:
@@ -170,17 +216,26 @@ def plot(points: list[Point], sizes: Sizes, path: Path) -> Path:
         mine = [p for p in points if p.sweep == sweep]
         x = [float(getattr(p, sweep)) for p in mine]
         for index, top in enumerate(TOPS):
-            axes.plot(x, [getattr(p, f"top{top}") for p in mine], color=f"C{index}",
-                      label=f"hh top-{top}", **plotting.EMPIRICAL_STYLE)
-            axes.plot(x, [getattr(p, f"ceiling{top}") for p in mine], color=f"C{index}",
-                      label=f"dictionary CMS top-{top}", **plotting.THEORY_STYLE)
+            axes.plot(
+                x,
+                [getattr(p, f"top{top}") for p in mine],
+                color=f"C{index}",
+                label=f"hh top-{top}",
+                **plotting.EMPIRICAL_STYLE,
+            )
+            axes.plot(
+                x,
+                [getattr(p, f"ceiling{top}") for p in mine],
+                color=f"C{index}",
+                label=f"dictionary CMS top-{top}",
+                **plotting.THEORY_STYLE,
+            )
         if sweep == "n":
             axes.set_xscale("log")
         axes.set_xlabel({"n": "n (devices)", "epsilon": "ε", "step": "step s (symbols)"}[sweep])
         axes.set_ylabel("precision = recall")
         axes.set_ylim(0, 1.05)
-        axes.set_title(f"vs {sweep} (k={sizes.k}, m={sizes.m}, L={sizes.max_length})",
-                       fontsize=10)
+        axes.set_title(f"vs {sweep} (k={sizes.k}, m={sizes.m}, L={sizes.max_length})", fontsize=10)
         axes.grid(True, alpha=0.3)
         axes.legend(fontsize=7)
     return plotting.save(fig, path)
@@ -188,21 +243,32 @@ def plot(points: list[Point], sizes: Sizes, path: Path) -> Path:
 
 def table(points: list[Point], sizes: Sizes) -> Table:
     """Return one row per setting and sweep."""
-    columns = [Column("sweep", "sweep"), Column("n", "n", "{:,}"),
-               Column("epsilon", "ε", "{:g}"), Column("step", "s", "{:d}"),
-               Column("top10", "top-10", "{:.2f}"), Column("top20", "top-20", "{:.2f}"),
-               Column("ceiling10", "dict. top-10", "{:.2f}"),
-               Column("ceiling20", "dict. top-20", "{:.2f}"),
-               Column("reliable_rows", "reliable rows", "{:.1f}"),
-               Column("reliable_precision", "reliable ∈ true top-20", "{:.3f}"),
-               Column("reliable_spurious", "reliable held by nobody", "{:.3f}"),
-               Column("query_seconds", "query s", "{:.1f}"),
-               Column("examined", "candidates", "{:,}")]
-    notes = (f"Zipf(1.1) over {sizes.vocabulary:,} strings of 3–{sizes.max_length} letters "
-             f"a–z; k = {sizes.k}, m = {sizes.m}, L0 = 2, 64 survivors; mean of "
-             f"{sizes.seeds} seeds")
-    return Table("Heavy hitters without a dictionary vs the dictionary CMS ceiling", columns,
-                 [vars(p) for p in points], notes)
+    columns = [
+        Column("sweep", "sweep"),
+        Column("n", "n", "{:,}"),
+        Column("epsilon", "ε", "{:g}"),
+        Column("step", "s", "{:d}"),
+        Column("top10", "top-10", "{:.2f}"),
+        Column("top20", "top-20", "{:.2f}"),
+        Column("ceiling10", "dict. top-10", "{:.2f}"),
+        Column("ceiling20", "dict. top-20", "{:.2f}"),
+        Column("reliable_rows", "reliable rows", "{:.1f}"),
+        Column("reliable_precision", "reliable ∈ true top-20", "{:.3f}"),
+        Column("reliable_spurious", "reliable held by nobody", "{:.3f}"),
+        Column("query_seconds", "query s", "{:.1f}"),
+        Column("examined", "candidates", "{:,}"),
+    ]
+    notes = (
+        f"Zipf(1.1) over {sizes.vocabulary:,} strings of 3–{sizes.max_length} letters "
+        f"a–z; k = {sizes.k}, m = {sizes.m}, L0 = 2, 64 survivors; mean of "
+        f"{sizes.seeds} seeds"
+    )
+    return Table(
+        "Heavy hitters without a dictionary vs the dictionary CMS ceiling",
+        columns,
+        [vars(p) for p in points],
+        notes,
+    )
 
 
 def run(settings: RunSettings) -> list[Path]:

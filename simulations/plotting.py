@@ -14,19 +14,23 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-__all__ = ["EMPIRICAL_STYLE", "THEORY_STYLE", "Axes", "Figure", "NullFormatter", "figure",
-           "save"]
+__all__ = ["EMPIRICAL_STYLE", "THEORY_STYLE", "Axes", "Figure", "NullFormatter", "figure", "save"]
 
 THEORY_STYLE: dict[str, Any] = {"linestyle": "-", "linewidth": 1.6, "alpha": 0.85}
-EMPIRICAL_STYLE: dict[str, Any] = {"marker": "o", "linestyle": "none", "markersize": 6,
-                   "markerfacecolor": "none", "markeredgewidth": 1.5}
+EMPIRICAL_STYLE: dict[str, Any] = {
+    "marker": "o",
+    "linestyle": "none",
+    "markersize": 6,
+    "markerfacecolor": "none",
+    "markeredgewidth": 1.5,
+}
 
 
-def figure(panels: int = 1, width: float = 6.4, height: float = 4.6,
-           rows: int = 1) -> tuple[Figure, list[Axes]]:
+def figure(
+    panels: int = 1, width: float = 6.4, height: float = 4.6, rows: int = 1
+) -> tuple[Figure, list[Axes]]:
     """Return a figure with ``panels`` axes per row and ``rows`` rows, listed row by row."""
-    fig, axes = plt.subplots(rows, panels, figsize=(width * panels, height * rows),
-                             squeeze=False)
+    fig, axes = plt.subplots(rows, panels, figsize=(width * panels, height * rows), squeeze=False)
     return fig, list(axes.ravel())
 
 

@@ -26,8 +26,9 @@ class Population:
     def count_of(self, values: list[str]) -> np.ndarray:
         """Return the true count of each value (0 for a value nobody holds)."""
         index = {v: i for i, v in enumerate(self.values)}
-        return np.array([self.counts[index[v]] if v in index else 0 for v in values],
-                        dtype=np.int64)
+        return np.array(
+            [self.counts[index[v]] if v in index else 0 for v in values], dtype=np.int64
+        )
 
 
 def apportion(n: int, weights: np.ndarray) -> np.ndarray:

@@ -23,8 +23,10 @@ from simulations.tables import Column, Table
 from simulations.theory import posterior_bounds, rr_posterior
 
 NAME = "posterior"
-SUMMARY = ("the attacker's posterior P(secret | answer) against the prior, with the e^epsilon "
-           "bounds, for several epsilons; empirical RR posteriors drawn on the bounds")
+SUMMARY = (
+    "the attacker's posterior P(secret | answer) against the prior, with the e^epsilon "
+    "bounds, for several epsilons; empirical RR posteriors drawn on the bounds"
+)
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,12 @@ class Sizes:
     people: int
 
 
-QUICK = Sizes(epsilons=(0.5, math.log(3), 3.0), priors=(0.05, 0.2, 0.5, 0.8, 0.95),
-              people=20_000)
-FULL = Sizes(epsilons=(0.25, 0.5, 1.0, math.log(3), 2.0, 3.0),
-             priors=tuple(np.round(np.linspace(0.02, 0.98, 13), 2)), people=200_000)
+QUICK = Sizes(epsilons=(0.5, math.log(3), 3.0), priors=(0.05, 0.2, 0.5, 0.8, 0.95), people=20_000)
+FULL = Sizes(
+    epsilons=(0.25, 0.5, 1.0, math.log(3), 2.0, 3.0),
+    priors=tuple(np.round(np.linspace(0.02, 0.98, 13), 2)),
+    people=200_000,
+)
 
 
 @dataclass(frozen=True)
@@ -67,14 +71,20 @@ def compute(sizes: Sizes, rng: np.random.Generator, show_progress: bool = False)
         secrets = rng.random(sizes.people) < prior
         said_yes = rr.privatize_many(secrets, rng) == 1
         low, high = posterior_bounds(np.array(prior), rr.effective_epsilon)
-        rows.append(Row(
-            epsilon=rr.effective_epsilon, prior=prior, bound_low=float(low),
-            bound_high=float(high),
-            exact_yes=float(rr_posterior(np.array(prior), rr.p11, rr.p10, 1)),
-            exact_no=float(rr_posterior(np.array(prior), rr.p11, rr.p10, 0)),
-            empirical_yes=float(secrets[said_yes].mean()),
-            empirical_no=float(secrets[~said_yes].mean()),
-            answered_yes=int(said_yes.sum()), answered_no=int((~said_yes).sum())))
+        rows.append(
+            Row(
+                epsilon=rr.effective_epsilon,
+                prior=prior,
+                bound_low=float(low),
+                bound_high=float(high),
+                exact_yes=float(rr_posterior(np.array(prior), rr.p11, rr.p10, 1)),
+                exact_no=float(rr_posterior(np.array(prior), rr.p11, rr.p10, 0)),
+                empirical_yes=float(secrets[said_yes].mean()),
+                empirical_no=float(secrets[~said_yes].mean()),
+                answered_yes=int(said_yes.sum()),
+                answered_no=int((~said_yes).sum()),
+            )
+        )
     return rows
 
 
@@ -104,8 +114,13 @@ def _draw_epsilon(axes: plotting.Axes, rows: list[Row], fine: np.ndarray, color:
     epsilon = rows[0].epsilon
     low, high = posterior_bounds(fine, epsilon)
     axes.fill_between(fine, low, high, color=color, alpha=0.08)
-    axes.plot(fine, high, color=color, label=f"bounds, ε = {_epsilon_label(epsilon)}",
-              **plotting.THEORY_STYLE)
+    axes.plot(
+        fine,
+        high,
+        color=color,
+        label=f"bounds, ε = {_epsilon_label(epsilon)}",
+        **plotting.THEORY_STYLE,
+    )
     axes.plot(fine, low, color=color, **plotting.THEORY_STYLE)
     priors = [r.prior for r in rows]
     axes.plot(priors, [r.empirical_yes for r in rows], color=color, **plotting.EMPIRICAL_STYLE)
@@ -118,15 +133,21 @@ def _epsilon_label(epsilon: float) -> str:
 
 def table(rows: list[Row]) -> Table:
     """Return the bounds beside the simulated posteriors, one row per (epsilon, prior)."""
-    columns = [Column("epsilon", "ε", "{:.3f}"), Column("prior", "prior", "{:.2f}"),
-               Column("bound_low", "lower bound", "{:.4f}"),
-               Column("empirical_no", "sim. after no", "{:.4f}"),
-               Column("empirical_yes", "sim. after yes", "{:.4f}"),
-               Column("bound_high", "upper bound", "{:.4f}"),
-               Column("answered_no", "answered no", "{:,}"),
-               Column("answered_yes", "answered yes", "{:,}")]
-    return Table("Attacker's posterior P(secret = 1 | answer) under randomized response",
-                 columns, [vars(r) for r in rows])
+    columns = [
+        Column("epsilon", "ε", "{:.3f}"),
+        Column("prior", "prior", "{:.2f}"),
+        Column("bound_low", "lower bound", "{:.4f}"),
+        Column("empirical_no", "sim. after no", "{:.4f}"),
+        Column("empirical_yes", "sim. after yes", "{:.4f}"),
+        Column("bound_high", "upper bound", "{:.4f}"),
+        Column("answered_no", "answered no", "{:,}"),
+        Column("answered_yes", "answered yes", "{:,}"),
+    ]
+    return Table(
+        "Attacker's posterior P(secret = 1 | answer) under randomized response",
+        columns,
+        [vars(r) for r in rows],
+    )
 
 
 def run(settings: RunSettings) -> list[Path]:

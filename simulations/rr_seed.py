@@ -24,8 +24,10 @@ from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table
 
 NAME = "rr_seed"
-SUMMARY = ("the seeds' example: RR with alpha = beta = 1/2, 1000 answers, 400 yes -> 30%, "
-           "its 95% interval, and a simulation of the estimator's spread and coverage")
+SUMMARY = (
+    "the seeds' example: RR with alpha = beta = 1/2, 1000 answers, 400 yes -> 30%, "
+    "its 95% interval, and a simulation of the estimator's spread and coverage"
+)
 ANSWERS, YES, TRUE_SHARE = 1000, 400, 0.3
 TRUE_YES = round(TRUE_SHARE * ANSWERS)  # the simulated people: 300 of 1000 hold yes
 
@@ -77,12 +79,16 @@ def compute(sizes: Sizes, rng: np.random.Generator, show_progress: bool = False)
         fixed_shares=np.array([e.estimate[0] for e in surveys["fixed"]]),
         fixed_coverage=_coverage(surveys["fixed"]),
         sampled_shares=np.array([e.estimate[0] for e in surveys["sampled"]]),
-        sampled_coverage=_coverage(surveys["sampled"]))
+        sampled_coverage=_coverage(surveys["sampled"]),
+    )
 
 
 def _coverage(estimates: list[Estimates]) -> float:
-    return stats.coverage(np.array([e.ci_low[0] for e in estimates]),
-                          np.array([e.ci_high[0] for e in estimates]), TRUE_SHARE)
+    return stats.coverage(
+        np.array([e.ci_low[0] for e in estimates]),
+        np.array([e.ci_high[0] for e in estimates]),
+        TRUE_SHARE,
+    )
 
 
 def plot(result: Result, path: Path) -> Path:
@@ -91,21 +97,33 @@ def plot(result: Result, path: Path) -> Path:
     grid = np.linspace(0.15, 0.45, 400)
     # π̂ moves in steps of 0.002: bins 0.01 wide and off the lattice hold 5 values each.
     edges = [float(e) for e in np.arange(0.151, 0.45, 0.01)]
-    for shares, se, color, label in ((result.fixed_shares, result.fixed_se, "C0",
-                                      "these 1000 people"),
-                                     (result.sampled_shares, result.sampled_se, "C1",
-                                      "1000 sampled from a population")):
-        axes.hist(shares, bins=edges, density=True, histtype="step",
-                  color=color, label=f"simulated, {label}")
+    for shares, se, color, label in (
+        (result.fixed_shares, result.fixed_se, "C0", "these 1000 people"),
+        (result.sampled_shares, result.sampled_se, "C1", "1000 sampled from a population"),
+    ):
+        axes.hist(
+            shares,
+            bins=edges,
+            density=True,
+            histtype="step",
+            color=color,
+            label=f"simulated, {label}",
+        )
         density = np.exp(-0.5 * ((grid - TRUE_SHARE) / se) ** 2) / (se * math.sqrt(2 * math.pi))
-        axes.plot(grid, density, color=color, label=f"theory N(0.30, {se:.4f}²)",
-                  **plotting.THEORY_STYLE)
+        axes.plot(
+            grid, density, color=color, label=f"theory N(0.30, {se:.4f}²)", **plotting.THEORY_STYLE
+        )
     example = result.example
-    axes.axvspan(example.ci_low[0], example.ci_high[0], color="grey", alpha=0.15,
-                 label=f"95% interval of the example [{example.ci_low[0]:.3f}, "
-                       f"{example.ci_high[0]:.3f}]")
-    axes.axvline(example.estimate[0], color="black", linestyle="--",
-                 label="example: 400 yes of 1000 → 0.30")
+    axes.axvspan(
+        example.ci_low[0],
+        example.ci_high[0],
+        color="grey",
+        alpha=0.15,
+        label=f"95% interval of the example [{example.ci_low[0]:.3f}, {example.ci_high[0]:.3f}]",
+    )
+    axes.axvline(
+        example.estimate[0], color="black", linestyle="--", label="example: 400 yes of 1000 → 0.30"
+    )
     axes.set_xlabel("estimated share of yes π̂")
     axes.set_ylabel("probability density")
     axes.set_title("Randomized response, α = β = 1/2 (ε = ln 3)")
@@ -119,7 +137,8 @@ def table(result: Result) -> Table:
     rows = [
         ("estimate π̂ from 400 yes of 1000", example.estimate[0]),
         ("standard error (these 1000 people)", example.std_error[0]),
-        ("95% interval low", example.ci_low[0]), ("95% interval high", example.ci_high[0]),
+        ("95% interval low", example.ci_low[0]),
+        ("95% interval high", example.ci_high[0]),
         ("simulated SD of π̂, these 1000 people (300 yes)", float(result.fixed_shares.std())),
         ("theory SD, these 1000 people", result.fixed_se),
         ("simulated coverage of the 95% interval, these people", result.fixed_coverage),
@@ -127,9 +146,11 @@ def table(result: Result) -> Table:
         ("theory SD, sampled: √(n·λ(1−λ))/(α·n)", result.sampled_se),
         ("simulated coverage of the 95% interval, sampled", result.sampled_coverage),
     ]
-    return Table("The seeds' randomized response example (α = β = 1/2)",
-                 [Column("quantity", "quantity"), Column("value", "value", "{:.4f}")],
-                 [{"quantity": q, "value": float(v)} for q, v in rows])
+    return Table(
+        "The seeds' randomized response example (α = β = 1/2)",
+        [Column("quantity", "quantity"), Column("value", "value", "{:.4f}")],
+        [{"quantity": q, "value": float(v)} for q, v in rows],
+    )
 
 
 def run(settings: RunSettings) -> list[Path]:

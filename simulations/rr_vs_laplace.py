@@ -23,8 +23,10 @@ from simulations.tables import Column, Table
 from simulations.theory import laplace_count_sd
 
 NAME = "rr_vs_laplace"
-SUMMARY = ("count error of randomized response (grows like sqrt(n)) against the central "
-           "Laplace mechanism (constant), both at epsilon = ln 3")
+SUMMARY = (
+    "count error of randomized response (grows like sqrt(n)) against the central "
+    "Laplace mechanism (constant), both at epsilon = ln 3"
+)
 
 
 @dataclass(frozen=True)
@@ -63,13 +65,21 @@ def compute(sizes: Sizes, rng: np.random.Generator, show_progress: bool = False)
     rr_sd, rr_theory, laplace_sd = [], [], []
     for n in progress(sizes.ns, "rr_vs_laplace n", show_progress):
         yes = round(n * sizes.proportion)
-        errors = [rr.estimate(sample_rr_sums(rr, yes, n - yes, rng)).estimate[0] - yes
-                  for _ in range(sizes.reps)]
+        errors = [
+            rr.estimate(sample_rr_sums(rr, yes, n - yes, rng)).estimate[0] - yes
+            for _ in range(sizes.reps)
+        ]
         rr_sd.append(stats.rmse(np.array(errors)))
         rr_theory.append(float(np.sqrt(rr_count_variance(n, yes, rr.p11, rr.p10))))
         laplace_sd.append(stats.rmse(rng.laplace(0.0, 1.0 / epsilon, sizes.reps)))
-    return Result(epsilon, np.array(sizes.ns), np.array(rr_sd), np.array(rr_theory),
-                  np.array(laplace_sd), laplace_count_sd(epsilon))
+    return Result(
+        epsilon,
+        np.array(sizes.ns),
+        np.array(rr_sd),
+        np.array(rr_theory),
+        np.array(laplace_sd),
+        laplace_count_sd(epsilon),
+    )
 
 
 def plot(result: Result, path: Path) -> Path:
@@ -78,21 +88,36 @@ def plot(result: Result, path: Path) -> Path:
     ns = result.ns
     laplace_theory = np.full(len(ns), result.laplace_theory)
     for axes, scale in ((counts, np.ones(len(ns))), (shares, 1.0 / ns)):
-        axes.loglog(ns, result.rr_theory * scale, color="C0", label="RR theory",
-                    **plotting.THEORY_STYLE)
-        axes.loglog(ns, result.rr_sd * scale, color="C0", label="RR simulated",
-                    **plotting.EMPIRICAL_STYLE)
-        axes.loglog(ns, laplace_theory * scale, color="C3", label="Laplace theory √2/ε",
-                    **plotting.THEORY_STYLE)
-        axes.loglog(ns, result.laplace_sd * scale, color="C3", label="Laplace simulated",
-                    marker="s", linestyle="none", markerfacecolor="none")
+        axes.loglog(
+            ns, result.rr_theory * scale, color="C0", label="RR theory", **plotting.THEORY_STYLE
+        )
+        axes.loglog(
+            ns, result.rr_sd * scale, color="C0", label="RR simulated", **plotting.EMPIRICAL_STYLE
+        )
+        axes.loglog(
+            ns,
+            laplace_theory * scale,
+            color="C3",
+            label="Laplace theory √2/ε",
+            **plotting.THEORY_STYLE,
+        )
+        axes.loglog(
+            ns,
+            result.laplace_sd * scale,
+            color="C3",
+            label="Laplace simulated",
+            marker="s",
+            linestyle="none",
+            markerfacecolor="none",
+        )
         axes.set_xlabel("n (respondents)")
         axes.grid(True, which="both", alpha=0.3)
         axes.legend()
     rr_slope, laplace_slope = (round(s, 2) + 0.0 for s in result.slopes())  # no "-0.00"
     counts.set_ylabel("standard deviation of the estimated count")
-    counts.set_title(f"Count error, ε = ln 3: RR ∝ n^{rr_slope:.2f}, "
-                     f"Laplace ∝ n^{laplace_slope:.2f}")
+    counts.set_title(
+        f"Count error, ε = ln 3: RR ∝ n^{rr_slope:.2f}, Laplace ∝ n^{laplace_slope:.2f}"
+    )
     shares.set_ylabel("standard deviation of the estimated proportion")
     shares.set_title("Proportion error: RR ∝ 1/√n, Laplace ∝ 1/n")
     return plotting.save(fig, path)
@@ -100,14 +125,25 @@ def plot(result: Result, path: Path) -> Path:
 
 def table(result: Result) -> Table:
     """Return one row per n with both mechanisms' empirical and theoretical SD."""
-    columns = [Column("n", "n", "{:,}"), Column("rr_sd", "RR SD (sim)", "{:.1f}"),
-               Column("rr_theory", "RR SD (theory)", "{:.1f}"),
-               Column("laplace_sd", "Laplace SD (sim)", "{:.3f}"),
-               Column("laplace_theory", "Laplace SD (theory)", "{:.3f}")]
-    rows = [{"n": int(n), "rr_sd": rs, "rr_theory": rt, "laplace_sd": ls,
-             "laplace_theory": result.laplace_theory}
-            for n, rs, rt, ls in zip(result.ns, result.rr_sd, result.rr_theory,
-                                     result.laplace_sd, strict=True)]
+    columns = [
+        Column("n", "n", "{:,}"),
+        Column("rr_sd", "RR SD (sim)", "{:.1f}"),
+        Column("rr_theory", "RR SD (theory)", "{:.1f}"),
+        Column("laplace_sd", "Laplace SD (sim)", "{:.3f}"),
+        Column("laplace_theory", "Laplace SD (theory)", "{:.3f}"),
+    ]
+    rows = [
+        {
+            "n": int(n),
+            "rr_sd": rs,
+            "rr_theory": rt,
+            "laplace_sd": ls,
+            "laplace_theory": result.laplace_theory,
+        }
+        for n, rs, rt, ls in zip(
+            result.ns, result.rr_sd, result.rr_theory, result.laplace_sd, strict=True
+        )
+    ]
     return Table(f"Count error at ε = ln 3 = {result.epsilon:.4f}", columns, rows)
 
 

@@ -43,8 +43,9 @@ from shared import (
 CHUNK = 1 << 21  # random integers drawn at once by split_uniformly (16 MiB of int64)
 
 
-def split_uniformly(counts: np.ndarray, width: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split_uniformly(
+    counts: np.ndarray, width: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split each ``counts[i]`` uniformly at random over ``width`` slots.
 
     Returns sparse triples (owner, slot, count) with count > 0: the joint draw of one
@@ -53,12 +54,15 @@ def split_uniformly(counts: np.ndarray, width: int,
     counts = np.asarray(counts, dtype=np.int64)
     big = np.flatnonzero(counts >= width)
     small = np.flatnonzero((counts > 0) & (counts < width))
-    parts = [_split_big(counts, big[i:i + max(1, CHUNK // width)], width, rng)
-             for i in range(0, len(big), max(1, CHUNK // width))]
+    parts = [
+        _split_big(counts, big[i : i + max(1, CHUNK // width)], width, rng)
+        for i in range(0, len(big), max(1, CHUNK // width))
+    ]
     for group in _chunks_by_total(small, counts[small]):
         owner = np.repeat(group, counts[group])
-        keys, amount = np.unique(owner * width + rng.integers(0, width, owner.size),
-                                 return_counts=True)
+        keys, amount = np.unique(
+            owner * width + rng.integers(0, width, owner.size), return_counts=True
+        )
         parts.append((keys // width, keys % width, amount.astype(np.int64)))
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
@@ -67,8 +71,9 @@ def split_uniformly(counts: np.ndarray, width: int,
     return owners, slots, amounts
 
 
-def _split_big(counts: np.ndarray, owners: np.ndarray, width: int,
-               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _split_big(
+    counts: np.ndarray, owners: np.ndarray, width: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     dense = rng.multinomial(counts[owners], np.full(width, 1.0 / width))
     rows, slots = np.nonzero(dense)
     return owners[rows], slots.astype(np.int64), dense[rows, slots].astype(np.int64)
@@ -82,8 +87,12 @@ def _chunks_by_total(owners: np.ndarray, amounts: np.ndarray) -> list[np.ndarray
     return [g for g in np.split(owners, np.unique(cuts)) if g.size]
 
 
-def row_hits(mech: CountMeanSketch | HadamardCountMeanSketch, values: Sequence[str],
-             counts: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def row_hits(
+    mech: CountMeanSketch | HadamardCountMeanSketch,
+    values: Sequence[str],
+    counts: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw the reports' rows; return n_j (k,) and hits[j, c] (k, m) as int64."""
     owner, row, amount = split_uniformly(counts, mech.k, rng)
     buckets = mech.hashes.buckets(mech.keys(values)[owner], row)
@@ -92,8 +101,9 @@ def row_hits(mech: CountMeanSketch | HadamardCountMeanSketch, values: Sequence[s
     return n_rows.astype(np.int64), hits.astype(np.int64).reshape(mech.k, mech.m)
 
 
-def sample_cms_sums(mech: CountMeanSketch, values: Sequence[str], counts: np.ndarray,
-                    rng: np.random.Generator) -> Sums:
+def sample_cms_sums(
+    mech: CountMeanSketch, values: Sequence[str], counts: np.ndarray, rng: np.random.Generator
+) -> Sums:
     """Return the sums of ``counts[i]`` CMS reports of ``values[i]``, for every i."""
     n_rows, hits = row_hits(mech, values, counts, rng)
     ones = rng.binomial(hits, 1.0 - mech.flip) + rng.binomial(n_rows[:, None] - hits, mech.flip)
@@ -102,8 +112,12 @@ def sample_cms_sums(mech: CountMeanSketch, values: Sequence[str], counts: np.nda
     return sums
 
 
-def sample_hcms_sums(mech: HadamardCountMeanSketch, values: Sequence[str], counts: np.ndarray,
-                     rng: np.random.Generator) -> Sums:
+def sample_hcms_sums(
+    mech: HadamardCountMeanSketch,
+    values: Sequence[str],
+    counts: np.ndarray,
+    rng: np.random.Generator,
+) -> Sums:
     """Return the sums of ``counts[i]`` HCMS reports of ``values[i]``, for every i."""
     n_rows, hits = row_hits(mech, values, counts, rng)
     cell, col, amount = split_uniformly(hits.ravel(), mech.m, rng)
@@ -120,8 +134,9 @@ def sample_hcms_sums(mech: HadamardCountMeanSketch, values: Sequence[str], count
     return sums
 
 
-def sample_rr_sums(mech: RandomizedResponse, yes: int, no: int,
-                   rng: np.random.Generator) -> RandomizedResponseSums:
+def sample_rr_sums(
+    mech: RandomizedResponse, yes: int, no: int, rng: np.random.Generator
+) -> RandomizedResponseSums:
     """Return the sums of the RR answers of ``yes`` + ``no`` devices."""
     ones = rng.binomial(yes, mech.p11) + rng.binomial(no, mech.p10)
     sums = mech.new_sums()
@@ -129,8 +144,9 @@ def sample_rr_sums(mech: RandomizedResponse, yes: int, no: int,
     return sums
 
 
-def sample_grr_sums(mech: GeneralizedRandomizedResponse, counts: np.ndarray,
-                    rng: np.random.Generator) -> GeneralizedRandomizedResponseSums:
+def sample_grr_sums(
+    mech: GeneralizedRandomizedResponse, counts: np.ndarray, rng: np.random.Generator
+) -> GeneralizedRandomizedResponseSums:
     """Return the sums of GRR reports; ``counts[i]`` devices hold ``mech.domain[i]``."""
     counts = np.asarray(counts, dtype=np.int64)
     kept = rng.binomial(counts, mech.p)

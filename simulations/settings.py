@@ -39,8 +39,10 @@ class RunSettings:
         return path
 
 
-def progress(items: Iterable[T], description: str, enabled: bool,
-             total: int | None = None) -> Iterator[T]:
+def progress(
+    items: Iterable[T], description: str, enabled: bool, total: int | None = None
+) -> Iterator[T]:
     """Iterate over ``items`` with a tqdm bar when ``enabled``."""
-    yield from tqdm(items, desc=description, total=total, disable=not enabled, leave=False,
-                    unit="step")
+    yield from tqdm(
+        items, desc=description, total=total, disable=not enabled, leave=False, unit="step"
+    )

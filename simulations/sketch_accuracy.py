@@ -28,8 +28,10 @@ from simulations.tables import Column, Table
 from simulations.theory import collision_variance, sketch_noise_variance
 
 NAME = "sketch_accuracy"
-SUMMARY = ("CMS and HCMS: empirical SD of a count against the closed form over n, epsilon, "
-           "m and k, and the hash-collision bias of small k on Zipf data")
+SUMMARY = (
+    "CMS and HCMS: empirical SD of a count against the closed form over n, epsilon, "
+    "m and k, and the hash-collision bias of small k on Zipf data"
+)
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,10 @@ class SketchKind:
     closed_form: Callable[..., np.ndarray]
 
 
-MECHANISMS = {"cms": SketchKind(CountMeanSketch, sample_cms_sums, cms_count_variance),
-              "hcms": SketchKind(HadamardCountMeanSketch, sample_hcms_sums, hcms_count_variance)}
+MECHANISMS = {
+    "cms": SketchKind(CountMeanSketch, sample_cms_sums, cms_count_variance),
+    "hcms": SketchKind(HadamardCountMeanSketch, sample_hcms_sums, hcms_count_variance),
+}
 SWEEPS = ("n", "epsilon", "m", "k")
 HEAVY = 100  # most frequent population values added to the candidate list
 
@@ -66,13 +70,34 @@ class Sizes:
     base_epsilon: float = 4.0
 
 
-QUICK = Sizes(ns=(10_000, 100_000), epsilons=(1.0, 4.0), ms=(64, 1024), ks=(1, 16, 1024),
-              base_n=30_000, base_m=1024, base_k=64, k_sweep_m=64, vocabulary=1_000,
-              rare=150, reps=8, families=3)
-FULL = Sizes(ns=(10_000, 100_000, 1_000_000, 10_000_000), epsilons=(0.5, 1.0, 2.0, 4.0, 8.0),
-             ms=(16, 64, 256, 1024, 4096), ks=(1, 4, 16, 64, 256, 1024, 4096),
-             base_n=100_000, base_m=1024, base_k=1024, k_sweep_m=64, vocabulary=10_000,
-             rare=500, reps=6, families=5)
+QUICK = Sizes(
+    ns=(10_000, 100_000),
+    epsilons=(1.0, 4.0),
+    ms=(64, 1024),
+    ks=(1, 16, 1024),
+    base_n=30_000,
+    base_m=1024,
+    base_k=64,
+    k_sweep_m=64,
+    vocabulary=1_000,
+    rare=150,
+    reps=8,
+    families=3,
+)
+FULL = Sizes(
+    ns=(10_000, 100_000, 1_000_000, 10_000_000),
+    epsilons=(0.5, 1.0, 2.0, 4.0, 8.0),
+    ms=(16, 64, 256, 1024, 4096),
+    ks=(1, 4, 16, 64, 256, 1024, 4096),
+    base_n=100_000,
+    base_m=1024,
+    base_k=1024,
+    k_sweep_m=64,
+    vocabulary=10_000,
+    rare=500,
+    reps=6,
+    families=5,
+)
 
 
 @dataclass(frozen=True)
@@ -118,8 +143,16 @@ def compute(sizes: Sizes, rng: np.random.Generator, show_progress: bool = False)
     return points
 
 
-def measure(sweep: str, mechanism: str, population: Population, epsilon: float, m: int, k: int,
-            sizes: Sizes, rng: np.random.Generator) -> Point:
+def measure(
+    sweep: str,
+    mechanism: str,
+    population: Population,
+    epsilon: float,
+    m: int,
+    k: int,
+    sizes: Sizes,
+    rng: np.random.Generator,
+) -> Point:
     """Estimate ``sizes.rare`` absent values over several hash families and repetitions."""
     kind = MECHANISMS[mechanism]
     rare = len(value_names("rare", sizes.rare))
@@ -130,21 +163,29 @@ def measure(sweep: str, mechanism: str, population: Population, epsilon: float, 
     noise, errors, covered = [], [], []
     for _ in range(sizes.families):
         mech = kind.build(epsilon=epsilon, k=k, m=m, hash_seed=int(rng.integers(0, 2**32)))
-        family = [mech.estimate(kind.sample(mech, population.values, population.counts, rng),
-                                candidates) for _ in range(sizes.reps)]
+        family = [
+            mech.estimate(kind.sample(mech, population.values, population.counts, rng), candidates)
+            for _ in range(sizes.reps)
+        ]
         family_errors = np.stack([e.estimate[:rare] for e in family])  # the truth is 0
         noise.append(stats.within_sd(family_errors) ** 2)
         errors.append(family_errors)
         covered += [stats.coverage(e.ci_low[:rare], e.ci_high[:rare], 0.0) for e in family]
     n = population.n
     variance = float(kind.closed_form(n, 0, m, mech.flip))
-    return Point(sweep, mechanism, n, mech.effective_epsilon, m, k,
-                 sd=float(np.sqrt(np.mean(noise))),
-                 sd_theory=float(np.sqrt(sketch_noise_variance(variance, n, 0, m, k))),
-                 rmse=stats.rmse(np.concatenate(errors)),
-                 rmse_theory=float(np.sqrt(variance + collision_variance(population.counts,
-                                                                         m, k))),
-                 coverage=float(np.mean(covered)))
+    return Point(
+        sweep,
+        mechanism,
+        n,
+        mech.effective_epsilon,
+        m,
+        k,
+        sd=float(np.sqrt(np.mean(noise))),
+        sd_theory=float(np.sqrt(sketch_noise_variance(variance, n, 0, m, k))),
+        rmse=stats.rmse(np.concatenate(errors)),
+        rmse_theory=float(np.sqrt(variance + collision_variance(population.counts, m, k))),
+        coverage=float(np.mean(covered)),
+    )
 
 
 def plot(points: list[Point], path: Path) -> Path:
@@ -155,15 +196,36 @@ def plot(points: list[Point], path: Path) -> Path:
             mine = [p for p in points if p.sweep == sweep and p.mechanism == mechanism]
             x = [_x(p, sweep) for p in mine]
             color = f"C{index}"
-            axes.plot(x, [p.sd_theory for p in mine], color=color,
-                      label=f"{mechanism} SD, theory", **plotting.THEORY_STYLE)
-            axes.plot(x, [p.sd for p in mine], color=color, label=f"{mechanism} SD, simulated",
-                      **plotting.EMPIRICAL_STYLE)
+            axes.plot(
+                x,
+                [p.sd_theory for p in mine],
+                color=color,
+                label=f"{mechanism} SD, theory",
+                **plotting.THEORY_STYLE,
+            )
+            axes.plot(
+                x,
+                [p.sd for p in mine],
+                color=color,
+                label=f"{mechanism} SD, simulated",
+                **plotting.EMPIRICAL_STYLE,
+            )
             if sweep in ("n", "k"):  # where the collision bias shows on this data
-                axes.plot(x, [p.rmse_theory for p in mine], color=color, linestyle="--",
-                          label=f"{mechanism} RMSE with collisions, theory")
-                axes.plot(x, [p.rmse for p in mine], color=color, marker="x",
-                          linestyle="none", label=f"{mechanism} RMSE, simulated")
+                axes.plot(
+                    x,
+                    [p.rmse_theory for p in mine],
+                    color=color,
+                    linestyle="--",
+                    label=f"{mechanism} RMSE with collisions, theory",
+                )
+                axes.plot(
+                    x,
+                    [p.rmse for p in mine],
+                    color=color,
+                    marker="x",
+                    linestyle="none",
+                    label=f"{mechanism} RMSE, simulated",
+                )
         _label(axes, sweep, points)
     return plotting.save(fig, path)
 
@@ -174,18 +236,23 @@ def _x(point: Point, sweep: str) -> float:
 
 def _label(axes: plotting.Axes, sweep: str, points: list[Point]) -> None:
     first = next(p for p in points if p.sweep == sweep)
-    fixed = {"n": f"ε = {first.epsilon:g}, m = {first.m}, k = {first.k}",
-             "epsilon": f"n = {first.n:,}, m = {first.m}, k = {first.k}",
-             "m": f"n = {first.n:,}, ε = {first.epsilon:g}, k = {first.k}",
-             "k": f"Zipf(1.1) data, n = {first.n:,}, ε = {first.epsilon:g}, m = {first.m}"}
+    fixed = {
+        "n": f"ε = {first.epsilon:g}, m = {first.m}, k = {first.k}",
+        "epsilon": f"n = {first.n:,}, m = {first.m}, k = {first.k}",
+        "m": f"n = {first.n:,}, ε = {first.epsilon:g}, k = {first.k}",
+        "k": f"Zipf(1.1) data, n = {first.n:,}, ε = {first.epsilon:g}, m = {first.m}",
+    }
     axes.set_xscale("log", base=2 if sweep in ("m", "k") else 10)
     axes.set_yscale("log")
     if sweep == "epsilon":  # label the measured epsilons, not log-scale minor ticks
         values = sorted({round(p.epsilon, 3) for p in points if p.sweep == sweep})
         axes.set_xticks(values, labels=[f"{v:g}" for v in values])
         axes.xaxis.set_minor_formatter(plotting.NullFormatter())
-    axes.set_xlabel({"n": "n (reports)", "epsilon": "ε", "m": "m (buckets per row)",
-                     "k": "k (hash rows)"}[sweep])
+    axes.set_xlabel(
+        {"n": "n (reports)", "epsilon": "ε", "m": "m (buckets per row)", "k": "k (hash rows)"}[
+            sweep
+        ]
+    )
     axes.set_ylabel("error of a rare item's count")
     axes.set_title(f"vs {sweep}: {fixed[sweep]}", fontsize=10)
     axes.grid(True, which="both", alpha=0.3)
@@ -194,15 +261,24 @@ def _label(axes: plotting.Axes, sweep: str, points: list[Point]) -> None:
 
 def table(points: list[Point]) -> Table:
     """Return one row per measured configuration."""
-    columns = [Column("sweep", "sweep"), Column("mechanism", "mechanism"),
-               Column("n", "n", "{:,}"), Column("epsilon", "ε", "{:.3g}"),
-               Column("m", "m", "{:d}"), Column("k", "k", "{:d}"),
-               Column("sd", "SD (sim)", "{:.1f}"), Column("sd_theory", "SD (theory)", "{:.1f}"),
-               Column("rmse", "RMSE (sim)", "{:.1f}"),
-               Column("rmse_theory", "RMSE (theory)", "{:.1f}"),
-               Column("coverage", "95% CI coverage", "{:.3f}")]
-    return Table("Count error of a value nobody holds (rare item), Zipf(1.1) population",
-                 columns, [vars(p) for p in points])
+    columns = [
+        Column("sweep", "sweep"),
+        Column("mechanism", "mechanism"),
+        Column("n", "n", "{:,}"),
+        Column("epsilon", "ε", "{:.3g}"),
+        Column("m", "m", "{:d}"),
+        Column("k", "k", "{:d}"),
+        Column("sd", "SD (sim)", "{:.1f}"),
+        Column("sd_theory", "SD (theory)", "{:.1f}"),
+        Column("rmse", "RMSE (sim)", "{:.1f}"),
+        Column("rmse_theory", "RMSE (theory)", "{:.1f}"),
+        Column("coverage", "95% CI coverage", "{:.3f}"),
+    ]
+    return Table(
+        "Count error of a value nobody holds (rare item), Zipf(1.1) population",
+        columns,
+        [vars(p) for p in points],
+    )
 
 
 def run(settings: RunSettings) -> list[Path]:

@@ -49,8 +49,9 @@ class Table:
         """Write ``stem.csv`` (full precision) and ``stem.md``; return both paths."""
         csv_path, md_path = folder / f"{stem}.csv", folder / f"{stem}.md"
         with csv_path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=[c.key for c in self.columns],
-                                    extrasaction="ignore")
+            writer = csv.DictWriter(
+                handle, fieldnames=[c.key for c in self.columns], extrasaction="ignore"
+            )
             writer.writeheader()
             writer.writerows(self.rows)
         md_path.write_text(self.markdown(), encoding="utf-8")

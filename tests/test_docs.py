@@ -38,8 +38,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ["README.md", "aggregator/README.md", "client/README.md", "simulations/README.md",
-        "benchmarks/README.md", "PROTOCOL.md", "docs/operations.md"]
+DOCS = [
+    "README.md",
+    "aggregator/README.md",
+    "client/README.md",
+    "simulations/README.md",
+    "benchmarks/README.md",
+    "PROTOCOL.md",
+    "docs/operations.md",
+]
 FENCE = re.compile(r"^```(\w*)\s*$")
 DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*(background|not run:\s*(.+?))\s*-->$")
 RUNNABLE = {"sh", "bash", "shell", "python"}
@@ -77,8 +84,7 @@ def blocks(path: Path) -> list[Block]:
             if directive is not None:
                 mode = "background" if directive.group(1) == "background" else "not run"
                 reason = directive.group(2) or ""
-            found.append(Block(language, "\n".join(lines[i + 1:end]) + "\n", i + 1, mode,
-                               reason))
+            found.append(Block(language, "\n".join(lines[i + 1 : end]) + "\n", i + 1, mode, reason))
         i, directive = end + 1, None
     return found
 
@@ -99,8 +105,11 @@ class Session:
     def __init__(self, folder: Path, port: int) -> None:
         self.folder, self.port = folder, port
         (folder / ".venv").symlink_to(ROOT / ".venv")
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("LDP_", "PROMETHEUS_", "PYTEST_"))}
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("LDP_", "PROMETHEUS_", "PYTEST_"))
+        }
         self.env["PATH"] = f"{Path(sys.executable).parent}:{self.env.get('PATH', '')}"
         self.state = folder / ".docs-test-state"
         self.background: list[subprocess.Popen[bytes]] = []
@@ -117,13 +126,23 @@ class Session:
         else:
             # Restore the shell variables of the blocks before (a terminal keeps them, exported
             # or not), run, then save variables, environment and folder for the next block.
-            command = ["bash", "-euo", "pipefail", "-c",
-                       f"{self.restore()}{text}\n{{ declare -p > {self.state}.vars; "
-                       f"env -0 > {self.state}.env; pwd > {self.state}.pwd; }}"]
+            command = [
+                "bash",
+                "-euo",
+                "pipefail",
+                "-c",
+                f"{self.restore()}{text}\n{{ declare -p > {self.state}.vars; "
+                f"env -0 > {self.state}.env; pwd > {self.state}.pwd; }}",
+            ]
         # Its own process group, so that a block that hangs is stopped with all it started.
-        process = subprocess.Popen(command, cwd=self.cwd(), env=self.env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=self.cwd(),
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             output, _ = process.communicate(timeout=BLOCK_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -133,8 +152,9 @@ class Session:
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # nothing it started lives on
-        assert process.returncode == 0, \
+        assert process.returncode == 0, (
             f"{where} failed ({process.returncode}):\n{text}\n{output.decode(errors='replace')}"
+        )
         if block.language != "python":
             self.load_state()
 
@@ -143,11 +163,13 @@ class Session:
         if not saved.exists():
             return ""
         # Plain variables only: bash's own (readonly, BASH*, PWD...) are not re-declared.
-        own = re.compile(r"^declare -[-a-zA-Z]*[rAa]|^declare -\S+ (BASH\w*|[A-Z]*(PID|UID)|"
-                         r"SHELLOPTS|FUNCNAME|GROUPS|DIRSTACK|PIPESTATUS|_|OPTIND|LINENO|"
-                         r"SECONDS|RANDOM|SRANDOM|HISTCMD|EPOCH\w+|COLUMNS|LINES|OLDPWD|PWD|"
-                         r"SHLVL|OPTERR|IFS|PS\d|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|"
-                         r"COMP_WORDBREAKS)=")
+        own = re.compile(
+            r"^declare -[-a-zA-Z]*[rAa]|^declare -\S+ (BASH\w*|[A-Z]*(PID|UID)|"
+            r"SHELLOPTS|FUNCNAME|GROUPS|DIRSTACK|PIPESTATUS|_|OPTIND|LINENO|"
+            r"SECONDS|RANDOM|SRANDOM|HISTCMD|EPOCH\w+|COLUMNS|LINES|OLDPWD|PWD|"
+            r"SHLVL|OPTERR|IFS|PS\d|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|"
+            r"COMP_WORDBREAKS)="
+        )
         keep = [line for line in saved.read_text().splitlines() if not own.match(line)]
         return "\n".join(keep) + "\n"
 
@@ -163,22 +185,25 @@ class Session:
         text = self.prepare(block.text)
         log = self.folder / f".docs-test-background-{len(self.background)}.log"
         with open(log, "wb") as out:
-            process = subprocess.Popen(["bash", "-euo", "pipefail", "-c", text],
-                                       cwd=self.cwd(), env=self.env, stdout=out, stderr=out,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                ["bash", "-euo", "pipefail", "-c", text],
+                cwd=self.cwd(),
+                env=self.env,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+            )
         self.background.append(process)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 pytest.fail(f"{where} exited ({process.returncode}):\n{log.read_text()}")
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz",
-                                            timeout=2):
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2):
                     return
             except OSError:
                 time.sleep(0.2)
-        pytest.fail(f"{where}: nothing answered on port {self.port} in 60 s:\n"
-                    f"{log.read_text()}")
+        pytest.fail(f"{where}: nothing answered on port {self.port} in 60 s:\n{log.read_text()}")
 
     def stop(self) -> None:
         for process in self.background:
@@ -198,8 +223,11 @@ def check_not_run(block: Block, where: str, path: str) -> None:
         tree = ast.parse(block.text, where)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [
-                    node.module or ""]
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
                 for name in names:
                     assert importlib.util.find_spec(name.split(".")[0]), f"{where}: {name}"
         return
@@ -209,17 +237,27 @@ def check_not_run(block: Block, where: str, path: str) -> None:
             continue
         if words[0] == "make":
             targets = [w for w in words[1:] if "=" not in w and not w.startswith("-")]
-            dry = subprocess.run(["make", "-n", *targets], cwd=ROOT, capture_output=True,
-                                 text=True, timeout=60, check=False)
+            dry = subprocess.run(
+                ["make", "-n", *targets],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
             assert dry.returncode == 0, f"{where}: {line!r} has no target:\n{dry.stderr}"
         elif words[0] in ("python", "python3"):
             module = words[2] if words[1:2] == ["-m"] else None
-            assert module is None or (ROOT / module.replace(".", "/")).exists() or (
-                ROOT / (module.replace(".", "/") + ".py")).exists(), f"{where}: {line!r}"
+            assert (
+                module is None
+                or (ROOT / module.replace(".", "/")).exists()
+                or (ROOT / (module.replace(".", "/") + ".py")).exists()
+            ), f"{where}: {line!r}"
         else:
             program = words[0]
-            assert (ROOT / program).exists() or shutil.which(program, path=path), \
+            assert (ROOT / program).exists() or shutil.which(program, path=path), (
                 f"{where}: {program!r} not found"
+            )
 
 
 @pytest.mark.parametrize("doc", existing_docs())
@@ -241,13 +279,17 @@ def test_the_documented_commands_run(doc: str, tmp_path: Path) -> None:
 
 def test_the_block_reader_sees_directives_and_languages(tmp_path: Path) -> None:
     doc = tmp_path / "x.md"
-    doc.write_text("text\n<!-- docs-test: background -->\n```sh\nserve\n```\n\n```\nout\n"
-                   "```\n<!-- docs-test: not run: slow -->\n\n```python\nprint(1)\n```\n"
-                   "```sh\necho hi\n```\n")
+    doc.write_text(
+        "text\n<!-- docs-test: background -->\n```sh\nserve\n```\n\n```\nout\n"
+        "```\n<!-- docs-test: not run: slow -->\n\n```python\nprint(1)\n```\n"
+        "```sh\necho hi\n```\n"
+    )
     found = blocks(doc)
     assert [(b.language, b.mode, b.reason, b.text) for b in found] == [
-        ("sh", "background", "", "serve\n"), ("python", "not run", "slow", "print(1)\n"),
-        ("sh", "run", "", "echo hi\n")]
+        ("sh", "background", "", "serve\n"),
+        ("python", "not run", "slow", "print(1)\n"),
+        ("sh", "run", "", "echo hi\n"),
+    ]
 
 
 CODE_FOLDERS = ["shared", "client", "aggregator", "simulations", "benchmarks", "demo"]
@@ -255,15 +297,21 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
 
 
 def test_nothing_cites_a_document_outside_the_repository() -> None:
-    citing = [str(path.relative_to(ROOT)) for folder in CODE_FOLDERS
-              for path in (ROOT / folder).rglob("*") if path.suffix in (".py", ".md")
-              and "DESIGN" in path.read_text(encoding="utf-8")]
+    citing = [
+        str(path.relative_to(ROOT))
+        for folder in CODE_FOLDERS
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in (".py", ".md") and "DESIGN" in path.read_text(encoding="utf-8")
+    ]
     assert citing == [], "cite docs/design.md or PROTOCOL.md instead"
 
 
 @pytest.mark.parametrize("doc", [*existing_docs(), "docs/design.md"])
 def test_relative_links_resolve(doc: str) -> None:
     path = ROOT / doc
-    broken = [target for target in LINK.findall(path.read_text(encoding="utf-8"))
-              if "://" not in target and not (path.parent / target).exists()]
+    broken = [
+        target
+        for target in LINK.findall(path.read_text(encoding="utf-8"))
+        if "://" not in target and not (path.parent / target).exists()
+    ]
     assert broken == []

@@ -37,11 +37,13 @@ def imported(path: Path, name: str, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             # "from a import b" may import the module a.b or the name b of a
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
-                       for alias in node.names]
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
         else:
             continue
         for target in targets:
@@ -67,7 +69,7 @@ def test_no_import_cycles() -> None:
         state[node] = 1
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                cycles.append([*path[path.index(nxt):], nxt])
+                cycles.append([*path[path.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt, [*path, nxt])
         state[node] = 2
@@ -80,17 +82,24 @@ def test_no_import_cycles() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
-@pytest.mark.parametrize(("importer", "forbidden"), [
-    ("shared", ("client", "aggregator", "flask", "requests", "werkzeug")),
-    ("client", ("aggregator", "flask", "werkzeug")),
-    ("aggregator", ("client",)),
-])
+@pytest.mark.parametrize(
+    ("importer", "forbidden"),
+    [
+        ("shared", ("client", "aggregator", "flask", "requests", "werkzeug")),
+        ("client", ("aggregator", "flask", "werkzeug")),
+        ("aggregator", ("client",)),
+    ],
+)
 def test_layers(importer: str, forbidden: tuple[str, ...]) -> None:
     for path in (ROOT / importer).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and
-                     not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             for name in names:
                 assert name.split(".")[0] not in forbidden, f"{path} imports {name}"
 
@@ -102,9 +111,15 @@ def test_no_mechanism_is_named_outside_the_registry(package: str) -> None:
     hits = []
     for path in (ROOT / package).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            word = (node.value if isinstance(node, ast.Constant) else
-                    node.id if isinstance(node, ast.Name) else
-                    node.attr if isinstance(node, ast.Attribute) else None)
+            word = (
+                node.value
+                if isinstance(node, ast.Constant)
+                else node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else None
+            )
             if isinstance(word, str) and word in names:
                 hits.append(f"{path}:{node.lineno}: {word}")
     assert not hits, "mechanisms named outside shared/mechanisms:\n" + "\n".join(hits)

@@ -28,8 +28,10 @@ def parse_time(text: str) -> int:
     try:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise click.BadParameter(f"{text!r} is neither Unix seconds nor an ISO 8601 date "
-                                 "(e.g. 2026-11-24 or 2026-11-24T12:00:00Z)") from None
+        raise click.BadParameter(
+            f"{text!r} is neither Unix seconds nor an ISO 8601 date "
+            "(e.g. 2026-11-24 or 2026-11-24T12:00:00Z)"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
     return int(moment.timestamp())
@@ -37,15 +39,32 @@ def parse_time(text: str) -> int:
 
 def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add --from/--to (bucket starts in [from, to)) and --level."""
-    for option in reversed([
-        click.option("--from", "start", type=parse_time, default=None,
-                     help="First bucket start (Unix seconds or ISO date, UTC)."),
-        click.option("--to", "end", type=parse_time, default=None,
-                     help="Buckets starting before this (Unix seconds or ISO date, UTC)."),
-        click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-                     default=DEFAULT_LEVEL, show_default=True, help="Confidence level."),
-        click.option("--format", "fmt", type=FORMATS, default="table", show_default=True),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--from",
+                "start",
+                type=parse_time,
+                default=None,
+                help="First bucket start (Unix seconds or ISO date, UTC).",
+            ),
+            click.option(
+                "--to",
+                "end",
+                type=parse_time,
+                default=None,
+                help="Buckets starting before this (Unix seconds or ISO date, UTC).",
+            ),
+            click.option(
+                "--level",
+                type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                default=DEFAULT_LEVEL,
+                show_default=True,
+                help="Confidence level.",
+            ),
+            click.option("--format", "fmt", type=FORMATS, default="table", show_default=True),
+        ]
+    ):
         command = option(command)
     return command
 
@@ -53,13 +72,28 @@ def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.command()
 @database_option
 @click.argument("task_id")
-@click.option("--candidate", "candidates", multiple=True,
-              help="A value to estimate (repeatable). Default: the task's own choice.")
-@click.option("--candidates-file", type=click.File("r"), default=None,
-              help="A file with one candidate per line ('-' reads standard input).")
+@click.option(
+    "--candidate",
+    "candidates",
+    multiple=True,
+    help="A value to estimate (repeatable). Default: the task's own choice.",
+)
+@click.option(
+    "--candidates-file",
+    type=click.File("r"),
+    default=None,
+    help="A file with one candidate per line ('-' reads standard input).",
+)
 @window_options
-def estimates(task_id: str, candidates: tuple[str, ...], candidates_file: IO[str] | None,
-              start: int | None, end: int | None, level: float, fmt: str) -> None:
+def estimates(
+    task_id: str,
+    candidates: tuple[str, ...],
+    candidates_file: IO[str] | None,
+    start: int | None,
+    end: int | None,
+    level: float,
+    fmt: str,
+) -> None:
     """Print a task's estimated counts with standard errors and confidence intervals."""
     from aggregator.estimates import answer
     from aggregator.query import parse_candidates
@@ -70,22 +104,37 @@ def estimates(task_id: str, candidates: tuple[str, ...], candidates_file: IO[str
     app = open_app()
     with app.app_context():
         task = load_task(task_id)
-        body = _run(lambda: answer(
-            task, parse_candidates(task, listed or None, int(app.config["MAX_CANDIDATES"])),
-            _window(start, end, level)))
-    _print(body, body["estimates"], ["value", "estimate", "std_error", "ci_low", "ci_high"],
-           fmt)
+        body = _run(
+            lambda: answer(
+                task,
+                parse_candidates(task, listed or None, int(app.config["MAX_CANDIDATES"])),
+                _window(start, end, level),
+            )
+        )
+    _print(body, body["estimates"], ["value", "estimate", "std_error", "ci_low", "ci_high"], fmt)
 
 
 @click.command("heavy-hitters")
 @database_option
 @click.argument("task_id")
 @click.option("--top", default=20, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--survivors", default=64, show_default=True, type=click.IntRange(1, 4096),
-              help="Prefixes kept per level while searching.")
+@click.option(
+    "--survivors",
+    default=64,
+    show_default=True,
+    type=click.IntRange(1, 4096),
+    help="Prefixes kept per level while searching.",
+)
 @window_options
-def heavy_hitters(task_id: str, top: int, survivors: int, start: int | None, end: int | None,
-                  level: float, fmt: str) -> None:
+def heavy_hitters(
+    task_id: str,
+    top: int,
+    survivors: int,
+    start: int | None,
+    end: int | None,
+    level: float,
+    fmt: str,
+) -> None:
     """Print a task's most frequent strings, found without candidates (e.g. an hh task)."""
     from aggregator.heavy_hitters import answer
 
@@ -93,10 +142,16 @@ def heavy_hitters(task_id: str, top: int, survivors: int, start: int | None, end
         task = load_task(task_id)
         body = _run(lambda: answer(task, top, survivors, _window(start, end, level)))
     if fmt == "table":
-        click.echo(f"n = {body['n']}, candidates examined per level: "
-                   f"{', '.join(map(str, body['examined']))}")
-    _print(body, body["heavy_hitters"],
-           ["value", "estimate", "std_error", "ci_low", "ci_high", "reliable"], fmt)
+        click.echo(
+            f"n = {body['n']}, candidates examined per level: "
+            f"{', '.join(map(str, body['examined']))}"
+        )
+    _print(
+        body,
+        body["heavy_hitters"],
+        ["value", "estimate", "std_error", "ci_low", "ci_high", "reliable"],
+        fmt,
+    )
 
 
 def _window(start: int | None, end: int | None, level: float) -> Any:
@@ -117,13 +172,13 @@ def _run(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         raise click.ClickException(f"{error.detail} ({error.code})") from None
 
 
-def _print(body: dict[str, Any], rows: list[dict[str, Any]], columns: list[str],
-           fmt: str) -> None:
+def _print(body: dict[str, Any], rows: list[dict[str, Any]], columns: list[str], fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(body, indent=2))
     elif fmt == "csv":
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore",
-                                lineterminator="\n")
+        writer = csv.DictWriter(
+            sys.stdout, fieldnames=columns, extrasaction="ignore", lineterminator="\n"
+        )
         writer.writeheader()
         writer.writerows(rows)
     else:

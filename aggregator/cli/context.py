@@ -17,8 +17,10 @@ from flask import Flask
 from shared import TaskConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
-DB_HELP = ("Database: a SQLite file path or sqlite:///path URL (default: LDP_DB, else "
-           "ldp-aggregator.sqlite3 in the instance folder).")
+DB_HELP = (
+    "Database: a SQLite file path or sqlite:///path URL (default: LDP_DB, else "
+    "ldp-aggregator.sqlite3 in the instance folder)."
+)
 
 
 def database_option(command: F) -> F:
@@ -28,8 +30,9 @@ def database_option(command: F) -> F:
         if value:
             ctx.ensure_object(dict)["db"] = value
 
-    return click.option("--db", default=None, expose_value=False, callback=remember,
-                        help=DB_HELP)(command)
+    return click.option("--db", default=None, expose_value=False, callback=remember, help=DB_HELP)(
+        command
+    )
 
 
 def database(ctx: click.Context | None = None) -> str | None:
@@ -53,6 +56,5 @@ def load_task(task_id: str) -> TaskConfig:
 
     stored = get_store().get_task(task_id)
     if stored is None:
-        raise click.ClickException(f"there is no task {task_id!r}; see "
-                                   "'ldp-aggregator tasks list'")
+        raise click.ClickException(f"there is no task {task_id!r}; see 'ldp-aggregator tasks list'")
     return stored.config

@@ -18,25 +18,42 @@ import click
 from aggregator.cli.context import database_option, load_task, open_app
 
 SUMS_COLUMNS = ["task_id", "bucket", "row", "n", "counters"]
-ESTIMATE_COLUMNS = ["task_id", "bucket", "n", "value", "estimate", "std_error", "ci_low",
-                    "ci_high"]
+ESTIMATE_COLUMNS = ["task_id", "bucket", "n", "value", "estimate", "std_error", "ci_low", "ci_high"]
 
 
 @click.command()
 @database_option
 @click.argument("task_id")
-@click.option("--what", type=click.Choice(["sums", "estimates"]), default="sums",
-              show_default=True, help="Stored integer sums, or estimates per time bucket.")
-@click.option("--candidate", "candidates", multiple=True,
-              help="With --what estimates: a value to estimate (repeatable; default: the "
-                   "task's own choice).")
-@click.option("--format", "fmt", type=click.Choice(["json", "csv", "parquet"]),
-              default="json", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
-              default=None, help="File to write (default: standard output; required for "
-                                 "parquet).")
-def export(task_id: str, what: str, candidates: tuple[str, ...], fmt: str,
-           output: str | None) -> None:
+@click.option(
+    "--what",
+    type=click.Choice(["sums", "estimates"]),
+    default="sums",
+    show_default=True,
+    help="Stored integer sums, or estimates per time bucket.",
+)
+@click.option(
+    "--candidate",
+    "candidates",
+    multiple=True,
+    help="With --what estimates: a value to estimate (repeatable; default: the task's own choice).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv", "parquet"]),
+    default="json",
+    show_default=True,
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="File to write (default: standard output; required for parquet).",
+)
+def export(
+    task_id: str, what: str, candidates: tuple[str, ...], fmt: str, output: str | None
+) -> None:
     """Export a task's sums or per-bucket estimates.
 
     Sums are one record per (bucket, row): the row's report count ``n`` and its integer
@@ -52,9 +69,12 @@ def export(task_id: str, what: str, candidates: tuple[str, ...], fmt: str,
         if what == "sums":
             records, columns = _sum_records(task), SUMS_COLUMNS
         else:
-            records, columns = _estimate_records(task, list(candidates) or None,
-                                                 int(app.config["MAX_CANDIDATES"])), \
-                ESTIMATE_COLUMNS
+            records, columns = (
+                _estimate_records(
+                    task, list(candidates) or None, int(app.config["MAX_CANDIDATES"])
+                ),
+                ESTIMATE_COLUMNS,
+            )
         rows = list(records)
     _write(rows, columns, fmt, output, {"task": task.to_dict(), "what": what})
 
@@ -63,12 +83,18 @@ def _sum_records(task: Any) -> Iterator[dict[str, Any]]:
     from aggregator.store import get_store
 
     for bucket, row, n, counters in get_store().sum_rows(task):
-        yield {"task_id": task.task_id, "bucket": bucket, "row": row, "n": n,
-               "counters": counters.tolist()}
+        yield {
+            "task_id": task.task_id,
+            "bucket": bucket,
+            "row": row,
+            "n": n,
+            "counters": counters.tolist(),
+        }
 
 
-def _estimate_records(task: Any, candidates: list[str] | None,
-                      limit: int) -> Iterator[dict[str, Any]]:
+def _estimate_records(
+    task: Any, candidates: list[str] | None, limit: int
+) -> Iterator[dict[str, Any]]:
     from aggregator.estimates import answer
     from aggregator.problems import ApiError
     from aggregator.query import Window, parse_candidates
@@ -87,12 +113,18 @@ def _estimate_records(task: Any, candidates: list[str] | None,
         for row in body["estimates"]:
             yield {"task_id": task.task_id, "bucket": bucket, "n": body["n"], **row}
     if skipped:
-        click.echo(f"{skipped} bucket(s) below min_batch_size {task.min_batch_size} left out",
-                   err=True)
+        click.echo(
+            f"{skipped} bucket(s) below min_batch_size {task.min_batch_size} left out", err=True
+        )
 
 
-def _write(rows: list[dict[str, Any]], columns: list[str], fmt: str, output: str | None,
-           header: dict[str, Any]) -> None:
+def _write(
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    fmt: str,
+    output: str | None,
+    header: dict[str, Any],
+) -> None:
     if fmt == "parquet":
         _write_parquet(rows, columns, str(output))
         return
@@ -120,11 +152,22 @@ def _write_parquet(rows: list[dict[str, Any]], columns: list[str], output: str) 
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise click.ClickException("--format parquet needs the [parquet] extra: pip install "
-                                   "'ldp-telemetry[server,parquet]'") from None
-    types = {"task_id": pa.string(), "bucket": pa.int64(), "row": pa.int64(), "n": pa.int64(),
-             "counters": pa.list_(pa.int64()), "value": pa.string(), "estimate": pa.float64(),
-             "std_error": pa.float64(), "ci_low": pa.float64(), "ci_high": pa.float64()}
+        raise click.ClickException(
+            "--format parquet needs the [parquet] extra: pip install "
+            "'ldp-telemetry[server,parquet]'"
+        ) from None
+    types = {
+        "task_id": pa.string(),
+        "bucket": pa.int64(),
+        "row": pa.int64(),
+        "n": pa.int64(),
+        "counters": pa.list_(pa.int64()),
+        "value": pa.string(),
+        "estimate": pa.float64(),
+        "std_error": pa.float64(),
+        "ci_low": pa.float64(),
+        "ci_high": pa.float64(),
+    }
     schema = pa.schema([(c, types[c]) for c in columns])
     data = {c: [str(row[c]) if c == "value" else row[c] for row in rows] for c in columns}
     pq.write_table(pa.table(data, schema=schema), output)
@@ -147,7 +190,6 @@ def backup(target: str) -> None:
         except FileExistsError as error:
             raise click.ClickException(str(error)) from None
     click.echo(f"backup written to {Path(target).resolve()}")
-
 
 
 @click.command()

@@ -17,12 +17,21 @@ from aggregator.cli.context import database, database_option, open_app
 @database_option
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Worker processes; all share the database safely.")
-@click.option("--server", default=serving.DEFAULT_SERVER, show_default=True,
-              type=click.Choice(serving.SERVERS),
-              help="granian (Rust HTTP, threads per worker), gunicorn gthread, or gunicorn "
-                   "sync (one request per process: any slow client holds it; tests only).")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Worker processes; all share the database safely.",
+)
+@click.option(
+    "--server",
+    default=serving.DEFAULT_SERVER,
+    show_default=True,
+    type=click.Choice(serving.SERVERS),
+    help="granian (Rust HTTP, threads per worker), gunicorn gthread, or gunicorn "
+    "sync (one request per process: any slow client holds it; tests only).",
+)
 def serve(host: str, port: int, workers: int, server: str) -> None:
     """Serve the collector (SIGTERM lets in-flight uploads commit)."""
     db = database()
@@ -45,9 +54,11 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
         os.environ["LDP_OWNED_METRICS_DIR"] = metrics_dir
     os.environ["LDP_WORKERS"] = str(workers)  # each worker takes 1/N of the upload quota
     argv = serving.command(server, "aggregator.wsgi:app", host, port, workers)
-    click.echo(f"ldp-aggregator: serving on http://{host}:{port} with {workers} {server} "
-               f"worker(s), database {db}\n  admin/analyst tokens: ldp-aggregator "
-               "tokens create --role admin (or set LDP_ADMIN_TOKEN / LDP_ANALYST_TOKEN)",
-               err=True)
+    click.echo(
+        f"ldp-aggregator: serving on http://{host}:{port} with {workers} {server} "
+        f"worker(s), database {db}\n  admin/analyst tokens: ldp-aggregator "
+        "tokens create --role admin (or set LDP_ADMIN_TOKEN / LDP_ANALYST_TOKEN)",
+        err=True,
+    )
     sys.stderr.flush()
     os.execv(sys.executable, argv)

@@ -21,8 +21,12 @@ def mechanism_options(command: Any) -> Any:
     types = {"number": float, "integer": int, "string": str, "strings": str}
     for option in reversed(list(all_options().values())):
         help_text = option.help + (" Comma-separated." if option.kind == "strings" else "")
-        command = click.option(f"--{option.name.replace('_', '-')}", option.name,
-                               type=types[option.kind], help=help_text)(command)
+        command = click.option(
+            f"--{option.name.replace('_', '-')}",
+            option.name,
+            type=types[option.kind],
+            help=help_text,
+        )(command)
     return command
 
 
@@ -70,13 +74,22 @@ def list_tasks() -> None:
 
 
 @tasks.command("plan")
-@click.option("--domain-size", required=True, type=click.IntRange(2, None),
-              help="How many distinct values the task may see.")
-@click.option("--devices", required=True, type=click.IntRange(1, None),
-              help="Reports expected per estimate (devices x reports per period).")
+@click.option(
+    "--domain-size",
+    required=True,
+    type=click.IntRange(2, None),
+    help="How many distinct values the task may see.",
+)
+@click.option(
+    "--devices",
+    required=True,
+    type=click.IntRange(1, None),
+    help="Reports expected per estimate (devices x reports per period).",
+)
 @click.option("--epsilon", required=True, type=click.FloatRange(0, 20, min_open=True))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 def plan_task(domain_size: int, devices: int, epsilon: float, fmt: str) -> None:
     """Print each mechanism's expected standard error for a workload and recommend one.
 
@@ -85,15 +98,28 @@ def plan_task(domain_size: int, devices: int, epsilon: float, fmt: str) -> None:
     """
     plans = plan(epsilon, domain_size, devices)
     if fmt == "json":
-        click.echo(json.dumps([{"mechanism": name, "std_error": p.std_error,
-                                "report_bits": p.report_bits, "parameters": p.fields}
-                               for name, p in plans], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "mechanism": name,
+                        "std_error": p.std_error,
+                        "report_bits": p.report_bits,
+                        "parameters": p.fields,
+                    }
+                    for name, p in plans
+                ],
+                indent=2,
+            )
+        )
         return
     click.echo(f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12}  parameters")
     for name, p in plans:
         fields = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in p.fields.items())
         click.echo(f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,}  {fields}")
     best = plans[0][1]
-    click.echo(f"\nrecommended: {plans[0][0]} (a count's 95% interval is about "
-               f"±{1.96 * best.std_error:,.0f} of {devices:,} reports, "
-               f"{1.96 * best.std_error / devices:.2%})")
+    click.echo(
+        f"\nrecommended: {plans[0][0]} (a count's 95% interval is about "
+        f"±{1.96 * best.std_error:,.0f} of {devices:,} reports, "
+        f"{1.96 * best.std_error / devices:.2%})"
+    )

@@ -41,17 +41,23 @@ def create_token(role: str) -> None:
 
 @tokens.command("list")
 @database_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 def list_tokens(fmt: str) -> None:
     """List stored tokens: id, role, creation time (never the token itself)."""
     from aggregator.store import get_store
 
     with open_app().app_context():
         stored = get_store().list_tokens()
-    rows = [{"id": t.token_hash[:ID_DIGITS], "role": t.role,
-             "created": dt.datetime.fromtimestamp(t.created_at, dt.timezone.utc).isoformat()}
-            for t in stored]
+    rows = [
+        {
+            "id": t.token_hash[:ID_DIGITS],
+            "role": t.role,
+            "created": dt.datetime.fromtimestamp(t.created_at, dt.timezone.utc).isoformat(),
+        }
+        for t in stored
+    ]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
@@ -95,13 +101,17 @@ def rotate_token(token_id: str) -> None:
 def _find(stored: list[StoredToken], token_id: str) -> StoredToken:
     prefix = token_id.strip().lower()
     if len(prefix) < 8:
-        raise click.ClickException(f"a token id has at least 8 hex digits, got {token_id!r}; "
-                                   "see 'ldp-aggregator tokens list'")
+        raise click.ClickException(
+            f"a token id has at least 8 hex digits, got {token_id!r}; "
+            "see 'ldp-aggregator tokens list'"
+        )
     matches = [t for t in stored if t.token_hash.startswith(prefix)]
     if not matches:
-        raise click.ClickException(f"no stored token with id {token_id!r}; see "
-                                   "'ldp-aggregator tokens list'")
+        raise click.ClickException(
+            f"no stored token with id {token_id!r}; see 'ldp-aggregator tokens list'"
+        )
     if len(matches) > 1:
-        raise click.ClickException(f"{len(matches)} tokens start with {token_id!r}; give more "
-                                   "digits")
+        raise click.ClickException(
+            f"{len(matches)} tokens start with {token_id!r}; give more digits"
+        )
     return matches[0]

@@ -25,8 +25,18 @@ from aggregator.store.interface import (
     TaskExists,
 )
 
-__all__ = ["Store", "StoreFull", "StoreUnavailable", "StoredTask", "StoredToken", "SumsView",
-           "TaskExists", "get_store", "init_app", "open_store"]
+__all__ = [
+    "Store",
+    "StoreFull",
+    "StoreUnavailable",
+    "StoredTask",
+    "StoredToken",
+    "SumsView",
+    "TaskExists",
+    "get_store",
+    "init_app",
+    "open_store",
+]
 
 EXTENSION = "ldp_store"
 log = logging.getLogger(__name__)
@@ -34,8 +44,7 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Open the configured store (creating its schema) and attach it to the app."""
-    database = app.config["DATABASE"] or os.path.join(app.instance_path,
-                                                      "ldp-aggregator.sqlite3")
+    database = app.config["DATABASE"] or os.path.join(app.instance_path, "ldp-aggregator.sqlite3")
     app.config["DATABASE"] = database
     store = open_store(str(database), app.config)
     store.initialize()
@@ -47,14 +56,20 @@ def _unavailable(error: StoreUnavailable) -> Response:
     # Nothing of the request was committed: a client may resend it as it is.
     log.warning("store unavailable: %s", error)
     if isinstance(error, StoreFull):
-        response = problem_response(507, "insufficient_storage", "Insufficient storage",
-                                    "the collector's disk is full; nothing was stored: "
-                                    "retry after the Retry-After delay")
+        response = problem_response(
+            507,
+            "insufficient_storage",
+            "Insufficient storage",
+            "the collector's disk is full; nothing was stored: retry after the Retry-After delay",
+        )
         response.headers["Retry-After"] = "60"
         return response
-    response = problem_response(503, "unavailable", "Unavailable",
-                                "the database cannot be written now; nothing was stored: "
-                                "retry after the Retry-After delay")
+    response = problem_response(
+        503,
+        "unavailable",
+        "Unavailable",
+        "the database cannot be written now; nothing was stored: retry after the Retry-After delay",
+    )
     response.headers["Retry-After"] = "1" if "locked" in str(error) else "10"
     return response
 

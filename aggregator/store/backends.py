@@ -19,9 +19,12 @@ def _open_sqlite(location: str, config: Mapping[str, Any]) -> Store:
     from aggregator.store.sqlite import SqliteStore
 
     os.makedirs(os.path.dirname(os.path.abspath(location)), exist_ok=True)
-    return SqliteStore(location, synchronous=str(config["SQLITE_SYNCHRONOUS"]),
-                       busy_timeout=float(config["SQLITE_BUSY_TIMEOUT"]),
-                       staged_bytes=int(config["STAGED_BYTES"]))
+    return SqliteStore(
+        location,
+        synchronous=str(config["SQLITE_SYNCHRONOUS"]),
+        busy_timeout=float(config["SQLITE_BUSY_TIMEOUT"]),
+        staged_bytes=int(config["STAGED_BYTES"]),
+    )
 
 
 # scheme -> opener(location, config); a bare path is the "sqlite" scheme.
@@ -44,8 +47,10 @@ def open_store(database: str, config: Mapping[str, Any]) -> Store:
     scheme, location = split_url(database)
     opener = SCHEMES.get(scheme)
     if opener is None:
-        raise ValueError(f"DATABASE {database!r}: unsupported scheme {scheme!r}; "
-                         f"supported: a file path, {', '.join(s + '://' for s in SCHEMES)}")
+        raise ValueError(
+            f"DATABASE {database!r}: unsupported scheme {scheme!r}; "
+            f"supported: a file path, {', '.join(s + '://' for s in SCHEMES)}"
+        )
     if not location:
         raise ValueError(f"DATABASE {database!r} names no location")
     return opener(location, config)

@@ -22,8 +22,9 @@ def fold(mechanism: Mechanism, batch: Batch) -> RowSums:
     return mechanism.fold(batch)
 
 
-def fold_parts(mechanism: Mechanism, batch: Batch,
-               rows_per_part: int = ROWS_PER_PART) -> Iterator[RowSums]:
+def fold_parts(
+    mechanism: Mechanism, batch: Batch, rows_per_part: int = ROWS_PER_PART
+) -> Iterator[RowSums]:
     """Yield the sums of a batch for one block of ``rows_per_part`` table rows at a time."""
     for part in mechanism.split_rows(batch, rows_per_part):
         yield mechanism.fold(part)

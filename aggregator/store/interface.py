@@ -73,8 +73,9 @@ class Store(Protocol):
     def list_tasks(self) -> list[StoredTask]:
         """Return every task, ordered by id."""
 
-    def add_reports(self, task: TaskConfig, envelopes: Sequence[Envelope],
-                    expires: Sequence[int]) -> set[bytes]:
+    def add_reports(
+        self, task: TaskConfig, envelopes: Sequence[Envelope], expires: Sequence[int]
+    ) -> set[bytes]:
         """Add the reports whose id was not seen before, in one transaction.
 
         ``expires[i]`` is when report i's id may be forgotten (its window has closed).
@@ -84,8 +85,9 @@ class Store(Protocol):
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose window closed before ``now``; return how many."""
 
-    def read_sums(self, task: TaskConfig, start: int | None,
-                  end: int | None) -> AbstractContextManager[SumsView]:
+    def read_sums(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> AbstractContextManager[SumsView]:
         """Return a context yielding the sums over buckets starting in [start, end).
 
         The sums come from one consistent snapshot; a sketch's rows may be read only

@@ -43,11 +43,18 @@ CHUNK = 500  # parameters per IN (...) query, well under SQLite's limit
 class SqliteStore:
     """:class:`~aggregator.store.interface.Store` on one SQLite file (a connection per thread)."""
 
-    def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0,
-                 staged_bytes: int = 8 << 20) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: str = "NORMAL",
+        busy_timeout: float = 30.0,
+        staged_bytes: int = 8 << 20,
+    ) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
-            raise ValueError(f"SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA, "
-                             f"got {synchronous!r}")
+            raise ValueError(
+                f"SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA, got {synchronous!r}"
+            )
         self.path, self.synchronous, self.busy_timeout = path, synchronous.upper(), busy_timeout
         self.staged_bytes = staged_bytes
         self._local = threading.local()
@@ -111,17 +118,21 @@ class SqliteStore:
         config = json.dumps(task.config.to_dict(), sort_keys=True)
         try:
             with self._write() as tx:
-                tx.execute("INSERT INTO tasks VALUES (?, ?, ?, ?)",
-                           (task.config.task_id, config, task.upload_key_hash, int(time.time())))
+                tx.execute(
+                    "INSERT INTO tasks VALUES (?, ?, ?, ?)",
+                    (task.config.task_id, config, task.upload_key_hash, int(time.time())),
+                )
         except sqlite3.IntegrityError:
             raise TaskExists(task.config.task_id) from None
 
     def get_task(self, task_id: str) -> StoredTask | None:
         """Return a task, or None."""
         if task_id not in self._tasks:
-            row = self._connection().execute(
-                "SELECT config, upload_key_hash FROM tasks WHERE task_id = ?",
-                (task_id,)).fetchone()
+            row = (
+                self._connection()
+                .execute("SELECT config, upload_key_hash FROM tasks WHERE task_id = ?", (task_id,))
+                .fetchone()
+            )
             if row is None:
                 return None
             self._tasks[task_id] = _task(*row)
@@ -131,52 +142,66 @@ class SqliteStore:
         """Return every task, ordered by id."""
         # Tasks are immutable: a cached one is reused, so listing does not rebuild every
         # task's mechanism (a sketch's hash rows) on every call.
-        ids = [task_id for (task_id,) in self._connection().execute(
-            "SELECT task_id FROM tasks ORDER BY task_id")]
+        ids = [
+            task_id
+            for (task_id,) in self._connection().execute(
+                "SELECT task_id FROM tasks ORDER BY task_id"
+            )
+        ]
         missing = [task_id for task_id in ids if task_id not in self._tasks]
         for start in range(0, len(missing), CHUNK):
-            part = missing[start:start + CHUNK]
+            part = missing[start : start + CHUNK]
             for task_id, config, key_hash in self._connection().execute(
-                    f"SELECT task_id, config, upload_key_hash FROM tasks WHERE task_id IN "
-                    f"({','.join('?' * len(part))})", part):
+                f"SELECT task_id, config, upload_key_hash FROM tasks WHERE task_id IN "
+                f"({','.join('?' * len(part))})",
+                part,
+            ):
                 self._tasks[task_id] = _task(config, key_hash)
         return [self._tasks[task_id] for task_id in ids]
 
-    def add_reports(self, task: TaskConfig, envelopes: Sequence[Envelope],
-                    expires: Sequence[int]) -> set[bytes]:
+    def add_reports(
+        self, task: TaskConfig, envelopes: Sequence[Envelope], expires: Sequence[int]
+    ) -> set[bytes]:
         """Add the reports not seen before in one transaction; return the replayed ids."""
         task_id = task.task_id
         with self._write() as tx:
             replayed = self._seen(tx, task_id, [e.report_id for e in envelopes])
-            fresh = [(e, x) for e, x in zip(envelopes, expires, strict=True)
-                     if e.report_id not in replayed]
-            tx.executemany("INSERT INTO seen VALUES (?, ?, ?)",
-                           [(task_id, e.report_id, x) for e, x in fresh])
+            fresh = [
+                (e, x)
+                for e, x in zip(envelopes, expires, strict=True)
+                if e.report_id not in replayed
+            ]
+            tx.executemany(
+                "INSERT INTO seen VALUES (?, ?, ?)", [(task_id, e.report_id, x) for e, x in fresh]
+            )
             if fresh:
                 self._stage(tx, task, [e for e, _ in fresh])
         return replayed
 
-    def _stage(self, tx: sqlite3.Connection, task: TaskConfig,
-               envelopes: list[Envelope]) -> None:
+    def _stage(self, tx: sqlite3.Connection, task: TaskConfig, envelopes: list[Envelope]) -> None:
         """Stage new reports packed, one row per bucket; fold them once there are enough."""
         by_bucket: defaultdict[int, list] = defaultdict(list)
         for envelope in envelopes:
             by_bucket[envelope.time].append(envelope.payload)
-        packed = [(task.task_id, bucket, pack(stack(task.mechanism_object, payloads)))
-                  for bucket, payloads in by_bucket.items()]
+        packed = [
+            (task.task_id, bucket, pack(stack(task.mechanism_object, payloads)))
+            for bucket, payloads in by_bucket.items()
+        ]
         tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", packed)
         staged = tx.execute(
             "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
             "SET bytes = bytes + excluded.bytes RETURNING bytes",
-            (task.task_id, sum(len(row[2]) for row in packed))).fetchone()[0]
+            (task.task_id, sum(len(row[2]) for row in packed)),
+        ).fetchone()[0]
         if staged >= self.staged_bytes:
             self._fold_staged(tx, task)
 
     def _fold_staged(self, tx: sqlite3.Connection, task: TaskConfig) -> None:
         """Add a task's staged batches to its sums (inside the caller's transaction)."""
         by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
-        for bucket, data in tx.execute("SELECT bucket, data FROM staged WHERE task_id = ? "
-                                       "ORDER BY id", (task.task_id,)):
+        for bucket, data in tx.execute(
+            "SELECT bucket, data FROM staged WHERE task_id = ? ORDER BY id", (task.task_id,)
+        ):
             by_bucket[bucket].append(data)
         mechanism = task.mechanism_object
         for bucket, blobs in by_bucket.items():
@@ -188,8 +213,12 @@ class SqliteStore:
     def fold_staged(self, task: TaskConfig) -> None:
         """Fold a task's staged reports into its sums now (a no-op if there are none)."""
         conn = self._connection()
-        if conn.execute("SELECT 1 FROM staged WHERE task_id = ? LIMIT 1",
-                        (task.task_id,)).fetchone() is None:
+        if (
+            conn.execute(
+                "SELECT 1 FROM staged WHERE task_id = ? LIMIT 1", (task.task_id,)
+            ).fetchone()
+            is None
+        ):
             return
         with self._write() as tx:
             self._fold_staged(tx, task)
@@ -198,11 +227,15 @@ class SqliteStore:
     def _seen(tx: sqlite3.Connection, task_id: str, ids: list[bytes]) -> set[bytes]:
         found: set[bytes] = set()
         for start in range(0, len(ids), CHUNK):
-            part = ids[start:start + CHUNK]
+            part = ids[start : start + CHUNK]
             marks = ",".join("?" * len(part))
-            found.update(row[0] for row in tx.execute(
-                f"SELECT report_id FROM seen WHERE task_id = ? AND report_id IN ({marks})",
-                (task_id, *part)))
+            found.update(
+                row[0]
+                for row in tx.execute(
+                    f"SELECT report_id FROM seen WHERE task_id = ? AND report_id IN ({marks})",
+                    (task_id, *part),
+                )
+            )
         return found
 
     @staticmethod
@@ -212,18 +245,23 @@ class SqliteStore:
         n, table = new.n, new.table
         rows = list(index)
         for start in range(0, len(rows), CHUNK):
-            part = rows[start:start + CHUNK]
+            part = rows[start : start + CHUNK]
             marks = ",".join("?" * len(part))
             for row, count, blob in tx.execute(
-                    f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
-                    f"AND row IN ({marks})", (task_id, bucket, *part)):
+                f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
+                f"AND row IN ({marks})",
+                (task_id, bucket, *part),
+            ):
                 n[index[row]] += count
                 table[index[row]] += np.frombuffer(blob, dtype=COUNTER)
         tx.executemany(
             "INSERT INTO sums VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, bucket, row) "
             "DO UPDATE SET n = excluded.n, counters = excluded.counters",
-            ((task_id, bucket, row, int(n[i]), table[i].astype(COUNTER, copy=False).tobytes())
-             for row, i in index.items()))
+            (
+                (task_id, bucket, row, int(n[i]), table[i].astype(COUNTER, copy=False).tobytes())
+                for row, i in index.items()
+            ),
+        )
 
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose acceptance window closed before ``now``."""
@@ -231,8 +269,7 @@ class SqliteStore:
             return tx.execute("DELETE FROM seen WHERE expires < ?", (now,)).rowcount
 
     @contextmanager
-    def read_sums(self, task: TaskConfig, start: int | None,
-                  end: int | None) -> Iterator[SumsView]:
+    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
         """Yield the task's sums over buckets starting in [start, end), from one snapshot."""
         self.fold_staged(task)  # every report acknowledged so far is in the sums
         with snapshot_sums(self._connection(), task, start, end) as sums:
@@ -241,33 +278,39 @@ class SqliteStore:
     def add_token(self, token_hash: str, role: str) -> None:
         """Store the hash of a new token with its role."""
         with self._write() as tx:
-            tx.execute("INSERT INTO tokens VALUES (?, ?, ?)",
-                       (token_hash, role, int(time.time())))
+            tx.execute("INSERT INTO tokens VALUES (?, ?, ?)", (token_hash, role, int(time.time())))
 
     def token_role(self, token_hash: str) -> str | None:
         """Return the role of a stored token hash, or None."""
-        row = self._connection().execute(
-            "SELECT role FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
+        row = (
+            self._connection()
+            .execute("SELECT role FROM tokens WHERE token_hash = ?", (token_hash,))
+            .fetchone()
+        )
         return None if row is None else str(row[0])
 
     def list_tokens(self) -> list[StoredToken]:
         """Return every stored token, oldest first."""
         rows = self._connection().execute(
-            "SELECT token_hash, role, created_at FROM tokens ORDER BY created_at, token_hash")
+            "SELECT token_hash, role, created_at FROM tokens ORDER BY created_at, token_hash"
+        )
         return [StoredToken(str(h), str(r), int(c)) for h, r, c in rows]
 
     def revoke_token(self, token_hash: str) -> bool:
         """Delete a stored token; return whether there was one."""
         with self._write() as tx:
-            return tx.execute("DELETE FROM tokens WHERE token_hash = ?",
-                              (token_hash,)).rowcount > 0
+            return tx.execute("DELETE FROM tokens WHERE token_hash = ?", (token_hash,)).rowcount > 0
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""
         self.fold_staged(task)
-        return [int(b) for (b,) in self._connection().execute(
-            "SELECT DISTINCT bucket FROM sums WHERE task_id = ? ORDER BY bucket",
-            (task.task_id,))]
+        return [
+            int(b)
+            for (b,) in self._connection().execute(
+                "SELECT DISTINCT bucket FROM sums WHERE task_id = ? ORDER BY bucket",
+                (task.task_id,),
+            )
+        ]
 
     def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
         """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""
@@ -275,8 +318,9 @@ class SqliteStore:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout)  # its own snapshot
         try:
             for bucket, row, n, blob in conn.execute(
-                    "SELECT bucket, row, n, counters FROM sums WHERE task_id = ? "
-                    "ORDER BY bucket, row", (task.task_id,)):
+                "SELECT bucket, row, n, counters FROM sums WHERE task_id = ? ORDER BY bucket, row",
+                (task.task_id,),
+            ):
                 yield int(bucket), int(row), int(n), np.frombuffer(blob, dtype=COUNTER)
         finally:
             conn.close()

@@ -24,9 +24,14 @@ from aggregator.store.interface import StoreFull, StoreUnavailable
 WAL_LIMIT = 64 << 20  # bytes: the WAL is truncated once it passes this
 CHECK_EVERY = 64  # commits per connection between two looks at the WAL's size
 _FULL = {"database or disk is full"}
-_UNAVAILABLE = ("database is locked", "readonly database", "disk i/o error",
-                "unable to open database file", "database disk image is malformed",
-                "attempt to write a readonly database")
+_UNAVAILABLE = (
+    "database is locked",
+    "readonly database",
+    "disk i/o error",
+    "unable to open database file",
+    "database disk image is malformed",
+    "attempt to write a readonly database",
+)
 
 
 def classify(error: sqlite3.Error) -> StoreUnavailable | None:
@@ -55,9 +60,11 @@ class FileIdentity:
     def check(self) -> None:
         """Raise StoreUnavailable if the file at the path is gone or another file."""
         if self.expected is not None and self._current() != self.expected:
-            raise StoreUnavailable(f"the database file {self.path} was deleted or replaced "
-                                   "while serving; ingest is stopped until the collector "
-                                   "is restarted on the right file")
+            raise StoreUnavailable(
+                f"the database file {self.path} was deleted or replaced "
+                "while serving; ingest is stopped until the collector "
+                "is restarted on the right file"
+            )
 
     def _current(self) -> tuple[int, int] | None:
         try:

@@ -22,8 +22,9 @@ NO_LIMIT = (-(2**63), 2**63 - 1)
 
 
 @contextmanager
-def snapshot_sums(conn: sqlite3.Connection, task: TaskConfig, start: int | None,
-                  end: int | None) -> Iterator[SumsView]:
+def snapshot_sums(
+    conn: sqlite3.Connection, task: TaskConfig, start: int | None, end: int | None
+) -> Iterator[SumsView]:
     """Yield the sums over buckets starting in [start, end), read in one transaction."""
     low, high = _bounds(start, end)
     where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
@@ -33,18 +34,28 @@ def snapshot_sums(conn: sqlite3.Connection, task: TaskConfig, start: int | None,
         if rows == 1:  # a single small row: load it whole
             yield _dense(conn, task, where, (task.task_id, low, high))
             return
-        total = conn.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}",
-                             (task.task_id, low, high)).fetchone()[0]
-        buckets = [b for (b,) in conn.execute(f"SELECT DISTINCT bucket FROM sums {where}",
-                                              (task.task_id, low, high))]
-        yield StreamedSums(int(total), rows, width,
-                           lambda a, b: _row_block(conn, task.task_id, buckets, a, b, width))
+        total = conn.execute(
+            f"SELECT COALESCE(SUM(n), 0) FROM sums {where}", (task.task_id, low, high)
+        ).fetchone()[0]
+        buckets = [
+            b
+            for (b,) in conn.execute(
+                f"SELECT DISTINCT bucket FROM sums {where}", (task.task_id, low, high)
+            )
+        ]
+        yield StreamedSums(
+            int(total),
+            rows,
+            width,
+            lambda a, b: _row_block(conn, task.task_id, buckets, a, b, width),
+        )
     finally:
         conn.execute("COMMIT")
 
 
-def _dense(conn: sqlite3.Connection, task: TaskConfig, where: str,
-           args: tuple[str, int, int]) -> Sums:
+def _dense(
+    conn: sqlite3.Connection, task: TaskConfig, where: str, args: tuple[str, int, int]
+) -> Sums:
     sums = task.mechanism_object.new_sums()
     for row, count, blob in conn.execute(f"SELECT row, n, counters FROM sums {where}", args):
         sums.n[row] += count
@@ -52,14 +63,17 @@ def _dense(conn: sqlite3.Connection, task: TaskConfig, where: str,
     return sums
 
 
-def _row_block(conn: sqlite3.Connection, task_id: str, buckets: list[int], start: int,
-               stop: int, width: int) -> np.ndarray:
+def _row_block(
+    conn: sqlite3.Connection, task_id: str, buckets: list[int], start: int, stop: int, width: int
+) -> np.ndarray:
     """Return rows [start, stop) summed over the buckets (index range scans, one per bucket)."""
     block = np.zeros((stop - start, width), dtype=np.int64)
     for bucket in buckets:
         for row, blob in conn.execute(
-                "SELECT row, counters FROM sums WHERE task_id = ? AND bucket = ? AND row >= ? "
-                "AND row < ?", (task_id, bucket, start, stop)):
+            "SELECT row, counters FROM sums WHERE task_id = ? AND bucket = ? AND row >= ? "
+            "AND row < ?",
+            (task_id, bucket, start, stop),
+        ):
             block[row - start] += np.frombuffer(blob, dtype=COUNTER)
     return block
 

@@ -119,8 +119,9 @@ class Mechanism(Protocol):
         """Return the candidates a query names (None: the default), or raise ParameterError."""
         ...
 
-    def estimate(self, sums: Any, candidates: Sequence[Any] | None = None,
-                 level: float = ...) -> Estimates:
+    def estimate(
+        self, sums: Any, candidates: Sequence[Any] | None = None, level: float = ...
+    ) -> Estimates:
         """Estimate each candidate's count with standard errors and intervals."""
         ...
 

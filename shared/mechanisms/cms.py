@@ -65,8 +65,7 @@ class CountMeanSketchSums(Sums):
 
     def add(self, report: SketchReport) -> None:
         """Add one report."""
-        bits = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8),
-                             count=self.table.shape[1])
+        bits = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8), count=self.table.shape[1])
         self.n[report.row] += 1
         self.table[report.row] += bits
 
@@ -76,8 +75,9 @@ class CountMeanSketchSums(Sums):
         self.n += np.bincount(batch.rows, minlength=len(self.n))
         chunk = min(MAX_ADD_CHUNK, max(ADD_CHUNK, REPORTS_PER_ROW * len(self.n)))
         for start in range(0, len(batch), chunk):
-            add_bit_rows(self.table, batch.rows[start:start + chunk],
-                         batch.bits[start:start + chunk])
+            add_bit_rows(
+                self.table, batch.rows[start : start + chunk], batch.bits[start : start + chunk]
+            )
 
 
 class CountMeanSketch(Sketch):
@@ -122,15 +122,18 @@ class CountMeanSketch(Sketch):
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
         key = self.key(value)
         raw = np.unpackbits(np.frombuffer(report.bits, dtype=np.uint8))
-        if not 0 <= report.row < self.k or raw.size != 8 * self.report_bytes or raw[self.m:].any():
+        if not 0 <= report.row < self.k or raw.size != 8 * self.report_bytes or raw[self.m :].any():
             return Fraction(0)  # wrong row, length, or padding bits set
         expected = np.zeros(self.m, dtype=np.uint8)
         expected[self.hashes.bucket(key, report.row)] = 1
-        bits = raw[:self.m]
+        bits = raw[: self.m]
         flipped = int(np.count_nonzero(bits != expected))
         keep = SCALE - self.flip_threshold
-        return (Fraction(1, self.k) * Fraction(self.flip_threshold, SCALE) ** flipped
-                * Fraction(keep, SCALE) ** (self.m - flipped))
+        return (
+            Fraction(1, self.k)
+            * Fraction(self.flip_threshold, SCALE) ** flipped
+            * Fraction(keep, SCALE) ** (self.m - flipped)
+        )
 
     def encode_payload(self, report: SketchReport) -> dict[str, Any]:
         """Return the row and the packed bits as base64url."""
@@ -159,5 +162,4 @@ class CountMeanSketchParams(SketchParams):
         """Return the mechanism."""
         assert self.epsilon is not None and self.k is not None and self.m is not None
         assert self.hash_seed is not None  # validate() checked all four
-        return CountMeanSketch(epsilon=self.epsilon, k=self.k, m=self.m,
-                               hash_seed=self.hash_seed)
+        return CountMeanSketch(epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed)

@@ -90,7 +90,8 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
             return self._index[value]
         except (KeyError, TypeError):
             raise ValueOutOfDomain(
-                f"value is not in this task's domain of {self.d} values") from None
+                f"value is not in this task's domain of {self.d} values"
+            ) from None
 
     def privatize(self, value: str, rng: Rng = None) -> int:
         """Return the privatized domain index of a value."""
@@ -142,16 +143,18 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         values = check_candidate_strings(raw)
         outside = [c for c in values if c not in self._index]
         if outside:
-            raise ParameterError(f"{len(outside)} candidates are not in the task's domain, "
-                                 f"e.g. {outside[0][:64]!r}")
+            raise ParameterError(
+                f"{len(outside)} candidates are not in the task's domain, e.g. {outside[0][:64]!r}"
+            )
         return values
 
     def new_sums(self) -> GeneralizedRandomizedResponseSums:
         """Return an empty accumulator."""
         return GeneralizedRandomizedResponseSums(self.d)
 
-    def estimate(self, sums: Sums, candidates: Sequence[str] | None = None,
-                 level: float = DEFAULT_LEVEL) -> Estimates:
+    def estimate(
+        self, sums: Sums, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
+    ) -> Estimates:
         """Estimate how many reports hold each candidate (default: the whole domain)."""
         check_shape(sums, 1, self.d, repr(self))
         values = list(self.domain if candidates is None else candidates)
@@ -170,8 +173,10 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
     domain: tuple[str, ...] | None = None
 
     name = "grr"
-    options = (Option("epsilon", "number", "Privacy parameter."),
-               Option("domain", "strings", "grr: the values, in order (a report is an index)."))
+    options = (
+        Option("epsilon", "number", "Privacy parameter."),
+        Option("domain", "strings", "grr: the values, in order (a report is an index)."),
+    )
 
     def validate(self) -> None:
         """Check that both are given; the mechanism checks the rest when built."""
@@ -181,8 +186,9 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
             raise ParameterError("grr needs a domain: a list of distinct strings")
         # tuple("abc") would silently turn a string into the domain ('a', 'b', 'c')
         if isinstance(self.domain, str | bytes) or not isinstance(self.domain, Sequence):
-            raise ParameterError("domain must be a list of distinct strings, got "
-                                 f"{type(self.domain).__name__}")
+            raise ParameterError(
+                f"domain must be a list of distinct strings, got {type(self.domain).__name__}"
+            )
         object.__setattr__(self, "domain", tuple(self.domain))
 
     def build(self) -> GeneralizedRandomizedResponse:
@@ -195,8 +201,9 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
         """grr fits domains of 3 to MAX_DOMAIN values (rr is grr at 2)."""
         if not 3 <= domain_size <= MAX_DOMAIN:
             return None
-        grr = GeneralizedRandomizedResponse(epsilon=epsilon,
-                                            domain=[str(i) for i in range(domain_size)])
+        grr = GeneralizedRandomizedResponse(
+            epsilon=epsilon, domain=[str(i) for i in range(domain_size)]
+        )
         variance = grr_count_variance(devices, devices / domain_size, grr.p, grr.q)
         fields = {"epsilon": epsilon, "domain": f"<your {domain_size} values>"}
         return Plan(fields, math.sqrt(float(variance)), math.ceil(math.log2(domain_size)))
@@ -223,5 +230,6 @@ def _check_domain(domain: Sequence[str]) -> tuple[str, ...]:
     if not 2 <= len(values) <= MAX_DOMAIN:
         raise ParameterError(
             f"domain must have 2 to {MAX_DOMAIN} values, got {len(values)}; "
-            "use cms or hcms for larger domains")
+            "use cms or hcms for larger domains"
+        )
     return values

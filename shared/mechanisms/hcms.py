@@ -114,9 +114,11 @@ class HadamardCountMeanSketch(Sketch):
     def stack(self, reports: Sequence[HadamardReport]) -> HadamardBatch:
         """Return decoded reports as a batch for ``add_many``."""
         count = len(reports)
-        return HadamardBatch(np.fromiter((r.row for r in reports), np.int64, count),
-                             np.fromiter((r.col for r in reports), np.int64, count),
-                             np.fromiter((r.bit for r in reports), np.uint8, count))
+        return HadamardBatch(
+            np.fromiter((r.row for r in reports), np.int64, count),
+            np.fromiter((r.col for r in reports), np.int64, count),
+            np.fromiter((r.bit for r in reports), np.uint8, count),
+        )
 
     def output_probability(self, value: str, report: HadamardReport) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
@@ -135,8 +137,11 @@ class HadamardCountMeanSketch(Sketch):
 
     def decode_payload(self, obj: Mapping[str, Any]) -> HadamardReport:
         """Return the report a JSON object holds, or raise DecodeError."""
-        return HadamardReport(integer(obj, "row", 0, self.k - 1),
-                              integer(obj, "col", 0, self.m - 1), integer(obj, "bit", 0, 1))
+        return HadamardReport(
+            integer(obj, "row", 0, self.k - 1),
+            integer(obj, "col", 0, self.m - 1),
+            integer(obj, "bit", 0, 1),
+        )
 
     def row_transform(self, block: np.ndarray) -> np.ndarray:
         """Return M's rows (before c_ε): the Walsh–Hadamard transform of S's rows."""
@@ -156,8 +161,9 @@ class HadamardCountMeanSketchParams(SketchParams):
         """Return the mechanism."""
         assert self.epsilon is not None and self.k is not None and self.m is not None
         assert self.hash_seed is not None  # validate() checked all four
-        return HadamardCountMeanSketch(epsilon=self.epsilon, k=self.k, m=self.m,
-                                       hash_seed=self.hash_seed)
+        return HadamardCountMeanSketch(
+            epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed
+        )
 
 
 def _parity(x: np.ndarray) -> np.ndarray:

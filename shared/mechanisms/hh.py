@@ -61,9 +61,19 @@ class HeavyHitters:
     name = "hh"
     payload_fields = ("level", "row", "bits")
 
-    def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int, alphabet: str,
-                 max_length: int, first: int = 2, step: int = 2,
-                 device_level: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        k: int,
+        m: int,
+        hash_seed: int,
+        alphabet: str,
+        max_length: int,
+        first: int = 2,
+        step: int = 2,
+        device_level: int | None = None,
+    ) -> None:
         self.alphabet = check_alphabet(alphabet)
         self.max_length = check_int("max_length", max_length, 1, MAX_LENGTH)
         self.first = check_int("first", first, 1, self.max_length)
@@ -74,22 +84,27 @@ class HeavyHitters:
         salts = splitmix64(seed, self.level_count)
         # Level 0 keeps the task's seed; level g > 0 hashes with a seed salted by g.
         self.sketches = tuple(
-            CountMeanSketch(epsilon=epsilon, k=k, m=m,
-                            hash_seed=seed if g == 0 else int(salts[g]) & MAX_SEED)
-            for g in range(self.level_count))
+            CountMeanSketch(
+                epsilon=epsilon, k=k, m=m, hash_seed=seed if g == 0 else int(salts[g]) & MAX_SEED
+            )
+            for g in range(self.level_count)
+        )
         base = self.sketches[0]
         self.epsilon, self.effective_epsilon = base.epsilon, base.effective_epsilon
         self.k, self.m, self.hash_seed = base.k, base.m, seed
         self.sums_shape = (self.level_count * self.k, self.m)
-        self.symbols = UTF8_BYTES if self.alphabet == BYTES else tuple(
-            c.encode() for c in self.alphabet)
+        self.symbols = (
+            UTF8_BYTES if self.alphabet == BYTES else tuple(c.encode() for c in self.alphabet)
+        )
         self.device_level = device_level
         LevelSearch.check_bounds(len(self.symbols), self.lengths, survivors=1)
 
     def __repr__(self) -> str:
-        return (f"HeavyHitters(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
-                f"hash_seed={self.hash_seed}, alphabet={self.alphabet!r}, "
-                f"max_length={self.max_length}, first={self.first}, step={self.step})")
+        return (
+            f"HeavyHitters(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
+            f"hash_seed={self.hash_seed}, alphabet={self.alphabet!r}, "
+            f"max_length={self.max_length}, first={self.first}, step={self.step})"
+        )
 
     def for_device(self, device_key: bytes) -> HeavyHitters:
         """Return the mechanism of the device whose key (HMAC of its secret) is given."""
@@ -111,16 +126,18 @@ class HeavyHitters:
                 raw = text.encode("utf-8")
             except UnicodeEncodeError:
                 raise ValueOutOfDomain("the value is not valid Unicode text") from None
-            units = tuple(raw[i:i + 1] for i in range(len(raw)))
+            units = tuple(raw[i : i + 1] for i in range(len(raw)))
         else:
             strange = sorted(set(text) - set(self.alphabet))
             if strange:
-                raise ValueOutOfDomain(f"the value has symbols outside the task's alphabet: "
-                                       f"{len(strange)} distinct")  # never echo the value
+                raise ValueOutOfDomain(
+                    f"the value has symbols outside the task's alphabet: {len(strange)} distinct"
+                )  # never echo the value
             units = tuple(c.encode() for c in text)
         if not 1 <= len(units) <= self.max_length:
-            raise ValueOutOfDomain(f"the value must have 1 to {self.max_length} symbols, "
-                                   f"got {len(units)}")
+            raise ValueOutOfDomain(
+                f"the value must have 1 to {self.max_length} symbols, got {len(units)}"
+            )
         return units
 
     def canonical(self, value: object) -> bytes:
@@ -147,8 +164,12 @@ class HeavyHitters:
         report = self.sketches[level].privatize(self.item(units, level), rng)
         return LevelReport(level, report.row, report.bits)
 
-    def privatize_many(self, values: Sequence[str], rng: Rng = None,
-                       levels: Sequence[int] | np.ndarray | None = None) -> LevelBatch:
+    def privatize_many(
+        self,
+        values: Sequence[str],
+        rng: Rng = None,
+        levels: Sequence[int] | np.ndarray | None = None,
+    ) -> LevelBatch:
         """Return reports of many values (one per device).
 
         ``levels`` gives each value's level; otherwise a bound device uses its own and an
@@ -160,10 +181,10 @@ class HeavyHitters:
         count = len(all_units)
         if levels is not None:
             chosen = np.asarray(levels, dtype=np.int64)
-            if chosen.shape != (count,) or (count and not (
-                    chosen.min() >= 0 and chosen.max() < self.level_count)):
-                raise ParameterError(f"levels must be {count} integers in [0, "
-                                     f"{self.level_count})")
+            if chosen.shape != (count,) or (
+                count and not (chosen.min() >= 0 and chosen.max() < self.level_count)
+            ):
+                raise ParameterError(f"levels must be {count} integers in [0, {self.level_count})")
         elif self.device_level is not None:
             chosen = np.full(count, self.device_level, dtype=np.int64)
         else:
@@ -173,7 +194,8 @@ class HeavyHitters:
         for level in np.unique(chosen):
             where = np.flatnonzero(chosen == level)
             part = self.sketches[level].privatize_many(
-                [self.item(all_units[i], int(level)) for i in where], rng)
+                [self.item(all_units[i], int(level)) for i in where], rng
+            )
             rows[where], bits[where] = part.rows, part.bits
         return LevelBatch(chosen, rows, bits)
 
@@ -186,8 +208,7 @@ class HeavyHitters:
         weight = Fraction(1) if self.device_level is not None else Fraction(1, self.level_count)
         sketch = self.sketches[report.level]
         inner = SketchReport(report.row, report.bits)
-        return weight * sketch.output_probability(self.item(self.units(value), report.level),
-                                                  inner)
+        return weight * sketch.output_probability(self.item(self.units(value), report.level), inner)
 
     # -- wire and sums ------------------------------------------------------------------------
 
@@ -206,9 +227,11 @@ class HeavyHitters:
         """Return decoded reports as a batch for ``add_many``."""
         count = len(reports)
         bits = np.frombuffer(b"".join(r.bits for r in reports), dtype=np.uint8)
-        return LevelBatch(np.fromiter((r.level for r in reports), np.int64, count),
-                          np.fromiter((r.row for r in reports), np.int64, count),
-                          bits.reshape(count, (self.m + 7) // 8))
+        return LevelBatch(
+            np.fromiter((r.level for r in reports), np.int64, count),
+            np.fromiter((r.row for r in reports), np.int64, count),
+            bits.reshape(count, (self.m + 7) // 8),
+        )
 
     def new_sums(self) -> HeavyHitterSums:
         """Return an empty accumulator of G·k rows."""
@@ -244,28 +267,39 @@ class HeavyHitters:
         check_shape(sums, self.level_count * self.k, self.m, repr(self))
         return LevelSearch(self.sketches, self.lengths, self.symbols, END, sums)
 
-    def estimate(self, sums: Any, candidates: Sequence[str] | None = None,
-                 level: float = DEFAULT_LEVEL) -> Estimates:
+    def estimate(
+        self, sums: Any, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
+    ) -> Estimates:
         """Estimate full strings' counts from every level where each is whole."""
         if candidates is None:
-            raise ParameterError("hh needs candidates to estimate; to find the frequent "
-                                 "strings without a list use discover (heavy-hitters)")
-        return self.searcher(sums).final([self.units(c) for c in candidates], list(candidates),
-                                         level)
+            raise ParameterError(
+                "hh needs candidates to estimate; to find the frequent "
+                "strings without a list use discover (heavy-hitters)"
+            )
+        return self.searcher(sums).final(
+            [self.units(c) for c in candidates], list(candidates), level
+        )
 
-    def discover(self, sums: Any, top: int = 20, survivors: int = 64,
-                 level: float = DEFAULT_LEVEL) -> Discovery:
+    def discover(
+        self, sums: Any, top: int = 20, survivors: int = 64, level: float = DEFAULT_LEVEL
+    ) -> Discovery:
         """Find the ``top`` most frequent strings without a dictionary."""
         check_int("top", top, 1, 10_000)
         check_int("survivors", survivors, 1, 100_000)
-        return search(self.searcher(sums), top=top, survivors=max(survivors, top),
-                      level=level, split=self.item_units, decode=self.decode_item)
+        return search(
+            self.searcher(sums),
+            top=top,
+            survivors=max(survivors, top),
+            level=level,
+            split=self.item_units,
+            decode=self.decode_item,
+        )
 
     def item_units(self, item: bytes) -> tuple[bytes, ...]:
         """Return the symbols of an item (END dropped)."""
         raw = item.rstrip(END)
         if self.alphabet == BYTES:
-            return tuple(raw[i:i + 1] for i in range(len(raw)))
+            return tuple(raw[i : i + 1] for i in range(len(raw)))
         return tuple(c.encode() for c in raw.decode("utf-8"))  # symbols: whole UTF-8 chars
 
     def decode_item(self, item: bytes) -> str:
@@ -287,12 +321,18 @@ class HeavyHitterParams(ParamsBase):
     step: int | None = None
 
     name = "hh"
-    options = (*SketchParams.options,
-               Option("alphabet", "string", "hh: 'bytes' (UTF-8 bytes) or the symbols "
-                      "themselves, e.g. abcdefghijklmnopqrstuvwxyz (default bytes)."),
-               Option("max_length", "integer", "hh: longest value, in symbols."),
-               Option("first", "integer", "hh: prefix length of level 0 (default 2)."),
-               Option("step", "integer", "hh: symbols added per level (default 2)."))
+    options = (
+        *SketchParams.options,
+        Option(
+            "alphabet",
+            "string",
+            "hh: 'bytes' (UTF-8 bytes) or the symbols "
+            "themselves, e.g. abcdefghijklmnopqrstuvwxyz (default bytes).",
+        ),
+        Option("max_length", "integer", "hh: longest value, in symbols."),
+        Option("first", "integer", "hh: prefix length of level 0 (default 2)."),
+        Option("step", "integer", "hh: symbols added per level (default 2)."),
+    )
 
     @classmethod
     def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
@@ -314,6 +354,13 @@ class HeavyHitterParams(ParamsBase):
         assert self.hash_seed is not None and self.alphabet is not None
         assert self.max_length is not None and self.first is not None
         assert self.step is not None  # validate() checked them all
-        return HeavyHitters(epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed,
-                            alphabet=self.alphabet, max_length=self.max_length,
-                            first=self.first, step=self.step)
+        return HeavyHitters(
+            epsilon=self.epsilon,
+            k=self.k,
+            m=self.m,
+            hash_seed=self.hash_seed,
+            alphabet=self.alphabet,
+            max_length=self.max_length,
+            first=self.first,
+            step=self.step,
+        )

@@ -44,15 +44,23 @@ class Discovery:
 
     def rows(self) -> list[dict[str, Any]]:
         """Return one JSON-ready dict per string."""
-        return [{**row, "reliable": bool(flag)}
-                for row, flag in zip(self.estimates.rows(), self.reliable, strict=True)]
+        return [
+            {**row, "reliable": bool(flag)}
+            for row, flag in zip(self.estimates.rows(), self.reliable, strict=True)
+        ]
 
 
 class LevelSearch:
     """Estimates of items (bytes) at each level of one hh task's sums."""
 
-    def __init__(self, sketches: Sequence[CountMeanSketch], lengths: Sequence[int],
-                 symbols: Sequence[bytes], end: bytes, sums: Any) -> None:
+    def __init__(
+        self,
+        sketches: Sequence[CountMeanSketch],
+        lengths: Sequence[int],
+        symbols: Sequence[bytes],
+        end: bytes,
+        sums: Any,
+    ) -> None:
         self.sketches, self.lengths, self.symbols, self.end = sketches, lengths, symbols, end
         self.sums, self.levels = sums, len(sketches)
         self.k, self.m = sketches[0].k, sketches[0].m
@@ -66,7 +74,8 @@ class LevelSearch:
         if max(counts) > MAX_LEVEL_CANDIDATES:
             raise ParameterError(
                 f"this search would examine {max(counts):,} candidates at one level (at most "
-                f"{MAX_LEVEL_CANDIDATES:,}): use a smaller alphabet, first, step or survivors")
+                f"{MAX_LEVEL_CANDIDATES:,}): use a smaller alphabet, first, step or survivors"
+            )
 
     def level_n(self, g: int) -> float:
         """Return level g's report count: exact from per-row n, else estimated.
@@ -83,7 +92,7 @@ class LevelSearch:
             else:
                 sketch, ones = self.sketches[g], 0
                 for start in range(rows.start, rows.stop, 256):
-                    ones += int(self.sums.table[start:min(rows.stop, start + 256)].sum())
+                    ones += int(self.sums.table[start : min(rows.stop, start + 256)].sum())
                 per_report = (1 - sketch.flip) + (self.m - 1) * sketch.flip
                 self._n[g] = ones / per_report
         return self._n[g]
@@ -93,11 +102,16 @@ class LevelSearch:
         sketch, offset = self.sketches[g], g * self.k
         keys = sketch.keys([item.decode("latin-1") for item in items])
         gathered = sketch.gather(
-            keys, lambda rows: self.sums.table[offset + rows.start:offset + rows.stop])
+            keys, lambda rows: self.sums.table[offset + rows.start : offset + rows.stop]
+        )
         return np.asarray(sketch.debias(gathered, round(self.level_n(g))), dtype=float)
 
-    def final(self, strings: Sequence[Sequence[bytes]], values: Sequence[Any],
-              level: float = DEFAULT_LEVEL) -> Estimates:
+    def final(
+        self,
+        strings: Sequence[Sequence[bytes]],
+        values: Sequence[Any],
+        level: float = DEFAULT_LEVEL,
+    ) -> Estimates:
         """Return whole-population estimates of full strings (each a tuple of symbols).
 
         A string s is whole at every level h with ℓ_h > |s| (its devices there report
@@ -111,14 +125,20 @@ class LevelSearch:
         variance = np.zeros(len(strings))
         used = np.zeros(len(strings))
         for h, length in enumerate(self.lengths):
-            whole = [i for i, s in enumerate(strings)
-                     if len(s) < length or (h == big_g - 1 and len(s) == last)]
+            whole = [
+                i
+                for i, s in enumerate(strings)
+                if len(s) < length or (h == big_g - 1 and len(s) == last)
+            ]
             if not whole:
                 continue
-            items = [b"".join(strings[i]) + (self.end if len(strings[i]) < length else b"")
-                     for i in whole]
-            counts = np.concatenate([self.level_counts(h, items[i:i + CHUNK])
-                                     for i in range(0, len(items), CHUNK)])
+            items = [
+                b"".join(strings[i]) + (self.end if len(strings[i]) < length else b"")
+                for i in whole
+            ]
+            counts = np.concatenate(
+                [self.level_counts(h, items[i : i + CHUNK]) for i in range(0, len(items), CHUNK)]
+            )
             sketch, n_h = self.sketches[h], self.level_n(h)
             noise = sketch.noise_variance(round(n_h), np.clip(counts, 0, n_h))
             pairs = counts * counts - counts - noise
@@ -138,14 +158,20 @@ class LevelSearch:
         """Yield each prefix + w for w of ``width`` symbols, and + shorter w + END."""
         suffixes = [b"".join(w) for w in itertools.product(self.symbols, repeat=width)]
         for shorter in range(width):
-            suffixes += [b"".join(w) + self.end
-                         for w in itertools.product(self.symbols, repeat=shorter)]
+            suffixes += [
+                b"".join(w) + self.end for w in itertools.product(self.symbols, repeat=shorter)
+            ]
         return (p + s for p in prefixes for s in suffixes)
 
 
-def search(levels: LevelSearch, top: int, survivors: int, level: float,
-           split: Callable[[bytes], tuple[bytes, ...]],
-           decode: Callable[[bytes], str]) -> Discovery:
+def search(
+    levels: LevelSearch,
+    top: int,
+    survivors: int,
+    level: float,
+    split: Callable[[bytes], tuple[bytes, ...]],
+    decode: Callable[[bytes], str],
+) -> Discovery:
     """Run the level-by-level search; return the ``top`` strings of the last level."""
     LevelSearch.check_bounds(len(levels.symbols), levels.lengths, survivors)
     z_value(level)  # refuse a bad confidence level before any work
@@ -164,19 +190,28 @@ def search(levels: LevelSearch, top: int, survivors: int, level: float,
         examined.append(count)
     result = levels.final([split(c) for c in kept], [decode(c) for c in kept], level)
     order = np.argsort(-result.estimate, kind="stable")[:top]
-    chosen = Estimates(tuple(result.values[i] for i in order), result.estimate[order],
-                       result.std_error[order], result.ci_low[order], result.ci_high[order],
-                       result.n, result.level)
+    chosen = Estimates(
+        tuple(result.values[i] for i in order),
+        result.estimate[order],
+        result.std_error[order],
+        result.ci_low[order],
+        result.ci_high[order],
+        result.n,
+        result.level,
+    )
     # One-sided: the question is whether the count is above 0, at family-wise level.
     z = NormalDist().inv_cdf(1.0 - (1.0 - level) / max(1, examined[-1]))
     reliable = chosen.estimate >= z * chosen.std_error
-    return Discovery(chosen, reliable & (chosen.estimate > 0), tuple(examined), z,
-                     levels.levels)
+    return Discovery(chosen, reliable & (chosen.estimate > 0), tuple(examined), z, levels.levels)
 
 
-def _top_of(levels: LevelSearch, g: int, candidates: Iterator[bytes], survivors: int,
-            history: dict[bytes, tuple[float, int]],
-            ) -> tuple[list[bytes], int, dict[bytes, tuple[float, int]]]:
+def _top_of(
+    levels: LevelSearch,
+    g: int,
+    candidates: Iterator[bytes],
+    survivors: int,
+    history: dict[bytes, tuple[float, int]],
+) -> tuple[list[bytes], int, dict[bytes, tuple[float, int]]]:
     """Return the ``survivors`` items of highest score, chunk by chunk, and how many were seen.
 
     An open prefix scores its f̂_g. An ended string is whole at this level and at every
@@ -202,9 +237,11 @@ def _top_of(levels: LevelSearch, g: int, candidates: Iterator[bytes], survivors:
             keep = np.argsort(-scores, kind="stable")
         best, best_scores = [pool[i] for i in keep], scores[keep]
         best_sums, best_levels = sums[keep], used[keep]
-    ended = {item: (float(total), int(count))
-             for item, total, count in zip(best, best_sums, best_levels, strict=True)
-             if item.endswith(levels.end)}
+    ended = {
+        item: (float(total), int(count))
+        for item, total, count in zip(best, best_sums, best_levels, strict=True)
+        if item.endswith(levels.end)
+    }
     return best, seen, ended
 
 

@@ -113,8 +113,10 @@ class OptimizedLocalHashing(Sketch):
         self.report_bits = (g - 1).bit_length() + (self.k - 1).bit_length()
 
     def __repr__(self) -> str:
-        return (f"OptimizedLocalHashing(epsilon={self.epsilon!r}, k={self.k}, g={self.g}, "
-                f"hash_seed={self.hash_seed})")
+        return (
+            f"OptimizedLocalHashing(epsilon={self.epsilon!r}, k={self.k}, g={self.g}, "
+            f"hash_seed={self.hash_seed})"
+        )
 
     def privatize(self, value: str, rng: Rng = None) -> HashedReport:
         """Return the privatized report of one value."""
@@ -122,8 +124,9 @@ class OptimizedLocalHashing(Sketch):
         row, word = uniform_below(self.k, rng), uniform_word(rng)
         truth = self.hashes.bucket(key, row)
         lie = word < self._lie_words
-        return HashedReport(row, int(other_value(truth, word, self.threshold_other)) if lie
-                            else truth)
+        return HashedReport(
+            row, int(other_value(truth, word, self.threshold_other)) if lie else truth
+        )
 
     def privatize_many(self, values: Sequence[str], rng: Rng = None) -> HashedBatch:
         """Return privatized reports of many values as a batch."""
@@ -137,8 +140,10 @@ class OptimizedLocalHashing(Sketch):
     def stack(self, reports: Sequence[HashedReport]) -> HashedBatch:
         """Return decoded reports as a batch for ``add_many``."""
         count = len(reports)
-        return HashedBatch(np.fromiter((r.row for r in reports), np.int64, count),
-                           np.fromiter((r.index for r in reports), np.int64, count))
+        return HashedBatch(
+            np.fromiter((r.row for r in reports), np.int64, count),
+            np.fromiter((r.index for r in reports), np.int64, count),
+        )
 
     def output_probability(self, value: str, report: HashedReport) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
@@ -155,8 +160,9 @@ class OptimizedLocalHashing(Sketch):
 
     def decode_payload(self, obj: Mapping[str, Any]) -> HashedReport:
         """Return the report a JSON object holds, or raise DecodeError."""
-        return HashedReport(integer(obj, "row", 0, self.k - 1),
-                            integer(obj, "index", 0, self.g - 1))
+        return HashedReport(
+            integer(obj, "row", 0, self.k - 1), integer(obj, "index", 0, self.g - 1)
+        )
 
     def debias(self, gathered: np.ndarray, n: int) -> np.ndarray:
         """Turn each candidate's Σ_j C[j, h_j(d)] into an unbiased count."""
@@ -176,9 +182,11 @@ class OptimizedLocalHashingParams(ParamsBase):
     hash_seed: int | None = None
 
     name = "olh"
-    options = (Option("epsilon", "number", "Privacy parameter (olh: sets g = floor(e^eps)+1)."),
-               Option("k", "integer", "Hash rows (olh: more rows, smaller collision bias)."),
-               SketchParams.options[3])
+    options = (
+        Option("epsilon", "number", "Privacy parameter (olh: sets g = floor(e^eps)+1)."),
+        Option("k", "integer", "Hash rows (olh: more rows, smaller collision bias)."),
+        SketchParams.options[3],
+    )
 
     @classmethod
     def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
@@ -199,5 +207,6 @@ class OptimizedLocalHashingParams(ParamsBase):
     @classmethod
     def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:
         """Plan with k = 2048 hash rows (g follows from epsilon)."""
-        return plan_sketch(cls.from_fields({"epsilon": epsilon, "k": PLAN_K, "hash_seed": 0}),
-                           domain_size, devices)
+        return plan_sketch(
+            cls.from_fields({"epsilon": epsilon, "k": PLAN_K, "hash_seed": 0}), domain_size, devices
+        )

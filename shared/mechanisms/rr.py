@@ -65,8 +65,9 @@ class RandomizedResponse(SingleRowMechanism):
     payload_fields = ("bit",)
     sums_shape = (1, 1)
 
-    def __init__(self, *, epsilon: float | None = None, alpha: float | None = None,
-                 beta: float | None = None) -> None:
+    def __init__(
+        self, *, epsilon: float | None = None, alpha: float | None = None, beta: float | None = None
+    ) -> None:
         if epsilon is not None:
             if alpha is not None or beta is not None:
                 raise ParameterError("give either epsilon or alpha and beta, not both")
@@ -79,11 +80,13 @@ class RandomizedResponse(SingleRowMechanism):
                 raise ParameterError("give epsilon, or both alpha and beta")
             self.alpha, self.beta = _check_alpha_beta(alpha, beta)
             self.epsilon, self.threshold_yes, self.threshold_no = _from_alpha_beta(
-                self.alpha, self.beta)
+                self.alpha, self.beta
+            )
             if self.epsilon > MAX_EPSILON:
                 raise ParameterError(
                     f"alpha={alpha} and beta={beta} give epsilon {self.epsilon:.3g}, above the "
-                    f"maximum {MAX_EPSILON}: move beta away from 0 and 1 or lower alpha")
+                    f"maximum {MAX_EPSILON}: move beta away from 0 and 1 or lower alpha"
+                )
         check_implementable(self.threshold_yes, self.threshold_no)
         t1, t0 = self.threshold_yes, self.threshold_no
         self.effective_epsilon = max(log_ratio(t1, t0), log_ratio(SCALE - t0, SCALE - t1))
@@ -137,8 +140,9 @@ class RandomizedResponse(SingleRowMechanism):
         """Return decoded reports (0/1) as the uint8 batch ``add_many`` takes."""
         return np.fromiter(reports, dtype=np.uint8, count=len(reports))
 
-    def estimate(self, sums: Sums, candidates: Sequence[bool] | None = None,
-                 level: float = DEFAULT_LEVEL) -> Estimates:
+    def estimate(
+        self, sums: Sums, candidates: Sequence[bool] | None = None, level: float = DEFAULT_LEVEL
+    ) -> Estimates:
         """Estimate how many reports hold each of ``candidates`` (default: True, False)."""
         check_shape(sums, 1, 1, repr(self))
         n, ones = sums.total, int(sums.table[0, 0])
@@ -159,9 +163,11 @@ class RandomizedResponseParams(ParamsBase):
     beta: float | None = None
 
     name = "rr"
-    options = (Option("epsilon", "number", "Privacy parameter (or --alpha and --beta)."),
-               Option("alpha", "number", "rr only, with --beta, instead of --epsilon."),
-               Option("beta", "number", "rr only: P(yes) when not answering truthfully."))
+    options = (
+        Option("epsilon", "number", "Privacy parameter (or --alpha and --beta)."),
+        Option("alpha", "number", "rr only, with --beta, instead of --epsilon."),
+        Option("beta", "number", "rr only: P(yes) when not answering truthfully."),
+    )
     exclusive = (frozenset({"alpha", "beta"}), "alpha and beta are only for rr")
 
     def validate(self) -> None:
@@ -190,8 +196,9 @@ def check_answer(value: object) -> bool:
     np.int64) equal to 0 or 1. The client validates with this rule, so it refuses exactly
     what ``privatize`` would.
     """
-    if isinstance(value, bool | np.bool_) or (isinstance(value, numbers.Integral)
-                                              and value in (0, 1)):
+    if isinstance(value, bool | np.bool_) or (
+        isinstance(value, numbers.Integral) and value in (0, 1)
+    ):
         return bool(value)
     raise ValueOutOfDomain(f"randomized response takes a bool, got {type(value).__name__}")
 
@@ -205,7 +212,8 @@ def _check_alpha_beta(alpha: float, beta: float) -> tuple[float, float]:
         raise ParameterError("alpha=0 makes answers independent of the truth; use alpha > 0")
     if beta in (0.0, 1.0):
         raise ParameterError(
-            f"beta={beta} lets one answer reveal the truth (infinite epsilon); use 0 < beta < 1")
+            f"beta={beta} lets one answer reveal the truth (infinite epsilon); use 0 < beta < 1"
+        )
     return alpha, beta
 
 

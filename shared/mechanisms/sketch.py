@@ -66,8 +66,10 @@ class Sketch:
         self.sums_shape = (self.k, self.m)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
-                f"hash_seed={self.hash_seed})")
+        return (
+            f"{type(self).__name__}(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "
+            f"hash_seed={self.hash_seed})"
+        )
 
     def set_flip(self, epsilon: float) -> float:
         """Set the flip probability 1/(1+e^epsilon), as T/2^32 rounded up, and c_ε.
@@ -123,17 +125,20 @@ class Sketch:
             raise ValueOutOfDomain("expected a sequence of str values, got one str")
         return value_keys(values, self.hash_seed)
 
-    def estimate(self, sums: Sums, candidates: Sequence[str] | None = None,
-                 level: float = DEFAULT_LEVEL) -> Estimates:
+    def estimate(
+        self, sums: Sums, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
+    ) -> Estimates:
         """Estimate the count of each candidate (required: a sketch does not know its domain)."""
         if candidates is None:
             raise ParameterError(
                 f"{self.name} needs candidates: a sketch does not know its domain, so pass "
-                "the values to estimate, e.g. estimate(sums, candidates=['a', 'b'])")
+                "the values to estimate, e.g. estimate(sums, candidates=['a', 'b'])"
+            )
         check_shape(sums, self.k, self.m, repr(self))
         n = sums.total
-        gathered = self.gather(self.keys(candidates),
-                               lambda rows: self.row_transform(sums.table[rows]))
+        gathered = self.gather(
+            self.keys(candidates), lambda rows: self.row_transform(sums.table[rows])
+        )
         estimate = self.debias(gathered, n)
         variance = self.noise_variance(n, np.clip(estimate, 0, n))
         return self.finish(candidates, estimate, variance, n, level)
@@ -153,8 +158,12 @@ class Sketch:
         block is read by chunks of keys small enough that the index matrix stays in cache.
         """
         total = np.zeros(len(keys), dtype=np.int64)
-        rows_per_block = min(self.k, max(1, GATHER_ELEMENTS // max(1, len(keys))), 8192,
-                             max(1, BLOCK_CELLS // self.m))
+        rows_per_block = min(
+            self.k,
+            max(1, GATHER_ELEMENTS // max(1, len(keys))),
+            8192,
+            max(1, BLOCK_CELLS // self.m),
+        )
         keys_per_chunk = max(1, GATHER_CHUNK // rows_per_block)
         for start in range(0, self.k, rows_per_block):
             rows = slice(start, min(self.k, start + rows_per_block))
@@ -170,8 +179,14 @@ class Sketch:
         m = self.m
         return (m / (m - 1)) * (self.c_eps * gathered - self.offset * n - n / m)
 
-    def finish(self, values: Sequence[str], estimate: np.ndarray, variance: np.ndarray,
-               n: int, level: float = DEFAULT_LEVEL) -> Estimates:
+    def finish(
+        self,
+        values: Sequence[str],
+        estimate: np.ndarray,
+        variance: np.ndarray,
+        n: int,
+        level: float = DEFAULT_LEVEL,
+    ) -> Estimates:
         """Wrap counts and noise variances as Estimates, adding the collision term.
 
         The standard error also carries the expected hash-collision bias caused by the
@@ -193,11 +208,16 @@ class SketchParams(ParamsBase):
     m: int | None = None
     hash_seed: int | None = None
 
-    options = (Option("epsilon", "number", "Privacy parameter."),
-               Option("k", "integer", "Sketch rows (cms, hcms)."),
-               Option("m", "integer", "Sketch width (cms, hcms; a power of two for hcms)."),
-               Option("hash_seed", "integer", "Leave out to have the server draw one; give "
-                      "it only to recreate a task's hash family."))
+    options = (
+        Option("epsilon", "number", "Privacy parameter."),
+        Option("k", "integer", "Sketch rows (cms, hcms)."),
+        Option("m", "integer", "Sketch width (cms, hcms; a power of two for hcms)."),
+        Option(
+            "hash_seed",
+            "integer",
+            "Leave out to have the server draw one; give it only to recreate a task's hash family.",
+        ),
+    )
 
     @classmethod
     def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
@@ -213,8 +233,11 @@ class SketchParams(ParamsBase):
     @classmethod
     def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:
         """Plan with k = 2048, m = 1024 (Apple's m; k past the point where collisions bite)."""
-        return plan_sketch(cls.from_fields({"epsilon": epsilon, "k": PLAN_K, "m": PLAN_M,
-                                            "hash_seed": 0}), domain_size, devices)
+        return plan_sketch(
+            cls.from_fields({"epsilon": epsilon, "k": PLAN_K, "m": PLAN_M, "hash_seed": 0}),
+            domain_size,
+            devices,
+        )
 
 
 PLAN_K, PLAN_M = 2048, 1024

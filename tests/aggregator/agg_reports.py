@@ -19,8 +19,7 @@ TIMEOUT = 30
 
 def create_task(url: str, **params: Any) -> TaskConfig:
     """Create a task over HTTP and return its configuration."""
-    response = requests.post(f"{url}/v1/tasks", json=params, headers=bearer(ADMIN),
-                             timeout=TIMEOUT)
+    response = requests.post(f"{url}/v1/tasks", json=params, headers=bearer(ADMIN), timeout=TIMEOUT)
     assert response.status_code == 201, response.text
     body = response.json()
     body.pop("upload_key", None)
@@ -35,29 +34,37 @@ def payloads(task: TaskConfig, values: Sequence[Any], rng: np.random.Generator) 
     return [int(x) for x in batch]  # type: ignore[union-attr]
 
 
-def envelopes(task: TaskConfig, reports: Sequence[Payload],
-              at: float | None = None) -> list[Envelope]:
+def envelopes(
+    task: TaskConfig, reports: Sequence[Payload], at: float | None = None
+) -> list[Envelope]:
     """Wrap payloads in envelopes with fresh ids, in the bucket of ``at`` (default now)."""
     bucket = task.floor_time(time.time() if at is None else at)
     return [Envelope(new_report_id(), task.fingerprint, bucket, p) for p in reports]
 
 
-def post_reports(url: str, task_id: str, body: bytes, *, compress: bool = False,
-                 headers: dict[str, str] | None = None) -> requests.Response:
+def post_reports(
+    url: str,
+    task_id: str,
+    body: bytes,
+    *,
+    compress: bool = False,
+    headers: dict[str, str] | None = None,
+) -> requests.Response:
     """POST a batch body (optionally gzipped) to a task."""
     sent = {"Content-Type": "application/json", **(headers or {})}
     if compress:
         body = gzip.compress(body)
         sent["Content-Encoding"] = "gzip"
-    return requests.post(f"{url}/v1/tasks/{task_id}/reports", data=body, headers=sent,
-                         timeout=TIMEOUT)
+    return requests.post(
+        f"{url}/v1/tasks/{task_id}/reports", data=body, headers=sent, timeout=TIMEOUT
+    )
 
 
 def upload(url: str, task: TaskConfig, batch: Sequence[Envelope], size: int = 500) -> int:
     """Upload envelopes in batches of ``size``; return how many were accepted."""
     accepted = 0
     for start in range(0, len(batch), size):
-        body = encode_batch(task, batch[start:start + size])
+        body = encode_batch(task, batch[start : start + size])
         response = post_reports(url, task.task_id, body, compress=start % 1000 == 0)
         assert response.status_code == 200, response.text
         accepted += response.json()["accepted"]
@@ -66,5 +73,6 @@ def upload(url: str, task: TaskConfig, batch: Sequence[Envelope], size: int = 50
 
 def estimates(url: str, task_id: str, token: str = ANALYST, **query: Any) -> requests.Response:
     """POST an estimates query."""
-    return requests.post(f"{url}/v1/tasks/{task_id}/estimates", json=query,
-                         headers=bearer(token), timeout=TIMEOUT)
+    return requests.post(
+        f"{url}/v1/tasks/{task_id}/estimates", json=query, headers=bearer(token), timeout=TIMEOUT
+    )

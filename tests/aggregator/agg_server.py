@@ -48,22 +48,36 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_server(db: Path, workers: int = 1, server: str | None = None,
-                 own_metrics_dir: bool = False) -> Server:
+def start_server(
+    db: Path, workers: int = 1, server: str | None = None, own_metrics_dir: bool = False
+) -> Server:
     """Start the collector on a free loopback port and wait until it is ready.
 
     ``server``: ``serve --server`` (None: its default). ``own_metrics_dir``: let ``serve``
     make its metrics folder itself, as in production, instead of giving it one.
     """
     port = free_port()
-    env = {**os.environ, "LDP_ADMIN_TOKEN": ADMIN, "LDP_ANALYST_TOKEN": ANALYST,
-           "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(db))}
-    command = [sys.executable, "-m", "aggregator.cli", "--db", str(db), "serve", "--port",
-               str(port), "--workers", str(workers),
-               *(["--server", server] if server else [])]
+    env = {
+        **os.environ,
+        "LDP_ADMIN_TOKEN": ADMIN,
+        "LDP_ANALYST_TOKEN": ANALYST,
+        "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(db)),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "aggregator.cli",
+        "--db",
+        str(db),
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        *(["--server", server] if server else []),
+    ]
     log = open(db.with_suffix(".log"), "ab")  # noqa: SIM115  # closed with the process
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=log,
-                               start_new_session=True)
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
     log.close()
     server = Server(f"http://127.0.0.1:{port}", process, db)
     deadline = time.monotonic() + READY_WAIT

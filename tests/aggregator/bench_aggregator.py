@@ -29,7 +29,7 @@ BATCH = 500
 def bodies(task: TaskConfig, count: int, rng: np.random.Generator) -> list[bytes]:
     values = [f"item-{int(i)}" for i in rng.zipf(1.3, count) % 50_000]
     batch = envelopes(task, payloads(task, values, rng))
-    return [encode_batch(task, batch[i:i + BATCH]) for i in range(0, count, BATCH)]
+    return [encode_batch(task, batch[i : i + BATCH]) for i in range(0, count, BATCH)]
 
 
 def ingest(url: str, task_id: str, data: list[bytes], threads: int) -> float:
@@ -54,15 +54,29 @@ def main() -> None:
         try:
             for mechanism in ("cms", "hcms", "rr"):
                 sketch = {"k": 2048, "m": 1024} if mechanism != "rr" else {}
-                task = create_task(server.url, task_id=f"bench-{mechanism}",
-                                   mechanism=mechanism, epsilon=4.0, **sketch)
-                data = (bodies(task, args.reports, rng) if mechanism != "rr" else
-                        [encode_batch(task, envelopes(task, payloads(
-                            task, list(rng.random(BATCH) < 0.3), rng)))
-                         for _ in range(args.reports // BATCH)])
+                task = create_task(
+                    server.url,
+                    task_id=f"bench-{mechanism}",
+                    mechanism=mechanism,
+                    epsilon=4.0,
+                    **sketch,
+                )
+                data = (
+                    bodies(task, args.reports, rng)
+                    if mechanism != "rr"
+                    else [
+                        encode_batch(
+                            task,
+                            envelopes(task, payloads(task, list(rng.random(BATCH) < 0.3), rng)),
+                        )
+                        for _ in range(args.reports // BATCH)
+                    ]
+                )
                 rate = ingest(server.url, task.task_id, data, args.threads)
-                print(f"{mechanism}: ingest {rate:,.0f} reports/s ({args.reports:,} reports, "
-                      f"batches of {BATCH}, {args.threads} threads, {args.workers} workers)")
+                print(
+                    f"{mechanism}: ingest {rate:,.0f} reports/s ({args.reports:,} reports, "
+                    f"batches of {BATCH}, {args.threads} threads, {args.workers} workers)"
+                )
                 if mechanism == "rr":
                     continue
                 candidates = [f"item-{i}" for i in range(10_000)]
@@ -71,8 +85,10 @@ def main() -> None:
                     response = estimates(server.url, task.task_id, candidates=candidates)
                     elapsed = time.perf_counter() - started
                     assert response.status_code == 200, response.text
-                    print(f"{mechanism}: estimates for 10,000 candidates, k=2048, m=1024, "
-                          f"n={response.json()['n']:,}: {elapsed:.3f} s over HTTP ({when})")
+                    print(
+                        f"{mechanism}: estimates for 10,000 candidates, k=2048, m=1024, "
+                        f"n={response.json()['n']:,}: {elapsed:.3f} s over HTTP ({when})"
+                    )
         finally:
             server.kill()
 

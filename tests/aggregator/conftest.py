@@ -17,8 +17,14 @@ from aggregator import create_app
 @pytest.fixture
 def app(tmp_path: Path) -> Flask:
     """Return an app on a fresh database with known admin and analyst tokens."""
-    return create_app({"TESTING": True, "DATABASE": str(tmp_path / "test.sqlite3"),
-                       "ADMIN_TOKEN": ADMIN, "ANALYST_TOKEN": ANALYST})
+    return create_app(
+        {
+            "TESTING": True,
+            "DATABASE": str(tmp_path / "test.sqlite3"),
+            "ADMIN_TOKEN": ADMIN,
+            "ANALYST_TOKEN": ANALYST,
+        }
+    )
 
 
 @pytest.fixture

@@ -43,28 +43,39 @@ def test_tasks_are_immutable(client: FlaskClient) -> None:
     assert response.get_json()["type"].endswith(":task_exists")
 
 
-@pytest.mark.parametrize(("params", "fix"), [
-    ({"task_id": "x", "mechanism": "cms", "epsilon": 4.0, "k": 16}, "needs m"),
-    ({"task_id": "x", "mechanism": "hcms", "epsilon": 4.0, "k": 16, "m": 100}, "power of two"),
-    ({"task_id": "x", "mechanism": "grr", "epsilon": 1.0, "domain": ["a"]}, "2 to"),
-    ({"task_id": "bad id!", "mechanism": "rr", "epsilon": 1.0}, "task_id"),
-    ({"task_id": "x", "mechanism": "rr", "epsilon": -1}, "epsilon"),
-    ({"task_id": "x", "mechanism": "rr", "epsilon": 1.0, "fingerprint": "f"}, "unknown"),
-    ({"task_id": "x", "mechanism": "rr", "epsilon": 1.0, "upload_key_required": 1}, "true"),
-])
-def test_invalid_task_parameters_say_the_fix(client: FlaskClient, params: dict[str, Any],
-                                             fix: str) -> None:
+@pytest.mark.parametrize(
+    ("params", "fix"),
+    [
+        ({"task_id": "x", "mechanism": "cms", "epsilon": 4.0, "k": 16}, "needs m"),
+        ({"task_id": "x", "mechanism": "hcms", "epsilon": 4.0, "k": 16, "m": 100}, "power of two"),
+        ({"task_id": "x", "mechanism": "grr", "epsilon": 1.0, "domain": ["a"]}, "2 to"),
+        ({"task_id": "bad id!", "mechanism": "rr", "epsilon": 1.0}, "task_id"),
+        ({"task_id": "x", "mechanism": "rr", "epsilon": -1}, "epsilon"),
+        ({"task_id": "x", "mechanism": "rr", "epsilon": 1.0, "fingerprint": "f"}, "unknown"),
+        ({"task_id": "x", "mechanism": "rr", "epsilon": 1.0, "upload_key_required": 1}, "true"),
+    ],
+)
+def test_invalid_task_parameters_say_the_fix(
+    client: FlaskClient, params: dict[str, Any], fix: str
+) -> None:
     response = create(client, params)
     assert response.status_code == 400
     assert response.get_json()["type"].endswith(":invalid_task")
     assert fix in response.get_json()["detail"]
 
 
-@pytest.mark.parametrize("headers", [
-    {}, bearer("wrong"), {"Authorization": "Basic YWRtaW46YWRtaW4="}, {"Authorization": "Bearer"},
-])
-def test_task_creation_and_estimates_need_a_token(client: FlaskClient,
-                                                  headers: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        bearer("wrong"),
+        {"Authorization": "Basic YWRtaW46YWRtaW4="},
+        {"Authorization": "Bearer"},
+    ],
+)
+def test_task_creation_and_estimates_need_a_token(
+    client: FlaskClient, headers: dict[str, str]
+) -> None:
     create(client, {"task_id": "t", "mechanism": "rr", "epsilon": 1.0})
     for path, body in (("/v1/tasks", CMS), ("/v1/tasks/t/estimates", {})):
         response = client.post(path, json=body, headers=headers)
@@ -104,11 +115,15 @@ def test_unknown_routes_and_methods_are_problems(client: FlaskClient) -> None:
 
 def test_openapi_lists_exactly_the_routes(app: Flask, client: FlaskClient) -> None:
     document = client.get("/v1/openapi.json").get_json()
-    documented = {(path, method.upper()) for path, item in document["paths"].items()
-                  for method in item}
-    routed = {(re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method)
-              for rule in app.url_map.iter_rules() if rule.endpoint != "static"
-              for method in rule.methods - {"HEAD", "OPTIONS"}}  # type: ignore[operator]
+    documented = {
+        (path, method.upper()) for path, item in document["paths"].items() for method in item
+    }
+    routed = {
+        (re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method)
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint != "static"
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }  # type: ignore[operator]
     assert documented == routed
 
 
@@ -128,8 +143,9 @@ def test_configuration_layers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert create(app.test_client(), CMS, token="12345").status_code == 201
 
 
-def test_default_database_is_in_the_instance_folder(monkeypatch: pytest.MonkeyPatch,
-                                                    tmp_path: Path) -> None:
+def test_default_database_is_in_the_instance_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("LDP_DATABASE", raising=False)
     monkeypatch.setattr(Flask, "auto_find_instance_path", lambda self: str(tmp_path / "inst"))
     app = create_app()
@@ -139,12 +155,15 @@ def test_default_database_is_in_the_instance_folder(monkeypatch: pytest.MonkeyPa
 
 def test_a_locked_database_answers_503_with_retry_after(tmp_path: Path) -> None:
     database = tmp_path / "locked.sqlite3"
-    app = create_app({"DATABASE": str(database), "ADMIN_TOKEN": ADMIN,
-                      "SQLITE_BUSY_TIMEOUT": 0.05})
+    app = create_app({"DATABASE": str(database), "ADMIN_TOKEN": ADMIN, "SQLITE_BUSY_TIMEOUT": 0.05})
     client = app.test_client()
     task = create(client, {"task_id": "t", "mechanism": "rr", "epsilon": 1.0}).get_json()
-    report = {"report_id": "A" * 22, "fingerprint": task["fingerprint"],
-              "time": int(time.time()) // 86_400 * 86_400, "bit": 1}
+    report = {
+        "report_id": "A" * 22,
+        "fingerprint": task["fingerprint"],
+        "time": int(time.time()) // 86_400 * 86_400,
+        "bit": 1,
+    }
     holder = sqlite3.connect(database, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer keeps the lock
     try:
@@ -156,7 +175,9 @@ def test_a_locked_database_answers_503_with_retry_after(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
     assert client.post("/v1/tasks/t/reports", json={"reports": [report]}).get_json() == {
-        "accepted": 1, "rejected": []}
+        "accepted": 1,
+        "rejected": [],
+    }
 
 
 def test_public_surface_is_deliberate() -> None:

@@ -13,13 +13,16 @@ from aggregator.store.sqlite import SqliteStore
 from shared import TaskConfig
 
 
-@pytest.mark.parametrize(("database", "expected"), [
-    ("data/x.sqlite3", ("sqlite", "data/x.sqlite3")),
-    ("/abs/x.sqlite3", ("sqlite", "/abs/x.sqlite3")),
-    ("sqlite:///rel/x.sqlite3", ("sqlite", "rel/x.sqlite3")),
-    ("sqlite:////abs/x.sqlite3", ("sqlite", "/abs/x.sqlite3")),
-    ("postgresql://u@h/db", ("postgresql", "postgresql://u@h/db")),
-])
+@pytest.mark.parametrize(
+    ("database", "expected"),
+    [
+        ("data/x.sqlite3", ("sqlite", "data/x.sqlite3")),
+        ("/abs/x.sqlite3", ("sqlite", "/abs/x.sqlite3")),
+        ("sqlite:///rel/x.sqlite3", ("sqlite", "rel/x.sqlite3")),
+        ("sqlite:////abs/x.sqlite3", ("sqlite", "/abs/x.sqlite3")),
+        ("postgresql://u@h/db", ("postgresql", "postgresql://u@h/db")),
+    ],
+)
 def test_split_url(database: str, expected: tuple[str, str]) -> None:
     assert split_url(database) == expected
 

@@ -19,26 +19,82 @@ def run(db: Path, *args: str) -> tuple[int, str]:
 
 def test_tasks_create_and_list(tmp_path: Path) -> None:
     db = tmp_path / "cli.sqlite3"
-    code, out = run(db, "tasks", "create", "--task-id", "colours", "--mechanism", "grr",
-                    "--epsilon", "2", "--domain", "red,green,blue", "--upload-key-required")
+    code, out = run(
+        db,
+        "tasks",
+        "create",
+        "--task-id",
+        "colours",
+        "--mechanism",
+        "grr",
+        "--epsilon",
+        "2",
+        "--domain",
+        "red,green,blue",
+        "--upload-key-required",
+    )
     assert code == 0, out
     created = json.loads(out)
     assert created["domain"] == ["red", "green", "blue"] and created["upload_key"]
-    code, out = run(db, "tasks", "create", "--task-id", "words", "--mechanism", "hcms",
-                    "--epsilon", "4", "--k", "64", "--m", "1024")
+    code, out = run(
+        db,
+        "tasks",
+        "create",
+        "--task-id",
+        "words",
+        "--mechanism",
+        "hcms",
+        "--epsilon",
+        "4",
+        "--k",
+        "64",
+        "--m",
+        "1024",
+    )
     assert code == 0 and isinstance(json.loads(out)["hash_seed"], int)
     code, out = run(db, "tasks", "list")
     assert [json.loads(line)["task_id"] for line in out.splitlines()] == ["colours", "words"]
 
 
 def test_tasks_create_reports_the_fix(tmp_path: Path) -> None:
-    code, out = run(tmp_path / "cli.sqlite3", "tasks", "create", "--task-id", "w",
-                    "--mechanism", "hcms", "--epsilon", "4", "--k", "8", "--m", "1000")
+    code, out = run(
+        tmp_path / "cli.sqlite3",
+        "tasks",
+        "create",
+        "--task-id",
+        "w",
+        "--mechanism",
+        "hcms",
+        "--epsilon",
+        "4",
+        "--k",
+        "8",
+        "--m",
+        "1000",
+    )
     assert code != 0 and "power of two" in out
-    run(tmp_path / "cli.sqlite3", "tasks", "create", "--task-id", "r", "--mechanism", "rr",
-        "--epsilon", "1")
-    code, out = run(tmp_path / "cli.sqlite3", "tasks", "create", "--task-id", "r",
-                    "--mechanism", "rr", "--epsilon", "2")
+    run(
+        tmp_path / "cli.sqlite3",
+        "tasks",
+        "create",
+        "--task-id",
+        "r",
+        "--mechanism",
+        "rr",
+        "--epsilon",
+        "1",
+    )
+    code, out = run(
+        tmp_path / "cli.sqlite3",
+        "tasks",
+        "create",
+        "--task-id",
+        "r",
+        "--mechanism",
+        "rr",
+        "--epsilon",
+        "2",
+    )
     assert code != 0 and "exists already" in out
 
 
@@ -55,12 +111,26 @@ def test_tokens_create_prints_once_and_stores_the_hash(tmp_path: Path) -> None:
 
 
 def test_tasks_plan_recommends_the_most_accurate_mechanism() -> None:
-    result = CliRunner().invoke(main, ["tasks", "plan", "--domain-size", "2", "--devices",
-                                       "1000", "--epsilon", "1"])
+    result = CliRunner().invoke(
+        main, ["tasks", "plan", "--domain-size", "2", "--devices", "1000", "--epsilon", "1"]
+    )
     assert result.exit_code == 0, result.output
     assert "recommended: rr" in result.output
-    wide = CliRunner().invoke(main, ["tasks", "plan", "--domain-size", "100000", "--devices",
-                                     "1000000", "--epsilon", "4", "--format", "json"])
+    wide = CliRunner().invoke(
+        main,
+        [
+            "tasks",
+            "plan",
+            "--domain-size",
+            "100000",
+            "--devices",
+            "1000000",
+            "--epsilon",
+            "4",
+            "--format",
+            "json",
+        ],
+    )
     rows = json.loads(wide.output)
     assert [r["std_error"] for r in rows] == sorted(r["std_error"] for r in rows)
     assert {r["mechanism"] for r in rows} == {"cms", "hcms", "olh"}
@@ -73,18 +143,40 @@ def test_heavy_hitters_reads_the_store(tmp_path: Path) -> None:
     from shared import Envelope, TaskConfig, new_report_id
 
     db = tmp_path / "cli.sqlite3"
-    code, out = run(db, "tasks", "create", "--task-id", "words", "--mechanism", "hh",
-                    "--epsilon", "4", "--k", "32", "--m", "128", "--alphabet", "abcdefgh",
-                    "--max-length", "4", "--min-batch-size", "10")
+    code, out = run(
+        db,
+        "tasks",
+        "create",
+        "--task-id",
+        "words",
+        "--mechanism",
+        "hh",
+        "--epsilon",
+        "4",
+        "--k",
+        "32",
+        "--m",
+        "128",
+        "--alphabet",
+        "abcdefgh",
+        "--max-length",
+        "4",
+        "--min-batch-size",
+        "10",
+    )
     assert code == 0, out
     task = TaskConfig.from_dict(json.loads(out))
     values = ["abba"] * 3000 + ["cafe"] * 2000 + ["bead", "deaf", "face", "head"] * 300
     reports = task.mechanism_object.privatize_many(values, np.random.default_rng(5))
     with create_app({"DATABASE": str(db)}).app_context():
-        get_store().add_reports(task, [Envelope(new_report_id(), task.fingerprint, 0,
-                                                reports.report(i))  # type: ignore[attr-defined]
-                                       for i in range(len(values))],
-                                [2**40] * len(values))
+        get_store().add_reports(
+            task,
+            [
+                Envelope(new_report_id(), task.fingerprint, 0, reports.report(i))  # type: ignore[attr-defined]
+                for i in range(len(values))
+            ],
+            [2**40] * len(values),
+        )
     code, out = run(db, "heavy-hitters", "words", "--top", "3", "--format", "json")
     assert code == 0, out
     found = json.loads(out)

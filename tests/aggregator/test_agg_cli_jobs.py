@@ -32,9 +32,22 @@ def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None)
 def seeded_db(tmp_path: Path) -> tuple[Path, TaskConfig, dict[int, list[str]]]:
     """A database with a GRR task and reports in two daily buckets (ε large: near exact)."""
     db = tmp_path / "jobs.sqlite3"
-    code, out = run("tasks", "create", "--db", str(db), "--task-id", "colours",
-                    "--mechanism", "grr", "--epsilon", "12", "--domain", ",".join(COLOURS),
-                    "--min-batch-size", "50")
+    code, out = run(
+        "tasks",
+        "create",
+        "--db",
+        str(db),
+        "--task-id",
+        "colours",
+        "--mechanism",
+        "grr",
+        "--epsilon",
+        "12",
+        "--domain",
+        ",".join(COLOURS),
+        "--min-batch-size",
+        "50",
+    )
     assert code == 0, out
     task = TaskConfig.from_dict(json.loads(out))
     values = {0: ["red"] * 60 + ["blue"] * 40, DAY: ["green"] * 30}  # day 1 below min batch
@@ -42,26 +55,41 @@ def seeded_db(tmp_path: Path) -> tuple[Path, TaskConfig, dict[int, list[str]]]:
     with create_app({"DATABASE": str(db)}).app_context():
         for bucket, day in values.items():
             payloads = [task.mechanism_object.privatize(v, rng) for v in day]
-            get_store().add_reports(task, [Envelope(new_report_id(), task.fingerprint, bucket, p)
-                                           for p in payloads], [2**40] * len(payloads))
+            get_store().add_reports(
+                task,
+                [Envelope(new_report_id(), task.fingerprint, bucket, p) for p in payloads],
+                [2**40] * len(payloads),
+            )
     return db, task, values
 
 
 def test_db_is_accepted_after_the_command_and_from_ldp_db(tmp_path: Path) -> None:
     db = tmp_path / "env.sqlite3"
-    assert run("tasks", "create", "--task-id", "r", "--mechanism", "rr", "--epsilon", "1",
-               env={"LDP_DB": str(db)})[0] == 0
+    assert (
+        run(
+            "tasks",
+            "create",
+            "--task-id",
+            "r",
+            "--mechanism",
+            "rr",
+            "--epsilon",
+            "1",
+            env={"LDP_DB": str(db)},
+        )[0]
+        == 0
+    )
     code, out = run("tasks", "list", "--db", str(db))
     assert code == 0 and json.loads(out)["task_id"] == "r"
     code, out = run("--db", str(tmp_path / "other.sqlite3"), "tasks", "list", "--db", str(db))
     assert code == 0 and json.loads(out)["task_id"] == "r"  # the command's --db wins
 
 
-def test_serve_takes_db_after_the_command(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_takes_db_after_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr("aggregator.cli.server_commands.os.execv",
-                        lambda _exe, argv: calls.append(argv))
+    monkeypatch.setattr(
+        "aggregator.cli.server_commands.os.execv", lambda _exe, argv: calls.append(argv)
+    )
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))
     monkeypatch.setenv("LDP_DATABASE", '"replaced by serve"')  # restored after the test
     db = tmp_path / "serve.sqlite3"
@@ -76,17 +104,26 @@ def test_estimates_prints_table_json_and_csv(tmp_path: Path) -> None:
     code, out = run("estimates", "colours", "--db", str(db), "--to", "1970-01-02")
     assert code == 0, out
     assert out.splitlines()[0].split()[:3] == ["value", "estimate", "std_error"]
-    code, out = run("estimates", "colours", "--db", str(db), "--to", str(DAY), "--format",
-                    "json")
+    code, out = run("estimates", "colours", "--db", str(db), "--to", str(DAY), "--format", "json")
     body = json.loads(out)
     counts = {row["value"]: row["estimate"] for row in body["estimates"]}
     assert body["n"] == 100 and abs(counts["red"] - 60) < 3 and abs(counts["green"]) < 3
-    code, out = run("estimates", "colours", "--db", str(db), "--candidate", "blue",
-                    "--format", "csv")
+    code, out = run(
+        "estimates", "colours", "--db", str(db), "--candidate", "blue", "--format", "csv"
+    )
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["value"] for r in rows] == ["blue"] and abs(float(rows[0]["estimate"]) - 40) < 3
-    code, out = run("estimates", "colours", "--db", str(db), "--candidates-file", "-",
-                    "--format", "json", stdin="red\ngreen\n")
+    code, out = run(
+        "estimates",
+        "colours",
+        "--db",
+        str(db),
+        "--candidates-file",
+        "-",
+        "--format",
+        "json",
+        stdin="red\ngreen\n",
+    )
     assert [r["value"] for r in json.loads(out)["estimates"]] == ["red", "green"]
 
 
@@ -108,23 +145,27 @@ def test_export_sums_match_the_store_in_every_format(tmp_path: Path) -> None:
     assert code == 0, out
     records = json.loads(out)["records"]
     assert [(r["bucket"], r["n"]) for r in records] == [(0, 100), (DAY, 30)]
-    with create_app({"DATABASE": str(db)}).app_context(), \
-            get_store().read_sums(task, 0, DAY) as sums:
+    with (
+        create_app({"DATABASE": str(db)}).app_context(),
+        get_store().read_sums(task, 0, DAY) as sums,
+    ):
         assert records[0]["counters"] == sums.table[0].tolist()
     code, out = run("export", "colours", "--db", str(db), "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [int(x) for x in rows[1]["counters"].split()] == records[1]["counters"]
     target = tmp_path / "sums.parquet"
-    assert run("export", "colours", "--db", str(db), "--format", "parquet", "-o",
-               str(target))[0] == 0
+    assert (
+        run("export", "colours", "--db", str(db), "--format", "parquet", "-o", str(target))[0] == 0
+    )
     table = pq.read_table(target).to_pylist()
     assert [r["counters"] for r in table] == [r["counters"] for r in records]
 
 
 def test_export_estimates_per_bucket_leaves_out_small_buckets(tmp_path: Path) -> None:
     db, _, _ = seeded_db(tmp_path)
-    result = CliRunner().invoke(main, ["export", "colours", "--db", str(db), "--what",
-                                       "estimates", "--format", "csv"])
+    result = CliRunner().invoke(
+        main, ["export", "colours", "--db", str(db), "--what", "estimates", "--format", "csv"]
+    )
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert {r["bucket"] for r in rows} == {"0"} and [r["value"] for r in rows] == COLOURS

@@ -12,14 +12,19 @@ from agg_server import ADMIN, Server
 
 POPULATIONS: dict[str, tuple[dict[str, Any], dict[Any, int]]] = {
     "rr": ({"mechanism": "rr", "epsilon": 1.0}, {True: 900, False: 2100}),
-    "rr-alpha-beta": ({"mechanism": "rr", "alpha": 0.5, "beta": 0.5},
-                      {True: 1200, False: 1800}),
-    "grr": ({"mechanism": "grr", "epsilon": 2.0, "domain": ["a", "b", "c", "d", "e"]},
-            {"a": 1500, "b": 800, "c": 400, "d": 200, "e": 100}),
-    "cms": ({"mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 256, "hash_seed": 7},
-            {"apple": 1200, "pear": 600, "fig": 300, "kiwi": 0}),
-    "hcms": ({"mechanism": "hcms", "epsilon": 4.0, "k": 32, "m": 256, "hash_seed": 7},
-             {"apple": 1200, "pear": 600, "fig": 300, "kiwi": 0}),
+    "rr-alpha-beta": ({"mechanism": "rr", "alpha": 0.5, "beta": 0.5}, {True: 1200, False: 1800}),
+    "grr": (
+        {"mechanism": "grr", "epsilon": 2.0, "domain": ["a", "b", "c", "d", "e"]},
+        {"a": 1500, "b": 800, "c": 400, "d": 200, "e": 100},
+    ),
+    "cms": (
+        {"mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 256, "hash_seed": 7},
+        {"apple": 1200, "pear": 600, "fig": 300, "kiwi": 0},
+    ),
+    "hcms": (
+        {"mechanism": "hcms", "epsilon": 4.0, "k": 32, "m": 256, "hash_seed": 7},
+        {"apple": 1200, "pear": 600, "fig": 300, "kiwi": 0},
+    ),
 }
 SKETCH_TAIL = 900  # distinct one-off values added to the sketch populations
 # The sketch tasks fix hash_seed (the server draws one otherwise) so that the seeded
@@ -54,8 +59,14 @@ def test_intervals_contain_the_truth(server: Server, name: str) -> None:
 
 
 def test_admin_token_may_query_and_range_below_minimum_is_typed(server: Server) -> None:
-    task = create_task(server.url, task_id="ranges", mechanism="rr", epsilon=2.0,
-                       min_batch_size=50, time_precision=3600)
+    task = create_task(
+        server.url,
+        task_id="ranges",
+        mechanism="rr",
+        epsilon=2.0,
+        min_batch_size=50,
+        time_precision=3600,
+    )
     rng = np.random.default_rng(3)
     bucket = task.floor_time(time.time())
     upload(server.url, task, envelopes(task, payloads(task, [True] * 60, rng), at=bucket))
@@ -71,15 +82,19 @@ def test_admin_token_may_query_and_range_below_minimum_is_typed(server: Server) 
     assert (inside["n"], inside["start"], inside["end"]) == (60, bucket, bucket + 3600)
 
 
-@pytest.mark.parametrize(("case", "query", "fix"), [
-    ("rr-candidates", {"candidates": ["x"]}, "leave out candidates"),
-    ("level", {"level": 1.5}, "level"),
-    ("range", {"start": 10, "end": 5}, "before end"),
-    ("start-type", {"start": "yesterday"}, "Unix seconds"),
-    ("unknown", {"colour": "blue"}, "unknown fields"),
-])
-def test_bad_queries_say_what_to_fix(server: Server, case: str, query: dict[str, Any],
-                                     fix: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "query", "fix"),
+    [
+        ("rr-candidates", {"candidates": ["x"]}, "leave out candidates"),
+        ("level", {"level": 1.5}, "level"),
+        ("range", {"start": 10, "end": 5}, "before end"),
+        ("start-type", {"start": "yesterday"}, "Unix seconds"),
+        ("unknown", {"colour": "blue"}, "unknown fields"),
+    ],
+)
+def test_bad_queries_say_what_to_fix(
+    server: Server, case: str, query: dict[str, Any], fix: str
+) -> None:
     create_task(server.url, task_id=f"query-{case}", mechanism="rr", epsilon=1.0)
     response = estimates(server.url, f"query-{case}", **query)
     assert response.status_code == 400

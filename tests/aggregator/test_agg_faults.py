@@ -34,8 +34,12 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root (CI runs as root)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.fail(f"cannot mount a tmpfs as root: {done.stderr.strip()}")
     try:
@@ -45,15 +49,31 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
 
 
 def collector(db: Path) -> tuple[Flask, FlaskClient]:
-    app = create_app({"DATABASE": str(db), "TESTING": True, "ADMIN_TOKEN": ADMIN,
-                      "ANALYST_TOKEN": ANALYST, "STAGED_BYTES": 1 << 30})
+    app = create_app(
+        {
+            "DATABASE": str(db),
+            "TESTING": True,
+            "ADMIN_TOKEN": ADMIN,
+            "ANALYST_TOKEN": ANALYST,
+            "STAGED_BYTES": 1 << 30,
+        }
+    )
     return app, app.test_client()
 
 
 def make_task(http: FlaskClient) -> TaskConfig:
-    answer = http.post("/v1/tasks", headers=bearer(ADMIN), json={
-        "task_id": "words", "mechanism": "cms", "epsilon": 4, "k": 64, "m": 256,
-        "min_batch_size": 1})
+    answer = http.post(
+        "/v1/tasks",
+        headers=bearer(ADMIN),
+        json={
+            "task_id": "words",
+            "mechanism": "cms",
+            "epsilon": 4,
+            "k": 64,
+            "m": 256,
+            "min_batch_size": 1,
+        },
+    )
     assert answer.status_code == 201, answer.json
     return TaskConfig.from_dict(answer.json)
 
@@ -61,20 +81,23 @@ def make_task(http: FlaskClient) -> TaskConfig:
 def upload(http: FlaskClient, task: TaskConfig, count: int, seed: int) -> tuple[int, dict]:
     reports = payloads(task, [f"w{i % 7}" for i in range(count)], np.random.default_rng(seed))
     body = encode_batch(task, envelopes(task, reports))
-    answer = http.post(f"/v1/tasks/{task.task_id}/reports", data=body,
-                       content_type="application/json")
+    answer = http.post(
+        f"/v1/tasks/{task.task_id}/reports", data=body, content_type="application/json"
+    )
     return answer.status_code, dict(answer.headers) | {"json": answer.json}
 
 
 def counted(http: FlaskClient) -> int:
-    answer = http.post("/v1/tasks/words/estimates", headers=bearer(ANALYST),
-                       json={"candidates": ["w0"]})
+    answer = http.post(
+        "/v1/tasks/words/estimates", headers=bearer(ANALYST), json={"candidates": ["w0"]}
+    )
     assert answer.status_code == 200, answer.json
     return int(answer.json["n"])
 
 
 def test_a_deleted_database_stops_ingest_instead_of_writing_into_the_void(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     db = tmp_path / "c.sqlite3"
     _, http = collector(db)
     task = make_task(http)
@@ -129,8 +152,7 @@ def test_an_unwritable_database_answers_503_and_readyz_turns_unready(tmp_path: P
     files = [str(db), f"{db}-wal"]
     if os.geteuid() != 0:
         pytest.skip("chattr +i needs root (CI runs as root)")
-    locked = subprocess.run(["chattr", "+i", *files], capture_output=True, text=True,
-                            check=False)
+    locked = subprocess.run(["chattr", "+i", *files], capture_output=True, text=True, check=False)
     if locked.returncode != 0:
         pytest.fail(f"cannot make the database immutable: {locked.stderr.strip()}")
     try:

@@ -18,37 +18,76 @@ from shared import TaskConfig, encode_batch
 
 TASKS = [
     {"task_id": "rr", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1},
-    {"task_id": "grr", "mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b", "c"],
-     "min_batch_size": 1},
+    {
+        "task_id": "grr",
+        "mechanism": "grr",
+        "epsilon": 1.0,
+        "domain": ["a", "b", "c"],
+        "min_batch_size": 1,
+    },
     {"task_id": "cms", "mechanism": "cms", "epsilon": 4.0, "k": 4, "m": 16, "min_batch_size": 1},
-    {"task_id": "hcms", "mechanism": "hcms", "epsilon": 4.0, "k": 4, "m": 16,
-     "min_batch_size": 1},
+    {"task_id": "hcms", "mechanism": "hcms", "epsilon": 4.0, "k": 4, "m": 16, "min_batch_size": 1},
 ]
-scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-           | st.floats(allow_nan=True) | st.text(max_size=30))
-anything = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5)
-                        | st.dictionaries(st.text(max_size=12), inner, max_size=5),
-                        max_leaves=25)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=30)
+)
+anything = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5)
+    ),
+    max_leaves=25,
+)
 FIELDS = ["report_id", "fingerprint", "time", "bit", "index", "row", "col", "bits"]
 reportish = st.dictionaries(st.sampled_from(FIELDS), scalars | st.just("A" * 22), max_size=8)
 batches = st.fixed_dictionaries({"reports": st.lists(reportish | anything, max_size=5)})
 times = st.integers(-(2**64), 2**64) | st.just(0)
-queries = st.fixed_dictionaries({}, optional={
-    "candidates": st.lists(st.text(max_size=8) | st.sampled_from(["a", "b"]), max_size=6)
-    | anything,
-    "start": times | anything, "end": times | anything,
-    "level": st.floats(allow_nan=True) | anything,
-}) | st.dictionaries(st.text(max_size=10), anything, max_size=3)
+queries = st.fixed_dictionaries(
+    {},
+    optional={
+        "candidates": st.lists(st.text(max_size=8) | st.sampled_from(["a", "b"]), max_size=6)
+        | anything,
+        "start": times | anything,
+        "end": times | anything,
+        "level": st.floats(allow_nan=True) | anything,
+    },
+) | st.dictionaries(st.text(max_size=10), anything, max_size=3)
 task_params = st.dictionaries(
-    st.sampled_from(["task_id", "mechanism", "epsilon", "alpha", "beta", "k", "m", "domain",
-                     "hash_seed", "time_precision", "min_batch_size", "upload_key_required"]),
-    anything | st.sampled_from(["rr", "grr", "cms", "hcms"]), max_size=8)
+    st.sampled_from(
+        [
+            "task_id",
+            "mechanism",
+            "epsilon",
+            "alpha",
+            "beta",
+            "k",
+            "m",
+            "domain",
+            "hash_seed",
+            "time_precision",
+            "min_batch_size",
+            "upload_key_required",
+        ]
+    ),
+    anything | st.sampled_from(["rr", "grr", "cms", "hcms"]),
+    max_size=8,
+)
 
 
 @pytest.fixture(scope="module")
 def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
-    app = create_app({"TESTING": True, "ADMIN_TOKEN": ADMIN, "ANALYST_TOKEN": ANALYST,
-                      "DATABASE": str(tmp_path_factory.mktemp("fuzz") / "fuzz.sqlite3")})
+    app = create_app(
+        {
+            "TESTING": True,
+            "ADMIN_TOKEN": ADMIN,
+            "ANALYST_TOKEN": ANALYST,
+            "DATABASE": str(tmp_path_factory.mktemp("fuzz") / "fuzz.sqlite3"),
+        }
+    )
     client = app.test_client()
     rng = np.random.default_rng(8)
     for params in TASKS:  # with a few reports each, so that estimates run the estimator
@@ -56,16 +95,16 @@ def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
         task = TaskConfig.from_dict(created.get_json())
         values = [True, False] * 5 if task.mechanism == "rr" else ["a", "b", "c"] * 4
         body = encode_batch(task, envelopes(task, payloads(task, values, rng)))
-        answer = client.post(f"/v1/tasks/{task.task_id}/reports", data=body,
-                             content_type="application/json")
+        answer = client.post(
+            f"/v1/tasks/{task.task_id}/reports", data=body, content_type="application/json"
+        )
         assert answer.get_json()["accepted"] == len(values)
     return client
 
 
 def post(client: FlaskClient, path: str, body: Any) -> None:
     data = json.dumps(body, allow_nan=True)
-    response = client.post(path, data=data, content_type="application/json",
-                           headers=bearer(ADMIN))
+    response = client.post(path, data=data, content_type="application/json", headers=bearer(ADMIN))
     assert response.status_code < 500, response.get_data(as_text=True)
     if response.status_code >= 400:
         assert response.mimetype == "application/problem+json"

@@ -17,13 +17,25 @@ from shared import TaskConfig
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 HEAVY = {"hello": 9000, "world": 6000, "privacy": 4000, "ab": 3000}
 RARE = "zzq"
-TASK = dict(mechanism="hh", epsilon=4.0, k=64, m=256, hash_seed=99, alphabet=LETTERS,
-            max_length=8, min_batch_size=100)
+TASK = dict(
+    mechanism="hh",
+    epsilon=4.0,
+    k=64,
+    m=256,
+    hash_seed=99,
+    alphabet=LETTERS,
+    max_length=8,
+    min_batch_size=100,
+)
 
 
 def heavy_hitters(url: str, task_id: str, **body: Any) -> requests.Response:
-    return requests.post(f"{url}/v1/tasks/{task_id}/heavy-hitters", json=body,
-                         headers=bearer(ANALYST), timeout=TIMEOUT)
+    return requests.post(
+        f"{url}/v1/tasks/{task_id}/heavy-hitters",
+        json=body,
+        headers=bearer(ANALYST),
+        timeout=TIMEOUT,
+    )
 
 
 def population(rng: np.random.Generator) -> list[str]:
@@ -37,8 +49,12 @@ def device_levels(task: TaskConfig, count: int) -> np.ndarray:
     """Each device's level from its own secret, exactly as the SDK derives it."""
     mechanism = task.mechanism_object
     secrets = (hashlib.sha256(f"device-secret-{i}".encode()).digest() for i in range(count))
-    return np.array([mechanism.for_device(device_key(s, task)).device_level  # type: ignore[attr-defined]
-                     for s in secrets])
+    return np.array(
+        [
+            mechanism.for_device(device_key(s, task)).device_level  # type: ignore[attr-defined]
+            for s in secrets
+        ]
+    )
 
 
 def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
@@ -46,7 +62,8 @@ def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
     rng = np.random.default_rng(20261124)
     values = population(rng)
     batch = task.mechanism_object.privatize_many(  # type: ignore[call-arg]
-        values, rng, levels=device_levels(task, len(values)))
+        values, rng, levels=device_levels(task, len(values))
+    )
     reports = [batch.report(i) for i in range(len(values))]
     assert upload(server.url, task, envelopes(task, reports), size=2000) == len(values)
 
@@ -56,7 +73,7 @@ def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
     assert body["n"] == len(values) and body["levels"] == 4 and len(body["examined"]) == 4
     assert body["examined"][0] == 26 + 26 * 26
     rows = {row["value"]: row for row in body["heavy_hitters"]}
-    assert set(list(rows)[:len(HEAVY)]) == set(HEAVY)
+    assert set(list(rows)[: len(HEAVY)]) == set(HEAVY)
     assert {value for value, row in rows.items() if row["reliable"]} == set(HEAVY)
     for word, count in HEAVY.items():
         assert rows[word]["ci_low"] <= count <= rows[word]["ci_high"], rows[word]
@@ -73,17 +90,26 @@ def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
 
 def test_heavy_hitters_refuses_what_it_cannot_answer(client: FlaskClient) -> None:
     from agg_server import ADMIN
+
     admin, analyst = bearer(ADMIN), bearer(ANALYST)
-    for params in ({"task_id": "words", **TASK},
-                   {"task_id": "fruit", "mechanism": "cms", "epsilon": 4, "k": 8, "m": 16}):
+    for params in (
+        {"task_id": "words", **TASK},
+        {"task_id": "fruit", "mechanism": "cms", "epsilon": 4, "k": 8, "m": 16},
+    ):
         assert client.post("/v1/tasks", json=params, headers=admin).status_code == 201
     url = "/v1/tasks/{}/heavy-hitters"
     response = client.post(url.format("fruit"), json={}, headers=analyst)
     assert response.status_code == 422 and response.json["type"].endswith("not_discoverable")
     response = client.post(url.format("words"), json={}, headers=analyst)
     assert response.status_code == 422 and response.json["type"].endswith("below_min_batch_size")
-    for body in ({"top": 0}, {"top": True}, {"level": 1.5}, {"candidates": ["a"]},
-                 {"start": 10, "end": 5}, [1]):
+    for body in (
+        {"top": 0},
+        {"top": True},
+        {"level": 1.5},
+        {"candidates": ["a"]},
+        {"start": 10, "end": 5},
+        [1],
+    ):
         response = client.post(url.format("words"), json=body, headers=analyst)
         assert response.status_code == 400, body
     assert client.post(url.format("words"), json={}).status_code == 401

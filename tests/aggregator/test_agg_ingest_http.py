@@ -22,8 +22,9 @@ DAY = 86_400
 @pytest.fixture(scope="module")
 def cms(server: Server) -> TaskConfig:
     """A small CMS task on the module's server."""
-    return create_task(server.url, task_id="ingest-cms", mechanism="cms", epsilon=4.0,
-                       k=8, m=20, min_batch_size=1)
+    return create_task(
+        server.url, task_id="ingest-cms", mechanism="cms", epsilon=4.0, k=8, m=20, min_batch_size=1
+    )
 
 
 def one_report(task: TaskConfig, **changes: Any) -> dict[str, Any]:
@@ -39,10 +40,12 @@ def batch_of(*reports: dict[str, Any]) -> bytes:
 
 
 def test_same_batch_twice_counts_once(server: Server) -> None:
-    task = create_task(server.url, task_id="replay-rr", mechanism="rr", epsilon=1.0,
-                       min_batch_size=1)
-    body = encode_batch(task, envelopes(task, payloads(task, [True] * 40,
-                                                          np.random.default_rng(5))))
+    task = create_task(
+        server.url, task_id="replay-rr", mechanism="rr", epsilon=1.0, min_batch_size=1
+    )
+    body = encode_batch(
+        task, envelopes(task, payloads(task, [True] * 40, np.random.default_rng(5)))
+    )
     first = post_reports(server.url, task.task_id, body).json()
     again = post_reports(server.url, task.task_id, body, compress=True).json()
     assert (first["accepted"], first["rejected"]) == (40, [])
@@ -57,7 +60,8 @@ def test_duplicate_id_inside_a_batch_counts_once(server: Server, cms: TaskConfig
     result = post_reports(server.url, cms.task_id, batch_of(report, report)).json()
     assert result["accepted"] == 1
     assert [(r["report_id"], r["reason"]) for r in result["rejected"]] == [
-        (report["report_id"], "report_replayed")]
+        (report["report_id"], "report_replayed")
+    ]
 
 
 def gzip_bomb() -> bytes:
@@ -72,16 +76,31 @@ BATCH_PROBLEMS: dict[str, BatchCase] = {
     "batch is a list": (lambda t: b"[1, 2]", {}, 400, "invalid_batch"),
     "empty batch": (lambda t: b'{"reports": []}', {}, 400, "invalid_batch"),
     "extra batch field": (lambda t: b'{"reports": [{}], "x": 1}', {}, 400, "invalid_batch"),
-    "huge body": (lambda t: b'{"reports": ["' + b"a" * (5 << 20) + b'"]}', {}, 413,
-                  "body_too_large"),
+    "huge body": (
+        lambda t: b'{"reports": ["' + b"a" * (5 << 20) + b'"]}',
+        {},
+        413,
+        "body_too_large",
+    ),
     "gzip bomb": (lambda t: gzip_bomb(), {"Content-Encoding": "gzip"}, 413, "body_too_large"),
-    "broken gzip": (lambda t: b"\x1f\x8b\x08garbage", {"Content-Encoding": "gzip"}, 400,
-                    "invalid_gzip"),
-    "unknown encoding": (lambda t: b"{}", {"Content-Encoding": "br"}, 415,
-                         "unsupported_media_type"),
-    "form content type": (lambda t: b"reports=1",
-                          {"Content-Type": "application/x-www-form-urlencoded"}, 415,
-                          "unsupported_media_type"),
+    "broken gzip": (
+        lambda t: b"\x1f\x8b\x08garbage",
+        {"Content-Encoding": "gzip"},
+        400,
+        "invalid_gzip",
+    ),
+    "unknown encoding": (
+        lambda t: b"{}",
+        {"Content-Encoding": "br"},
+        415,
+        "unsupported_media_type",
+    ),
+    "form content type": (
+        lambda t: b"reports=1",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        415,
+        "unsupported_media_type",
+    ),
     "too many reports": (lambda t: batch_of(*[{}] * 5001), {}, 413, "too_many_reports"),
 }
 
@@ -89,9 +108,12 @@ BATCH_PROBLEMS: dict[str, BatchCase] = {
 @pytest.mark.parametrize("case", sorted(BATCH_PROBLEMS))
 def test_malformed_batches_get_a_problem(server: Server, cms: TaskConfig, case: str) -> None:
     make, headers, status, code = BATCH_PROBLEMS[case]
-    response = requests.post(f"{server.url}/v1/tasks/{cms.task_id}/reports", data=make(cms),
-                             headers={"Content-Type": "application/json", **headers},
-                             timeout=TIMEOUT)
+    response = requests.post(
+        f"{server.url}/v1/tasks/{cms.task_id}/reports",
+        data=make(cms),
+        headers={"Content-Type": "application/json", **headers},
+        timeout=TIMEOUT,
+    )
     assert response.status_code == status, response.text
     assert response.headers["Content-Type"] == "application/problem+json"
     problem = response.json()
@@ -125,8 +147,9 @@ REPORT_PROBLEMS: dict[str, tuple[dict[str, Any], str]] = {
 
 
 @pytest.mark.parametrize("case", sorted(REPORT_PROBLEMS))
-def test_malformed_reports_are_rejected_with_a_reason(server: Server, cms: TaskConfig,
-                                                      case: str) -> None:
+def test_malformed_reports_are_rejected_with_a_reason(
+    server: Server, cms: TaskConfig, case: str
+) -> None:
     changes, reason = REPORT_PROBLEMS[case]
     good, bad = one_report(cms), one_report(cms, **changes)
     result = post_reports(server.url, cms.task_id, batch_of(good, bad)).json()
@@ -139,9 +162,12 @@ def test_malformed_reports_are_rejected_with_a_reason(server: Server, cms: TaskC
 
 
 def test_upload_key_is_required_when_the_task_asks(server: Server) -> None:
-    response = requests.post(f"{server.url}/v1/tasks", headers=bearer(ADMIN), timeout=TIMEOUT,
-                             json={"task_id": "keyed", "mechanism": "rr", "epsilon": 1.0,
-                                   "upload_key_required": True})
+    response = requests.post(
+        f"{server.url}/v1/tasks",
+        headers=bearer(ADMIN),
+        timeout=TIMEOUT,
+        json={"task_id": "keyed", "mechanism": "rr", "epsilon": 1.0, "upload_key_required": True},
+    )
     key = response.json().pop("upload_key")
     task = TaskConfig.from_dict({k: v for k, v in response.json().items() if k != "upload_key"})
     body = encode_batch(task, envelopes(task, [1, 0]))
@@ -150,10 +176,12 @@ def test_upload_key_is_required_when_the_task_asks(server: Server) -> None:
     assert post_reports(server.url, "keyed", body, headers=bearer(key)).json()["accepted"] == 2
 
 
-def test_metrics_count_accepted_and_rejected_by_reason(server: Server,
-                                                       cms: TaskConfig) -> None:
-    post_reports(server.url, cms.task_id, batch_of(one_report(cms), one_report(
-        cms, time=now_bucket() + 2 * DAY)))
+def test_metrics_count_accepted_and_rejected_by_reason(server: Server, cms: TaskConfig) -> None:
+    post_reports(
+        server.url,
+        cms.task_id,
+        batch_of(one_report(cms), one_report(cms, time=now_bucket() + 2 * DAY)),
+    )
     text = requests.get(f"{server.url}/metrics", timeout=TIMEOUT).text
     assert 'ldp_reports_accepted_total{task_id="ingest-cms"}' in text
     assert 'ldp_reports_rejected_total{reason="report_too_early"}' in text

@@ -22,15 +22,17 @@ StartServer = Callable[..., Server]
 WORDS = [f"w{i % 53}" for i in range(2000)]
 
 
-def test_acknowledged_reports_survive_kill_9(server_factory: StartServer,
-                                             tmp_path: Path) -> None:
+def test_acknowledged_reports_survive_kill_9(server_factory: StartServer, tmp_path: Path) -> None:
     db = tmp_path / "durable.sqlite3"
     server = server_factory(db)
-    task = create_task(server.url, task_id="durable", mechanism="rr", epsilon=1.0,
-                       min_batch_size=1)
-    bodies = [encode_batch(task, envelopes(task, payloads(task, [True] * 150 + [False] * 50,
-                                                          np.random.default_rng(i))))
-              for i in range(5)]
+    task = create_task(server.url, task_id="durable", mechanism="rr", epsilon=1.0, min_batch_size=1)
+    bodies = [
+        encode_batch(
+            task,
+            envelopes(task, payloads(task, [True] * 150 + [False] * 50, np.random.default_rng(i))),
+        )
+        for i in range(5)
+    ]
     for body in bodies:
         assert post_reports(server.url, "durable", body).json()["accepted"] == 200
     server.kill(signal.SIGKILL)  # right after the last 200, the whole process group
@@ -41,12 +43,14 @@ def test_acknowledged_reports_survive_kill_9(server_factory: StartServer,
     assert replay["accepted"] == 0 and len(replay["rejected"]) == 200
 
 
-def test_sigterm_lets_an_in_flight_batch_commit(server_factory: StartServer,
-                                                tmp_path: Path) -> None:
+def test_sigterm_lets_an_in_flight_batch_commit(
+    server_factory: StartServer, tmp_path: Path
+) -> None:
     db = tmp_path / "graceful.sqlite3"
     server = server_factory(db)
-    task = create_task(server.url, task_id="graceful", mechanism="rr", epsilon=1.0,
-                       min_batch_size=1)
+    task = create_task(
+        server.url, task_id="graceful", mechanism="rr", epsilon=1.0, min_batch_size=1
+    )
     body = encode_batch(task, envelopes(task, [1] * 300))
     address = urlsplit(server.url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
@@ -81,7 +85,9 @@ def _server_socket_inode(server_port: int, client_port: int) -> str | None:
         fields = line.split()
         local, remote, inode = fields[1], fields[2], fields[9]
         if (int(local.split(":")[1], 16), int(remote.split(":")[1], 16)) == (
-                server_port, client_port) and inode != "0":
+            server_port,
+            client_port,
+        ) and inode != "0":
             return inode
     return None
 
@@ -98,8 +104,9 @@ def _group_sockets(group: int) -> set[str]:
     return links
 
 
-def test_two_workers_and_four_threads_give_the_serial_sums(server_factory: StartServer,
-                                                           tmp_path: Path) -> None:
+def test_two_workers_and_four_threads_give_the_serial_sums(
+    server_factory: StartServer, tmp_path: Path
+) -> None:
     db = tmp_path / "concurrent.sqlite3"
     server = server_factory(db, workers=2)
     params = {"mechanism": "cms", "epsilon": 4.0, "k": 64, "m": 32, "hash_seed": 11}
@@ -109,12 +116,13 @@ def test_two_workers_and_four_threads_give_the_serial_sums(server_factory: Start
 
     def bodies(task: TaskConfig) -> list[bytes]:
         batch = envelopes(task, reports)
-        return [encode_batch(task, batch[i:i + 100]) for i in range(0, len(batch), 100)]
+        return [encode_batch(task, batch[i : i + 100]) for i in range(0, len(batch), 100)]
 
     parallel_bodies = bodies(parallel)
     with ThreadPoolExecutor(max_workers=4) as pool:  # every batch twice, from two threads
-        answers = list(pool.map(lambda b: post_reports(server.url, "parallel", b).json(),
-                                parallel_bodies * 2))
+        answers = list(
+            pool.map(lambda b: post_reports(server.url, "parallel", b).json(), parallel_bodies * 2)
+        )
     assert sum(a["accepted"] for a in answers) == len(reports)
     for body in bodies(serial):
         assert post_reports(server.url, "serial", body).json()["accepted"] == 100

@@ -43,17 +43,30 @@ def test_workers_share_the_configured_figures(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_an_upload_over_quota_gets_429_with_retry_after(tmp_path: Path) -> None:
-    app = create_app({"DATABASE": str(tmp_path / "q.sqlite3"), "TESTING": True,
-                      "ADMIN_TOKEN": ADMIN, "QUOTA_RATE": 10, "QUOTA_BURST": 300})
+    app = create_app(
+        {
+            "DATABASE": str(tmp_path / "q.sqlite3"),
+            "TESTING": True,
+            "ADMIN_TOKEN": ADMIN,
+            "QUOTA_RATE": 10,
+            "QUOTA_BURST": 300,
+        }
+    )
     http = app.test_client()
-    created = http.post("/v1/tasks", headers=bearer(ADMIN), json={
-        "task_id": "q", "mechanism": "grr", "epsilon": 2, "domain": ["a", "b"]})
+    created = http.post(
+        "/v1/tasks",
+        headers=bearer(ADMIN),
+        json={"task_id": "q", "mechanism": "grr", "epsilon": 2, "domain": ["a", "b"]},
+    )
     task = TaskConfig.from_dict(created.json)
 
     def post(count: int, seed: int) -> object:
         reports = payloads(task, ["a"] * count, np.random.default_rng(seed))
-        return http.post("/v1/tasks/q/reports", data=encode_batch(task, envelopes(task, reports)),
-                         content_type="application/json")
+        return http.post(
+            "/v1/tasks/q/reports",
+            data=encode_batch(task, envelopes(task, reports)),
+            content_type="application/json",
+        )
 
     assert post(200, 1).status_code == 200
     refused = post(200, 2)

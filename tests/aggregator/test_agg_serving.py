@@ -33,8 +33,10 @@ def slow_clients(url: str, idle: int, headers: int, bodies: int) -> Iterator[lis
     Yields a one-element list counting the connections opened."""
     address = urlsplit(url)
     target = (address.hostname or "127.0.0.1", address.port or 80)
-    body_head = (b"POST /v1/tasks/slow/reports HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                 b"application/json\r\nContent-Length: 100000\r\n\r\n{")
+    body_head = (
+        b"POST /v1/tasks/slow/reports HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b"application/json\r\nContent-Length: 100000\r\n\r\n{"
+    )
     kinds = ["idle"] * idle + ["headers"] * headers + ["body"] * bodies
     sockets: list[socket.socket | None] = [None] * len(kinds)
     opened = [0]
@@ -82,11 +84,11 @@ def slow_clients(url: str, idle: int, headers: int, bodies: int) -> Iterator[lis
                 connection.close()
 
 
-def test_slow_and_idle_clients_never_delay_an_upload(server_factory: StartServer,
-                                                     tmp_path: Path) -> None:
+def test_slow_and_idle_clients_never_delay_an_upload(
+    server_factory: StartServer, tmp_path: Path
+) -> None:
     server = server_factory(tmp_path / "slow.sqlite3", workers=2)
-    task = create_task(server.url, task_id="slow", mechanism="rr", epsilon=1.0,
-                       min_batch_size=1)
+    task = create_task(server.url, task_id="slow", mechanism="rr", epsilon=1.0, min_batch_size=1)
     rng = np.random.default_rng(5)
     latencies, statuses = [], []
     with slow_clients(server.url, IDLE, DRIBBLE_HEADERS, DRIBBLE_BODIES) as opened:
@@ -104,8 +106,7 @@ def test_slow_and_idle_clients_never_delay_an_upload(server_factory: StartServer
     assert opened[0] > IDLE + DRIBBLE_HEADERS + DRIBBLE_BODIES
 
 
-def test_no_metrics_folder_outlives_its_server(server_factory: StartServer,
-                                               tmp_path: Path) -> None:
+def test_no_metrics_folder_outlives_its_server(server_factory: StartServer, tmp_path: Path) -> None:
     db = tmp_path / "metrics.sqlite3"
     runs = tmp_path / "ldp-metrics"
     killed = server_factory(db, workers=2, own_metrics_dir=True)
@@ -156,13 +157,12 @@ def _live_members(group: int) -> list[int]:
     return members
 
 
-def test_bodies_over_the_limit_are_refused_however_framed(server_factory: StartServer,
-                                                          tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bodies_over_the_limit_are_refused_however_framed(
+    server_factory: StartServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LDP_MAX_BODY_BYTES", "5000")
     server = server_factory(tmp_path / "limit.sqlite3")
-    task = create_task(server.url, task_id="limit", mechanism="rr", epsilon=1.0,
-                       min_batch_size=1)
+    task = create_task(server.url, task_id="limit", mechanism="rr", epsilon=1.0, min_batch_size=1)
     rng = np.random.default_rng(8)
     small = encode_batch(task, envelopes(task, payloads(task, [True] * 5, rng)))
     large = encode_batch(task, envelopes(task, payloads(task, [True] * 200, rng)))
@@ -171,10 +171,9 @@ def test_bodies_over_the_limit_are_refused_however_framed(server_factory: StartS
     headers = {"Content-Type": "application/json"}
 
     def chunked(body: bytes) -> Iterator[bytes]:  # requests sends a generator chunked
-        yield from (body[i:i + 1000] for i in range(0, len(body), 1000))
+        yield from (body[i : i + 1000] for i in range(0, len(body), 1000))
 
     assert requests.post(url, data=large, headers=headers, timeout=30).status_code == 413
-    assert requests.post(url, data=chunked(large), headers=headers,
-                         timeout=30).status_code == 413
+    assert requests.post(url, data=chunked(large), headers=headers, timeout=30).status_code == 413
     answer = requests.post(url, data=chunked(small), headers=headers, timeout=30)
     assert answer.status_code == 200 and answer.json()["accepted"] == 5

@@ -22,8 +22,9 @@ WORDS = [f"w{i % 37}" for i in range(700)]
 
 
 def sketch_task(mechanism: str, k: int = 64, m: int = 32) -> TaskConfig:
-    return TaskConfig.create(task_id=f"s-{mechanism}-{k}", mechanism=mechanism, epsilon=3.0,
-                             k=k, m=m, min_batch_size=1)
+    return TaskConfig.create(
+        task_id=f"s-{mechanism}-{k}", mechanism=mechanism, epsilon=3.0, k=k, m=m, min_batch_size=1
+    )
 
 
 @pytest.mark.parametrize("mechanism", ["cms", "hcms"])
@@ -54,9 +55,12 @@ def test_folding_in_row_blocks_gives_the_same_sums(mechanism: str) -> None:
 
 @pytest.mark.parametrize("mechanism", ["rr", "grr", "cms", "hcms"])
 def test_packed_batches_unpack_to_the_same_reports(mechanism: str) -> None:
-    task = {"rr": TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0),
-            "grr": TaskConfig.create(task_id="g", mechanism="grr", epsilon=1.0,
-                                     domain=["a", "b", "w1"])}.get(mechanism)
+    task = {
+        "rr": TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0),
+        "grr": TaskConfig.create(
+            task_id="g", mechanism="grr", epsilon=1.0, domain=["a", "b", "w1"]
+        ),
+    }.get(mechanism)
     task = task or sketch_task(mechanism)
     values = [True, False] * 5 if mechanism == "rr" else ["a", "w1", "b"] * 4
     reports = payloads(task, values, np.random.default_rng(4))
@@ -95,7 +99,8 @@ def test_stored_sums_give_the_shared_estimates(store: SqliteStore, mechanism: st
     first, second = envelopes(task, reports[:200], day), envelopes(task, reports[200:], day + DAY)
     assert store.add_reports(task, first, [0] * 200) == set()
     assert store.add_reports(task, second + first[:5], [0] * (len(second) + 5)) == {
-        e.report_id for e in first[:5]}
+        e.report_id for e in first[:5]
+    }
 
     dense = task.mechanism_object.new_sums()
     for report in reports:
@@ -105,8 +110,7 @@ def test_stored_sums_give_the_shared_estimates(store: SqliteStore, mechanism: st
     with store.read_sums(task, None, None) as sums:
         got = mechanism_object.estimate(sums, candidates)  # type: ignore[arg-type]
     assert got.n == len(values)
-    assert np.allclose(got.estimate, expected.estimate) and np.allclose(got.ci_low,
-                                                                        expected.ci_low)
+    assert np.allclose(got.estimate, expected.estimate) and np.allclose(got.ci_low, expected.ci_low)
     with store.read_sums(task, day + DAY, None) as later:
         assert later.total == len(values) - 200
 
@@ -141,11 +145,13 @@ def test_admission_window_edges() -> None:
     now = hour + 1800
     times = [hour, hour + 3600, hour - 3600 * 24, hour - 3600 * 25]
     batch = [envelopes(task, [1], t)[0] for t in times]
-    admitted = admit(task, [*batch, batch[0]], now, acceptance_window=24 * 3600,
-                     clock_skew=600)
+    admitted = admit(task, [*batch, batch[0]], now, acceptance_window=24 * 3600, clock_skew=600)
     assert [e.time for e in admitted.envelopes] == [hour, hour - 3600 * 24]
     assert admitted.expires == [hour + 25 * 3600, hour + 3600]  # bucket end + window
     assert [r.reason for r in admitted.rejected] == [
-        "report_too_early", "report_expired", "report_replayed"]
+        "report_too_early",
+        "report_expired",
+        "report_replayed",
+    ]
     skewed = admit(task, [batch[1]], hour + 3600 - 60, acceptance_window=0, clock_skew=600)
     assert len(skewed.envelopes) == 1  # a device clock a minute ahead is tolerated

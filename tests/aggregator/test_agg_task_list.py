@@ -12,8 +12,11 @@ AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
 
 def create(client: FlaskClient, task_id: str) -> None:
-    response = client.post("/v1/tasks", headers=AUTH, json={
-        "task_id": task_id, "mechanism": "cms", "epsilon": 4, "k": 256, "m": 64})
+    response = client.post(
+        "/v1/tasks",
+        headers=AUTH,
+        json={"task_id": task_id, "mechanism": "cms", "epsilon": 4, "k": 256, "m": 64},
+    )
     assert response.status_code == 201, response.json
 
 
@@ -39,15 +42,20 @@ def test_listing_reuses_the_tasks_already_built(client: FlaskClient) -> None:
         assert [a is b for a, b in zip(first, store.list_tasks(), strict=True)] == [True, True]
 
 
-def test_an_estimate_over_the_work_limit_is_refused_before_any_work(
-        client: FlaskClient) -> None:
+def test_an_estimate_over_the_work_limit_is_refused_before_any_work(client: FlaskClient) -> None:
     create(client, "big")  # k = 256 rows
     client.application.config["MAX_ESTIMATE_WORK"] = 256 * 100
     headers = {"Authorization": f"Bearer {ANALYST}"}
-    refused = client.post("/v1/tasks/big/estimates", headers=headers,
-                          json={"candidates": [f"v{i}" for i in range(101)]})
+    refused = client.post(
+        "/v1/tasks/big/estimates",
+        headers=headers,
+        json={"candidates": [f"v{i}" for i in range(101)]},
+    )
     assert refused.status_code == 422 and refused.json["type"].endswith(":query_too_large")
     assert refused.json["limit"] == 25_600 and "at most 100 candidates" in refused.json["detail"]
-    allowed = client.post("/v1/tasks/big/estimates", headers=headers,
-                          json={"candidates": [f"v{i}" for i in range(100)]})
+    allowed = client.post(
+        "/v1/tasks/big/estimates",
+        headers=headers,
+        json={"candidates": [f"v{i}" for i in range(100)]},
+    )
     assert allowed.status_code == 422 and allowed.json["type"].endswith(":below_min_batch_size")

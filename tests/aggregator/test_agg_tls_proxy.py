@@ -37,60 +37,111 @@ def documented_site() -> str:
 
 def test_the_documented_site_has_what_the_text_promises() -> None:
     site = documented_site()
-    for directive in ("access_log off;", 'proxy_set_header X-Forwarded-For "";',
-                      "client_max_body_size 5m;", "proxy_request_buffering on;"):
+    for directive in (
+        "access_log off;",
+        'proxy_set_header X-Forwarded-For "";',
+        "client_max_body_size 5m;",
+        "proxy_request_buffering on;",
+    ):
         assert directive in site
 
 
 def test_uploads_and_estimates_pass_through_the_documented_tls_proxy(tmp_path: Path) -> None:
     assert Path(NGINX).exists(), "nginx is not installed: make test installs it (apt-get)"
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = start_server(tmp_path / "behind-proxy.sqlite3")
     port = free_port()
-    site = (documented_site()
-            .replace("/etc/ssl/ldp/fullchain.pem", str(cert))
-            .replace("/etc/ssl/ldp/privkey.pem", str(key))
-            .replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;")
-            .replace("http://127.0.0.1:8000", server.url))
+    site = (
+        documented_site()
+        .replace("/etc/ssl/ldp/fullchain.pem", str(cert))
+        .replace("/etc/ssl/ldp/privkey.pem", str(key))
+        .replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;")
+        .replace("http://127.0.0.1:8000", server.url)
+    )
     (tmp_path / "nginx.conf").write_text(
         # user root: the workers must write request bodies into this root-only folder.
         f"daemon off;\nuser root;\npid {tmp_path}/nginx.pid;\n"
         f"error_log {tmp_path}/error.log;\n"
         f"events {{}}\nhttp {{\n client_body_temp_path {tmp_path}/body;\n"
-        f" proxy_temp_path {tmp_path}/proxy;\n{site}}}\n")
-    proxy = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             start_new_session=True)
+        f" proxy_temp_path {tmp_path}/proxy;\n{site}}}\n"
+    )
+    proxy = subprocess.Popen(
+        [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         _wait_for(port, proxy)
         base = f"https://127.0.0.1:{port}"
-        created = requests.post(f"{base}/v1/tasks", headers=bearer(ADMIN), verify=str(cert),
-                                timeout=10, json={"task_id": "tls", "mechanism": "grr",
-                                                  "epsilon": 8, "domain": ["a", "b"],
-                                                  "min_batch_size": 1})
+        created = requests.post(
+            f"{base}/v1/tasks",
+            headers=bearer(ADMIN),
+            verify=str(cert),
+            timeout=10,
+            json={
+                "task_id": "tls",
+                "mechanism": "grr",
+                "epsilon": 8,
+                "domain": ["a", "b"],
+                "min_batch_size": 1,
+            },
+        )
         assert created.status_code == 201, created.text
         task = TaskConfig.from_dict(created.json())
         reports = payloads(task, ["a"] * 30 + ["b"] * 10, np.random.default_rng(1))
-        uploaded = requests.post(f"{base}/v1/tasks/tls/reports", verify=str(cert), timeout=10,
-                                 data=encode_batch(task, envelopes(task, reports)),
-                                 headers={"Content-Type": "application/json",
-                                          "X-Forwarded-For": "203.0.113.7"})
+        uploaded = requests.post(
+            f"{base}/v1/tasks/tls/reports",
+            verify=str(cert),
+            timeout=10,
+            data=encode_batch(task, envelopes(task, reports)),
+            headers={"Content-Type": "application/json", "X-Forwarded-For": "203.0.113.7"},
+        )
         assert uploaded.status_code == 200 and uploaded.json()["accepted"] == 40
-        too_big = requests.post(f"{base}/v1/tasks/tls/reports", verify=str(cert), timeout=10,
-                                data=b"x" * (4 * 1024 * 1024 + 1),
-                                headers={"Content-Type": "application/json"})
+        too_big = requests.post(
+            f"{base}/v1/tasks/tls/reports",
+            verify=str(cert),
+            timeout=10,
+            data=b"x" * (4 * 1024 * 1024 + 1),
+            headers={"Content-Type": "application/json"},
+        )
         assert too_big.status_code == 413  # the collector's limit, not the proxy's
         assert too_big.headers["Content-Type"].startswith("application/problem+json")
-        answer = requests.post(f"{base}/v1/tasks/tls/estimates", headers=bearer(ANALYST),
-                               verify=str(cert), timeout=10, json={}).json()
+        answer = requests.post(
+            f"{base}/v1/tasks/tls/estimates",
+            headers=bearer(ANALYST),
+            verify=str(cert),
+            timeout=10,
+            json={},
+        ).json()
         assert answer["n"] == 40
         assert not list(tmp_path.glob("*access*"))  # access_log off: no client addresses
         log = (tmp_path / "behind-proxy.log").read_bytes()
         assert b"203.0.113.7" not in log and b"127.0.0.1" not in log.replace(
-            server.url.encode(), b"")
+            server.url.encode(), b""
+        )
     finally:
         proxy.send_signal(signal.SIGTERM)
         proxy.wait(timeout=30)

@@ -15,11 +15,18 @@ def test_smoke_run_writes_the_table(tmp_path: Path, capsys: pytest.CaptureFixtur
     printed = capsys.readouterr().out
     written = (tmp_path / "latest-smoke.md").read_text(encoding="utf-8")
     assert written in printed
-    for label in ("CMS privatize, 1 value/call", "CMS aggregation k=2048",
-                  "CMS estimates, 100 candidates, k=2048", "HTTP ingest, durable",
-                  "Server peak RSS", "CMS accuracy", "HCMS accuracy",
-                  "Uploads of 1 report(s)/request", "Uploads of 500 report(s)/request",
-                  "Slow clients"):
+    for label in (
+        "CMS privatize, 1 value/call",
+        "CMS aggregation k=2048",
+        "CMS estimates, 100 candidates, k=2048",
+        "HTTP ingest, durable",
+        "Server peak RSS",
+        "CMS accuracy",
+        "HCMS accuracy",
+        "Uploads of 1 report(s)/request",
+        "Uploads of 500 report(s)/request",
+        "Slow clients",
+    ):
         assert label in written, label
     assert "not available" not in written
     assert list(tmp_path.glob("bench-smoke-*.json"))

@@ -20,9 +20,11 @@ from shared import TaskConfig
 
 def tasks() -> list[TaskConfig]:
     """Return the measured tasks (DESIGN §8 sketch size)."""
-    return [TaskConfig.create(task_id="rr", mechanism="rr", epsilon=1.0),
-            TaskConfig.create(task_id="cms", mechanism="cms", epsilon=4.0, k=2048, m=1024),
-            TaskConfig.create(task_id="hcms", mechanism="hcms", epsilon=4.0, k=2048, m=1024)]
+    return [
+        TaskConfig.create(task_id="rr", mechanism="rr", epsilon=1.0),
+        TaskConfig.create(task_id="cms", mechanism="cms", epsilon=4.0, k=2048, m=1024),
+        TaskConfig.create(task_id="hcms", mechanism="hcms", epsilon=4.0, k=2048, m=1024),
+    ]
 
 
 def latencies(sdk: Client, task: TaskConfig, records: int) -> list[float]:
@@ -42,12 +44,20 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=3000)
     args = parser.parse_args()
     for label, data_dir in (("memory", None), ("sqlite", tempfile.mkdtemp())):
-        sdk = Client("memory://bench", transport=InMemoryTransport(tasks()), data_dir=data_dir,
-                     reports_per_period=None, max_queue=10 * args.records, atexit_timeout=None)
+        sdk = Client(
+            "memory://bench",
+            transport=InMemoryTransport(tasks()),
+            data_dir=data_dir,
+            reports_per_period=None,
+            max_queue=10 * args.records,
+            atexit_timeout=None,
+        )
         for task in tasks():
             samples = latencies(sdk, task, args.records)
-            print(f"{label:6} {task.mechanism:4}  median {statistics.median(samples) * 1e6:7.1f} "
-                  f"us   p99 {samples[int(0.99 * len(samples))] * 1e6:8.1f} us")
+            print(
+                f"{label:6} {task.mechanism:4}  median {statistics.median(samples) * 1e6:7.1f} "
+                f"us   p99 {samples[int(0.99 * len(samples))] * 1e6:8.1f} us"
+            )
         sdk.close(10)
 
 

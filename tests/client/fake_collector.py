@@ -28,8 +28,9 @@ def make_tasks() -> dict[str, TaskConfig]:
     """Return one small task per mechanism."""
     return {
         "rr": TaskConfig.create(task_id="t-rr", mechanism="rr", epsilon=1.0),
-        "grr": TaskConfig.create(task_id="t-grr", mechanism="grr", epsilon=2.0,
-                                 domain=("red", "green", "blue")),
+        "grr": TaskConfig.create(
+            task_id="t-grr", mechanism="grr", epsilon=2.0, domain=("red", "green", "blue")
+        ),
         "cms": TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64),
         "hcms": TaskConfig.create(task_id="t-hcms", mechanism="hcms", epsilon=4.0, k=16, m=64),
     }
@@ -99,15 +100,16 @@ def _handler(collector: FakeCollector) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}
             with collector.lock:
-                collector.seen.append(Seen(self.command, self.path, headers, body,
-                                           time.monotonic()))
+                collector.seen.append(
+                    Seen(self.command, self.path, headers, body, time.monotonic())
+                )
                 seen = collector.seen
-                action = collector.script.pop(0) if self.command == "POST" \
-                    and collector.script else None
+                action = (
+                    collector.script.pop(0) if self.command == "POST" and collector.script else None
+                )
                 if action is None and self.command == "POST" and collector.failing:
                     action = ("status", collector.failing, {})
-                if action is None and self.command == "POST" and _too_large(collector,
-                                                                           seen[-1]):
+                if action is None and self.command == "POST" and _too_large(collector, seen[-1]):
                     action = ("status", 413, {})
             if action is not None and action[0] == "hang":
                 collector.release.wait(30)
@@ -119,8 +121,9 @@ def _handler(collector: FakeCollector) -> type[BaseHTTPRequestHandler]:
             if action is not None:
                 self._send(action[1], action[2], b'{"type":"urn:ldp-telemetry:problem:x"}')
                 return
-            answer = collector.backend.handle(Request(self.command, self.path, headers, body),
-                                              timeout=1)
+            answer = collector.backend.handle(
+                Request(self.command, self.path, headers, body), timeout=1
+            )
             self._send(answer.status, dict(answer.headers), answer.body)
 
         def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
@@ -146,6 +149,7 @@ def start_collector(tasks: dict[str, TaskConfig]) -> tuple[FakeCollector, Thread
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
     server.daemon_threads = True
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                     daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     return fake, server

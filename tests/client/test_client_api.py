@@ -19,10 +19,25 @@ pytestmark = pytest.mark.timeout(60)
 
 def test_public_names_are_pinned() -> None:
     assert client.__all__ == [
-        "Client", "ClientError", "ClientStats", "ConfigurationError", "HTTPTransport",
-        "InMemoryTransport", "Request", "Response", "RetryPolicy", "TaskUnavailableError",
-        "Timeouts", "Transport", "TransportError", "close", "flush", "get_client", "init",
-        "record", "wait_for_tasks",
+        "Client",
+        "ClientError",
+        "ClientStats",
+        "ConfigurationError",
+        "HTTPTransport",
+        "InMemoryTransport",
+        "Request",
+        "Response",
+        "RetryPolicy",
+        "TaskUnavailableError",
+        "Timeouts",
+        "Transport",
+        "TransportError",
+        "close",
+        "flush",
+        "get_client",
+        "init",
+        "record",
+        "wait_for_tasks",
     ]
     assert all(hasattr(client, name) for name in client.__all__)
 
@@ -35,16 +50,23 @@ def test_one_exception_root() -> None:
 
 
 def test_import_client_does_not_import_flask_or_aggregator() -> None:
-    code = ("import sys, client; bad = [m for m in ('flask', 'aggregator', 'werkzeug') "
-            "if m in sys.modules]; sys.exit(str(bad) if bad else 0)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, check=False)
+    code = (
+        "import sys, client; bad = [m for m in ('flask', 'aggregator', 'werkzeug') "
+        "if m in sys.modules]; sys.exit(str(bad) if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_arguments_beat_environment_beat_defaults() -> None:
-    env = {"LDP_ENDPOINT": "https://env.example", "LDP_BATCH_SIZE": "7",
-           "LDP_FLUSH_INTERVAL": "2.5", "LDP_REPORTS_PER_PERIOD": "none"}
+    env = {
+        "LDP_ENDPOINT": "https://env.example",
+        "LDP_BATCH_SIZE": "7",
+        "LDP_FLUSH_INTERVAL": "2.5",
+        "LDP_REPORTS_PER_PERIOD": "none",
+    }
     settings = Settings.resolve({"batch_size": 3}, env=env)
     assert settings.endpoint == "https://env.example"
     assert settings.batch_size == 3  # argument
@@ -64,8 +86,10 @@ def test_max_batch_bytes_setting() -> None:
 
 
 def test_none_means_no_limit_when_passed_explicitly() -> None:
-    settings = Settings.resolve({"endpoint": "http://a", "reports_per_period": None,
-                                 "atexit_timeout": None}, env={"LDP_REPORTS_PER_PERIOD": "4"})
+    settings = Settings.resolve(
+        {"endpoint": "http://a", "reports_per_period": None, "atexit_timeout": None},
+        env={"LDP_REPORTS_PER_PERIOD": "4"},
+    )
     assert settings.reports_per_period is None and settings.atexit_timeout is None
 
 
@@ -83,18 +107,22 @@ def test_kill_switch_variable(variable: str, enabled: bool) -> None:
     assert Settings.resolve({"endpoint": "http://a", "enabled": True}, env=env).enabled
 
 
-@pytest.mark.parametrize(("arguments", "env", "message"), [
-    ({}, {}, "endpoint is required"),
-    ({"endpoint": "ftp://x"}, {}, "http:// or https://"),
-    ({"endpoint": "http://a", "batch_size": 0}, {}, "batch_size"),
-    ({"endpoint": "http://a", "flush_interval": float("nan")}, {}, "flush_interval"),
-    ({"endpoint": "http://a", "max_queue": True}, {}, "max_queue"),
-    ({"endpoint": "http://a"}, {"LDP_BATCH_SIZE": "ten"}, "LDP_BATCH_SIZE"),
-    ({"endpoint": "http://a"}, {"LDP_DISABLED": "maybe"}, "LDP_DISABLED"),
-    ({"endpoint": "http://a", "timeouts": 3}, {}, "client.Timeouts"),
-])
-def test_bad_settings_raise_at_construction(arguments: dict[str, object], env: dict[str, str],
-                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "env", "message"),
+    [
+        ({}, {}, "endpoint is required"),
+        ({"endpoint": "ftp://x"}, {}, "http:// or https://"),
+        ({"endpoint": "http://a", "batch_size": 0}, {}, "batch_size"),
+        ({"endpoint": "http://a", "flush_interval": float("nan")}, {}, "flush_interval"),
+        ({"endpoint": "http://a", "max_queue": True}, {}, "max_queue"),
+        ({"endpoint": "http://a"}, {"LDP_BATCH_SIZE": "ten"}, "LDP_BATCH_SIZE"),
+        ({"endpoint": "http://a"}, {"LDP_DISABLED": "maybe"}, "LDP_DISABLED"),
+        ({"endpoint": "http://a", "timeouts": 3}, {}, "client.Timeouts"),
+    ],
+)
+def test_bad_settings_raise_at_construction(
+    arguments: dict[str, object], env: dict[str, str], message: str
+) -> None:
     with pytest.raises(ConfigurationError, match=message):
         Settings.resolve(arguments, env=env)
 
@@ -129,8 +157,7 @@ def test_module_functions_are_no_ops_before_init(tasks: dict) -> None:
 
 def test_module_functions_after_init(tasks: dict) -> None:
     transport = InMemoryTransport(tasks.values())
-    made = client.init("memory://test", transport=transport, atexit_timeout=None,
-                       task_ids=["t-rr"])
+    made = client.init("memory://test", transport=transport, atexit_timeout=None, task_ids=["t-rr"])
     try:
         assert client.wait_for_tasks(timeout=10)
         assert client.get_client() is made

@@ -39,15 +39,22 @@ def sent_ids(transport: InMemoryTransport) -> list[str]:
 
 def make(transport: InMemoryTransport, clock: Clock, **options: object) -> Client:
     """A client that knows the transport's tasks (its uploader fetched them) when returned."""
-    sdk = Client("memory://test", transport=transport, clock=clock, atexit_timeout=None,
-                 task_ids=transport.task_ids(), **options)  # type: ignore[arg-type]
+    sdk = Client(
+        "memory://test",
+        transport=transport,
+        clock=clock,
+        atexit_timeout=None,
+        task_ids=transport.task_ids(),
+        **options,
+    )  # type: ignore[arg-type]
     assert sdk.wait_for_tasks(timeout=10)
     return sdk
 
 
 @pytest.mark.parametrize("limit", [1, 3])
-def test_the_record_past_the_limit_is_dropped_and_counted(tasks: dict[str, TaskConfig],
-                                                          limit: int) -> None:
+def test_the_record_past_the_limit_is_dropped_and_counted(
+    tasks: dict[str, TaskConfig], limit: int
+) -> None:
     sdk = make(InMemoryTransport(tasks.values()), Clock(), reports_per_period=limit)
     results = [sdk.record("t-cms", f"value-{i}") for i in range(limit + 1)]
     assert results == [True] * limit + [False]
@@ -107,8 +114,9 @@ def test_budget_and_memo_survive_a_restart(tasks: dict[str, TaskConfig], tmp_pat
     assert len(ids) == 2 and ids[0] == ids[1]
 
 
-def test_processes_sharing_a_data_dir_share_one_budget(tasks: dict[str, TaskConfig],
-                                                       tmp_path: Path) -> None:
+def test_processes_sharing_a_data_dir_share_one_budget(
+    tasks: dict[str, TaskConfig], tmp_path: Path
+) -> None:
     transport, clock = InMemoryTransport(tasks.values()), Clock()
     one = make(transport, clock, data_dir=tmp_path, reports_per_period=1, flush_interval=60.0)
     two = make(transport, clock, data_dir=tmp_path, reports_per_period=1, flush_interval=60.0)
@@ -144,14 +152,19 @@ class Republishing(InMemoryTransport):
         answer = super().handle(request, timeout=timeout)
         if request.method != "GET":
             return answer
-        return Response(answer.status, {**answer.headers, "cache-control": "max-age=0"},
-                        answer.body, answer.retries)
+        return Response(
+            answer.status,
+            {**answer.headers, "cache-control": "max-age=0"},
+            answer.body,
+            answer.retries,
+        )
 
 
 @pytest.mark.parametrize("change", [{"hash_seed": 99}, {"time_precision": 3600}])
 @pytest.mark.parametrize("on_disk", [False, True])
-def test_a_republished_task_gets_no_fresh_budget(tasks: dict[str, TaskConfig], tmp_path: Path,
-                                                 change: dict[str, int], on_disk: bool) -> None:
+def test_a_republished_task_gets_no_fresh_budget(
+    tasks: dict[str, TaskConfig], tmp_path: Path, change: dict[str, int], on_disk: bool
+) -> None:
     # An untrusted collector re-publishes a task under the same id with new parameters (a
     # new fingerprint): the device must not draw fresh noise for the same period again.
     old = tasks["cms"]
@@ -159,8 +172,14 @@ def test_a_republished_task_gets_no_fresh_budget(tasks: dict[str, TaskConfig], t
     sdk = make(transport, clock, data_dir=tmp_path if on_disk else None, reports_per_period=1)
     assert sdk.record("t-cms", "same")
     assert sdk.flush(5)
-    new = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64,
-                            **{"hash_seed": old.hash_seed, **change})
+    new = TaskConfig.create(
+        task_id="t-cms",
+        mechanism="cms",
+        epsilon=4.0,
+        k=16,
+        m=64,
+        **{"hash_seed": old.hash_seed, **change},
+    )
     assert new.fingerprint != old.fingerprint
     transport.add_task(new)
     assert sdk.record("t-rr", True) and sdk.flush(5)  # the uploader refetched t-cms meanwhile
@@ -170,18 +189,19 @@ def test_a_republished_task_gets_no_fresh_budget(tasks: dict[str, TaskConfig], t
     assert sdk.flush(5) and len(transport.reports("t-cms")) == 1
     clock.now += DAY  # the next period (of either configuration) has a budget again
     assert sdk.record("t-cms", "same") and sdk.flush(5)
-    assert [r.fingerprint for r in transport.reports("t-cms")] == [old.fingerprint,
-                                                                  new.fingerprint]
+    assert [r.fingerprint for r in transport.reports("t-cms")] == [old.fingerprint, new.fingerprint]
     sdk.close(1)
 
 
-def test_a_larger_limit_counts_reports_of_every_configuration(
-        tasks: dict[str, TaskConfig]) -> None:
+def test_a_larger_limit_counts_reports_of_every_configuration(tasks: dict[str, TaskConfig]) -> None:
     transport, clock = Republishing(tasks.values()), Clock()
     sdk = make(transport, clock, reports_per_period=2)
     assert sdk.record("t-grr", "red") and sdk.flush(5)
-    transport.add_task(TaskConfig.create(task_id="t-grr", mechanism="grr", epsilon=3.0,
-                                         domain=("red", "green", "blue")))
+    transport.add_task(
+        TaskConfig.create(
+            task_id="t-grr", mechanism="grr", epsilon=3.0, domain=("red", "green", "blue")
+        )
+    )
     assert sdk.record("t-rr", True) and sdk.flush(5)
     assert sdk.record("t-grr", "red")  # the second of two: a fresh report, new parameters
     assert sdk.record("t-grr", "red")  # the same value again: that report, reused

@@ -20,8 +20,12 @@ from client import Client, HTTPTransport, Request, RetryPolicy, Timeouts, Transp
 from shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
-ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
-          + b"{" + b" " * 38 + b"}")
+ANSWER = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
+    + b"{"
+    + b" " * 38
+    + b"}"
+)
 
 
 @pytest.fixture
@@ -40,7 +44,7 @@ def dripping_url() -> Iterator[str]:
                 for i in range(0, len(ANSWER), 2):
                     if stop.wait(1.0):
                         return
-                    conn.sendall(ANSWER[i:i + 2])
+                    conn.sendall(ANSWER[i : i + 2])
             except OSError:
                 return
 
@@ -61,10 +65,12 @@ def dripping_url() -> Iterator[str]:
     listener.close()
 
 
-def test_a_call_ends_at_its_deadline_however_slowly_the_server_answers(
-        dripping_url: str) -> None:
-    transport = HTTPTransport(dripping_url, timeouts=Timeouts(connect=5, read=5),
-                              retry=RetryPolicy(max_retries=0, deadline=10))
+def test_a_call_ends_at_its_deadline_however_slowly_the_server_answers(dripping_url: str) -> None:
+    transport = HTTPTransport(
+        dripping_url,
+        timeouts=Timeouts(connect=5, read=5),
+        retry=RetryPolicy(max_retries=0, deadline=10),
+    )
     start = time.monotonic()
     with pytest.raises(TransportError, match="2 s deadline"):
         transport.handle(Request("GET", "/v1/tasks/t-rr", {}), timeout=2.0)
@@ -73,8 +79,12 @@ def test_a_call_ends_at_its_deadline_however_slowly_the_server_answers(
 
 
 def test_the_first_record_of_an_unknown_task_does_not_wait(dripping_url: str) -> None:
-    sdk = Client(dripping_url, atexit_timeout=None, retry=FAST_RETRY,
-                 timeouts=Timeouts(connect=1, read=5, config=2))
+    sdk = Client(
+        dripping_url,
+        atexit_timeout=None,
+        retry=FAST_RETRY,
+        timeouts=Timeouts(connect=1, read=5, config=2),
+    )
     start = time.monotonic()
     assert sdk.record("t-rr", True) is False  # unknown yet: dropped, fetched in background
     assert time.monotonic() - start < 0.1
@@ -112,11 +122,18 @@ def slow_url() -> Iterator[str]:
 
 
 def test_records_stay_fast_and_a_late_upload_after_close_logs_nothing(
-        slow_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    slow_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     task = TaskConfig.create(task_id="t-rr", mechanism="rr", epsilon=1.0)
-    sdk = Client(slow_url, tasks=[task], atexit_timeout=None, reports_per_period=None,
-                 data_dir=tmp_path, retry=RetryPolicy(max_retries=0, deadline=5.0),
-                 batch_size=1)
+    sdk = Client(
+        slow_url,
+        tasks=[task],
+        atexit_timeout=None,
+        reports_per_period=None,
+        data_dir=tmp_path,
+        retry=RetryPolicy(max_retries=0, deadline=5.0),
+        batch_size=1,
+    )
     durations = []
     for _ in range(200):
         start = time.monotonic()

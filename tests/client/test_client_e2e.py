@@ -38,8 +38,14 @@ FRUIT = {"apple": 150, "banana": 90, "cherry": 60, "durian": 0}  # the truth, su
 @pytest.fixture
 def aggregator_url(tmp_path: Path) -> Iterator[str]:
     """Yield the URL of a real aggregator on loopback; stopped after the test."""
-    app = create_app({"TESTING": True, "DATABASE": str(tmp_path / "e2e.sqlite3"),
-                      "ADMIN_TOKEN": ADMIN, "ANALYST_TOKEN": ANALYST})
+    app = create_app(
+        {
+            "TESTING": True,
+            "DATABASE": str(tmp_path / "e2e.sqlite3"),
+            "ADMIN_TOKEN": ADMIN,
+            "ANALYST_TOKEN": ANALYST,
+        }
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -49,15 +55,20 @@ def aggregator_url(tmp_path: Path) -> Iterator[str]:
 
 
 def create_task(url: str, **params: Any) -> dict[str, Any]:
-    response = requests.post(f"{url}/v1/tasks", json=params, timeout=10,
-                             headers={"Authorization": f"Bearer {ADMIN}"})
+    response = requests.post(
+        f"{url}/v1/tasks", json=params, timeout=10, headers={"Authorization": f"Bearer {ADMIN}"}
+    )
     assert response.status_code == 201, response.text
     return response.json()  # type: ignore[no-any-return]
 
 
 def estimates(url: str, task_id: str, **body: Any) -> dict[str, Any]:
-    response = requests.post(f"{url}/v1/tasks/{task_id}/estimates", json=body, timeout=30,
-                             headers={"Authorization": f"Bearer {ANALYST}"})
+    response = requests.post(
+        f"{url}/v1/tasks/{task_id}/estimates",
+        json=body,
+        timeout=30,
+        headers={"Authorization": f"Bearer {ANALYST}"},
+    )
     assert response.status_code == 200, response.text
     return response.json()  # type: ignore[no-any-return]
 
@@ -83,21 +94,34 @@ def device_noise(monkeypatch: pytest.MonkeyPatch) -> DeviceNoise:
     return noise
 
 
-def test_devices_against_the_real_aggregator(aggregator_url: str,
-                                             device_noise: DeviceNoise) -> None:
-    create_task(aggregator_url, task_id="e2e-rr", mechanism="rr", epsilon=2.0,
-                min_batch_size=50)
+def test_devices_against_the_real_aggregator(
+    aggregator_url: str, device_noise: DeviceNoise
+) -> None:
+    create_task(aggregator_url, task_id="e2e-rr", mechanism="rr", epsilon=2.0, min_batch_size=50)
     # A fixed hash seed (the server would draw one): with seeded noise, the run is exact.
-    upload_key = create_task(aggregator_url, task_id="e2e-cms", mechanism="cms", epsilon=4.0,
-                             k=64, m=256, hash_seed=1234, min_batch_size=50,
-                             upload_key_required=True)["upload_key"]
+    upload_key = create_task(
+        aggregator_url,
+        task_id="e2e-cms",
+        mechanism="cms",
+        epsilon=4.0,
+        k=64,
+        m=256,
+        hash_seed=1234,
+        min_batch_size=50,
+        upload_key_required=True,
+    )["upload_key"]
     fruit = [name for name, count in FRUIT.items() for _ in range(count)]
     truth_yes = DEVICES // 3
 
     def device(i: int) -> ClientStats | None:
         device_noise.rng = np.random.default_rng([20261122, i])
-        sdk = Client(aggregator_url, upload_key=upload_key, atexit_timeout=None,
-                     timeouts=PATIENT, task_ids=["e2e-rr", "e2e-cms"])
+        sdk = Client(
+            aggregator_url,
+            upload_key=upload_key,
+            atexit_timeout=None,
+            timeouts=PATIENT,
+            task_ids=["e2e-rr", "e2e-cms"],
+        )
         assert sdk.wait_for_tasks(timeout=30)
         queued = sdk.record("e2e-rr", i < truth_yes) and sdk.record("e2e-cms", fruit[i])
         closed = sdk.close(30)

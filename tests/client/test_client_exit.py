@@ -28,8 +28,11 @@ assert sdk.record(task.task_id, True)
 def run(url: str, task: TaskConfig, atexit_timeout: str) -> float:
     """Run the script; return how long the process took."""
     start = time.monotonic()
-    subprocess.run([sys.executable, "-c", SCRIPT, url, json.dumps(task.to_dict()),
-                    atexit_timeout], check=True, timeout=30)
+    subprocess.run(
+        [sys.executable, "-c", SCRIPT, url, json.dumps(task.to_dict()), atexit_timeout],
+        check=True,
+        timeout=30,
+    )
     return time.monotonic() - start
 
 
@@ -38,14 +41,16 @@ def test_exit_hook_flushes(collector: FakeCollector, tasks: dict[str, TaskConfig
     assert len(collector.backend.reports("t-rr")) == 1
 
 
-def test_exit_hook_can_be_turned_off(collector: FakeCollector,
-                                     tasks: dict[str, TaskConfig]) -> None:
+def test_exit_hook_can_be_turned_off(
+    collector: FakeCollector, tasks: dict[str, TaskConfig]
+) -> None:
     run(collector.url, tasks["rr"], "none")
     assert collector.uploads() == []
 
 
-def test_exit_hook_is_bounded_when_the_server_is_down(collector: FakeCollector,
-                                                      tasks: dict[str, TaskConfig]) -> None:
+def test_exit_hook_is_bounded_when_the_server_is_down(
+    collector: FakeCollector, tasks: dict[str, TaskConfig]
+) -> None:
     collector.failing = 503
     baseline = run(collector.url, tasks["rr"], "none")
     assert run(collector.url, tasks["rr"], "1") < baseline + 2.5

@@ -13,8 +13,10 @@ from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
 from client import Client
 from shared import TaskConfig
 
-pytestmark = [pytest.mark.timeout(60),
-              pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")]
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
+]
 
 
 def wait_for(pid: int, timeout: float) -> int:
@@ -32,11 +34,18 @@ def wait_for(pid: int, timeout: float) -> int:
 
 @pytest.mark.parametrize("on_disk", [False, True])
 def test_a_forked_child_records_and_its_reports_arrive(
-        collector: FakeCollector, tasks: dict[str, TaskConfig], tmp_path: Path,
-        on_disk: bool) -> None:
-    sdk = Client(collector.url, data_dir=tmp_path if on_disk else None, timeouts=FAST_TIMEOUTS,
-                 retry=FAST_RETRY, reports_per_period=None, atexit_timeout=None,
-                 flush_interval=60.0, task_ids=["t-cms"])
+    collector: FakeCollector, tasks: dict[str, TaskConfig], tmp_path: Path, on_disk: bool
+) -> None:
+    sdk = Client(
+        collector.url,
+        data_dir=tmp_path if on_disk else None,
+        timeouts=FAST_TIMEOUTS,
+        retry=FAST_RETRY,
+        reports_per_period=None,
+        atexit_timeout=None,
+        flush_interval=60.0,
+        task_ids=["t-cms"],
+    )
     assert sdk.wait_for_tasks(timeout=10)
     assert sdk.record("t-cms", "parent-before-fork")
     assert sdk.flush(5)  # the parent's uploader thread is running now

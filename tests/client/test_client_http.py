@@ -50,7 +50,8 @@ def hanging_url() -> Iterator[str]:
 
 
 def test_upload_over_http_fetches_config_with_etag_and_gzips(
-        collector: FakeCollector, tasks: dict[str, TaskConfig]) -> None:
+    collector: FakeCollector, tasks: dict[str, TaskConfig]
+) -> None:
     sdk = http_client(collector.url, upload_key="upload-secret", task_ids=["t-cms"])
     assert sdk.record("t-cms", "hello") and sdk.record("t-cms", "world")
     assert sdk.flush(5)
@@ -65,7 +66,8 @@ def test_upload_over_http_fetches_config_with_etag_and_gzips(
 
 
 def test_500_then_200_is_retried_with_the_same_bytes_and_counted_once(
-        collector: FakeCollector) -> None:
+    collector: FakeCollector,
+) -> None:
     collector.then("status", 500)
     sdk = http_client(collector.url)
     assert sdk.record("t-rr", True)
@@ -110,8 +112,9 @@ def test_400_drops_the_batch_without_retrying(collector: FakeCollector) -> None:
     sdk.close(5)
 
 
-def test_per_report_rejections_are_counted(collector: FakeCollector,
-                                           tasks: dict[str, TaskConfig]) -> None:
+def test_per_report_rejections_are_counted(
+    collector: FakeCollector, tasks: dict[str, TaskConfig]
+) -> None:
     stale = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64)
     sdk = http_client(collector.url, tasks=[stale])  # another hash seed: outdated
     assert sdk.record("t-cms", "a")
@@ -137,8 +140,9 @@ def test_server_down_keeps_reports_queued_and_flush_is_bounded(dead_url: str) ->
 
 def test_server_hanging_after_connect_is_bounded(hanging_url: str) -> None:
     task = TaskConfig.create(task_id="t-rr", mechanism="rr", epsilon=1.0)
-    sdk = http_client(hanging_url, tasks=[task],
-                      retry=RetryPolicy(max_retries=5, backoff=0.05, deadline=30.0))
+    sdk = http_client(
+        hanging_url, tasks=[task], retry=RetryPolicy(max_retries=5, backoff=0.05, deadline=30.0)
+    )
     assert sdk.record("t-rr", True)
     start = time.monotonic()
     assert sdk.record("t-grr", "red") is False  # config fetch bounded by timeouts.config
@@ -151,8 +155,13 @@ def test_server_hanging_after_connect_is_bounded(hanging_url: str) -> None:
 
 def test_close_with_10000_queued_and_a_dead_server_is_bounded(dead_url: str) -> None:
     task = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64)
-    sdk = http_client(dead_url, tasks=[task], max_queue=20_000, flush_interval=60.0,
-                      retry=RetryPolicy(max_retries=50, backoff=0.5, deadline=60.0))
+    sdk = http_client(
+        dead_url,
+        tasks=[task],
+        max_queue=20_000,
+        flush_interval=60.0,
+        retry=RetryPolicy(max_retries=50, backoff=0.5, deadline=60.0),
+    )
     for i in range(10_000):
         assert sdk.record("t-cms", f"value-{i}")
     assert sdk.stats().queued == 10_000
@@ -163,8 +172,11 @@ def test_close_with_10000_queued_and_a_dead_server_is_bounded(dead_url: str) -> 
 
 
 def test_transport_deadline_and_close_interrupt_retry_waits(dead_url: str) -> None:
-    transport = HTTPTransport(dead_url, timeouts=FAST_TIMEOUTS,
-                              retry=RetryPolicy(max_retries=20, backoff=0.2, deadline=60.0))
+    transport = HTTPTransport(
+        dead_url,
+        timeouts=FAST_TIMEOUTS,
+        retry=RetryPolicy(max_retries=20, backoff=0.2, deadline=60.0),
+    )
     start = time.monotonic()
     with pytest.raises(TransportError) as caught:
         transport.handle(Request("GET", "/v1/tasks/x"), timeout=0.5)
@@ -196,8 +208,9 @@ def test_a_batch_sent_again_later_is_the_same_bytes(collector: FakeCollector) ->
     sdk.close(5)
 
 
-def test_close_interrupts_a_retry_after_wait(collector: FakeCollector,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_close_interrupts_a_retry_after_wait(
+    collector: FakeCollector, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sleeping = threading.Event()
     original = DeadlineRetry.sleep
 
@@ -208,8 +221,9 @@ def test_close_interrupts_a_retry_after_wait(collector: FakeCollector,
     monkeypatch.setattr(DeadlineRetry, "sleep", sleep)
     collector.failing = 503
     collector.then("status", 503, Retry_After="30")
-    transport = HTTPTransport(collector.url, timeouts=FAST_TIMEOUTS,
-                              retry=RetryPolicy(max_retries=3, deadline=60.0))
+    transport = HTTPTransport(
+        collector.url, timeouts=FAST_TIMEOUTS, retry=RetryPolicy(max_retries=3, deadline=60.0)
+    )
     outcome: list[BaseException] = []
 
     def upload() -> None:
@@ -230,8 +244,9 @@ def test_close_interrupts_a_retry_after_wait(collector: FakeCollector,
 
 
 @pytest.mark.parametrize("limit", [{"max_body": 3000}, {"max_reports": 7}])
-def test_413_halves_the_batch_and_delivers_everything(collector: FakeCollector,
-                                                      limit: dict[str, int]) -> None:
+def test_413_halves_the_batch_and_delivers_everything(
+    collector: FakeCollector, limit: dict[str, int]
+) -> None:
     for name, value in limit.items():
         setattr(collector, name, value)
     sdk = http_client(collector.url, batch_size=100, flush_interval=60.0)
@@ -243,8 +258,12 @@ def test_413_halves_the_batch_and_delivers_everything(collector: FakeCollector,
     assert len(collector.backend.reports("t-cms")) == 60
     uploads = collector.uploads()
     assert len(uploads[0].report_ids()) == 60  # one batch at first: then halved on 413
-    delivered = [u for u in uploads if len(u.body) <= (collector.max_body or len(u.body))
-                 and len(u.report_ids()) <= (collector.max_reports or 60)]
+    delivered = [
+        u
+        for u in uploads
+        if len(u.body) <= (collector.max_body or len(u.body))
+        and len(u.report_ids()) <= (collector.max_reports or 60)
+    ]
     assert sum(len(u.report_ids()) for u in delivered) == 60
     assert len(uploads) - len(delivered) <= 4  # 60 -> 30 -> 15 -> 7 (-> 3): a few 413s
     sdk.close(5)
@@ -279,8 +298,9 @@ def test_large_sketches_fit_the_collectors_4_mib_limit(collector: FakeCollector)
     big = TaskConfig.create(task_id="t-big", mechanism="cms", epsilon=4.0, k=16, m=65536)
     collector.backend.add_task(big)
     collector.max_body = 4 << 20
-    sdk = http_client(collector.url, tasks=[big], flush_interval=60.0, max_queue=1000,
-                      max_queue_bytes=64 << 20)
+    sdk = http_client(
+        collector.url, tasks=[big], flush_interval=60.0, max_queue=1000, max_queue_bytes=64 << 20
+    )
     for i in range(500):
         assert sdk.record("t-big", f"value-{i}")
     assert sdk.flush(30)

@@ -28,9 +28,16 @@ class DownTransport:
 
 
 def offline_client(data_dir: Path, tasks: dict[str, TaskConfig], **options: object) -> Client:
-    return Client("memory://test", transport=DownTransport(), data_dir=data_dir,
-                  tasks=list(tasks.values()), reports_per_period=None, atexit_timeout=None,
-                  flush_interval=60.0, **options)  # type: ignore[arg-type]
+    return Client(
+        "memory://test",
+        transport=DownTransport(),
+        data_dir=data_dir,
+        tasks=list(tasks.values()),
+        reports_per_period=None,
+        atexit_timeout=None,
+        flush_interval=60.0,
+        **options,
+    )  # type: ignore[arg-type]
 
 
 def test_queued_reports_survive_a_restart(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
@@ -40,8 +47,7 @@ def test_queued_reports_survive_a_restart(tasks: dict[str, TaskConfig], tmp_path
     assert offline.close(0.5) is False  # not delivered, but kept on disk
     assert offline.stats().dropped == {}
     transport = InMemoryTransport(tasks.values())
-    online = Client("memory://test", transport=transport, data_dir=tmp_path,
-                    atexit_timeout=None)
+    online = Client("memory://test", transport=transport, data_dir=tmp_path, atexit_timeout=None)
     assert online.stats().queued == 3
     assert online.flush(5)
     assert len(transport.reports("t-cms")) == 3 and online.stats().sent == 3
@@ -49,7 +55,8 @@ def test_queued_reports_survive_a_restart(tasks: dict[str, TaskConfig], tmp_path
 
 
 def test_a_full_disk_queue_refuses_new_reports_and_counts_them(
-        tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
+    tasks: dict[str, TaskConfig], tmp_path: Path
+) -> None:
     offline = offline_client(tmp_path, tasks, max_queue=3)
     assert [offline.record("t-cms", f"value-{i}") for i in range(5)] == [True] * 3 + [False] * 2
     stats = offline.stats()
@@ -64,8 +71,11 @@ def pending(i: int, size: int = 100) -> Pending:
 def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
     storage = SqliteStorage(tmp_path, max_queue=100, max_bytes=1 << 20)
     for i, task in enumerate(["a", "b", "a"]):
-        storage.admit(Slot(task, 0, 1, bytes([i])), MAX_REPORTS_PER_PERIOD,
-                      lambda i=i, t=task: Pending(t, f"id{i}", "{}"))
+        storage.admit(
+            Slot(task, 0, 1, bytes([i])),
+            MAX_REPORTS_PER_PERIOD,
+            lambda i=i, t=task: Pending(t, f"id{i}", "{}"),
+        )
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id0", "id2"]
     storage.remove(["id0", "id2"])
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id1"] and storage.count() == 1
@@ -73,8 +83,7 @@ def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
     storage.close()
 
 
-def test_disabling_clears_the_queue_on_disk(tasks: dict[str, TaskConfig],
-                                            tmp_path: Path) -> None:
+def test_disabling_clears_the_queue_on_disk(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
     offline = offline_client(tmp_path, tasks)
     assert offline.record("t-rr", True) and offline.record("t-grr", "red")
     offline.close(0.2)
@@ -89,9 +98,16 @@ def test_disabling_clears_the_queue_on_disk(tasks: dict[str, TaskConfig],
 
 def test_the_write_ahead_log_stays_bounded(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
     transport = InMemoryTransport(tasks.values())
-    sdk = Client("memory://test", transport=transport, data_dir=tmp_path, batch_size=100,
-                 reports_per_period=None, atexit_timeout=None, max_queue=100_000,
-                 task_ids=["t-cms"])
+    sdk = Client(
+        "memory://test",
+        transport=transport,
+        data_dir=tmp_path,
+        batch_size=100,
+        reports_per_period=None,
+        atexit_timeout=None,
+        max_queue=100_000,
+        task_ids=["t-cms"],
+    )
     assert sdk.wait_for_tasks(timeout=10)
     for i in range(1500):  # ~30 KB of log each: 45 MB if nothing checkpointed
         assert sdk.record("t-cms", f"value-{i}")
@@ -100,8 +116,7 @@ def test_the_write_ahead_log_stays_bounded(tasks: dict[str, TaskConfig], tmp_pat
     sdk.close(5)
 
 
-def test_a_failing_disk_is_counted_not_raised(tasks: dict[str, TaskConfig],
-                                              tmp_path: Path) -> None:
+def test_a_failing_disk_is_counted_not_raised(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
     offline = offline_client(tmp_path, tasks)
     offline._storage.close()  # type: ignore[attr-defined]  # every statement now fails
     assert offline.record("t-rr", True) is False
@@ -125,8 +140,10 @@ def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:
     storage = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB)
     day = Slot("task", 86400, 2 * 86400, b"\x02")
     assert storage.admit(day, 1, lambda: pending(1)) is Admission.EXHAUSTED
-    assert storage.admit(Slot("task", 86400, 2 * 86400, b"\x01"), 1,
-                         lambda: pending(2)) is Admission.REUSED
+    assert (
+        storage.admit(Slot("task", 86400, 2 * 86400, b"\x01"), 1, lambda: pending(2))
+        is Admission.REUSED
+    )
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id-old"]
     next_day = Slot("task", 2 * 86400, 3 * 86400, b"\x03")
     assert storage.admit(next_day, 1, lambda: pending(3)) is Admission.NEW
@@ -135,12 +152,17 @@ def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:
 
 
 def test_peek_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
-    storages = [MemoryStorage(max_queue=100, max_bytes=MIB),
-                SqliteStorage(tmp_path, max_queue=100, max_bytes=MIB)]
+    storages = [
+        MemoryStorage(max_queue=100, max_bytes=MIB),
+        SqliteStorage(tmp_path, max_queue=100, max_bytes=MIB),
+    ]
     for storage in storages:
         for i, size in enumerate([300, 300, 300, 2000]):
-            storage.admit(Slot("task", 0, 1, bytes([i])), MAX_REPORTS_PER_PERIOD,
-                          lambda i=i, s=size: pending(i, s))
+            storage.admit(
+                Slot("task", 0, 1, bytes([i])),
+                MAX_REPORTS_PER_PERIOD,
+                lambda i=i, s=size: pending(i, s),
+            )
         assert [p.report_id for p in storage.peek(10, 1000)] == ["id-0", "id-1", "id-2"]
         assert [p.report_id for p in storage.peek(2, 1000)] == ["id-0", "id-1"]
         assert [p.report_id for p in storage.peek(10, 600)] == ["id-0"]  # 2 x 301 > 600

@@ -20,11 +20,20 @@ def files_containing(folder: Path, needle: bytes) -> list[Path]:
     return [path for path in folder.rglob("*") if path.is_file() and needle in path.read_bytes()]
 
 
-def test_raw_value_is_nowhere(collector: FakeCollector, tasks: dict[str, TaskConfig],
-                              tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_raw_value_is_nowhere(
+    collector: FakeCollector,
+    tasks: dict[str, TaskConfig],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     collector.failing = 503
-    options = {"data_dir": tmp_path, "timeouts": FAST_TIMEOUTS, "retry": FAST_RETRY,
-               "reports_per_period": None, "atexit_timeout": None}
+    options = {
+        "data_dir": tmp_path,
+        "timeouts": FAST_TIMEOUTS,
+        "retry": FAST_RETRY,
+        "reports_per_period": None,
+        "atexit_timeout": None,
+    }
     with caplog.at_level(logging.DEBUG):
         first = Client(collector.url, **options)  # type: ignore[arg-type]
         assert first.wait_for_tasks(["t-cms", "t-hcms", "t-grr"], timeout=10)

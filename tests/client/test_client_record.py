@@ -20,8 +20,7 @@ from shared import CountMeanSketch, RandomizedResponse, TaskConfig
 pytestmark = pytest.mark.timeout(60)
 
 
-def memory_client(transport: InMemoryTransport, *, ready: bool = True,
-                  **options: object) -> Client:
+def memory_client(transport: InMemoryTransport, *, ready: bool = True, **options: object) -> Client:
     """Return a client on ``transport`` with no budget limit and no exit hook.
 
     ``ready``: it knows every task the transport serves before it is returned (fetched by
@@ -30,21 +29,24 @@ def memory_client(transport: InMemoryTransport, *, ready: bool = True,
     options.setdefault("reports_per_period", None)
     if ready:
         options.setdefault("task_ids", transport.task_ids())
-    sdk = Client("memory://test", transport=transport, atexit_timeout=None,
-                 **options)  # type: ignore[arg-type]
+    sdk = Client("memory://test", transport=transport, atexit_timeout=None, **options)  # type: ignore[arg-type]
     if ready:
         assert sdk.wait_for_tasks(timeout=10)
     return sdk
 
 
-@pytest.mark.parametrize(("kind", "values"), [
-    ("rr", [True, False, 1, np.True_]),
-    ("grr", ["red", "green", "blue"]),
-    ("cms", ["a", "b", "ünïcødé", ""]),
-    ("hcms", ["a", "b", "c"]),
-])
-def test_every_mechanism_round_trips(tasks: dict[str, TaskConfig], kind: str,
-                                     values: list[object]) -> None:
+@pytest.mark.parametrize(
+    ("kind", "values"),
+    [
+        ("rr", [True, False, 1, np.True_]),
+        ("grr", ["red", "green", "blue"]),
+        ("cms", ["a", "b", "ünïcødé", ""]),
+        ("hcms", ["a", "b", "c"]),
+    ],
+)
+def test_every_mechanism_round_trips(
+    tasks: dict[str, TaskConfig], kind: str, values: list[object]
+) -> None:
     task = tasks[kind]
     transport = InMemoryTransport(tasks.values())
     sdk = memory_client(transport)
@@ -72,12 +74,22 @@ def test_config_is_fetched_once_with_the_transport(tasks: dict[str, TaskConfig])
     sdk.close(5)
 
 
-@pytest.mark.parametrize(("kind", "value"), [
-    ("rr", "yes"), ("rr", 2), ("rr", None), ("grr", "purple"), ("grr", 3), ("cms", b"bytes"),
-    ("hcms", 17), ("cms", ["list"]),
-])
-def test_invalid_values_are_dropped_and_counted(tasks: dict[str, TaskConfig], kind: str,
-                                                value: object) -> None:
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("rr", "yes"),
+        ("rr", 2),
+        ("rr", None),
+        ("grr", "purple"),
+        ("grr", 3),
+        ("cms", b"bytes"),
+        ("hcms", 17),
+        ("cms", ["list"]),
+    ],
+)
+def test_invalid_values_are_dropped_and_counted(
+    tasks: dict[str, TaskConfig], kind: str, value: object
+) -> None:
     sdk = memory_client(InMemoryTransport(tasks.values()))
     assert sdk.record(tasks[kind].task_id, value) is False
     assert sdk.stats().dropped == {"invalid_value": 1} and sdk.stats().queued == 0
@@ -99,8 +111,7 @@ def test_rr_accepts_numpy_answers_as_the_mechanism_does(tasks: dict[str, TaskCon
     sdk.close(5)
 
 
-def test_unknown_task_is_dropped_and_not_refetched_each_time(
-        tasks: dict[str, TaskConfig]) -> None:
+def test_unknown_task_is_dropped_and_not_refetched_each_time(tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
     sdk = memory_client(transport, ready=False)
     assert sdk.record("no-such-task", True) is False
@@ -171,8 +182,9 @@ class GarbageTransport:
 
 
 def test_a_transport_answering_garbage_never_raises(tasks: dict[str, TaskConfig]) -> None:
-    sdk = Client("memory://test", transport=GarbageTransport(), tasks=[tasks["grr"]],
-                 atexit_timeout=None)
+    sdk = Client(
+        "memory://test", transport=GarbageTransport(), tasks=[tasks["grr"]], atexit_timeout=None
+    )
     assert sdk.record("t-cms", "x") is False
     assert sdk.record("t-grr", "red") is True
     assert sdk.flush(2) is False
@@ -212,8 +224,15 @@ def records_in_a_thread(sdk: Client, values: list[str]) -> list[bool]:
 
 def test_record_never_touches_the_network(tasks: dict[str, TaskConfig]) -> None:
     blocking = BlockingTransport()
-    sdk = Client("memory://test", transport=blocking, tasks=[tasks["cms"]], atexit_timeout=None,
-                 reports_per_period=None, batch_size=10, flush_interval=60.0)
+    sdk = Client(
+        "memory://test",
+        transport=blocking,
+        tasks=[tasks["cms"]],
+        atexit_timeout=None,
+        reports_per_period=None,
+        batch_size=10,
+        flush_interval=60.0,
+    )
     assert records_in_a_thread(sdk, [f"v{i}" for i in range(9)]) == [True] * 9
     assert blocking.requests == []  # nothing is sent before a batch is full or a flush
     assert sdk.flush(0.1) is False
@@ -224,8 +243,7 @@ def test_record_never_touches_the_network(tasks: dict[str, TaskConfig]) -> None:
     sdk.close(1)
 
 
-def test_disabled_client_records_nothing_and_clears_the_queue(
-        tasks: dict[str, TaskConfig]) -> None:
+def test_disabled_client_records_nothing_and_clears_the_queue(tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
     sdk = memory_client(transport, flush_interval=60.0)
     assert sdk.record("t-rr", True)
@@ -240,8 +258,9 @@ def test_disabled_client_records_nothing_and_clears_the_queue(
     off.close(1)
 
 
-def test_kill_switch_from_environment(tasks: dict[str, TaskConfig],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kill_switch_from_environment(
+    tasks: dict[str, TaskConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LDP_DISABLED", "1")
     sdk = memory_client(InMemoryTransport(tasks.values()))
     assert sdk.enabled is False and sdk.record("t-rr", True) is False
@@ -255,8 +274,9 @@ def test_record_after_close_is_counted(tasks: dict[str, TaskConfig]) -> None:
     assert sdk.stats().dropped == {"closed": 1}
 
 
-def test_problems_are_logged_once_without_the_value(tasks: dict[str, TaskConfig],
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_problems_are_logged_once_without_the_value(
+    tasks: dict[str, TaskConfig], caplog: pytest.LogCaptureFixture
+) -> None:
     sdk = memory_client(InMemoryTransport(tasks.values()))
     with caplog.at_level(logging.DEBUG, logger="ldp_telemetry.client"):
         for _ in range(3):
@@ -269,8 +289,13 @@ def test_problems_are_logged_once_without_the_value(tasks: dict[str, TaskConfig]
 
 def test_concurrent_records_respect_the_budget(tasks: dict[str, TaskConfig]) -> None:
     transport = InMemoryTransport(tasks.values())
-    sdk = Client("memory://test", transport=transport, reports_per_period=1,
-                 atexit_timeout=None, task_ids=["t-cms"])
+    sdk = Client(
+        "memory://test",
+        transport=transport,
+        reports_per_period=1,
+        atexit_timeout=None,
+        task_ids=["t-cms"],
+    )
     assert sdk.wait_for_tasks(timeout=10)
     start = threading.Barrier(8)
     results: list[bool] = []
@@ -322,29 +347,32 @@ def test_the_uploader_wakes_on_time(tasks: dict[str, TaskConfig]) -> None:
 
 ANYTHING = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children,
-                                                                      max_size=3),
-    max_leaves=5)
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
+    max_leaves=5,
+)
 
 
 @pytest.fixture(scope="module")
 def long_lived() -> Iterator[Client]:
     """Yield one client for the property test (hypothesis reuses it across examples)."""
-    sdk = memory_client(InMemoryTransport(make_tasks().values()), max_queue=100_000,
-                        flush_interval=60.0)
+    sdk = memory_client(
+        InMemoryTransport(make_tasks().values()), max_queue=100_000, flush_interval=60.0
+    )
     yield sdk
     sdk.close(1)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(task_id=st.sampled_from(["t-rr", "t-grr", "t-cms", "t-hcms"]) | ANYTHING,
-       value=ANYTHING)
+@given(task_id=st.sampled_from(["t-rr", "t-grr", "t-cms", "t-hcms"]) | ANYTHING, value=ANYTHING)
 def test_record_never_raises(long_lived: Client, task_id: object, value: object) -> None:
     assert long_lived.record(task_id, value) in (True, False)  # type: ignore[arg-type]
 
 
-def test_privatization_uses_the_os_csprng(tasks: dict[str, TaskConfig],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_privatization_uses_the_os_csprng(
+    tasks: dict[str, TaskConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[object] = []
     for mechanism in (RandomizedResponse, CountMeanSketch):
         original = mechanism.privatize

@@ -16,8 +16,11 @@ DAY = 86_400
 @pytest.fixture(params=["memory", "disk"])
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
     """Each storage with a queue bound of 4 reports or 1,000 bytes."""
-    made: Storage = (MemoryStorage(max_queue=4, max_bytes=1000) if request.param == "memory"
-                     else SqliteStorage(tmp_path, max_queue=4, max_bytes=1000))
+    made: Storage = (
+        MemoryStorage(max_queue=4, max_bytes=1000)
+        if request.param == "memory"
+        else SqliteStorage(tmp_path, max_queue=4, max_bytes=1000)
+    )
     yield made
     made.close()
 
@@ -59,8 +62,7 @@ def test_a_full_queue_refuses_new_reports_and_keeps_the_queued_ones(storage: Sto
     for i in range(4):
         assert storage.admit(slot(bytes([i])), 100, lambda i=i: report(f"r{i}")) is Admission.NEW
     calls: list[int] = []
-    assert storage.admit(slot(b"x"), 100, lambda: calls.append(1) or report("x")) \
-        is Admission.FULL
+    assert storage.admit(slot(b"x"), 100, lambda: calls.append(1) or report("x")) is Admission.FULL
     assert calls == []  # refused before privatizing: no noise drawn for nothing
     assert [p.report_id for p in storage.peek(10, 1 << 20)] == ["r0", "r1", "r2", "r3"]
     storage.remove(["r0"])

@@ -29,8 +29,13 @@ class Clock:
 
 
 def registry(transport: object, clock: Clock, **options: object) -> TaskRegistry:
-    return TaskRegistry(transport, timeout=1.0, problems=ProblemLog(),  # type: ignore[arg-type]
-                        clock=clock, **options)  # type: ignore[arg-type]
+    return TaskRegistry(
+        transport,
+        timeout=1.0,
+        problems=ProblemLog(),  # type: ignore[arg-type]
+        clock=clock,
+        **options,
+    )  # type: ignore[arg-type]
 
 
 def fetched(known: TaskRegistry, task_id: str) -> TaskConfig | None:
@@ -40,8 +45,7 @@ def fetched(known: TaskRegistry, task_id: str) -> TaskConfig | None:
     return known.get(task_id)
 
 
-def test_get_never_fetches_it_wants_and_wakes_the_uploader(
-        tasks: dict[str, TaskConfig]) -> None:
+def test_get_never_fetches_it_wants_and_wakes_the_uploader(tasks: dict[str, TaskConfig]) -> None:
     transport, woken = InMemoryTransport(tasks.values()), []
     known = registry(transport, Clock(), wake=lambda: woken.append(1))
     assert known.get("t-cms") is None and known.get("t-cms") is None
@@ -50,8 +54,9 @@ def test_get_never_fetches_it_wants_and_wakes_the_uploader(
     assert known.get("t-cms") == tasks["cms"] and len(transport.requests) == 1
 
 
-def test_configurations_are_kept_beside_the_queue(tasks: dict[str, TaskConfig],
-                                                  tmp_path: Path) -> None:
+def test_configurations_are_kept_beside_the_queue(
+    tasks: dict[str, TaskConfig], tmp_path: Path
+) -> None:
     transport = InMemoryTransport(tasks.values())
     assert fetched(registry(transport, Clock(), cache_dir=tmp_path), "t-grr") == tasks["grr"]
     assert (tmp_path / "tasks.json").stat().st_mode & 0o777 == 0o600
@@ -63,7 +68,8 @@ def test_configurations_are_kept_beside_the_queue(tasks: dict[str, TaskConfig],
 
 
 def test_revalidation_sends_the_etag_and_keeps_the_task_on_304(
-        tasks: dict[str, TaskConfig]) -> None:
+    tasks: dict[str, TaskConfig],
+) -> None:
     transport, clock = InMemoryTransport(tasks.values()), Clock()
     known = registry(transport, clock)
     assert fetched(known, "t-cms") == tasks["cms"]
@@ -86,8 +92,7 @@ def test_an_outdated_task_is_fetched_again(tasks: dict[str, TaskConfig]) -> None
     assert known.get("t-cms") == newer
 
 
-def test_a_failed_fetch_is_retried_later_in_the_background(
-        tasks: dict[str, TaskConfig]) -> None:
+def test_a_failed_fetch_is_retried_later_in_the_background(tasks: dict[str, TaskConfig]) -> None:
     transport, clock = InMemoryTransport(), Clock()
     known = registry(transport, clock)
     assert fetched(known, "t-rr") is None and fetched(known, "t-rr") is None
@@ -113,12 +118,21 @@ class Answers:
         pass
 
 
-@pytest.mark.parametrize("body", [
-    b"not json", b"[]", b'{"task_id": "t-rr"}',
-    json.dumps({**TaskConfig(task_id="other", mechanism="rr", epsilon=1.0).to_dict()}).encode(),
-    json.dumps({**TaskConfig(task_id="t-rr", mechanism="rr", epsilon=1.0).to_dict(),
-                "fingerprint": "0" * 32}).encode(),
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[]",
+        b'{"task_id": "t-rr"}',
+        json.dumps({**TaskConfig(task_id="other", mechanism="rr", epsilon=1.0).to_dict()}).encode(),
+        json.dumps(
+            {
+                **TaskConfig(task_id="t-rr", mechanism="rr", epsilon=1.0).to_dict(),
+                "fingerprint": "0" * 32,
+            }
+        ).encode(),
+    ],
+)
 def test_an_invalid_answer_is_refused(body: bytes) -> None:
     known = registry(Answers(Response(200, {"ETag": '"x"'}, body)), Clock())
     assert fetched(known, "t-rr") is None
@@ -140,7 +154,8 @@ def test_a_valid_answer_with_mixed_case_headers(tasks: dict[str, TaskConfig]) ->
 
 @pytest.mark.parametrize("task_id", ["abc\n", "", "-abc", "a" * 65, "a/b"])
 def test_an_invalid_task_id_is_refused_without_a_fetch(
-        tasks: dict[str, TaskConfig], task_id: str) -> None:
+    tasks: dict[str, TaskConfig], task_id: str
+) -> None:
     body = json.dumps(tasks["rr"].to_dict()).encode()
     answers = Answers(Response(200, {}, body))
     assert fetched(registry(answers, Clock()), task_id) is None

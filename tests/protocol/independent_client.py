@@ -44,8 +44,12 @@ def floor_time(unix: float, precision: int) -> int:
 
 
 def envelope(task: dict[str, Any], unix: float, payload: dict[str, Any]) -> dict[str, Any]:
-    return {"report_id": b64url(os.urandom(16)), "fingerprint": task["fingerprint"],
-            "time": floor_time(unix, task["time_precision"]), **payload}
+    return {
+        "report_id": b64url(os.urandom(16)),
+        "fingerprint": task["fingerprint"],
+        "time": floor_time(unix, task["time_precision"]),
+        **payload,
+    }
 
 
 # -- §3 randomness and hashing ---------------------------------------------------------------
@@ -169,9 +173,11 @@ def get_task(base_url: str, task_id: str) -> dict[str, Any]:
 
 def upload(base_url: str, task_id: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
     request = urllib.request.Request(
-        f"{base_url}/v1/tasks/{task_id}/reports", method="POST",
+        f"{base_url}/v1/tasks/{task_id}/reports",
+        method="POST",
         data=json.dumps({"reports": reports}).encode(),
-        headers={"Content-Type": "application/json"})
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=30) as answer:
         result: dict[str, Any] = json.load(answer)
     return result

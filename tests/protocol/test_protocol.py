@@ -31,18 +31,36 @@ PROJECT_PACKAGES = {"shared", "client", "aggregator", "simulations", "benchmarks
 def test_the_implementation_matches_the_golden_vectors() -> None:
     assert vectors.build() == VECTORS, (
         "the wire protocol changed: if on purpose, run python tests/protocol/vectors.py "
-        "--write --force and say so in PROTOCOL.md")
+        "--write --force and say so in PROTOCOL.md"
+    )
 
 
 def test_the_independent_client_imports_nothing_of_the_project() -> None:
     tree = ast.parse((HERE / "independent_client.py").read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom)}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    }
     assert not imported & PROJECT_PACKAGES
-    assert imported <= {"__future__", "base64", "hashlib", "json", "math", "os", "secrets",
-                        "urllib", "typing", "mmh3"}
+    assert imported <= {
+        "__future__",
+        "base64",
+        "hashlib",
+        "json",
+        "math",
+        "os",
+        "secrets",
+        "urllib",
+        "typing",
+        "mmh3",
+    }
 
 
 def test_the_independent_client_reproduces_the_vectors() -> None:
@@ -79,16 +97,20 @@ def test_the_packing_rule_matches_the_vector() -> None:
     assert base64.urlsafe_b64decode(sent + "=") == bytes([0b10100000, 0, 0b00010000])
 
 
-POPULATION = {"grr": ["red"] * 500 + ["grün"] * 300 + ["🔵"] * 200,
-              "cms": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
-              "hcms": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
-              "olh": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
-              "rr": [True] * 700 + [False] * 300}
-TASK_SPECS = {"grr": {"epsilon": 4.0, "domain": ["red", "grün", "🔵", "gelb"]},
-              "cms": {"epsilon": 8.0, "k": 64, "m": 256},
-              "hcms": {"epsilon": 6.0, "k": 64, "m": 256},
-              "olh": {"epsilon": 6.0, "k": 64},
-              "rr": {"epsilon": 3.0}}
+POPULATION = {
+    "grr": ["red"] * 500 + ["grün"] * 300 + ["🔵"] * 200,
+    "cms": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
+    "hcms": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
+    "olh": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
+    "rr": [True] * 700 + [False] * 300,
+}
+TASK_SPECS = {
+    "grr": {"epsilon": 4.0, "domain": ["red", "grün", "🔵", "gelb"]},
+    "cms": {"epsilon": 8.0, "k": 64, "m": 256},
+    "hcms": {"epsilon": 6.0, "k": 64, "m": 256},
+    "olh": {"epsilon": 6.0, "k": 64},
+    "rr": {"epsilon": 3.0},
+}
 
 
 @pytest.mark.timeout(180)
@@ -97,30 +119,43 @@ def test_the_collector_counts_the_independent_clients_reports(tmp_path: Path) ->
     try:
         for mechanism, spec in TASK_SPECS.items():
             task_id = f"indep-{mechanism}"
-            created = requests.post(f"{server.url}/v1/tasks", headers=bearer(ADMIN), timeout=10,
-                                    json={"task_id": task_id, "mechanism": mechanism,
-                                          "min_batch_size": 10, **spec})
+            created = requests.post(
+                f"{server.url}/v1/tasks",
+                headers=bearer(ADMIN),
+                timeout=10,
+                json={"task_id": task_id, "mechanism": mechanism, "min_batch_size": 10, **spec},
+            )
             assert created.status_code == 201, created.text
             task = ic.get_task(server.url, task_id)  # checks the fingerprint
             values = POPULATION[mechanism]
-            reports = [ic.envelope(task, time.time(), ic.PRIVATIZE[mechanism](task, v))
-                       for v in values]
+            reports = [
+                ic.envelope(task, time.time(), ic.PRIVATIZE[mechanism](task, v)) for v in values
+            ]
             for start in range(0, len(reports), 400):
-                answer = ic.upload(server.url, task_id, reports[start:start + 400])
+                answer = ic.upload(server.url, task_id, reports[start : start + 400])
                 assert answer["rejected"] == [] and answer["accepted"] == len(
-                    reports[start:start + 400])
+                    reports[start : start + 400]
+                )
             truth = Counter(values)
             candidates = None if mechanism in ("rr", "grr") else sorted(truth)
             body = {} if candidates is None else {"candidates": candidates}
-            estimates = requests.post(f"{server.url}/v1/tasks/{task_id}/estimates",
-                                      headers=bearer(ANALYST), json=body, timeout=30).json()
+            estimates = requests.post(
+                f"{server.url}/v1/tasks/{task_id}/estimates",
+                headers=bearer(ANALYST),
+                json=body,
+                timeout=30,
+            ).json()
             assert estimates["n"] == len(values)
             for row in estimates["estimates"]:
                 value = row["value"]
-                expected = truth[True if value in (True, "yes") else
-                                 False if value in (False, "no") else value]
+                expected = truth[
+                    True if value in (True, "yes") else False if value in (False, "no") else value
+                ]
                 # 4.5 standard errors: a correct client fails this with probability < 1e-4.
                 assert abs(row["estimate"] - expected) <= 4.5 * row["std_error"] + 1e-9, (
-                    mechanism, row, expected)
+                    mechanism,
+                    row,
+                    expected,
+                )
     finally:
         server.kill()

@@ -34,19 +34,26 @@ TIME = 1764028800
 TASKS: list[dict[str, Any]] = [
     {"task_id": "yes-no", "mechanism": "rr", "epsilon": 1.0986122886681098},
     {"task_id": "yes-no-ab", "mechanism": "rr", "alpha": 0.5, "beta": 0.25},
-    {"task_id": "colours", "mechanism": "grr", "epsilon": 2.0,
-     "domain": ["red", "grün", "🔵"], "time_precision": 3600, "min_batch_size": 10},
-    {"task_id": "words", "mechanism": "cms", "epsilon": 4.0, "k": 4, "m": 20,
-     "hash_seed": SEED},
-    {"task_id": "words-h", "mechanism": "hcms", "epsilon": 4.0, "k": 4, "m": 16,
-     "hash_seed": SEED},
+    {
+        "task_id": "colours",
+        "mechanism": "grr",
+        "epsilon": 2.0,
+        "domain": ["red", "grün", "🔵"],
+        "time_precision": 3600,
+        "min_batch_size": 10,
+    },
+    {"task_id": "words", "mechanism": "cms", "epsilon": 4.0, "k": 4, "m": 20, "hash_seed": SEED},
+    {"task_id": "words-h", "mechanism": "hcms", "epsilon": 4.0, "k": 4, "m": 16, "hash_seed": SEED},
     {"task_id": "words-o", "mechanism": "olh", "epsilon": 3.0, "k": 4, "hash_seed": SEED},
 ]
 # One fixed report per task (the noise drawn is a device's business; its encoding is not).
 REPORTS: dict[str, Any] = {
-    "yes-no": 1, "yes-no-ab": 0, "colours": 2,
+    "yes-no": 1,
+    "yes-no-ab": 0,
+    "colours": 2,
     "words": SketchReport(3, bytes([0b10100000, 0, 0b00010000])),
-    "words-h": HadamardReport(2, 13, 1), "words-o": HashedReport(1, 17),
+    "words-h": HadamardReport(2, 13, 1),
+    "words-o": HashedReport(1, 17),
 }
 
 
@@ -55,11 +62,21 @@ def build() -> dict[str, Any]:
     family = RowHashes(SEED, 4, 1000)
     out: dict[str, Any] = {
         "splitmix64": {"seed": SEED, "words": [f"{w:016x}" for w in splitmix64(SEED, 8)]},
-        "row_constants": {"seed": SEED, "k": 4,
-                          "a": [f"{int(a):016x}" for a in family.a],
-                          "b": [f"{int(b):016x}" for b in family.b]},
-        "keys": [{"value": v, "utf8_hex": v.encode().hex(), "seed": SEED,
-                  "key": f"{value_key(v, SEED):016x}"} for v in VALUES],
+        "row_constants": {
+            "seed": SEED,
+            "k": 4,
+            "a": [f"{int(a):016x}" for a in family.a],
+            "b": [f"{int(b):016x}" for b in family.b],
+        },
+        "keys": [
+            {
+                "value": v,
+                "utf8_hex": v.encode().hex(),
+                "seed": SEED,
+                "key": f"{value_key(v, SEED):016x}",
+            }
+            for v in VALUES
+        ],
         "buckets": [],
         "tasks": [],
     }
@@ -67,18 +84,31 @@ def build() -> dict[str, Any]:
         hashes = RowHashes(SEED, 4, m)
         for v in VALUES:
             key = value_key(v, SEED)
-            out["buckets"].append({"value": v, "seed": SEED, "m": m,
-                                   "rows": [hashes.bucket(key, j) for j in range(4)]})
+            out["buckets"].append(
+                {
+                    "value": v,
+                    "seed": SEED,
+                    "m": m,
+                    "rows": [hashes.bucket(key, j) for j in range(4)],
+                }
+            )
     for spec in TASKS:
         task = TaskConfig(**spec)
-        fields = {k: v for k, v in task.to_dict().items()
-                  if k not in ("fingerprint", "effective_epsilon")}
+        fields = {
+            k: v for k, v in task.to_dict().items() if k not in ("fingerprint", "effective_epsilon")
+        }
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-        body = encode_batch(task, [Envelope(REPORT_ID, task.fingerprint, TIME,
-                                            REPORTS[task.task_id])])
-        out["tasks"].append({"task": task.to_dict(), "canonical_json": canonical,
-                             "fingerprint": task.fingerprint,
-                             "batch_body": body.decode()})
+        body = encode_batch(
+            task, [Envelope(REPORT_ID, task.fingerprint, TIME, REPORTS[task.task_id])]
+        )
+        out["tasks"].append(
+            {
+                "task": task.to_dict(),
+                "canonical_json": canonical,
+                "fingerprint": task.fingerprint,
+                "batch_body": body.decode(),
+            }
+        )
     out["thresholds"] = thresholds()
     return out
 
@@ -89,21 +119,31 @@ def thresholds() -> list[dict[str, Any]]:
     for epsilon in (0.5, 1.0, 2.0, 4.0, 8.0):
         mechanisms = {
             "rr": TaskConfig(task_id="t", mechanism="rr", epsilon=epsilon).mechanism_object,
-            "grr": TaskConfig(task_id="t", mechanism="grr", epsilon=epsilon,
-                              domain=["a", "b", "c"]).mechanism_object,
-            "cms": TaskConfig(task_id="t", mechanism="cms", epsilon=epsilon, k=1, m=8,
-                              hash_seed=0).mechanism_object,
-            "hcms": TaskConfig(task_id="t", mechanism="hcms", epsilon=epsilon, k=1, m=8,
-                               hash_seed=0).mechanism_object,
-            "olh": TaskConfig(task_id="t", mechanism="olh", epsilon=epsilon, k=1,
-                              hash_seed=0).mechanism_object,
+            "grr": TaskConfig(
+                task_id="t", mechanism="grr", epsilon=epsilon, domain=["a", "b", "c"]
+            ).mechanism_object,
+            "cms": TaskConfig(
+                task_id="t", mechanism="cms", epsilon=epsilon, k=1, m=8, hash_seed=0
+            ).mechanism_object,
+            "hcms": TaskConfig(
+                task_id="t", mechanism="hcms", epsilon=epsilon, k=1, m=8, hash_seed=0
+            ).mechanism_object,
+            "olh": TaskConfig(
+                task_id="t", mechanism="olh", epsilon=epsilon, k=1, hash_seed=0
+            ).mechanism_object,
         }
         m: Any = mechanisms
-        rows.append({"epsilon": epsilon, "rr_lie": int(m["rr"].threshold_no),
-                     "grr_d3_other": int(m["grr"].threshold_other),
-                     "cms_flip": int(m["cms"].flip_threshold),
-                     "hcms_flip": int(m["hcms"].flip_threshold),
-                     "olh_g": int(m["olh"].g), "olh_other": int(m["olh"].threshold_other)})
+        rows.append(
+            {
+                "epsilon": epsilon,
+                "rr_lie": int(m["rr"].threshold_no),
+                "grr_d3_other": int(m["grr"].threshold_other),
+                "cms_flip": int(m["cms"].flip_threshold),
+                "hcms_flip": int(m["hcms"].flip_threshold),
+                "olh_g": int(m["olh"].g),
+                "olh_other": int(m["olh"].threshold_other),
+            }
+        )
     return rows
 
 

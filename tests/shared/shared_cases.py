@@ -49,11 +49,15 @@ def conformance_cases() -> list[Case]:
     """Return one small, fully enumerable instance of each mechanism."""
     return [
         Case("rr", lambda: RandomizedResponse(epsilon=1.5), (True, False)),
-        Case("grr", lambda: GeneralizedRandomizedResponse(epsilon=1.5, domain=STRINGS[:4]),
-             STRINGS[:4]),
+        Case(
+            "grr",
+            lambda: GeneralizedRandomizedResponse(epsilon=1.5, domain=STRINGS[:4]),
+            STRINGS[:4],
+        ),
         Case("cms", lambda: CountMeanSketch(epsilon=3.0, k=3, m=5, hash_seed=7), STRINGS[:4]),
-        Case("hcms", lambda: HadamardCountMeanSketch(epsilon=3.0, k=2, m=4, hash_seed=7),
-             STRINGS[:4]),
+        Case(
+            "hcms", lambda: HadamardCountMeanSketch(epsilon=3.0, k=2, m=4, hash_seed=7), STRINGS[:4]
+        ),
         Case("olh", lambda: OptimizedLocalHashing(epsilon=1.5, k=3, hash_seed=7), STRINGS[:4]),
         Case("hh", lambda: tiny_heavy_hitters(epsilon=3.0), HH_VALUES),
     ]
@@ -64,8 +68,9 @@ HH_VALUES = ("a", "ab", "bab", "bb")
 
 def tiny_heavy_hitters(epsilon: float, hash_seed: int = 7) -> HeavyHitters:
     """Return an hh task small enough to enumerate: G = 3 levels of a 2 × 3 sketch."""
-    return HeavyHitters(epsilon=epsilon, k=2, m=3, hash_seed=hash_seed, alphabet="ab",
-                        max_length=3, first=1, step=1)
+    return HeavyHitters(
+        epsilon=epsilon, k=2, m=3, hash_seed=hash_seed, alphabet="ab", max_length=3, first=1, step=1
+    )
 
 
 def all_outputs(mechanism: Mechanism) -> list[Any]:
@@ -75,19 +80,29 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
     if isinstance(mechanism, GeneralizedRandomizedResponse):
         return list(range(mechanism.d))
     if isinstance(mechanism, CountMeanSketch):
-        return [SketchReport(row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
-                for row in range(mechanism.k)
-                for bits in itertools.product((0, 1), repeat=mechanism.m)]
+        return [
+            SketchReport(row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
+            for row in range(mechanism.k)
+            for bits in itertools.product((0, 1), repeat=mechanism.m)
+        ]
     if isinstance(mechanism, HeavyHitters):
-        return [LevelReport(level, row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
-                for level in range(mechanism.level_count) for row in range(mechanism.k)
-                for bits in itertools.product((0, 1), repeat=mechanism.m)]
+        return [
+            LevelReport(level, row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
+            for level in range(mechanism.level_count)
+            for row in range(mechanism.k)
+            for bits in itertools.product((0, 1), repeat=mechanism.m)
+        ]
     if isinstance(mechanism, OptimizedLocalHashing):
-        return [HashedReport(row, index) for row in range(mechanism.k)
-                for index in range(mechanism.g)]
+        return [
+            HashedReport(row, index) for row in range(mechanism.k) for index in range(mechanism.g)
+        ]
     if isinstance(mechanism, HadamardCountMeanSketch):
-        return [HadamardReport(row, col, bit) for row in range(mechanism.k)
-                for col in range(mechanism.m) for bit in (0, 1)]
+        return [
+            HadamardReport(row, col, bit)
+            for row in range(mechanism.k)
+            for col in range(mechanism.m)
+            for bit in (0, 1)
+        ]
     raise TypeError(f"unknown mechanism {mechanism!r}")
 
 
@@ -100,8 +115,9 @@ def output_key(mechanism: Mechanism, report: Any) -> Any:
 
 def batch_reports(mechanism: Mechanism, batch: Any) -> list[Any]:
     """Return the single reports of a ``privatize_many`` batch."""
-    if isinstance(mechanism, CountMeanSketch | HadamardCountMeanSketch | OptimizedLocalHashing
-                  | HeavyHitters):
+    if isinstance(
+        mechanism, CountMeanSketch | HadamardCountMeanSketch | OptimizedLocalHashing | HeavyHitters
+    ):
         return [batch.report(i) for i in range(len(batch))]
     return [int(x) for x in batch]
 
@@ -145,6 +161,6 @@ class FakeEntropy:
     def __call__(self, count: int) -> bytes:
         if self.used + count > len(self.stream):
             raise AssertionError("the fake entropy stream is exhausted")
-        chunk = self.stream[self.used:self.used + count]
+        chunk = self.stream[self.used : self.used + count]
         self.used += count
         return chunk

@@ -37,6 +37,7 @@ VARIANCE_TOLERANCE = 0.10  # DESIGN §8: ± 10%; > 3.9 SEs of a variance from >=
 
 # ---------------------------------------------------------------- reference numbers (§8)
 
+
 @pytest.mark.parametrize(("n", "reference"), [(10**5, 135), (10**6, 427), (10**7, 1350)])
 def test_cms_reference_standard_deviations(n: int, reference: float) -> None:
     cms = CountMeanSketch(epsilon=4.0, k=65536, m=1024, hash_seed=1)
@@ -54,8 +55,9 @@ def test_hcms_reference_standard_deviations(n: int, reference: float) -> None:
 def test_rr_reference_standard_deviation_at_ln3() -> None:
     rr = RandomizedResponse(epsilon=math.log(3))
     fixed = [float(np.sqrt(rr_count_variance(1000, c, rr.p11, rr.p10))) for c in (0, 500, 1000)]
-    sampled = [math.sqrt(rr_sampling_variance(1000, p, rr.p11, rr.p10))
-               for p in np.linspace(0, 1, 11)]
+    sampled = [
+        math.sqrt(rr_sampling_variance(1000, p, rr.p11, rr.p10)) for p in np.linspace(0, 1, 11)
+    ]
     assert all(27 <= sd <= 32 for sd in fixed + sampled)
     assert max(sampled) == pytest.approx(math.sqrt(1000), rel=1e-6)  # λ = 1/2: n/(4α²)
 
@@ -73,6 +75,7 @@ def test_seeds_answers_give_thirty_percent_with_the_closed_form_error() -> None:
 
 
 # ---------------------------------------------------------------- seeded trials
+
 
 @dataclass
 class Trials:
@@ -96,22 +99,30 @@ class Trials:
         return (self.estimate.mean(axis=0) - centre) / np.sqrt(variance / trials)
 
 
-def run_trials(mechanism: Any, values: list[Any], candidates: list[Any] | None,
-               trials: int, seed: int) -> Trials:
+def run_trials(
+    mechanism: Any, values: list[Any], candidates: list[Any] | None, trials: int, seed: int
+) -> Trials:
     """Privatize ``values`` ``trials`` times and estimate ``candidates`` each time."""
     rng = np.random.default_rng(seed)
     rows = []
     for _ in range(trials):
         sums = mechanism.new_sums()
         sums.add_many(mechanism.privatize_many(values, rng))
-        rows.append(mechanism.estimate(sums, candidates) if candidates is not None
-                    else mechanism.estimate(sums))
-    return Trials(np.array([r.estimate for r in rows]), np.array([r.ci_low for r in rows]),
-                  np.array([r.ci_high for r in rows]))
+        rows.append(
+            mechanism.estimate(sums, candidates)
+            if candidates is not None
+            else mechanism.estimate(sums)
+        )
+    return Trials(
+        np.array([r.estimate for r in rows]),
+        np.array([r.ci_low for r in rows]),
+        np.array([r.ci_high for r in rows]),
+    )
 
 
-def assert_accurate(trials: Trials, truth: np.ndarray, centre: np.ndarray,
-                    variance: np.ndarray) -> None:
+def assert_accurate(
+    trials: Trials, truth: np.ndarray, centre: np.ndarray, variance: np.ndarray
+) -> None:
     """Unbiased about ``centre``, closed-form variance to ±10%, 95% coverage to ±2%."""
     assert np.max(np.abs(trials.bias_z(centre, variance))) < 4.5
     ratio = trials.variance_ratio(centre, variance)
@@ -122,8 +133,11 @@ def assert_accurate(trials: Trials, truth: np.ndarray, centre: np.ndarray,
 
 @pytest.mark.parametrize("construction", ["epsilon", "alpha-beta"])
 def test_rr_estimates_are_unbiased_with_the_closed_form_variance(construction: str) -> None:
-    rr = (RandomizedResponse(epsilon=1.0) if construction == "epsilon"
-          else RandomizedResponse(alpha=0.3, beta=0.6))
+    rr = (
+        RandomizedResponse(epsilon=1.0)
+        if construction == "epsilon"
+        else RandomizedResponse(alpha=0.3, beta=0.6)
+    )
     n, yes = 1000, 300
     values = [True] * yes + [False] * (n - yes)
     trials = run_trials(rr, values, None, trials=4000, seed=11)  # variance SE 2.2%
@@ -171,8 +185,11 @@ def conditional_means(sketch: Any, counts: dict[str, int], candidates: list[str]
     keys = np.array([sketch.key(v) for v in counts], dtype=np.uint64)
     buckets = sketch.hashes.bucket_matrix(keys, slice(0, k))
     weights = np.zeros((k, m))
-    np.add.at(weights, (np.broadcast_to(np.arange(k), buckets.shape), buckets),
-              np.array(list(counts.values()), dtype=float)[:, None])
+    np.add.at(
+        weights,
+        (np.broadcast_to(np.arange(k), buckets.shape), buckets),
+        np.array(list(counts.values()), dtype=float)[:, None],
+    )
     candidate_keys = np.array([sketch.key(c) for c in candidates], dtype=np.uint64)
     hits = weights[np.arange(k), sketch.hashes.bucket_matrix(candidate_keys, slice(0, k))]
     return (m / (m - 1)) * (hits.sum(axis=1) / k - n / m)
@@ -199,8 +216,7 @@ def test_sketch_estimates_are_unbiased_with_the_closed_form_variance(mechanism: 
     pooled_se = math.sqrt((1 + (len(candidates) - 1) / sketch.m) / len(candidates))
     assert abs(float(np.mean(trials.bias_z(centre, variance)))) < 4 * pooled_se
     for group in (slice(0, HEAVY), slice(HEAVY, None)):
-        part = Trials(trials.estimate[:, group], trials.ci_low[:, group],
-                      trials.ci_high[:, group])
+        part = Trials(trials.estimate[:, group], trials.ci_low[:, group], trials.ci_high[:, group])
         assert_accurate(part, truth[group], centre[group], variance[group])
 
 
@@ -216,11 +232,15 @@ def test_olh_estimates_are_unbiased_with_the_closed_form_variance() -> None:
     keys = np.array([olh.key(v) for v in counts], dtype=np.uint64)
     buckets = olh.hashes.bucket_matrix(keys, slice(0, olh.k))
     weights = np.zeros((olh.k, olh.g))
-    np.add.at(weights, (np.broadcast_to(np.arange(olh.k), buckets.shape), buckets),
-              np.array(list(counts.values()), dtype=float)[:, None])
+    np.add.at(
+        weights,
+        (np.broadcast_to(np.arange(olh.k), buckets.shape), buckets),
+        np.array(list(counts.values()), dtype=float)[:, None],
+    )
     candidate_keys = np.array([olh.key(c) for c in candidates], dtype=np.uint64)
-    hits = weights[np.arange(olh.k), olh.hashes.bucket_matrix(candidate_keys,
-                                                              slice(0, olh.k))].sum(axis=1)
+    hits = weights[np.arange(olh.k), olh.hashes.bucket_matrix(candidate_keys, slice(0, olh.k))].sum(
+        axis=1
+    )
     expected_c = n * olh.q + (olh.p - olh.q) * hits / olh.k
     centre = (expected_c - n / olh.g) / (olh.p - 1 / olh.g)
     assert np.max(np.abs(centre - truth) / np.sqrt(variance)) < 0.35
@@ -228,6 +248,5 @@ def test_olh_estimates_are_unbiased_with_the_closed_form_variance() -> None:
     pooled_se = math.sqrt((1 + (len(candidates) - 1) / olh.g) / len(candidates))
     assert abs(float(np.mean(trials.bias_z(centre, variance)))) < 4 * pooled_se
     for group in (slice(0, HEAVY), slice(HEAVY, None)):
-        part = Trials(trials.estimate[:, group], trials.ci_low[:, group],
-                      trials.ci_high[:, group])
+        part = Trials(trials.estimate[:, group], trials.ci_low[:, group], trials.ci_high[:, group])
         assert_accurate(part, truth[group], centre[group], variance[group])

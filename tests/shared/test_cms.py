@@ -14,8 +14,9 @@ from shared import CountMeanSketch, SketchReport
 from shared.mechanisms import sketch as sketch_module
 
 
-def apple_cms_estimate(cms: CountMeanSketch, reports: list[SketchReport],
-                       candidates: list[str]) -> np.ndarray:
+def apple_cms_estimate(
+    cms: CountMeanSketch, reports: list[SketchReport], candidates: list[str]
+) -> np.ndarray:
     """Return f̂ by the paper's own steps, one report at a time, in floats."""
     k, m, n = cms.k, cms.m, len(reports)
     c_eps = (math.exp(cms.effective_epsilon / 2) + 1) / (math.exp(cms.effective_epsilon / 2) - 1)
@@ -68,8 +69,7 @@ def test_reports_are_packed_with_zero_padding(m: int) -> None:
 def test_gather_in_many_small_chunks_equals_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
     cms = CountMeanSketch(epsilon=2.0, k=37, m=11, hash_seed=4)
     sums = cms.new_sums()
-    sums.add_many(cms.privatize_many([f"v{i % 23}" for i in range(3000)],
-                                     np.random.default_rng(9)))
+    sums.add_many(cms.privatize_many([f"v{i % 23}" for i in range(3000)], np.random.default_rng(9)))
     candidates = [f"v{i}" for i in range(50)]
     whole = cms.estimate(sums, candidates).estimate
     keys = cms.keys(candidates)

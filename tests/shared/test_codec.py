@@ -28,12 +28,19 @@ from shared import (
 
 TASKS = {
     "rr": TaskConfig(task_id="golden-rr", mechanism="rr", epsilon=1.0),
-    "grr": TaskConfig(task_id="golden-grr", mechanism="grr", epsilon=2.0,
-                      domain=("a", "b", "c")),
-    "cms": TaskConfig(task_id="golden-cms", mechanism="cms", epsilon=3.0, k=4, m=12,
-                      hash_seed=1234),
-    "hcms": TaskConfig(task_id="golden-hcms", mechanism="hcms", epsilon=3.0, k=4, m=16,
-                       hash_seed=1234, time_precision=3600),
+    "grr": TaskConfig(task_id="golden-grr", mechanism="grr", epsilon=2.0, domain=("a", "b", "c")),
+    "cms": TaskConfig(
+        task_id="golden-cms", mechanism="cms", epsilon=3.0, k=4, m=12, hash_seed=1234
+    ),
+    "hcms": TaskConfig(
+        task_id="golden-hcms",
+        mechanism="hcms",
+        epsilon=3.0,
+        k=4,
+        m=16,
+        hash_seed=1234,
+        time_precision=3600,
+    ),
 }
 PAYLOADS: dict[str, list[Any]] = {
     "rr": [1, 0],
@@ -76,8 +83,10 @@ GOLDEN = {  # the exact bytes every client must send for golden_envelopes(name)
 def golden_envelopes(name: str) -> list[Envelope]:
     task = TASKS[name]
     first, second = PAYLOADS[name]
-    return [Envelope(ID_A, task.fingerprint, TIME_A, first),
-            Envelope(ID_B, task.fingerprint, TIME_B, second)]
+    return [
+        Envelope(ID_A, task.fingerprint, TIME_A, first),
+        Envelope(ID_B, task.fingerprint, TIME_B, second),
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -95,6 +104,7 @@ def test_new_report_ids_are_16_fresh_bytes() -> None:
 
 # ---------------------------------------------------------------- round trips
 
+
 @st.composite
 def envelopes(draw: st.DrawFn, name: str) -> Envelope:
     task = TASKS[name]
@@ -108,8 +118,9 @@ def envelopes(draw: st.DrawFn, name: str) -> Envelope:
         bits = np.array(draw(st.lists(st.integers(0, 1), min_size=m, max_size=m)), np.uint8)
         payload = SketchReport(draw(st.integers(0, k - 1)), np.packbits(bits).tobytes())
     else:
-        payload = HadamardReport(draw(st.integers(0, k - 1)), draw(st.integers(0, m - 1)),
-                                 draw(st.integers(0, 1)))
+        payload = HadamardReport(
+            draw(st.integers(0, k - 1)), draw(st.integers(0, m - 1)), draw(st.integers(0, 1))
+        )
     time = draw(st.integers(0, 2**40)) * task.time_precision
     report_id = draw(st.binary(min_size=16, max_size=16))
     return Envelope(report_id, task.fingerprint, time, payload)
@@ -131,8 +142,10 @@ def test_privatized_reports_round_trip(name: str) -> None:
     task, rng = TASKS[name], np.random.default_rng(5)
     examples: dict[str, list[Any]] = {"rr": [True, False], "grr": ["a", "c"]}
     values = examples.get(name, ["x", "y"])
-    batch = [Envelope(new_report_id(), task.fingerprint, TIME_A,
-                      task.mechanism_object.privatize(v, rng)) for v in values]
+    batch = [
+        Envelope(new_report_id(), task.fingerprint, TIME_A, task.mechanism_object.privatize(v, rng))
+        for v in values
+    ]
     accepted, _ = decode_batch(task, json.loads(encode_batch(task, batch)))
     assert accepted == batch
 
@@ -156,25 +169,61 @@ COMMON: list[tuple[str, Mutation, str, str]] = [
     ("missing report_id", _drop("report_id"), "invalid_message", "missing ['report_id']"),
     ("missing time", _drop("time"), "invalid_message", "missing ['time']"),
     ("extra field", _set("value", "secret"), "invalid_message", "unexpected ['value']"),
-    ("report_id truncated", _set("report_id", "AAECAwQFBgcICQoLDA0OD"), "invalid_message",
-     "report_id must be 16 bytes"),
-    ("report_id 32 bytes", _set("report_id", "A" * 43), "invalid_message",
-     "report_id must be 16 bytes"),
-    ("report_id bad base64", _set("report_id", "AAECAwQFBgcICQoLDA0O!w"), "invalid_message",
-     "report_id is not valid base64url"),
-    ("report_id padded", _set("report_id", "AAECAwQFBgcICQoLDA0O=="), "invalid_message",
-     "report_id"),
-    ("report_id padding bits set", _set("report_id", "AAECAwQFBgcICQoLDA0ODx"),
-     "invalid_message", "canonical base64url"),
-    ("report_id standard alphabet", _set("report_id", "+/79_Pv6-fj39vX08_Lx8A"),
-     "invalid_message", "not valid base64url"),
-    ("report_id non-ascii", _set("report_id", "AAECAwQFBgcICQoLDA0Oé"), "invalid_message",
-     "report_id"),
+    (
+        "report_id truncated",
+        _set("report_id", "AAECAwQFBgcICQoLDA0OD"),
+        "invalid_message",
+        "report_id must be 16 bytes",
+    ),
+    (
+        "report_id 32 bytes",
+        _set("report_id", "A" * 43),
+        "invalid_message",
+        "report_id must be 16 bytes",
+    ),
+    (
+        "report_id bad base64",
+        _set("report_id", "AAECAwQFBgcICQoLDA0O!w"),
+        "invalid_message",
+        "report_id is not valid base64url",
+    ),
+    (
+        "report_id padded",
+        _set("report_id", "AAECAwQFBgcICQoLDA0O=="),
+        "invalid_message",
+        "report_id",
+    ),
+    (
+        "report_id padding bits set",
+        _set("report_id", "AAECAwQFBgcICQoLDA0ODx"),
+        "invalid_message",
+        "canonical base64url",
+    ),
+    (
+        "report_id standard alphabet",
+        _set("report_id", "+/79_Pv6-fj39vX08_Lx8A"),
+        "invalid_message",
+        "not valid base64url",
+    ),
+    (
+        "report_id non-ascii",
+        _set("report_id", "AAECAwQFBgcICQoLDA0Oé"),
+        "invalid_message",
+        "report_id",
+    ),
     ("report_id an integer", _set("report_id", 7), "invalid_message", "report_id"),
-    ("wrong fingerprint", _set("fingerprint", "0" * 32), "outdated_config",
-     "another version of this task"),
-    ("fingerprint not a string", _set("fingerprint", ["x"]), "invalid_message",
-     "fingerprint must be a string"),
+    (
+        "wrong fingerprint",
+        _set("fingerprint", "0" * 32),
+        "outdated_config",
+        "another version of this task",
+    ),
+    (
+        "fingerprint not a string",
+        _set("fingerprint", ["x"]),
+        "invalid_message",
+        "fingerprint must be a string",
+    ),
     ("time not floored", _set("time", TIME_A + 1), "invalid_message", "floored"),
     ("time negative", _set("time", -86_400), "invalid_message", "time must be in"),
     ("time a float", _set("time", float(TIME_A)), "invalid_message", "time must be an integer"),
@@ -186,8 +235,12 @@ SPECIFIC: dict[str, list[tuple[str, Mutation, str, str]]] = {
         ("bit 2", _set("bit", 2), "invalid_message", "bit must be in [0, 1]"),
         ("bit a bool", _set("bit", True), "invalid_message", "bit must be an integer"),
         ("bit a string", _set("bit", "1"), "invalid_message", "bit must be an integer"),
-        ("index instead of bit", lambda r: {**_drop("bit")(r), "index": 1},
-         "invalid_message", "missing ['bit']"),
+        (
+            "index instead of bit",
+            lambda r: {**_drop("bit")(r), "index": 1},
+            "invalid_message",
+            "missing ['bit']",
+        ),
     ],
     "grr": [
         ("index out of domain", _set("index", 3), "invalid_message", "index must be in [0, 2]"),
@@ -212,17 +265,25 @@ SPECIFIC: dict[str, list[tuple[str, Mutation, str, str]]] = {
         ("col negative", _set("col", -1), "invalid_message", "col must be in [0, 15]"),
         ("bit 2", _set("bit", 2), "invalid_message", "bit must be in [0, 1]"),
         ("bit a bool", _set("bit", True), "invalid_message", "bit must be an integer"),
-        ("cms fields", lambda r: {**_drop("col")(r), "bits": "AA"}, "invalid_message",
-         "missing ['col'], unexpected ['bits']"),
+        (
+            "cms fields",
+            lambda r: {**_drop("col")(r), "bits": "AA"},
+            "invalid_message",
+            "missing ['col'], unexpected ['bits']",
+        ),
     ],
 }
-MALFORMED = [pytest.param(name, *case, id=f"{name}-{case[0]}")
-             for name in sorted(TASKS) for case in COMMON + SPECIFIC[name]]
+MALFORMED = [
+    pytest.param(name, *case, id=f"{name}-{case[0]}")
+    for name in sorted(TASKS)
+    for case in COMMON + SPECIFIC[name]
+]
 
 
 @pytest.mark.parametrize(("name", "what", "mutate", "reason", "message"), MALFORMED)
 def test_malformed_reports_are_rejected_with_their_reason(
-        name: str, what: str, mutate: Mutation, reason: str, message: str) -> None:
+    name: str, what: str, mutate: Mutation, reason: str, message: str
+) -> None:
     task = TASKS[name]
     valid = json.loads(GOLDEN[name])["reports"][0]
     bad = mutate(copy.deepcopy(valid))
@@ -245,16 +306,19 @@ def test_a_rejection_echoes_a_string_report_id_only() -> None:
     assert all(isinstance(r, Rejection) and r.reason == "invalid_message" for r in rejected)
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ([], "JSON object"),
-    ("reports", "JSON object"),
-    (None, "JSON object"),
-    ({}, "JSON object"),
-    ({"reports": {}}, "JSON object"),
-    ({"reports": "[]"}, "JSON object"),
-    ({"reports": []}, "at least one report"),
-    ({"reports": [{}], "extra": 1}, "unexpected batch fields: ['extra']"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], "JSON object"),
+        ("reports", "JSON object"),
+        (None, "JSON object"),
+        ({}, "JSON object"),
+        ({"reports": {}}, "JSON object"),
+        ({"reports": "[]"}, "JSON object"),
+        ({"reports": []}, "at least one report"),
+        ({"reports": [{}], "extra": 1}, "unexpected batch fields: ['extra']"),
+    ],
+)
 def test_malformed_batches_raise(body: Any, message: str) -> None:
     with pytest.raises(DecodeError, match=message.replace("[", r"\[").replace("]", r"\]")) as e:
         decode_batch(TASKS["rr"], body)
@@ -265,8 +329,9 @@ def test_reports_are_checked_against_their_own_task() -> None:
     cms_report = json.loads(GOLDEN["cms"])["reports"][0]
     with pytest.raises(DecodeError, match="report fields do not match"):
         decode_report(TASKS["hcms"], cms_report)
-    other = TaskConfig(task_id="golden-cms", mechanism="cms", epsilon=3.0, k=4, m=12,
-                       hash_seed=1235)  # same shape, other hashes: must not be mixed
+    other = TaskConfig(
+        task_id="golden-cms", mechanism="cms", epsilon=3.0, k=4, m=12, hash_seed=1235
+    )  # same shape, other hashes: must not be mixed
     with pytest.raises(DecodeError) as raised:
         decode_report(other, cms_report)
     assert raised.value.reason == "outdated_config"
@@ -275,8 +340,12 @@ def test_reports_are_checked_against_their_own_task() -> None:
 def test_numpy_integers_in_payloads_encode_as_json_numbers() -> None:
     # Regression: a payload built from a batch's arrays (np.int64 row) raised TypeError.
     hcms, cms = TASKS["hcms"], TASKS["cms"]
-    envelope = Envelope(ID_A, hcms.fingerprint, np.int64(TIME_A),
-                        HadamardReport(np.int64(3), np.int64(15), np.uint8(1)))
+    envelope = Envelope(
+        ID_A,
+        hcms.fingerprint,
+        np.int64(TIME_A),
+        HadamardReport(np.int64(3), np.int64(15), np.uint8(1)),
+    )
     assert encode_batch(hcms, [envelope]) == encode_batch(hcms, golden_envelopes("hcms")[:1])
     sketch = SketchReport(np.int64(3), PAYLOADS["cms"][0].bits)
     encoded = encode_report(cms, Envelope(ID_A, cms.fingerprint, TIME_A, sketch))

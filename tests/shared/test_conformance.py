@@ -62,6 +62,7 @@ def check_seeded_runs_repeat(case: Case, mechanism: Any) -> None:
         singles = [mechanism.privatize(v, rng) for v in case.values]
         batch = batch_reports(mechanism, mechanism.privatize_many(list(case.values), rng))
         return [output_key(mechanism, r) for r in singles + batch]
+
     assert run(1) == run(1)
     assert any(run(1) != run(s) for s in (2, 3))
 
@@ -80,8 +81,9 @@ def check_privatize_many_matches_output_probability(case: Case, mechanism: Any) 
         assert goodness_of_fit(mechanism, value, batch_reports(mechanism, batch)) > P_FLOOR
 
 
-def check_default_rng_matches_output_probability(case: Case, mechanism: Any,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def check_default_rng_matches_output_probability(
+    case: Case, mechanism: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The rng=None path (rejection sampling on OS words) has the same distribution."""
     fake = FakeEntropy(case.name.encode(), size=1 << 23)
     monkeypatch.setattr(os, "urandom", fake)
@@ -174,10 +176,11 @@ CHECKS: list[Callable[..., None]] = [
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("case", conformance_cases(), ids=str)
-def test_mechanism_conforms(case: Case, check: Callable[..., None],
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mechanism_conforms(
+    case: Case, check: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
     mechanism = case.build()
-    if "monkeypatch" in check.__code__.co_varnames[:check.__code__.co_argcount]:
+    if "monkeypatch" in check.__code__.co_varnames[: check.__code__.co_argcount]:
         check(case, mechanism, monkeypatch)
     else:
         check(case, mechanism)
@@ -187,15 +190,33 @@ def test_every_mechanism_has_a_conformance_case() -> None:
     assert sorted(c.name for c in conformance_cases()) == sorted(MECHANISMS)
 
 
-@pytest.mark.parametrize(("case", "impossible"), [
-    (conformance_cases()[0], [2, -1]),
-    (conformance_cases()[1], [4, -1, True]),
-    (conformance_cases()[2], [SketchReport(3, b"\x00"), SketchReport(-1, b"\x00"),
-                              SketchReport(0, b"\x00\x00"), SketchReport(0, b""),
-                              SketchReport(0, b"\x04")]),  # k=3, m=5: padding bit set
-    (conformance_cases()[3], [HadamardReport(2, 0, 1), HadamardReport(0, 4, 0),
-                              HadamardReport(0, 1, 2), HadamardReport(-1, 0, 0)]),
-], ids=["rr", "grr", "cms", "hcms"])
+@pytest.mark.parametrize(
+    ("case", "impossible"),
+    [
+        (conformance_cases()[0], [2, -1]),
+        (conformance_cases()[1], [4, -1, True]),
+        (
+            conformance_cases()[2],
+            [
+                SketchReport(3, b"\x00"),
+                SketchReport(-1, b"\x00"),
+                SketchReport(0, b"\x00\x00"),
+                SketchReport(0, b""),
+                SketchReport(0, b"\x04"),
+            ],
+        ),  # k=3, m=5: padding bit set
+        (
+            conformance_cases()[3],
+            [
+                HadamardReport(2, 0, 1),
+                HadamardReport(0, 4, 0),
+                HadamardReport(0, 1, 2),
+                HadamardReport(-1, 0, 0),
+            ],
+        ),
+    ],
+    ids=["rr", "grr", "cms", "hcms"],
+)
 def test_reports_never_sent_have_probability_zero(case: Case, impossible: list[Any]) -> None:
     # Regression: rr gave P(report=2) = P(report=0) and grr gave an out-of-range index the
     # lie probability, so an enumeration with a wrong output space looked plausible.

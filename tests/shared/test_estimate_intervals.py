@@ -19,8 +19,9 @@ def test_z_value_is_the_two_sided_normal_quantile(level: float) -> None:
 
 
 def test_from_variance_builds_symmetric_intervals() -> None:
-    estimates = Estimates.from_variance(["a", "b", "c"], np.array([10.0, -2.0, 0.0]),
-                                        np.array([4.0, 9.0, -1e-12]), n=50)
+    estimates = Estimates.from_variance(
+        ["a", "b", "c"], np.array([10.0, -2.0, 0.0]), np.array([4.0, 9.0, -1e-12]), n=50
+    )
     assert estimates.std_error.tolist() == [2.0, 3.0, 0.0]  # tiny negative rounding -> 0
     half = estimates.ci_high - estimates.estimate
     assert np.allclose(half, z_value(0.95) * np.array([2, 3, 0]))
@@ -37,10 +38,15 @@ def test_proportions_divide_by_n_and_survive_n_zero() -> None:
 
 
 def test_rows_are_json_ready() -> None:
-    estimates = Estimates.from_variance([True, "x"], np.array([1.5, 2.0]),
-                                        np.array([1.0, 1.0]), n=3, level=0.9)
+    estimates = Estimates.from_variance(
+        [True, "x"], np.array([1.5, 2.0]), np.array([1.0, 1.0]), n=3, level=0.9
+    )
     rows = json.loads(json.dumps(estimates.rows()))
-    assert rows[0] == {"value": True, "estimate": 1.5, "std_error": 1.0,
-                       "ci_low": pytest.approx(1.5 - z_value(0.9)),
-                       "ci_high": pytest.approx(1.5 + z_value(0.9))}
+    assert rows[0] == {
+        "value": True,
+        "estimate": 1.5,
+        "std_error": 1.0,
+        "ci_low": pytest.approx(1.5 - z_value(0.9)),
+        "ci_high": pytest.approx(1.5 + z_value(0.9)),
+    }
     assert rows[1]["value"] == "x"

@@ -18,8 +18,11 @@ def test_every_other_value_gets_exactly_t_words() -> None:
     grr = GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b", "c", "d"])
     t = grr.threshold_other
     words = np.array([0, t - 1, t, 2 * t - 1, 2 * t, 3 * t - 1, 3 * t, SCALE - 1], np.uint32)
-    for truth, expected in [(0, [1, 1, 2, 2, 3, 3, 0, 0]), (2, [0, 0, 1, 1, 3, 3, 2, 2]),
-                            (3, [0, 0, 1, 1, 2, 2, 3, 3])]:
+    for truth, expected in [
+        (0, [1, 1, 2, 2, 3, 3, 0, 0]),
+        (2, [0, 0, 1, 1, 3, 3, 2, 2]),
+        (3, [0, 0, 1, 1, 2, 2, 3, 3]),
+    ]:
         out = grr._from_words(np.full(len(words), truth), words)
         assert out.tolist() == expected
     assert grr.threshold_keep + 3 * t == SCALE and grr.threshold_keep > t
@@ -76,7 +79,8 @@ def test_estimate_without_candidates_covers_the_domain() -> None:
 
 @pytest.mark.parametrize("d", [2, 4, 7])
 def test_scalar_privatize_follows_the_vectorized_law_word_by_word(
-        d: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    d: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """privatize (plain ints) maps every CSPRNG word to the index _from_words gives."""
     grr = GeneralizedRandomizedResponse(epsilon=1.0, domain=[f"v{i}" for i in range(d)])
     t = grr.threshold_other

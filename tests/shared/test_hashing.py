@@ -27,8 +27,12 @@ KEYS = [
 
 # (hash_seed, k, m) -> buckets[key index][row] for keys 0, 1, 2**64 − 1, value_key("hello")
 BUCKETS = {
-    (0, 4, 1024): [[441, 994, 335, 790], [322, 1021, 444, 968], [561, 967, 226, 612],
-                   [619, 577, 109, 67]],
+    (0, 4, 1024): [
+        [441, 994, 335, 790],
+        [322, 1021, 444, 968],
+        [561, 967, 226, 612],
+        [619, 577, 109, 67],
+    ],
     (12345, 3, 1000): [[204, 176, 337], [337, 295, 843], [71, 56, 830], [999, 549, 201]],
     (MAX_SEED, 2, 2): [[0, 0], [1, 0], [1, 0], [1, 0]],
 }
@@ -69,7 +73,10 @@ def test_value_keys_match_value_key() -> None:
 def test_splitmix64_matches_the_published_sequence() -> None:
     # SplitMix64 from state 0: the first outputs every implementation agrees on
     assert [int(x) for x in splitmix64(0, 3)] == [
-        0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+        0xE220A8397B1DCDAF,
+        0x6E789E6AA1B965F4,
+        0x06C45D188009454F,
+    ]
     assert [int(x) for x in splitmix64(MAX_SEED, 8)] == reference_splitmix64(MAX_SEED, 8)
 
 
@@ -85,10 +92,13 @@ def test_row_bucket_golden_vectors(seed: int, k: int, m: int) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, MAX_SEED), k=st.integers(1, 40), m=st.integers(2, 1 << 16),
-       keys=st.lists(st.integers(0, MASK64), min_size=1, max_size=12))
-def test_bucket_buckets_and_bucket_matrix_agree(seed: int, k: int, m: int,
-                                                keys: list[int]) -> None:
+@given(
+    seed=st.integers(0, MAX_SEED),
+    k=st.integers(1, 40),
+    m=st.integers(2, 1 << 16),
+    keys=st.lists(st.integers(0, MASK64), min_size=1, max_size=12),
+)
+def test_bucket_buckets_and_bucket_matrix_agree(seed: int, k: int, m: int, keys: list[int]) -> None:
     hashes = RowHashes(seed, k, m)
     key_array = np.array(keys, dtype=np.uint64)
     matrix = hashes.bucket_matrix(key_array, slice(0, k))

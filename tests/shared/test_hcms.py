@@ -29,8 +29,9 @@ def test_parity_matches_popcount() -> None:
     assert _parity(x).tolist() == [bin(int(v)).count("1") % 2 for v in x]
 
 
-def apple_hcms_estimate(hcms: HadamardCountMeanSketch, reports: list[HadamardReport],
-                        candidates: list[str]) -> np.ndarray:
+def apple_hcms_estimate(
+    hcms: HadamardCountMeanSketch, reports: list[HadamardReport], candidates: list[str]
+) -> np.ndarray:
     """Return f̂ by the paper's steps with the dense Hadamard matrix, in floats."""
     k, m, n = hcms.k, hcms.m, len(reports)
     eps = math.exp(hcms.effective_epsilon)
@@ -50,15 +51,12 @@ def apple_hcms_estimate(hcms: HadamardCountMeanSketch, reports: list[HadamardRep
 @pytest.mark.parametrize(("k", "m"), [(1, 2), (4, 16), (16, 64)])
 def test_estimate_matches_apples_estimator(k: int, m: int) -> None:
     hcms = HadamardCountMeanSketch(epsilon=3.0, k=k, m=m, hash_seed=17)
-    batch = hcms.privatize_many([f"item-{i % 9}" for i in range(400)],
-                                np.random.default_rng(k))
+    batch = hcms.privatize_many([f"item-{i % 9}" for i in range(400)], np.random.default_rng(k))
     sums = hcms.new_sums()
     sums.add_many(batch)
     candidates = [f"item-{i}" for i in range(12)]
-    expected = apple_hcms_estimate(hcms, [batch.report(i) for i in range(len(batch))],
-                                   candidates)
-    assert np.allclose(hcms.estimate(sums, candidates).estimate, expected, rtol=1e-9,
-                       atol=1e-7)
+    expected = apple_hcms_estimate(hcms, [batch.report(i) for i in range(len(batch))], candidates)
+    assert np.allclose(hcms.estimate(sums, candidates).estimate, expected, rtol=1e-9, atol=1e-7)
 
 
 def test_report_bit_is_the_hadamard_entry_when_not_flipped() -> None:
@@ -74,8 +72,9 @@ def test_report_bit_is_the_hadamard_entry_when_not_flipped() -> None:
 def test_estimate_in_many_small_chunks_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     hcms = HadamardCountMeanSketch(epsilon=2.0, k=37, m=16, hash_seed=4)
     sums = hcms.new_sums()
-    sums.add_many(hcms.privatize_many([f"v{i % 23}" for i in range(3000)],
-                                      np.random.default_rng(9)))
+    sums.add_many(
+        hcms.privatize_many([f"v{i % 23}" for i in range(3000)], np.random.default_rng(9))
+    )
     candidates = [f"v{i}" for i in range(50)]
     whole = hcms.estimate(sums, candidates).estimate
     monkeypatch.setattr(sketch_module, "GATHER_ELEMENTS", 7, raising=False)
@@ -100,7 +99,8 @@ def _reports_of(sums: object) -> list[HadamardReport]:
 
 
 def test_default_rng_privatize_reads_the_os_once_per_report(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Row, column and flip word come from one os.urandom read of 12 bytes."""
     hcms = HadamardCountMeanSketch(epsilon=2.0, k=256, m=1024, hash_seed=1)
     fake = FakeEntropy(b"hcms-reads")
@@ -114,7 +114,8 @@ def test_default_rng_privatize_reads_the_os_once_per_report(
 
 @pytest.mark.parametrize("epsilon", [0.3, 2.0, 11.08])
 def test_default_rng_single_reports_flip_at_t_over_2_32(
-        epsilon: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    epsilon: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = FakeEntropy(f"hcms-flips-{epsilon}".encode())
     monkeypatch.setattr(os, "urandom", fake)
     monkeypatch.setattr(random, "_urandom", fake)

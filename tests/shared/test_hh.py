@@ -20,8 +20,7 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def words_task(**overrides: object) -> HeavyHitters:
-    params: dict = dict(epsilon=4.0, k=256, m=256, hash_seed=5, alphabet=LETTERS,
-                        max_length=8)
+    params: dict = dict(epsilon=4.0, k=256, m=256, hash_seed=5, alphabet=LETTERS, max_length=8)
     params.update(overrides)
     return HeavyHitters(**params)
 
@@ -33,8 +32,9 @@ def key_of(i: int) -> bytes:
 def test_levels_and_lengths_follow_the_contract() -> None:
     hh = HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet=LETTERS, max_length=16)
     assert hh.lengths == (2, 4, 6, 8, 10, 12, 14, 16) and hh.level_count == 8
-    odd = HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet=LETTERS, max_length=7,
-                       first=3, step=3)
+    odd = HeavyHitters(
+        epsilon=4.0, k=8, m=16, hash_seed=1, alphabet=LETTERS, max_length=7, first=3, step=3
+    )
     assert odd.lengths == (3, 6, 7) and odd.level_count == 1 + math.ceil((7 - 3) / 3)
     # Each level hashes with its own seed (level 0 keeps the task's).
     seeds = [s.hash_seed for s in hh.sketches]
@@ -74,14 +74,17 @@ def test_a_bound_device_is_exactly_epsilon_ldp_at_its_level(epsilon: float) -> N
         for value in values:
             probs = [device.output_probability(value, o) for o in outputs]
             assert sum(probs) == 1
-            assert all((p > 0) == (o.level == device.device_level)
-                       for p, o in zip(probs, outputs, strict=True))
+            assert all(
+                (p > 0) == (o.level == device.device_level)
+                for p, o in zip(probs, outputs, strict=True)
+            )
         for x in values:
             for y in values:
                 for o in outputs:
                     if o.level == device.device_level and x != y:
-                        worst = max(worst, device.output_probability(x, o)
-                                    / device.output_probability(y, o))
+                        worst = max(
+                            worst, device.output_probability(x, o) / device.output_probability(y, o)
+                        )
         assert fraction_log(worst) <= device.epsilon * (1 + 1e-12)
         assert math.isclose(float(worst), math.exp(device.effective_epsilon), rel_tol=1e-12)
     assert seen_levels == {0, 1, 2}
@@ -96,8 +99,7 @@ def test_values_are_normalised_and_checked_without_echoing_them() -> None:
     for bad in ("", "abcab", 3, None):
         with pytest.raises(ValueOutOfDomain):
             hh.canonical(bad)
-    raw = HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet="bytes", max_length=4,
-                       step=1)
+    raw = HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet="bytes", max_length=4, step=1)
     assert raw.canonical("é!") == "é!".encode()  # 3 bytes
     with pytest.raises(ValueOutOfDomain):
         raw.canonical("ééé")  # 6 bytes
@@ -107,8 +109,7 @@ def test_values_are_normalised_and_checked_without_echoing_them() -> None:
 
 
 def test_parameters_defaults_wire_and_bounds() -> None:
-    task = TaskConfig.create(task_id="words", mechanism="hh", epsilon=4, k=16, m=32,
-                             max_length=6)
+    task = TaskConfig.create(task_id="words", mechanism="hh", epsilon=4, k=16, m=32, max_length=6)
     assert (task.alphabet, task.first, task.step) == ("bytes", 2, 2)
     assert TaskConfig.from_dict(task.to_dict()) == task
     assert task.mechanism_object.sums_shape == (3 * 16, 32)
@@ -121,8 +122,7 @@ def test_parameters_defaults_wire_and_bounds() -> None:
     with pytest.raises(DecodeError):
         decode_report(task, wire)
     with pytest.raises(ParameterError, match="candidates at one level"):
-        HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet="bytes", max_length=8,
-                     first=3)
+        HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet="bytes", max_length=8, first=3)
     wide = HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet="bytes", max_length=8)
     with pytest.raises(ParameterError, match="survivors"):
         wide.discover(wide.new_sums(), survivors=64)  # 64 × 243² extensions
@@ -132,8 +132,7 @@ def test_parameters_defaults_wire_and_bounds() -> None:
 
 
 def planted_population(rng: np.random.Generator) -> tuple[list[str], dict[str, int]]:
-    heavy = {"hello": 30_000, "world": 20_000, "abcdefgh": 15_000, "ab": 10_000,
-             "privacy": 8_000}
+    heavy = {"hello": 30_000, "world": 20_000, "abcdefgh": 15_000, "ab": 10_000, "privacy": 8_000}
     values = [w for w, c in heavy.items() for _ in range(c)]
     values += ["zzq"] * 40  # a planted rare string
     letters = np.array(list(LETTERS))
@@ -176,8 +175,9 @@ def test_level_n_is_estimated_closely_from_streamed_sums() -> None:
     sums = hh.new_sums()
     sums.add_many(hh.privatize_many(["hello", "abc", "xyz"] * 10_000, rng))
     exact = LevelSearch(hh.sketches, hh.lengths, hh.symbols, b"\xff", sums)
-    streamed = LevelSearch(hh.sketches, hh.lengths, hh.symbols, b"\xff",
-                           Streamed(sums.total, sums.table))
+    streamed = LevelSearch(
+        hh.sketches, hh.lengths, hh.symbols, b"\xff", Streamed(sums.total, sums.table)
+    )
     for g in range(hh.level_count):
         # sqrt(n_g·m·q(1−q))/((1−q)+(m−1)q) ≈ 6 reports here; 5 sd is 30.
         assert abs(streamed.level_n(g) - exact.level_n(g)) < 30

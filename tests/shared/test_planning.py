@@ -28,9 +28,11 @@ def test_sketch_plans_are_the_closed_forms(devices: int) -> None:
     cms = CountMeanSketch(epsilon=4.0, k=2048, m=1024, hash_seed=0)
     hcms = HadamardCountMeanSketch(epsilon=4.0, k=2048, m=1024, hash_seed=0)
     assert plans["cms"].std_error == pytest.approx(
-        math.sqrt(cms_count_variance(devices, 0, cms.m, cms.flip)), rel=1e-3)
+        math.sqrt(cms_count_variance(devices, 0, cms.m, cms.flip)), rel=1e-3
+    )
     assert plans["hcms"].std_error == pytest.approx(
-        math.sqrt(hcms_count_variance(devices, 0, hcms.m, hcms.flip)), rel=1e-3)
+        math.sqrt(hcms_count_variance(devices, 0, hcms.m, hcms.flip)), rel=1e-3
+    )
     assert plans["cms"].report_bits == 1024 + 11 and plans["hcms"].report_bits == 1 + 10 + 11
     assert "hash_seed" not in plans["cms"].fields  # the server draws it
 

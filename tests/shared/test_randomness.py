@@ -95,14 +95,24 @@ def test_default_noise_comes_only_from_os_entropy(case: Case, entropy: FakeEntro
     assert _default_outputs(case, mechanism, repeat=10) != first
 
 
-THRESHOLDS = [1, 0xFF, 0x00FF_0000, 0x0100_0000, 0x0123_4567, 0x7FFF_FFFF, 0x8000_0000,
-              0xABCD_EF01, 0xFFFF_FFFF]
+THRESHOLDS = [
+    1,
+    0xFF,
+    0x00FF_0000,
+    0x0100_0000,
+    0x0123_4567,
+    0x7FFF_FFFF,
+    0x8000_0000,
+    0xABCD_EF01,
+    0xFFFF_FFFF,
+]
 
 
 @pytest.mark.parametrize("threshold", THRESHOLDS, ids=hex)
 @pytest.mark.parametrize("size", [3000, 200_000], ids=["tie-loop", "vectorized-ties"])
 def test_secure_bernoulli_flags_have_probability_t_over_2_32(
-        threshold: int, size: int, entropy: FakeEntropy) -> None:
+    threshold: int, size: int, entropy: FakeEntropy
+) -> None:
     """Flags decided on the first byte, by ties, or by deep ties all have rate T/2^32."""
     p = threshold / SCALE
     draws = 0
@@ -145,7 +155,7 @@ def test_row_col_and_word_take_one_read_of_three_words(entropy: FakeEntropy) -> 
     stream = entropy.stream
     row, col, word = row_col_and_word(1000, 64)
     assert entropy.used == 12
-    expected = [int.from_bytes(stream[i:i + 4], "little") for i in (0, 4, 8)]
+    expected = [int.from_bytes(stream[i : i + 4], "little") for i in (0, 4, 8)]
     assert (row, col, word) == (expected[0] % 1000, expected[1] % 64, expected[2])
 
 

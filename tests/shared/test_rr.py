@@ -71,8 +71,9 @@ def test_privatize_many_accepts_bool_and_zero_one_inputs() -> None:
     assert [rr.privatize(v, rng) for v in answers] == [1, 0, 1, 0, 1]
 
 
-@pytest.mark.parametrize("answer", [True, False, 1, 0, np.bool_(False), np.int64(1),
-                                    np.uint8(0), np.int32(1)])
+@pytest.mark.parametrize(
+    "answer", [True, False, 1, 0, np.bool_(False), np.int64(1), np.uint8(0), np.int32(1)]
+)
 def test_check_answer_takes_bools_and_zero_one_integers_of_any_kind(answer: Any) -> None:
     assert check_answer(answer) is bool(answer)
     rr = RandomizedResponse(epsilon=20.0)  # privatize accepts exactly what check_answer does

@@ -61,10 +61,11 @@ def test_merge_equals_adding_both_batches(case: Case) -> None:
 
 
 def test_stack_matches_the_batch_it_came_from() -> None:
-    for sketch in (CountMeanSketch(epsilon=2.0, k=5, m=13, hash_seed=3),
-                   HadamardCountMeanSketch(epsilon=2.0, k=5, m=16, hash_seed=3)):
-        batch = sketch.privatize_many([f"v{i % 7}" for i in range(100)],
-                                      np.random.default_rng(4))
+    for sketch in (
+        CountMeanSketch(epsilon=2.0, k=5, m=13, hash_seed=3),
+        HadamardCountMeanSketch(epsilon=2.0, k=5, m=16, hash_seed=3),
+    ):
+        batch = sketch.privatize_many([f"v{i % 7}" for i in range(100)], np.random.default_rng(4))
         stacked = sketch.stack(batch_reports(sketch, batch))
         for name in stacked.__slots__:
             assert np.array_equal(getattr(stacked, name), getattr(batch, name))
@@ -80,8 +81,10 @@ def test_cms_add_many_across_chunk_boundaries() -> None:
     cms = CountMeanSketch(epsilon=2.0, k=7, m=10, hash_seed=5)
     rng = np.random.default_rng(6)
     size = 2 * ADD_CHUNK + 123
-    batch = SketchBatch(rng.integers(0, 7, size), np.packbits(
-        rng.integers(0, 2, (size, 10), dtype=np.uint8), axis=1))
+    batch = SketchBatch(
+        rng.integers(0, 7, size),
+        np.packbits(rng.integers(0, 2, (size, 10), dtype=np.uint8), axis=1),
+    )
     sums = cms.new_sums()
     sums.add_many(batch)
     assert np.array_equal(sums.table, _reference_cms_table(7, 10, batch))
@@ -93,10 +96,17 @@ def test_cms_add_many_across_chunk_boundaries() -> None:
 def test_cms_add_many_matches_a_reference(k: int, m: int, data: st.DataObject) -> None:
     cms = CountMeanSketch(epsilon=2.0, k=k, m=m, hash_seed=1)
     size = data.draw(st.integers(0, 40))
-    rows = np.array(data.draw(st.lists(st.integers(0, k - 1), min_size=size, max_size=size)),
-                    dtype=np.int64)
-    bits = np.array(data.draw(st.lists(st.lists(st.integers(0, 1), min_size=m, max_size=m),
-                                       min_size=size, max_size=size)), dtype=np.uint8)
+    rows = np.array(
+        data.draw(st.lists(st.integers(0, k - 1), min_size=size, max_size=size)), dtype=np.int64
+    )
+    bits = np.array(
+        data.draw(
+            st.lists(
+                st.lists(st.integers(0, 1), min_size=m, max_size=m), min_size=size, max_size=size
+            )
+        ),
+        dtype=np.uint8,
+    )
     batch = SketchBatch(rows, np.packbits(bits.reshape(size, m), axis=1))
     sums = cms.new_sums()
     sums.add_many(batch)
@@ -109,8 +119,11 @@ def test_cms_add_many_matches_a_reference(k: int, m: int, data: st.DataObject) -
 def test_hcms_add_many_matches_a_reference(k: int, log_m: int, data: st.DataObject) -> None:
     m = 1 << log_m
     hcms = HadamardCountMeanSketch(epsilon=2.0, k=k, m=m, hash_seed=1)
-    reports = data.draw(st.lists(st.tuples(st.integers(0, k - 1), st.integers(0, m - 1),
-                                           st.integers(0, 1)), max_size=40))
+    reports = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, k - 1), st.integers(0, m - 1), st.integers(0, 1)), max_size=40
+        )
+    )
     expected = np.zeros((k, m), dtype=np.int64)
     for row, col, bit in reports:
         expected[row, col] += 1 if bit else -1
@@ -140,23 +153,52 @@ def test_sums_are_unhashable_and_compare_by_content() -> None:
     assert sums != Sums(2, 4) and sums != "sums"
 
 
-@pytest.mark.parametrize(("mechanism", "foreign", "candidates"), [
-    (RandomizedResponse(epsilon=1.0),
-     GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b"]), (True,)),
-    (GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b", "c"]),
-     GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b"]), ["a"]),
-    (HadamardCountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
-     HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1), ["x"]),
-    (HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1),
-     HadamardCountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1), ["x"]),
-    (CountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
-     CountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1), ["x"]),
-    (CountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
-     CountMeanSketch(epsilon=1.0, k=4, m=15, hash_seed=1), ["x"]),
-], ids=["rr-with-grr-sums", "grr-d3-with-d2", "hcms-k4-with-k8", "hcms-k8-with-k4",
-        "cms-k4-with-k8", "cms-m16-with-m15"])
-def test_estimating_another_tasks_sums_raises(mechanism: Any, foreign: Any,
-                                             candidates: Any) -> None:
+@pytest.mark.parametrize(
+    ("mechanism", "foreign", "candidates"),
+    [
+        (
+            RandomizedResponse(epsilon=1.0),
+            GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b"]),
+            (True,),
+        ),
+        (
+            GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b", "c"]),
+            GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b"]),
+            ["a"],
+        ),
+        (
+            HadamardCountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
+            HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1),
+            ["x"],
+        ),
+        (
+            HadamardCountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1),
+            HadamardCountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
+            ["x"],
+        ),
+        (
+            CountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
+            CountMeanSketch(epsilon=1.0, k=8, m=16, hash_seed=1),
+            ["x"],
+        ),
+        (
+            CountMeanSketch(epsilon=1.0, k=4, m=16, hash_seed=1),
+            CountMeanSketch(epsilon=1.0, k=4, m=15, hash_seed=1),
+            ["x"],
+        ),
+    ],
+    ids=[
+        "rr-with-grr-sums",
+        "grr-d3-with-d2",
+        "hcms-k4-with-k8",
+        "hcms-k8-with-k4",
+        "cms-k4-with-k8",
+        "cms-m16-with-m15",
+    ],
+)
+def test_estimating_another_tasks_sums_raises(
+    mechanism: Any, foreign: Any, candidates: Any
+) -> None:
     # Regression: a smaller task's estimator silently read the first rows of a bigger
     # task's sums (and rr read grr sums) instead of refusing.
     with pytest.raises(ParameterError, match="belong to another task"):
@@ -167,11 +209,20 @@ def test_cms_add_many_with_many_rows_and_crowded_rows() -> None:
     """More rows than one counting block, and rows past a uint8 counter's 255 reports."""
     cms = CountMeanSketch(epsilon=2.0, k=1000, m=21, hash_seed=5)
     rng = np.random.default_rng(8)
-    rows = np.concatenate([rng.integers(0, 1000, 5000), np.full(700, 17), np.full(300, 999),
-                           np.full(256, 0), np.full(255, 1)])
+    rows = np.concatenate(
+        [
+            rng.integers(0, 1000, 5000),
+            np.full(700, 17),
+            np.full(300, 999),
+            np.full(256, 0),
+            np.full(255, 1),
+        ]
+    )
     rng.shuffle(rows)
-    batch = SketchBatch(rows.astype(np.int64), np.packbits(
-        rng.integers(0, 2, (len(rows), 21), dtype=np.uint8), axis=1))
+    batch = SketchBatch(
+        rows.astype(np.int64),
+        np.packbits(rng.integers(0, 2, (len(rows), 21), dtype=np.uint8), axis=1),
+    )
     sums = cms.new_sums()
     sums.add_many(batch)
     assert np.array_equal(sums.table, _reference_cms_table(1000, 21, batch))

@@ -22,14 +22,32 @@ VALID: dict[str, dict[str, Any]] = {
     "rr": {"task_id": "t-rr", "mechanism": "rr", "epsilon": 1.0},
     "rr-alpha-beta": {"task_id": "t-rr2", "mechanism": "rr", "alpha": 0.5, "beta": 0.5},
     "grr": {"task_id": "t.grr", "mechanism": "grr", "epsilon": 2.0, "domain": ["x", "y", "z"]},
-    "cms": {"task_id": "T_cms", "mechanism": "cms", "epsilon": 4.0, "k": 16, "m": 100,
-            "hash_seed": 9},
-    "hcms": {"task_id": "0hcms", "mechanism": "hcms", "epsilon": 4.0, "k": 16, "m": 128,
-             "hash_seed": 9, "time_precision": 3600, "min_batch_size": 10},
+    "cms": {
+        "task_id": "T_cms",
+        "mechanism": "cms",
+        "epsilon": 4.0,
+        "k": 16,
+        "m": 100,
+        "hash_seed": 9,
+    },
+    "hcms": {
+        "task_id": "0hcms",
+        "mechanism": "hcms",
+        "epsilon": 4.0,
+        "k": 16,
+        "m": 128,
+        "hash_seed": 9,
+        "time_precision": 3600,
+        "min_batch_size": 10,
+    },
 }
-MECHANISM_TYPES = {"rr": RandomizedResponse, "rr-alpha-beta": RandomizedResponse,
-                   "grr": GeneralizedRandomizedResponse, "cms": CountMeanSketch,
-                   "hcms": HadamardCountMeanSketch}
+MECHANISM_TYPES = {
+    "rr": RandomizedResponse,
+    "rr-alpha-beta": RandomizedResponse,
+    "grr": GeneralizedRandomizedResponse,
+    "cms": CountMeanSketch,
+    "hcms": HadamardCountMeanSketch,
+}
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
@@ -52,8 +70,15 @@ def test_create_draws_a_random_hash_seed_for_sketches_only() -> None:
 
 def test_fingerprint_covers_every_parameter() -> None:
     base = TaskConfig.create(**VALID["hcms"])
-    changes: dict[str, Any] = {"task_id": "other", "epsilon": 4.5, "k": 8, "m": 64, "hash_seed": 10,
-               "time_precision": 60, "min_batch_size": 11}
+    changes: dict[str, Any] = {
+        "task_id": "other",
+        "epsilon": 4.5,
+        "k": 8,
+        "m": 64,
+        "hash_seed": 10,
+        "time_precision": 60,
+        "min_batch_size": 11,
+    }
     prints = {base.fingerprint}
     for field, value in changes.items():
         prints.add(dataclasses.replace(base, fingerprint="", **{field: value}).fingerprint)
@@ -77,56 +102,65 @@ def test_a_tampered_task_is_refused() -> None:
         TaskConfig.from_dict({**data, "fingerprint": "0" * 32})
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"task_id": ""}, "task_id must be 1-64"),
-    ({"task_id": "-leading-dash"}, "task_id must be 1-64"),
-    ({"task_id": "x" * 65}, "task_id must be 1-64"),
-    ({"task_id": "has space"}, "task_id must be 1-64"),
-    ({"task_id": "slash/id"}, "task_id must be 1-64"),
-    ({"task_id": "newline\n"}, "task_id must be 1-64"),  # regression: "$" matched before \n
-    ({"task_id": 5}, "task_id must be 1-64"),
-    ({"mechanism": "laplace"}, "mechanism must be one of rr, grr, cms, hcms"),
-    ({"mechanism": None}, "mechanism must be one of"),
-    ({"k": 4}, "rr takes no k"),
-    ({"domain": ["a", "b"]}, "rr takes no domain"),
-    ({"time_precision": 0}, "time_precision must be in"),
-    ({"time_precision": 86_400.0}, "time_precision must be an integer"),
-    ({"min_batch_size": 0}, "min_batch_size must be in"),
-    ({"epsilon": None}, "give epsilon, or both alpha and beta"),
-    ({"epsilon": "1"}, "epsilon must be a number"),
-    ({"alpha": 0.5, "beta": 0.5}, "not both"),
-    ({"fingerprint": "f" * 32}, "fingerprint does not match"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"task_id": ""}, "task_id must be 1-64"),
+        ({"task_id": "-leading-dash"}, "task_id must be 1-64"),
+        ({"task_id": "x" * 65}, "task_id must be 1-64"),
+        ({"task_id": "has space"}, "task_id must be 1-64"),
+        ({"task_id": "slash/id"}, "task_id must be 1-64"),
+        ({"task_id": "newline\n"}, "task_id must be 1-64"),  # regression: "$" matched before \n
+        ({"task_id": 5}, "task_id must be 1-64"),
+        ({"mechanism": "laplace"}, "mechanism must be one of rr, grr, cms, hcms"),
+        ({"mechanism": None}, "mechanism must be one of"),
+        ({"k": 4}, "rr takes no k"),
+        ({"domain": ["a", "b"]}, "rr takes no domain"),
+        ({"time_precision": 0}, "time_precision must be in"),
+        ({"time_precision": 86_400.0}, "time_precision must be an integer"),
+        ({"min_batch_size": 0}, "min_batch_size must be in"),
+        ({"epsilon": None}, "give epsilon, or both alpha and beta"),
+        ({"epsilon": "1"}, "epsilon must be a number"),
+        ({"alpha": 0.5, "beta": 0.5}, "not both"),
+        ({"fingerprint": "f" * 32}, "fingerprint does not match"),
+    ],
+)
 def test_bad_rr_task_fields_are_refused(change: dict[str, Any], message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         TaskConfig.create(**{**VALID["rr"], **change})
 
 
-@pytest.mark.parametrize(("name", "change", "message"), [
-    ("grr", {"domain": None}, "grr needs a domain"),
-    ("grr", {"domain": "xyz"}, "domain must be a list"),  # regression: became ('x','y','z')
-    ("grr", {"domain": 3}, "domain must be a list"),
-    ("grr", {"domain": ["x", "x"]}, "distinct"),
-    ("grr", {"alpha": 0.5}, "alpha and beta are only for rr"),
-    ("grr", {"epsilon": None}, "grr needs epsilon"),
-    ("cms", {"m": None}, "cms needs m"),
-    ("cms", {"k": None, "m": None}, "cms needs k, m"),
-    ("cms", {"domain": ["a", "b"]}, "cms takes no domain"),
-    ("cms", {"k": 0}, "k must be in"),
-    ("hcms", {"m": 100}, "power of two"),
-    ("hcms", {"hash_seed": -1}, "hash_seed must be in"),
-])
+@pytest.mark.parametrize(
+    ("name", "change", "message"),
+    [
+        ("grr", {"domain": None}, "grr needs a domain"),
+        ("grr", {"domain": "xyz"}, "domain must be a list"),  # regression: became ('x','y','z')
+        ("grr", {"domain": 3}, "domain must be a list"),
+        ("grr", {"domain": ["x", "x"]}, "distinct"),
+        ("grr", {"alpha": 0.5}, "alpha and beta are only for rr"),
+        ("grr", {"epsilon": None}, "grr needs epsilon"),
+        ("cms", {"m": None}, "cms needs m"),
+        ("cms", {"k": None, "m": None}, "cms needs k, m"),
+        ("cms", {"domain": ["a", "b"]}, "cms takes no domain"),
+        ("cms", {"k": 0}, "k must be in"),
+        ("hcms", {"m": 100}, "power of two"),
+        ("hcms", {"hash_seed": -1}, "hash_seed must be in"),
+    ],
+)
 def test_bad_task_fields_are_refused(name: str, change: dict[str, Any], message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         TaskConfig(**{**VALID[name], **change})
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ([], "a task must be a JSON object"),
-    ({**VALID["rr"], "colour": "red"}, "unknown task fields: colour"),
-    ({"mechanism": "rr", "epsilon": 1.0}, "a task needs task_id"),
-    ({"epsilon": 1.0}, "a task needs task_id and mechanism"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "a task must be a JSON object"),
+        ({**VALID["rr"], "colour": "red"}, "unknown task fields: colour"),
+        ({"mechanism": "rr", "epsilon": 1.0}, "a task needs task_id"),
+        ({"epsilon": 1.0}, "a task needs task_id and mechanism"),
+    ],
+)
 def test_from_dict_refuses_unknown_and_missing_fields(data: Any, message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         TaskConfig.from_dict(data)
@@ -140,10 +174,16 @@ def test_create_refuses_unknown_fields_with_a_parameter_error() -> None:
         TaskConfig.create(**VALID["rr"], effective_epsilon=1.0)
 
 
-@pytest.mark.parametrize(("precision", "when", "floor"), [
-    (86_400, 1_700_000_000.7, 1_699_920_000), (3600, 7199.99, 3600), (1, 12.9, 12),
-    (86_400, -1, -86_400), (60, 0, 0),
-])
+@pytest.mark.parametrize(
+    ("precision", "when", "floor"),
+    [
+        (86_400, 1_700_000_000.7, 1_699_920_000),
+        (3600, 7199.99, 3600),
+        (1, 12.9, 12),
+        (86_400, -1, -86_400),
+        (60, 0, 0),
+    ],
+)
 def test_floor_time(precision: int, when: float, floor: int) -> None:
     task = TaskConfig.create(**{**VALID["rr"], "time_precision": precision})
     assert task.floor_time(when) == floor
@@ -152,9 +192,16 @@ def test_floor_time(precision: int, when: float, floor: int) -> None:
 def test_numpy_scalars_are_stored_as_plain_numbers() -> None:
     # Regression: np.int64 k or np.float32 epsilon made the fingerprint's json.dumps fail.
     reference = TaskConfig.create(**VALID["hcms"])
-    task = TaskConfig.create(**{**VALID["hcms"], "k": np.int64(16), "m": np.uint16(128),
-                                "hash_seed": np.uint32(9), "epsilon": np.float32(4.0),
-                                "time_precision": np.int32(3600)})
+    task = TaskConfig.create(
+        **{
+            **VALID["hcms"],
+            "k": np.int64(16),
+            "m": np.uint16(128),
+            "hash_seed": np.uint32(9),
+            "epsilon": np.float32(4.0),
+            "time_precision": np.int32(3600),
+        }
+    )
     assert task == reference and task.fingerprint == reference.fingerprint
     assert type(task.k) is int and type(task.epsilon) is float
     json.dumps(task.to_dict())

@@ -21,10 +21,16 @@ from shared.mechanisms.grr import MAX_DOMAIN
 from shared.mechanisms.sketch import MAX_BUCKETS, MAX_ROWS
 
 BAD_EPSILONS = [
-    (0, "finite number > 0"), (-1.0, "finite number > 0"), (math.nan, "finite number > 0"),
-    (math.inf, "finite number > 0"), (-math.inf, "finite number > 0"),
-    (True, "must be a number, got bool"), ("1.0", "must be a number, got str"),
-    (None, "must be a number"), (20.5, "at most 20"), (1e-300, "too small"),
+    (0, "finite number > 0"),
+    (-1.0, "finite number > 0"),
+    (math.nan, "finite number > 0"),
+    (math.inf, "finite number > 0"),
+    (-math.inf, "finite number > 0"),
+    (True, "must be a number, got bool"),
+    ("1.0", "must be a number, got str"),
+    (None, "must be a number"),
+    (20.5, "at most 20"),
+    (1e-300, "too small"),
 ]
 BUILDERS: dict[str, Callable[..., Any]] = {
     "rr": lambda epsilon: RandomizedResponse(epsilon=epsilon),
@@ -44,20 +50,27 @@ def test_bad_epsilon_is_refused(mechanism: str, epsilon: Any, message: str) -> N
 
 
 SKETCH_PARAMETERS = [
-    ({"k": 0}, "k must be in \\[1, "), ({"k": -3}, "k must be in"),
-    ({"k": MAX_ROWS + 1}, "k must be in"), ({"k": 2.0}, "k must be an integer, got float"),
-    ({"k": True}, "k must be an integer, got bool"), ({"k": "8"}, "k must be an integer"),
-    ({"m": 1}, "m must be in \\[2, "), ({"m": 0}, "m must be in"),
-    ({"m": MAX_BUCKETS * 2}, "m must be in"), ({"m": 4.0}, "m must be an integer"),
-    ({"hash_seed": -1}, "hash_seed must be in"), ({"hash_seed": 2**32}, "hash_seed must be in"),
+    ({"k": 0}, "k must be in \\[1, "),
+    ({"k": -3}, "k must be in"),
+    ({"k": MAX_ROWS + 1}, "k must be in"),
+    ({"k": 2.0}, "k must be an integer, got float"),
+    ({"k": True}, "k must be an integer, got bool"),
+    ({"k": "8"}, "k must be an integer"),
+    ({"m": 1}, "m must be in \\[2, "),
+    ({"m": 0}, "m must be in"),
+    ({"m": MAX_BUCKETS * 2}, "m must be in"),
+    ({"m": 4.0}, "m must be an integer"),
+    ({"hash_seed": -1}, "hash_seed must be in"),
+    ({"hash_seed": 2**32}, "hash_seed must be in"),
     ({"hash_seed": 1.5}, "hash_seed must be an integer"),
 ]
 
 
 @pytest.mark.parametrize("sketch", [CountMeanSketch, HadamardCountMeanSketch])
 @pytest.mark.parametrize(("change", "message"), SKETCH_PARAMETERS)
-def test_bad_sketch_parameters_are_refused(sketch: type, change: dict[str, Any],
-                                           message: str) -> None:
+def test_bad_sketch_parameters_are_refused(
+    sketch: type, change: dict[str, Any], message: str
+) -> None:
     params = {"epsilon": 2.0, "k": 4, "m": 16, "hash_seed": 1, **change}
     with pytest.raises(ParameterError, match=message):
         sketch(**params)
@@ -70,24 +83,27 @@ def test_hcms_m_must_be_a_power_of_two(m: int) -> None:
     assert CountMeanSketch(epsilon=2.0, k=4, m=m, hash_seed=1).m == m  # cms takes any m
 
 
-@pytest.mark.parametrize(("params", "message"), [
-    ({"alpha": -0.1, "beta": 0.5}, "alpha must be in \\[0, 1\\]"),
-    ({"alpha": 1.1, "beta": 0.5}, "alpha must be in \\[0, 1\\]"),
-    ({"alpha": math.nan, "beta": 0.5}, "alpha must be in"),
-    ({"alpha": 0.5, "beta": 1.5}, "beta must be in \\[0, 1\\]"),
-    ({"alpha": 0.5, "beta": "0.5"}, "beta must be a number"),
-    ({"alpha": True, "beta": 0.5}, "alpha must be a number, got bool"),
-    ({"alpha": 1.0, "beta": 0.5}, "no privacy; use alpha < 1"),
-    ({"alpha": 0.0, "beta": 0.5}, "independent of the truth; use alpha > 0"),
-    ({"alpha": 0.5, "beta": 0.0}, "infinite epsilon"),
-    ({"alpha": 0.5, "beta": 1.0}, "infinite epsilon"),
-    ({"alpha": 0.5}, "give epsilon, or both alpha and beta"),
-    ({"beta": 0.5}, "give epsilon, or both alpha and beta"),
-    ({}, "give epsilon, or both alpha and beta"),
-    ({"epsilon": 1.0, "alpha": 0.5, "beta": 0.5}, "not both"),
-    ({"alpha": 1e-300, "beta": 0.5}, "too small"),
-    ({"alpha": 0.5, "beta": 1e-320}, "above the maximum 20"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"alpha": -0.1, "beta": 0.5}, "alpha must be in \\[0, 1\\]"),
+        ({"alpha": 1.1, "beta": 0.5}, "alpha must be in \\[0, 1\\]"),
+        ({"alpha": math.nan, "beta": 0.5}, "alpha must be in"),
+        ({"alpha": 0.5, "beta": 1.5}, "beta must be in \\[0, 1\\]"),
+        ({"alpha": 0.5, "beta": "0.5"}, "beta must be a number"),
+        ({"alpha": True, "beta": 0.5}, "alpha must be a number, got bool"),
+        ({"alpha": 1.0, "beta": 0.5}, "no privacy; use alpha < 1"),
+        ({"alpha": 0.0, "beta": 0.5}, "independent of the truth; use alpha > 0"),
+        ({"alpha": 0.5, "beta": 0.0}, "infinite epsilon"),
+        ({"alpha": 0.5, "beta": 1.0}, "infinite epsilon"),
+        ({"alpha": 0.5}, "give epsilon, or both alpha and beta"),
+        ({"beta": 0.5}, "give epsilon, or both alpha and beta"),
+        ({}, "give epsilon, or both alpha and beta"),
+        ({"epsilon": 1.0, "alpha": 0.5, "beta": 0.5}, "not both"),
+        ({"alpha": 1e-300, "beta": 0.5}, "too small"),
+        ({"alpha": 0.5, "beta": 1e-320}, "above the maximum 20"),
+    ],
+)
 def test_bad_rr_alpha_beta_are_refused(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         RandomizedResponse(**params)
@@ -103,15 +119,18 @@ def test_rr_alpha_within_an_ulp_of_one_is_refused_not_a_division_by_zero() -> No
     assert 0 < rr.threshold_no < rr.threshold_yes < 2**32
 
 
-@pytest.mark.parametrize(("domain", "message"), [
-    (["only"], "2 to 4096 values"),
-    ([], "2 to 4096 values"),
-    (["a", "b", "a"], "distinct"),
-    ("abc", "list of distinct strings"),
-    (["a", 1], "only strings"),
-    ({"a": 1, "b": 2}, "list of distinct strings"),
-    ([str(i) for i in range(MAX_DOMAIN + 1)], "use cms or hcms"),
-])
+@pytest.mark.parametrize(
+    ("domain", "message"),
+    [
+        (["only"], "2 to 4096 values"),
+        ([], "2 to 4096 values"),
+        (["a", "b", "a"], "distinct"),
+        ("abc", "list of distinct strings"),
+        (["a", 1], "only strings"),
+        ({"a": 1, "b": 2}, "list of distinct strings"),
+        ([str(i) for i in range(MAX_DOMAIN + 1)], "use cms or hcms"),
+    ],
+)
 def test_bad_grr_domain_is_refused(domain: Any, message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         GeneralizedRandomizedResponse(epsilon=1.0, domain=domain)

@@ -39,8 +39,7 @@ def test_recommendations(result: Result) -> None:
     # At large ε OLH's GRR over g = 55 buckets beats CMS's ε/2 per bit: its variance
     # 4e^ε/(e^ε−1)² ≈ 0.077·n against CMS's (c_ε²−1)/4 ≈ 0.18·n (Wang et al. 2017).
     assert winners[(4.0, 4096)] == "olh"
-    olh = next(c for c in result.cells if c.mechanism == "olh" and c.d == 4096
-               and c.epsilon == 4.0)
+    olh = next(c for c in result.cells if c.mechanism == "olh" and c.d == 4096 and c.epsilon == 4.0)
     assert olh.simulated == pytest.approx(olh.theory, rel=0.25)
 
 

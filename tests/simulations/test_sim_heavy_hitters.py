@@ -30,8 +30,9 @@ def test_quick_sweep_is_seeded_and_finds_the_top_strings() -> None:
 
 def test_sampled_level_sums_match_privatized_reports() -> None:
     """Mean level counts of the exact sampler and of real reports agree (same task)."""
-    hh = heavy_hitters.HeavyHitters(epsilon=2.0, k=4, m=8, hash_seed=1, alphabet="abc",
-                                    max_length=4)
+    hh = heavy_hitters.HeavyHitters(
+        epsilon=2.0, k=4, m=8, hash_seed=1, alphabet="abc", max_length=4
+    )
     values, counts = ["ab", "abca", "c"], np.array([300, 200, 100])
     population = [v for v, c in zip(values, counts, strict=True) for _ in range(c)]
     rng = np.random.default_rng(9)
@@ -49,8 +50,9 @@ def test_sampled_level_sums_match_privatized_reports() -> None:
 
 
 def test_run_writes_plot_and_tables(tmp_path: Path) -> None:
-    written = heavy_hitters.run(RunSettings(seed=3, out_dir=tmp_path, quick=True,
-                                            show_progress=False))
+    written = heavy_hitters.run(
+        RunSettings(seed=3, out_dir=tmp_path, quick=True, show_progress=False)
+    )
     assert [p.suffix for p in written] == [".png", ".csv", ".md"]
     assert all(p.stat().st_size > 0 for p in written)
     assert "dict. top-20" in written[2].read_text()

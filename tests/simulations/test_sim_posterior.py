@@ -31,8 +31,10 @@ def test_rr_posterior_is_exactly_the_bound(rows: list[posterior.Row]) -> None:
 
 def test_simulated_posteriors_sit_on_the_bounds(rows: list[posterior.Row]) -> None:
     for row in rows:
-        for seen, bound, people in ((row.empirical_yes, row.bound_high, row.answered_yes),
-                                    (row.empirical_no, row.bound_low, row.answered_no)):
+        for seen, bound, people in (
+            (row.empirical_yes, row.bound_high, row.answered_yes),
+            (row.empirical_no, row.bound_low, row.answered_no),
+        ):
             assert abs(seen - bound) < 4.5 * math.sqrt(bound * (1 - bound) / people)
 
 

@@ -30,15 +30,18 @@ def _repeat(draw: Callable[[np.random.Generator], Sums], seed: int) -> np.ndarra
 
 def _real(mech: Any, values: Any) -> Callable[[np.random.Generator], Sums]:
     """Return the real route: privatize every value, then add the batch."""
+
     def draw(rng: np.random.Generator) -> Sums:
         sums = mech.new_sums()
         sums.add_many(mech.privatize_many(values, rng))
         return sums
+
     return draw
 
 
-def _assert_moments(samples: np.ndarray, mean: np.ndarray, var: np.ndarray,
-                    pooled: bool = True) -> None:
+def _assert_moments(
+    samples: np.ndarray, mean: np.ndarray, var: np.ndarray, pooled: bool = True
+) -> None:
     """Each cell's sample mean within 4.5 SE of ``mean``; its variance within ±35%.
 
     With ``pooled`` the variance ratio averaged over the (nearly independent) cells must
@@ -62,8 +65,10 @@ def _sketch_cell_moments(mech: CountMeanSketch) -> tuple[np.ndarray, np.ndarray]
     buckets = mech.hashes.bucket_matrix(mech.keys(list(POP.values)), slice(0, mech.k))
     hit = buckets[:, :, None] == np.arange(mech.m)[None, None, :]  # (values, k, m)
     prob = (mech.flip + (1 - 2 * mech.flip) * hit) / mech.k
-    return (np.einsum("v,vjc->jc", POP.counts, prob),
-            np.einsum("v,vjc->jc", POP.counts, prob * (1 - prob)))
+    return (
+        np.einsum("v,vjc->jc", POP.counts, prob),
+        np.einsum("v,vjc->jc", POP.counts, prob * (1 - prob)),
+    )
 
 
 def _hadamard_cell_moments(mech: HadamardCountMeanSketch) -> tuple[np.ndarray, np.ndarray]:
@@ -73,12 +78,15 @@ def _hadamard_cell_moments(mech: HadamardCountMeanSketch) -> tuple[np.ndarray, n
     signs = 1 - 2 * parity
     cell = 1.0 / (mech.k * mech.m)
     mean_one = cell * (1 - 2 * mech.flip) * signs  # (values, k, m)
-    return (np.einsum("v,vjc->jc", POP.counts, mean_one),
-            np.einsum("v,vjc->jc", POP.counts, cell - mean_one**2))
+    return (
+        np.einsum("v,vjc->jc", POP.counts, mean_one),
+        np.einsum("v,vjc->jc", POP.counts, cell - mean_one**2),
+    )
 
 
-def _estimate_moments(mech: CountMeanSketch | HadamardCountMeanSketch,
-                      hadamard: bool) -> tuple[np.ndarray, np.ndarray]:
+def _estimate_moments(
+    mech: CountMeanSketch | HadamardCountMeanSketch, hadamard: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact mean and variance of each value's estimate for this fixed hash family."""
     r, f, n, scale = _collision_rates(mech), POP.counts.astype(float), POP.n, mech.m / (mech.m - 1)
     mean = f + scale * ((f[:, None] * (r - 1 / mech.m)).sum(axis=0) - f * (1 - 1 / mech.m))
@@ -89,17 +97,27 @@ def _estimate_moments(mech: CountMeanSketch | HadamardCountMeanSketch,
     return mean, var
 
 
-def _sketch_routes(mechanism: str) -> tuple[CountMeanSketch | HadamardCountMeanSketch,
-                                            Callable[[np.random.Generator], Sums],
-                                            tuple[np.ndarray, np.ndarray]]:
+def _sketch_routes(
+    mechanism: str,
+) -> tuple[
+    CountMeanSketch | HadamardCountMeanSketch,
+    Callable[[np.random.Generator], Sums],
+    tuple[np.ndarray, np.ndarray],
+]:
     """Return the mechanism, its sampler route and its exact per-cell moments."""
     if mechanism == "hcms":
         hcms = HadamardCountMeanSketch(epsilon=2.0, k=4, m=16, hash_seed=7)
-        return (hcms, lambda rng: sampler.sample_hcms_sums(hcms, POP.values, POP.counts, rng),
-                _hadamard_cell_moments(hcms))
+        return (
+            hcms,
+            lambda rng: sampler.sample_hcms_sums(hcms, POP.values, POP.counts, rng),
+            _hadamard_cell_moments(hcms),
+        )
     cms = CountMeanSketch(epsilon=2.0, k=4, m=16, hash_seed=7)
-    return (cms, lambda rng: sampler.sample_cms_sums(cms, POP.values, POP.counts, rng),
-            _sketch_cell_moments(cms))
+    return (
+        cms,
+        lambda rng: sampler.sample_cms_sums(cms, POP.values, POP.counts, rng),
+        _sketch_cell_moments(cms),
+    )
 
 
 @pytest.mark.parametrize("mechanism", ["cms", "hcms"])
@@ -123,10 +141,12 @@ def test_rr_sampler_matches_real_reports() -> None:
     mean = yes * mech.p11 + no * mech.p10
     var = yes * mech.p11 * (1 - mech.p11) + no * mech.p10 * (1 - mech.p10)
     truth = np.array([True] * yes + [False] * no)
-    for seed, draw in enumerate([lambda rng: sampler.sample_rr_sums(mech, yes, no, rng),
-                                 _real(mech, truth)]):
-        _assert_moments(_repeat(draw, seed), np.array([[mean]]), np.array([[var]]),
-                        pooled=False)  # one cell: nothing to pool
+    for seed, draw in enumerate(
+        [lambda rng: sampler.sample_rr_sums(mech, yes, no, rng), _real(mech, truth)]
+    ):
+        _assert_moments(
+            _repeat(draw, seed), np.array([[mean]]), np.array([[var]]), pooled=False
+        )  # one cell: nothing to pool
 
 
 def test_grr_sampler_matches_real_reports() -> None:
@@ -136,10 +156,12 @@ def test_grr_sampler_matches_real_reports() -> None:
     mean = POP.counts @ probs
     var = POP.counts @ (probs * (1 - probs))
     values = [v for v, c in zip(POP.values, POP.counts, strict=True) for _ in range(c)]
-    for seed, draw in enumerate([lambda rng: sampler.sample_grr_sums(mech, POP.counts, rng),
-                                 _real(mech, values)]):
-        _assert_moments(_repeat(draw, seed), mean[None, :], var[None, :],
-                        pooled=False)  # six dependent cells: too few to pool
+    for seed, draw in enumerate(
+        [lambda rng: sampler.sample_grr_sums(mech, POP.counts, rng), _real(mech, values)]
+    ):
+        _assert_moments(
+            _repeat(draw, seed), mean[None, :], var[None, :], pooled=False
+        )  # six dependent cells: too few to pool
 
 
 @pytest.mark.parametrize("chunk", [7, sampler.CHUNK])

@@ -20,8 +20,13 @@ def points() -> list[Point]:
 
 
 def _point(points: list[Point], sweep: str, mechanism: str, **where: float) -> Point:
-    return next(p for p in points if p.sweep == sweep and p.mechanism == mechanism
-                and all(getattr(p, key) == value for key, value in where.items()))
+    return next(
+        p
+        for p in points
+        if p.sweep == sweep
+        and p.mechanism == mechanism
+        and all(getattr(p, key) == value for key, value in where.items())
+    )
 
 
 def test_every_sweep_is_measured(points: list[Point]) -> None:
@@ -52,7 +57,7 @@ def test_collision_bias_shrinks_with_k(points: list[Point], mechanism: str) -> N
     ks = sketch_accuracy.QUICK.ks
     few, many = (_point(points, "k", mechanism, k=k) for k in (ks[0], ks[-1]))
     assert few.rmse > 3 * few.sd  # the collision bias dominates the noise at k = 1...
-    assert few.coverage > 0.9      # ...and the reported standard error accounts for it
+    assert few.coverage > 0.9  # ...and the reported standard error accounts for it
     assert many.rmse < 1.15 * many.sd and many.coverage > 0.9
 
 

@@ -36,11 +36,11 @@ def migrations() -> list[tuple[int, str, str]]:
 
 def current_version(tx: sqlite3.Connection) -> int:
     """Return the database's schema version (0: empty)."""
-    has_table = tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                           "name = 'schema_version'").fetchone()
+    has_table = tx.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
     if has_table:
-        return int(tx.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
-                   .fetchone()[0])
+        return int(tx.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0])
     return int(tx.execute("PRAGMA user_version").fetchone()[0])  # before schema_version
 
 
@@ -50,10 +50,14 @@ def apply_migrations(tx: sqlite3.Connection) -> tuple[int, int]:
     latest = shipped[-1][0]
     before = current_version(tx)
     if before > latest:
-        raise SchemaTooNew(f"the database has schema version {before}; this ldp-aggregator "
-                           f"knows up to {latest}: upgrade ldp-aggregator")
-    tx.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
-               "name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+        raise SchemaTooNew(
+            f"the database has schema version {before}; this ldp-aggregator "
+            f"knows up to {latest}: upgrade ldp-aggregator"
+        )
+    tx.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+        "name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+    )
     recorded = {v for (v,) in tx.execute("SELECT version FROM schema_version")}
     for version, name, sql in shipped:
         if version > before:
@@ -61,7 +65,8 @@ def apply_migrations(tx: sqlite3.Connection) -> tuple[int, int]:
                 if statement.strip():
                     tx.execute(statement)
         if version not in recorded:  # also a version an older database had without the table
-            tx.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
-                       (version, name, int(time.time())))
+            tx.execute(
+                "INSERT INTO schema_version VALUES (?, ?, ?)", (version, name, int(time.time()))
+            )
     tx.execute(f"PRAGMA user_version = {latest}")  # kept for tools that read only this
     return before, latest
