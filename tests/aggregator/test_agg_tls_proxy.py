@@ -40,7 +40,7 @@ def test_the_documented_site_has_what_the_text_promises() -> None:
     for directive in (
         "access_log off;",
         'proxy_set_header X-Forwarded-For "";',
-        "client_max_body_size 5m;",
+        "client_max_body_size 4m;",
         "proxy_request_buffering on;",
     ):
         assert directive in site
@@ -127,8 +127,16 @@ def test_uploads_and_estimates_pass_through_the_documented_tls_proxy(tmp_path: P
             data=b"x" * (4 * 1024 * 1024 + 1),
             headers={"Content-Type": "application/json"},
         )
-        assert too_big.status_code == 413  # the collector's limit, not the proxy's
-        assert too_big.headers["Content-Type"].startswith("application/problem+json")
+        assert too_big.status_code == 413  # refused by the proxy at the collector's limit
+        at_limit = requests.post(
+            f"{base}/v1/tasks/tls/reports",
+            verify=str(cert),
+            timeout=10,
+            data=b"{" + b" " * (4 * 1024 * 1024 - 2) + b"}",
+            headers={"Content-Type": "application/json"},
+        )
+        assert at_limit.status_code == 400  # passed through: the collector parsed it
+        assert at_limit.headers["Content-Type"].startswith("application/problem+json")
         answer = requests.post(
             f"{base}/v1/tasks/tls/estimates",
             headers=bearer(ANALYST),
