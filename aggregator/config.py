@@ -32,6 +32,10 @@ DEFAULTS: dict[str, object] = {
     # Reports whose time bucket ended longer ago than this are refused (report_expired);
     # their ids are forgotten after it, so a replay can never count twice.
     "ACCEPTANCE_WINDOW": 7 * DAY,
+    # Buckets a task may have open at once (ACCEPTANCE_WINDOW / time_precision): each holds
+    # up to k sums rows, so tasks are refused a time_precision that allows more (1 minute
+    # at the defaults).
+    "MAX_BUCKETS_PER_TASK": 10_080,
     # Tolerated client clock lead before a report counts as report_too_early (s).
     "CLOCK_SKEW": 600,
     # Accepted reports are staged packed and folded into the sums once a task's staged

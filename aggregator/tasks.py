@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from aggregator.auth import hash_token, new_token, require_role
 from aggregator.body import json_body
@@ -91,8 +92,29 @@ def build_task(params: Any) -> tuple[StoredTask, str | None]:
         task = TaskConfig.create(**params)
     except (LdpError, TypeError, ValueError, OverflowError) as error:
         raise ApiError(400, "invalid_task", str(error)) from None
+    _check_open_buckets(task)
     upload_key = new_token() if needs_key else None
     return StoredTask(task, hash_token(upload_key) if upload_key else None), upload_key
+
+
+def _check_open_buckets(task: TaskConfig) -> None:
+    """Refuse a bucket width that lets uploads open more than MAX_BUCKETS_PER_TASK buckets.
+
+    Reports are accepted for every bucket of the acceptance window, and each bucket holds
+    up to k sums rows: the width bounds what crafted reports with many distinct times can
+    make a task store.
+    """
+    window = int(current_app.config["ACCEPTANCE_WINDOW"])
+    limit = int(current_app.config["MAX_BUCKETS_PER_TASK"])
+    shortest = math.ceil(window / limit)
+    if task.time_precision < shortest:
+        raise ApiError(
+            400,
+            "invalid_task",
+            f"time_precision must be at least {shortest} s: reports are accepted for "
+            f"{window} s, and a task may have at most {limit} buckets open "
+            "(MAX_BUCKETS_PER_TASK)",
+        )
 
 
 def find_task(task_id: str) -> StoredTask:

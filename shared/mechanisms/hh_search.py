@@ -230,11 +230,7 @@ def _top_of(
         pool = best + chunk
         scores = np.concatenate([best_scores, sums / used])
         sums, used = np.concatenate([best_sums, sums]), np.concatenate([best_levels, used])
-        if len(pool) > survivors:
-            keep = np.argpartition(-scores, survivors - 1)[:survivors]
-            keep = keep[np.argsort(-scores[keep], kind="stable")]
-        else:
-            keep = np.argsort(-scores, kind="stable")
+        keep = _highest(pool, scores, survivors)
         best, best_scores = [pool[i] for i in keep], scores[keep]
         best_sums, best_levels = sums[keep], used[keep]
     ended = {
@@ -243,6 +239,21 @@ def _top_of(
         if item.endswith(levels.end)
     }
     return best, seen, ended
+
+
+def _highest(pool: list[bytes], scores: np.ndarray, survivors: int) -> list[int]:
+    """Return the indices of the ``survivors`` highest scores, ties broken by the item.
+
+    Breaking ties by the item, not by position, makes the result independent of how the
+    candidates were cut into chunks.
+    """
+    if len(pool) > survivors:
+        threshold = np.partition(scores, len(pool) - survivors)[len(pool) - survivors]
+        contenders = np.flatnonzero(scores >= threshold).tolist()
+    else:
+        contenders = list(range(len(pool)))
+    contenders.sort(key=lambda i: (-scores[i], pool[i]))
+    return contenders[:survivors]
 
 
 def _words_up_to(symbols: int, width: int) -> int:

@@ -59,3 +59,28 @@ def test_an_estimate_over_the_work_limit_is_refused_before_any_work(client: Flas
         json={"candidates": [f"v{i}" for i in range(100)]},
     )
     assert allowed.status_code == 422 and allowed.json["type"].endswith(":below_min_batch_size")
+
+
+def test_a_bucket_width_that_opens_too_many_buckets_is_refused(client: FlaskClient) -> None:
+    refused = client.post(
+        "/v1/tasks",
+        headers=AUTH,
+        json={"task_id": "fine", "mechanism": "rr", "epsilon": 1, "time_precision": 59},
+    )
+    assert refused.status_code == 400 and "at least 60 s" in refused.json["detail"]
+    accepted = client.post(
+        "/v1/tasks",
+        headers=AUTH,
+        json={"task_id": "fine", "mechanism": "rr", "epsilon": 1, "time_precision": 60},
+    )
+    assert accepted.status_code == 201
+
+
+def test_metrics_labels_come_from_closed_sets(client: FlaskClient) -> None:
+    for method in ("BREW", "PROPFIND", "X" * 50):
+        client.open("/v1/tasks", method=method)
+    for path in ("/nope/1", "/nope/2", "/v1/tasks/a/b/c"):
+        client.get(path)
+    text = client.get("/metrics").get_data(as_text=True)
+    assert "BREW" not in text and "PROPFIND" not in text and "/nope" not in text
+    assert 'method="other"' in text and 'endpoint="unmatched"' in text
