@@ -1,4 +1,5 @@
-"""Print the declared minimum version of every runtime, [server] and [parquet] dependency.
+"""Print the declared minimum version of every runtime, [server], [parquet] and [postgres]
+dependency.
 
 `make test-min-versions` installs exactly these and runs the SDK and collector tests, so
 the floors in pyproject.toml are proven, not hoped for.
@@ -19,7 +20,7 @@ def pins(pyproject: Path) -> list[str]:
     """Return 'name==floor' for the runtime dependencies and the collector's extras."""
     project = tomllib.loads(pyproject.read_text())["project"]
     extras = project["optional-dependencies"]
-    declared = project["dependencies"] + extras["server"] + extras["parquet"]
+    declared = project["dependencies"] + extras["server"] + extras["parquet"] + extras["postgres"]
     out = []
     for requirement in declared:
         match = FLOOR.match(requirement)

@@ -11,13 +11,18 @@ from __future__ import annotations
 from shared.task import DAY
 
 DEFAULTS: dict[str, object] = {
-    # SQLite file; None means "ldp-aggregator.sqlite3" in the instance folder.
+    # A SQLite file path (or sqlite:///path), or a postgresql:// URL for the shared store;
+    # None means the SQLite file "ldp-aggregator.sqlite3" in the instance folder.
     "DATABASE": None,
     # WAL + NORMAL: a commit is in the OS page cache before the 200 is sent, so `kill -9`
     # loses nothing; only a power cut can lose the last commits. FULL survives that too.
     "SQLITE_SYNCHRONOUS": "NORMAL",
     # How long a writer waits for another worker's transaction before giving up (s).
     "SQLITE_BUSY_TIMEOUT": 30.0,
+    # PostgreSQL store: connections per worker process (a request holds one while it
+    # runs), and how long a request waits for one before 503 unavailable (s).
+    "POSTGRES_POOL_SIZE": 8,
+    "POSTGRES_POOL_TIMEOUT": 10.0,
     # Bearer tokens given in the environment (tests, demos); `ldp-aggregator tokens create`
     # stores hashed tokens in the database instead. Both are accepted.
     "ADMIN_TOKEN": None,

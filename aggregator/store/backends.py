@@ -1,6 +1,7 @@
 """Open the store a database URL names: the one place a backend is chosen.
 
-``DATABASE`` is a file path or a ``sqlite:///path`` URL (the embedded SQLite store). A new
+``DATABASE`` is a file path or a ``sqlite:///path`` URL (the embedded SQLite store), or a
+``postgresql://`` URL (the shared store several collector nodes can serve from). A new
 backend adds one entry to :data:`SCHEMES` and a module implementing
 :class:`aggregator.store.interface.Store`; nothing else in the collector changes.
 """
@@ -27,8 +28,28 @@ def _open_sqlite(location: str, config: Mapping[str, Any]) -> Store:
     )
 
 
+def _open_postgres(url: str, config: Mapping[str, Any]) -> Store:
+    try:
+        from aggregator.store.postgres import PostgresStore
+    except ImportError as error:  # psycopg is the [postgres] extra
+        raise ValueError(
+            f"DATABASE is a PostgreSQL URL but psycopg is not installed ({error}): "
+            "pip install 'ldp-telemetry[server,postgres]'"
+        ) from None
+    return PostgresStore(
+        url,
+        pool_size=int(config["POSTGRES_POOL_SIZE"]),
+        pool_timeout=float(config["POSTGRES_POOL_TIMEOUT"]),
+        staged_bytes=int(config["STAGED_BYTES"]),
+    )
+
+
 # scheme -> opener(location, config); a bare path is the "sqlite" scheme.
-SCHEMES: dict[str, Callable[[str, Mapping[str, Any]], Store]] = {"sqlite": _open_sqlite}
+SCHEMES: dict[str, Callable[[str, Mapping[str, Any]], Store]] = {
+    "sqlite": _open_sqlite,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
+}
 
 
 def split_url(database: str) -> tuple[str, str]:

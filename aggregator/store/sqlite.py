@@ -17,27 +17,22 @@ import os
 import sqlite3
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
 
-from aggregator.store.folding import fold_parts
 from aggregator.store.interface import (
     StoredTask,
     StoredToken,
     SumsView,
     TaskExists,
 )
+from aggregator.store.reads import snapshot_sums
+from aggregator.store.sql import CHUNK, COUNTER, fold_into_sums, staged_rows
 from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
 from aggregator.store.sqlite_migrations import apply_migrations
-from aggregator.store.sqlite_reads import COUNTER, snapshot_sums
-from aggregator.store.staging import pack, stack, unpack
 from shared import Envelope, TaskConfig
-from shared.sums import RowSums
-
-CHUNK = 500  # parameters per IN (...) query, well under SQLite's limit
 
 
 class SqliteStore:
@@ -180,13 +175,7 @@ class SqliteStore:
 
     def _stage(self, tx: sqlite3.Connection, task: TaskConfig, envelopes: list[Envelope]) -> None:
         """Stage new reports packed, one row per bucket; fold them once there are enough."""
-        by_bucket: defaultdict[int, list] = defaultdict(list)
-        for envelope in envelopes:
-            by_bucket[envelope.time].append(envelope.payload)
-        packed = [
-            (task.task_id, bucket, pack(stack(task.mechanism_object, payloads)))
-            for bucket, payloads in by_bucket.items()
-        ]
+        packed = staged_rows(task, envelopes)
         tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", packed)
         staged = tx.execute(
             "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
@@ -198,15 +187,10 @@ class SqliteStore:
 
     def _fold_staged(self, tx: sqlite3.Connection, task: TaskConfig) -> None:
         """Add a task's staged batches to its sums (inside the caller's transaction)."""
-        by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
-        for bucket, data in tx.execute(
+        staged = tx.execute(
             "SELECT bucket, data FROM staged WHERE task_id = ? ORDER BY id", (task.task_id,)
-        ):
-            by_bucket[bucket].append(data)
-        mechanism = task.mechanism_object
-        for bucket, blobs in by_bucket.items():
-            for part in fold_parts(mechanism, unpack(mechanism, blobs)):
-                self._add_rows(tx, task.task_id, bucket, part)
+        )
+        fold_into_sums(tx, task, staged.fetchall())
         tx.execute("DELETE FROM staged WHERE task_id = ?", (task.task_id,))
         tx.execute("DELETE FROM staged_size WHERE task_id = ?", (task.task_id,))
 
@@ -238,31 +222,6 @@ class SqliteStore:
             )
         return found
 
-    @staticmethod
-    def _add_rows(tx: sqlite3.Connection, task_id: str, bucket: int, new: RowSums) -> None:
-        """Add freshly folded sums to the stored rows (``new`` becomes the stored totals)."""
-        index = {int(row): i for i, row in enumerate(new.rows)}
-        n, table = new.n, new.table
-        rows = list(index)
-        for start in range(0, len(rows), CHUNK):
-            part = rows[start : start + CHUNK]
-            marks = ",".join("?" * len(part))
-            for row, count, blob in tx.execute(
-                f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
-                f"AND row IN ({marks})",
-                (task_id, bucket, *part),
-            ):
-                n[index[row]] += count
-                table[index[row]] += np.frombuffer(blob, dtype=COUNTER)
-        tx.executemany(
-            "INSERT INTO sums VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, bucket, row) "
-            "DO UPDATE SET n = excluded.n, counters = excluded.counters",
-            (
-                (task_id, bucket, row, int(n[i]), table[i].astype(COUNTER, copy=False).tobytes())
-                for row, i in index.items()
-            ),
-        )
-
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose acceptance window closed before ``now``."""
         with self._write() as tx:
@@ -272,8 +231,13 @@ class SqliteStore:
     def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
         """Yield the task's sums over buckets starting in [start, end), from one snapshot."""
         self.fold_staged(task)  # every report acknowledged so far is in the sums
-        with snapshot_sums(self._connection(), task, start, end) as sums:
-            yield sums
+        conn = self._connection()
+        conn.execute("BEGIN")  # one WAL snapshot for n and every row block; writers go on
+        try:
+            with snapshot_sums(conn, task, start, end) as sums:
+                yield sums
+        finally:
+            conn.execute("COMMIT")
 
     def add_token(self, token_hash: str, role: str) -> None:
         """Store the hash of a new token with its role."""

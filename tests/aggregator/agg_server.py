@@ -32,7 +32,7 @@ class Server:
 
     url: str
     process: subprocess.Popen[bytes]
-    db: Path
+    db: Path | str
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Send a signal to the server's whole process group and wait for the master."""
@@ -49,19 +49,31 @@ def free_port() -> int:
 
 
 def start_server(
-    db: Path, workers: int = 1, server: str | None = None, own_metrics_dir: bool = False
+    db: Path | str,
+    workers: int = 1,
+    server: str | None = None,
+    own_metrics_dir: bool = False,
+    folder: Path | None = None,
 ) -> Server:
     """Start the collector on a free loopback port and wait until it is ready.
 
-    ``server``: ``serve --server`` (None: its default). ``own_metrics_dir``: let ``serve``
-    make its metrics folder itself, as in production, instead of giving it one.
+    ``db``: a SQLite file or a PostgreSQL URL. ``server``: ``serve --server`` (None: its
+    default). ``own_metrics_dir``: let ``serve`` make its metrics folder itself, as in
+    production, instead of giving it one. ``folder``: where the log and metrics go
+    (default: the SQLite file's folder).
     """
+    folder = folder or Path(db).parent
+    log_path = (
+        db.with_suffix(".log")
+        if isinstance(db, Path)
+        else folder / f"server-{time.monotonic_ns()}.log"
+    )
     port = free_port()
     env = {
         **os.environ,
         "LDP_ADMIN_TOKEN": ADMIN,
         "LDP_ANALYST_TOKEN": ANALYST,
-        "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(db)),
+        "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(folder)),
     }
     command = [
         sys.executable,
@@ -76,7 +88,7 @@ def start_server(
         str(workers),
         *(["--server", server] if server else []),
     ]
-    log = open(db.with_suffix(".log"), "ab")  # noqa: SIM115  # closed with the process
+    log = open(log_path, "ab")  # noqa: SIM115  # closed with the process
     process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
     log.close()
     server = Server(f"http://127.0.0.1:{port}", process, db)
@@ -90,10 +102,10 @@ def start_server(
         except requests.ConnectionError:
             time.sleep(0.1)
     server.kill()
-    raise RuntimeError(f"server did not start; see {db.with_suffix('.log')}")
+    raise RuntimeError(f"server did not start: {log_path.read_text()[-3000:]}")
 
 
-def _metrics_dir(db: Path) -> Path:
-    folder = db.parent / f"metrics-{db.stem}-{time.monotonic_ns()}"
+def _metrics_dir(parent: Path) -> Path:
+    folder = parent / f"metrics-{time.monotonic_ns()}"
     folder.mkdir()
     return folder

@@ -1,4 +1,10 @@
-"""Fixtures: the Flask app on a temp database, and the real server as a subprocess."""
+"""Fixtures: the Flask app on a temp database, and the real server as a subprocess.
+
+The app and the shared server run once per store backend: SQLite (a file) and PostgreSQL
+(a fresh database on the session's real PostgreSQL server), so every collector test is
+a conformance test of both. Tests that are about one backend's files ask for
+``sqlite_app`` or start their own.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +16,50 @@ import pytest
 from agg_server import ADMIN, ANALYST, Server, start_server
 from flask import Flask
 from flask.testing import FlaskClient
+from pg_server import PostgresServer
 
 from aggregator import create_app
 
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """Yield the session's PostgreSQL server (started on first use, stopped at the end)."""
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+def database(backend: str, folder: Path, request: pytest.FixtureRequest) -> str:
+    """Return a fresh, empty DATABASE value of a backend."""
+    if backend == "sqlite":
+        return str(folder / "test.sqlite3")
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.new_database()
+
+
+def make_app(database: str) -> Flask:
+    """Return an app on ``database`` with known admin and analyst tokens."""
+    return create_app(
+        {"TESTING": True, "DATABASE": database, "ADMIN_TOKEN": ADMIN, "ANALYST_TOKEN": ANALYST}
+    )
+
+
+@pytest.fixture(params=BACKENDS)
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Flask]:
+    """Return an app on a fresh database of each backend."""
+    app = make_app(database(request.param, tmp_path, request))
+    yield app
+    close = getattr(app.extensions["ldp_store"], "close", None)
+    if close is not None:
+        close()
+
 
 @pytest.fixture
-def app(tmp_path: Path) -> Flask:
-    """Return an app on a fresh database with known admin and analyst tokens."""
-    return create_app(
-        {
-            "TESTING": True,
-            "DATABASE": str(tmp_path / "test.sqlite3"),
-            "ADMIN_TOKEN": ADMIN,
-            "ANALYST_TOKEN": ANALYST,
-        }
-    )
+def sqlite_app(tmp_path: Path) -> Flask:
+    """Return an app on a fresh SQLite file (tests about the file itself)."""
+    return make_app(str(tmp_path / "test.sqlite3"))
 
 
 @pytest.fixture
@@ -47,9 +82,12 @@ def server_factory(tmp_path: Path) -> Iterator[Callable[..., Server]]:
         server.kill()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """Yield one server shared by a module's tests (each test uses its own tasks)."""
-    running = start_server(tmp_path_factory.mktemp("server") / "shared.sqlite3")
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """Yield one server per backend shared by a module's tests (each uses its own tasks)."""
+    folder = tmp_path_factory.mktemp("server")
+    running = start_server(database(request.param, folder, request), folder=folder)
     yield running
     running.kill()

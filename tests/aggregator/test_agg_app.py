@@ -91,7 +91,8 @@ def test_analyst_token_cannot_create_tasks(client: FlaskClient) -> None:
     assert response.get_json()["type"].endswith(":forbidden")
 
 
-def test_stored_tokens_work_and_only_their_hash_is_kept(app: Flask) -> None:
+def test_stored_tokens_work_and_only_their_hash_is_kept(sqlite_app: Flask) -> None:
+    app = sqlite_app  # the bytes on disk are read: a file
     from aggregator.auth import hash_token
     from aggregator.store import get_store
 

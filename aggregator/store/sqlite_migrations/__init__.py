@@ -9,29 +9,17 @@ refused rather than misread. Databases made before ``schema_version`` existed ca
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
-from importlib import resources
 
-MIGRATION = re.compile(r"^(\d{4})_(\w+)\.sql$")
+from aggregator.store.migrations import SchemaTooNew, refuse_newer, shipped, statements
 
-
-class SchemaTooNew(RuntimeError):
-    """The database was migrated by a newer ldp-aggregator than this one."""
+__all__ = ["SchemaTooNew", "apply_migrations", "current_version", "migrations"]
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """Return (version, name, SQL) of every migration shipped, in order."""
-    found = []
-    for entry in resources.files(__package__).iterdir():
-        match = MIGRATION.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), match.group(2), entry.read_text("utf-8")))
-    found.sort()
-    if [v for v, _, _ in found] != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"migrations must be numbered 1..n without gaps: {found}")
-    return found
+    """Return (version, name, SQL) of every SQLite migration shipped, in order."""
+    return shipped(__package__)
 
 
 def current_version(tx: sqlite3.Connection) -> int:
@@ -49,11 +37,7 @@ def apply_migrations(tx: sqlite3.Connection) -> tuple[int, int]:
     shipped = migrations()
     latest = shipped[-1][0]
     before = current_version(tx)
-    if before > latest:
-        raise SchemaTooNew(
-            f"the database has schema version {before}; this ldp-aggregator "
-            f"knows up to {latest}: upgrade ldp-aggregator"
-        )
+    refuse_newer(before, latest)
     tx.execute(
         "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
         "name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
@@ -61,9 +45,8 @@ def apply_migrations(tx: sqlite3.Connection) -> tuple[int, int]:
     recorded = {v for (v,) in tx.execute("SELECT version FROM schema_version")}
     for version, name, sql in shipped:
         if version > before:
-            for statement in sql.split(";"):
-                if statement.strip():
-                    tx.execute(statement)
+            for statement in statements(sql):
+                tx.execute(statement)
         if version not in recorded:  # also a version an older database had without the table
             tx.execute(
                 "INSERT INTO schema_version VALUES (?, ?, ?)", (version, name, int(time.time()))

@@ -1,0 +1,384 @@
+"""The shared store: PostgreSQL, for several collector nodes behind one load balancer.
+
+The tables and the sums arithmetic are the SQLite store's (:mod:`aggregator.store.sql`), so
+both hold bit-identical sums for the same reports. What differs is how concurrent nodes
+stay exact without one write lock:
+
+- **Exactly once across nodes.** An upload is one transaction: its report ids go into
+  ``seen`` with ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` (ids sorted, so two uploads
+  sharing ids cannot deadlock). The primary key decides: when two nodes take the same id
+  at once, the second waits for the first to commit and then finds it there. Only the ids
+  returned are staged; the rest are replays.
+- **No hot rows on ingest.** An upload only inserts: its ids and its reports, packed, in
+  ``staged``. Nothing is read-modified-written, so nodes never wait on each other.
+- **Folds that concurrent nodes can run.** Staged reports are added to the sums by a fold
+  that holds a transaction-scoped advisory lock on the task: one fold per task at a time
+  in the whole cluster, while ingest goes on. A node folds after it has staged
+  ``staged_bytes`` for a task (skipping if another node is folding it) and before every
+  read, so an estimate includes every report acknowledged before it was asked.
+- **Faults are answers.** A lost connection, a restarting server, a deadlock or a full
+  disk become :class:`StoreUnavailable` / :class:`StoreFull` (503 / 507 with Retry-After);
+  nothing of the request was committed, so a client's retry is safe.
+
+Connections come from a psycopg pool, one per worker process (opened lazily, after fork),
+each checked before use so that a restarted server is reconnected to transparently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import errors
+from psycopg_pool import ConnectionPool
+
+from aggregator.store.interface import (
+    StoredTask,
+    StoredToken,
+    StoreFull,
+    StoreUnavailable,
+    SumsView,
+    TaskExists,
+)
+from aggregator.store.migrations import refuse_newer, shipped, statements
+from aggregator.store.reads import snapshot_sums
+from aggregator.store.sql import COUNTER, fold_into_sums, staged_rows
+from shared import Envelope, TaskConfig
+
+MIGRATIONS_LOCK = (0x1D9, 0)  # advisory lock key (two int4): schema migrations
+FOLD_LOCK = 0x1D9 + 1  # first half of a task's fold lock; the second is hashtext(task_id)
+_BUSY = (errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable)
+
+
+class PgTx:
+    """A psycopg connection seen as :class:`aggregator.store.sql.Tx` (``?`` placeholders)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Iterable[Any]:
+        """Run one statement; iterate over its result rows."""
+        return self.conn.execute(sql.replace("?", "%s"), parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
+        """Run one statement once per parameter row (pipelined by psycopg)."""
+        with self.conn.cursor() as cursor:
+            cursor.executemany(sql.replace("?", "%s"), parameters)
+
+
+def classify(error: BaseException) -> StoreUnavailable | None:
+    """Return the retryable store error a PostgreSQL failure means, or None (a bug)."""
+    if isinstance(error, errors.DiskFull):
+        return StoreFull("the disk holding the PostgreSQL database is full")
+    if isinstance(error, _BUSY):
+        # "locked" makes the answer's Retry-After short: a retry will likely pass.
+        return StoreUnavailable(f"the database is locked (a conflicting transaction): {error}")
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+        # Connection refused or lost, server shutting down or starting, pool exhausted.
+        return StoreUnavailable(f"PostgreSQL cannot be reached now: {error}")
+    if isinstance(error, errors.ReadOnlySqlTransaction):
+        return StoreUnavailable(f"PostgreSQL accepts no writes now (a standby?): {error}")
+    return None
+
+
+@contextmanager
+def _faults() -> Iterator[None]:
+    try:
+        yield
+    except psycopg.Error as error:
+        fault = classify(error)
+        if fault is None:
+            raise
+        raise fault from error
+
+
+class PostgresStore:
+    """:class:`~aggregator.store.interface.Store` on a PostgreSQL database (a pool per process)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 8,
+        pool_timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+        staged_bytes: int = 8 << 20,
+    ) -> None:
+        self.url, self.pool_size, self.pool_timeout = url, pool_size, pool_timeout
+        self.connect_timeout, self.staged_bytes = connect_timeout, staged_bytes
+        self._pools: dict[int, ConnectionPool] = {}
+        self._lock = threading.Lock()
+        self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
+        self._staged: dict[str, int] = {}  # bytes this process staged per task since a fold
+
+    # -- connections -------------------------------------------------------------------
+
+    def _pool(self) -> ConnectionPool:
+        # One pool per process: connections (and the pool's threads) must not cross a fork.
+        pid = os.getpid()
+        pool = self._pools.get(pid)
+        if pool is None:
+            with self._lock:
+                pool = self._pools.get(pid)
+                if pool is None:
+                    pool = ConnectionPool(
+                        self.url,
+                        min_size=1,
+                        max_size=self.pool_size,
+                        timeout=self.pool_timeout,
+                        kwargs={"connect_timeout": max(1, round(self.connect_timeout))},
+                        check=ConnectionPool.check_connection,  # reconnect after a restart
+                        open=False,
+                        name=f"ldp-{pid}",
+                    )
+                    pool.open(wait=False)
+                    self._pools = {pid: pool}
+        return pool
+
+    @contextmanager
+    def _write(self) -> Iterator[PgTx]:
+        """One committed transaction; PostgreSQL's faults become retryable store errors."""
+        with _faults(), self._pool().connection() as conn, conn.transaction():
+            yield PgTx(conn)
+
+    @contextmanager
+    def _read(self) -> Iterator[PgTx]:
+        """One read-only snapshot (REPEATABLE READ): every statement sees the same data."""
+        with _faults(), self._pool().connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield PgTx(conn)
+
+    def close(self) -> None:
+        """Close this process's pool (the store reopens one if used again)."""
+        with self._lock:
+            pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            with contextlib.suppress(Exception):
+                pool.close()
+
+    # -- schema ------------------------------------------------------------------------
+
+    def initialize(self) -> None:
+        """Bring the schema up to date (idempotent; nodes starting together migrate once)."""
+        self.schema_change = self.migrate()
+
+    def migrate(self) -> tuple[int, int]:
+        """Apply the pending numbered migrations in order; return (from, to) versions."""
+        migrations = shipped("aggregator.store.postgres_migrations")
+        latest = migrations[-1][0]
+        with self._write() as tx:
+            tx.execute("SELECT pg_advisory_xact_lock(?, ?)", MIGRATIONS_LOCK)
+            tx.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+            )
+            ((before,),) = tx.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+            refuse_newer(int(before), latest)
+            for version, name, sql in migrations:
+                if version > before:
+                    for statement in statements(sql):
+                        tx.execute(statement)
+                    tx.execute(
+                        "INSERT INTO schema_version VALUES (?, ?, ?)",
+                        (version, name, int(time.time())),
+                    )
+        return int(before), latest
+
+    # -- tasks -------------------------------------------------------------------------
+
+    def create_task(self, task: StoredTask) -> None:
+        """Store a new task, or raise TaskExists."""
+        config = json.dumps(task.config.to_dict(), sort_keys=True)
+        try:
+            with self._write() as tx:
+                tx.execute(
+                    "INSERT INTO tasks VALUES (?, ?, ?, ?)",
+                    (task.config.task_id, config, task.upload_key_hash, int(time.time())),
+                )
+        except errors.UniqueViolation:
+            raise TaskExists(task.config.task_id) from None
+
+    def get_task(self, task_id: str) -> StoredTask | None:
+        """Return a task, or None."""
+        if task_id not in self._tasks:
+            with self._read() as tx:
+                rows = list(
+                    tx.execute(
+                        "SELECT config, upload_key_hash FROM tasks WHERE task_id = ?", (task_id,)
+                    )
+                )
+            if not rows:
+                return None
+            self._tasks[task_id] = _task(*rows[0])
+        return self._tasks[task_id]
+
+    def list_tasks(self) -> list[StoredTask]:
+        """Return every task, ordered by id (cached tasks are not rebuilt)."""
+        with self._read() as tx:
+            ids = [task_id for (task_id,) in tx.execute("SELECT task_id FROM tasks ORDER BY 1")]
+            missing = [task_id for task_id in ids if task_id not in self._tasks]
+            if missing:
+                for task_id, config, key_hash in tx.execute(
+                    "SELECT task_id, config, upload_key_hash FROM tasks WHERE task_id = ANY(?)",
+                    (missing,),
+                ):
+                    self._tasks[task_id] = _task(config, key_hash)
+        return [self._tasks[task_id] for task_id in ids]
+
+    # -- reports -----------------------------------------------------------------------
+
+    def add_reports(
+        self, task: TaskConfig, envelopes: Sequence[Envelope], expires: Sequence[int]
+    ) -> set[bytes]:
+        """Add the reports not seen before in one transaction; return the replayed ids."""
+        order = sorted(range(len(envelopes)), key=lambda i: envelopes[i].report_id)
+        ids = [envelopes[i].report_id for i in order]
+        with self._write() as tx:
+            fresh = {
+                bytes(report_id)
+                for (report_id,) in tx.execute(
+                    "INSERT INTO seen (task_id, report_id, expires) "
+                    "SELECT ?, r, x FROM unnest(?::bytea[], ?::bigint[]) WITH ORDINALITY "
+                    "AS t(r, x, i) ORDER BY i ON CONFLICT DO NOTHING RETURNING report_id",
+                    (task.task_id, ids, [int(expires[i]) for i in order]),
+                )
+            }
+            staged = staged_rows(task, [e for e in envelopes if e.report_id in fresh])
+            if staged:
+                tx.executemany(
+                    "INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", staged
+                )
+        self._after_staging(task, sum(len(row[2]) for row in staged))
+        return set(ids) - fresh
+
+    def _after_staging(self, task: TaskConfig, added: int) -> None:
+        """Fold once this process has staged ``staged_bytes`` for the task since its last fold."""
+        with self._lock:
+            total = self._staged.get(task.task_id, 0) + added
+            due = total >= self.staged_bytes
+            self._staged[task.task_id] = 0 if due else total
+        if due:
+            self._fold(task, wait=False)
+
+    def fold_staged(self, task: TaskConfig) -> None:
+        """Fold every committed staged report of the task into its sums now."""
+        self._fold(task, wait=True)
+
+    def _fold(self, task: TaskConfig, *, wait: bool) -> None:
+        with self._write() as tx:
+            if not any(
+                tx.execute("SELECT 1 FROM staged WHERE task_id = ? LIMIT 1", (task.task_id,))
+            ):
+                return
+            key = (FOLD_LOCK, task.task_id)
+            if wait:
+                tx.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", key)
+            else:
+                ((taken,),) = tx.execute("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", key)
+                if not taken:
+                    return  # another node is folding this task; a later fold takes the rest
+            staged = tx.execute(
+                "DELETE FROM staged WHERE task_id = ? RETURNING bucket, data", (task.task_id,)
+            )
+            fold_into_sums(tx, task, list(staged))
+
+    def collect_expired(self, now: int) -> int:
+        """Forget report ids whose acceptance window closed before ``now``."""
+        with self._write() as tx:
+            cursor = tx.execute("DELETE FROM seen WHERE expires < ?", (now,))
+            return int(getattr(cursor, "rowcount", 0))
+
+    # -- reads -------------------------------------------------------------------------
+
+    @contextmanager
+    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
+        """Yield the task's sums over buckets starting in [start, end), from one snapshot."""
+        self.fold_staged(task)  # every report acknowledged so far is in the sums
+        with self._read() as tx, snapshot_sums(tx, task, start, end) as sums:
+            yield sums
+
+    def buckets(self, task: TaskConfig) -> list[int]:
+        """Return the start times of the buckets holding reports of a task, in order."""
+        self.fold_staged(task)
+        with self._read() as tx:
+            return [
+                int(b)
+                for (b,) in tx.execute(
+                    "SELECT DISTINCT bucket FROM sums WHERE task_id = ? ORDER BY bucket",
+                    (task.task_id,),
+                )
+            ]
+
+    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
+        """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""
+        self.fold_staged(task)
+        with _faults(), self._pool().connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            with conn.cursor(name="ldp_export") as cursor:  # server-side: rows streamed
+                cursor.execute(
+                    "SELECT bucket, row, n, counters FROM sums WHERE task_id = %s "
+                    "ORDER BY bucket, row",
+                    (task.task_id,),
+                )
+                for bucket, row, n, blob in cursor:
+                    yield int(bucket), int(row), int(n), np.frombuffer(blob, dtype=COUNTER)
+
+    # -- tokens ------------------------------------------------------------------------
+
+    def add_token(self, token_hash: str, role: str) -> None:
+        """Store the hash of a new token with its role."""
+        with self._write() as tx:
+            tx.execute("INSERT INTO tokens VALUES (?, ?, ?)", (token_hash, role, int(time.time())))
+
+    def token_role(self, token_hash: str) -> str | None:
+        """Return the role of a stored token hash, or None."""
+        with self._read() as tx:
+            rows = list(tx.execute("SELECT role FROM tokens WHERE token_hash = ?", (token_hash,)))
+        return str(rows[0][0]) if rows else None
+
+    def list_tokens(self) -> list[StoredToken]:
+        """Return every stored token, oldest first."""
+        with self._read() as tx:
+            rows = list(
+                tx.execute(
+                    "SELECT token_hash, role, created_at FROM tokens "
+                    "ORDER BY created_at, token_hash"
+                )
+            )
+        return [StoredToken(str(h), str(r), int(c)) for h, r, c in rows]
+
+    def revoke_token(self, token_hash: str) -> bool:
+        """Delete a stored token; return whether there was one."""
+        with self._write() as tx:
+            cursor = tx.execute("DELETE FROM tokens WHERE token_hash = ?", (token_hash,))
+            return int(getattr(cursor, "rowcount", 0)) > 0
+
+    # -- operations --------------------------------------------------------------------
+
+    def backup(self, target: str) -> None:
+        """PostgreSQL is backed up with its own tools; say which rather than copy badly."""
+        raise NotImplementedError(
+            "a PostgreSQL store is backed up with PostgreSQL's tools: "
+            "pg_dump --format=custom --file=BACKUP 'postgresql://...' "
+            "(restore with pg_restore); see docs/operations.md"
+        )
+
+    def check_writable(self) -> None:
+        """Commit a one-row write (raises if PostgreSQL cannot take one)."""
+        with self._write() as tx:
+            tx.execute(
+                "INSERT INTO probe VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+                (int(time.time()),),
+            )
+
+
+def _task(config: str, upload_key_hash: str | None) -> StoredTask:
+    return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash)

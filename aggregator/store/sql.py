@@ -1,0 +1,85 @@
+"""What the SQL backends share: the transaction they write through and the sums arithmetic.
+
+Both backends keep the same tables (tasks, sums per (task, bucket, row) with counters as
+little-endian int64 bytes, seen report ids, staged packed batches, tokens) and write the
+sums the same way, so a PostgreSQL collector and a SQLite one fed the same reports hold
+bit-identical sums. The statements here use ``?`` placeholders; a backend whose driver
+wants another style adapts them in its :class:`Tx`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from aggregator.store.folding import fold_parts
+from aggregator.store.staging import pack, stack, unpack
+from shared import Envelope, TaskConfig
+from shared.sums import RowSums
+
+COUNTER = np.dtype("<i8")
+CHUNK = 500  # parameters per IN (...) list
+
+
+class Tx(Protocol):
+    """A transaction: statements with ``?`` placeholders (sqlite3.Connection is one)."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Iterable[Any]:
+        """Run one statement; iterate over its result rows."""
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
+        """Run one statement once per parameter row."""
+
+
+def staged_rows(task: TaskConfig, envelopes: Sequence[Envelope]) -> list[tuple[str, int, bytes]]:
+    """Return (task_id, bucket, packed batch) rows staging new reports, one per bucket."""
+    by_bucket: defaultdict[int, list] = defaultdict(list)
+    for envelope in envelopes:
+        by_bucket[envelope.time].append(envelope.payload)
+    return [
+        (task.task_id, bucket, pack(stack(task.mechanism_object, payloads)))
+        for bucket, payloads in by_bucket.items()
+    ]
+
+
+def fold_into_sums(tx: Tx, task: TaskConfig, staged: Iterable[tuple[int, bytes]]) -> None:
+    """Add staged (bucket, packed batch) rows to the task's stored sums, through ``tx``.
+
+    The caller holds what makes this read-modify-write safe (SQLite's write lock, or a
+    PostgreSQL lock on the task's folds).
+    """
+    by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
+    for bucket, data in staged:
+        by_bucket[int(bucket)].append(bytes(data))
+    mechanism = task.mechanism_object
+    for bucket, blobs in sorted(by_bucket.items()):
+        for part in fold_parts(mechanism, unpack(mechanism, blobs)):
+            add_rows(tx, task.task_id, bucket, part)
+
+
+def add_rows(tx: Tx, task_id: str, bucket: int, new: RowSums) -> None:
+    """Add freshly folded sums to the stored rows (``new`` becomes the stored totals)."""
+    index = {int(row): i for i, row in enumerate(new.rows)}
+    n, table = new.n, new.table
+    rows = list(index)
+    for start in range(0, len(rows), CHUNK):
+        part = rows[start : start + CHUNK]
+        marks = ",".join("?" * len(part))
+        for row, count, blob in tx.execute(
+            f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
+            f"AND row IN ({marks})",
+            (task_id, bucket, *part),
+        ):
+            n[index[row]] += count
+            table[index[row]] += np.frombuffer(blob, dtype=COUNTER)
+    tx.executemany(
+        "INSERT INTO sums VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, bucket, row) "
+        "DO UPDATE SET n = excluded.n, counters = excluded.counters",
+        [
+            (task_id, bucket, row, int(n[i]), table[i].astype(COUNTER, copy=False).tobytes())
+            for row, i in index.items()
+        ],
+    )

@@ -1,0 +1,51 @@
+"""A real PostgreSQL server for the tests: pgserver's bundled PostgreSQL 16, started once.
+
+pgserver (a test dependency in pyproject.toml) ships the server binaries in a pip package
+and, as root, runs them as an unprivileged user it creates, so ``make test`` needs no
+system PostgreSQL. The server listens on a Unix socket in its data folder only. Each test
+gets a fresh database; the server is stopped (by pgserver, through its pid file) at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+
+class PostgresServer:
+    """A running PostgreSQL server in ``folder``; ``new_database()`` makes an empty one."""
+
+    def __init__(self) -> None:
+        # Not under pytest's temp folders: they are 0700, and the server runs as another user.
+        self.folder = Path(tempfile.mkdtemp(prefix="ldp-postgres-"))
+        self.folder.chmod(0o755)
+        if "XDG_RUNTIME_DIR" not in os.environ:  # else platformdirs warns on every use
+            runtime = self.folder / "run"
+            runtime.mkdir(mode=0o700)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+        try:
+            import pgserver
+        except ImportError as error:  # never skip: the PostgreSQL store must be tested
+            raise RuntimeError(
+                "the PostgreSQL store tests need pgserver (pip install -e '.[test]')"
+            ) from error
+        self._server = pgserver.get_server(self.folder / "data", cleanup_mode="stop")
+        self.admin_url = self._server.get_uri()
+        self._names = itertools.count()
+
+    def new_database(self) -> str:
+        """Create an empty database and return its URL."""
+        name = f"ldp_{os.getpid()}_{next(self._names)}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.admin_url.replace("/postgres?", f"/{name}?", 1)
+
+    def stop(self) -> None:
+        """Stop the server and delete its data."""
+        self._server.cleanup()
+        shutil.rmtree(self.folder, ignore_errors=True)
