@@ -73,7 +73,8 @@ def server_factory(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """Yield a function starting servers; every one is killed at the end of the test."""
     started: list[Server] = []
 
-    def start(db: Path | None = None, workers: int = 1, **options: Any) -> Server:
+    def start(db: Path | str | None = None, workers: int = 1, **options: Any) -> Server:
+        options.setdefault("folder", tmp_path)
         started.append(start_server(db or tmp_path / "server.sqlite3", workers, **options))
         return started[-1]
 

@@ -34,7 +34,8 @@ class PostgresServer:
             raise RuntimeError(
                 "the PostgreSQL store tests need pgserver (pip install -e '.[test]')"
             ) from error
-        self._server = pgserver.get_server(self.folder / "data", cleanup_mode="stop")
+        self._get_server = pgserver.get_server
+        self._server = self._get_server(self.folder / "data", cleanup_mode="stop")
         self.admin_url = self._server.get_uri()
         self._names = itertools.count()
 
@@ -44,6 +45,14 @@ class PostgresServer:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.admin_url.replace("/postgres?", f"/{name}?", 1)
+
+    def pause(self) -> None:
+        """Stop the server (pg_ctl stop: clients are disconnected); ``resume`` starts it."""
+        self._server.cleanup()
+
+    def resume(self) -> None:
+        """Start the paused server again on the same data and socket."""
+        self._server = self._get_server(self.folder / "data", cleanup_mode="stop")
 
     def stop(self) -> None:
         """Stop the server and delete its data."""
