@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 MIN_VENV := .venv-min
 
-.PHONY: test lint demo bench clean test-min-versions
+.PHONY: test lint demo demo-cluster bench clean test-min-versions
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: $(STAMP)
 # DEMO_ARGS passes options, e.g. make demo DEMO_ARGS="--devices 20000".
 demo: $(STAMP)
 	$(BIN)/python -m demo $(DEMO_ARGS)
+
+# Two collector nodes on one (throwaway, bundled) PostgreSQL, as behind a load balancer.
+demo-cluster: $(STAMP)
+	$(BIN)/python -m demo.cluster $(DEMO_ARGS)
 
 # Benchmarks side by side with pure-ldp (installed into bench-results/.baseline-venv);
 # the table is printed and written to bench-results/. BENCH_ARGS=--quick for smaller sizes.

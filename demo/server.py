@@ -19,13 +19,14 @@ import requests
 READY_TIMEOUT = 30.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class Collector:
     """A running collector: its URL and the demo's admin and analyst tokens."""
 
     url: str
     admin_token: str
     analyst_token: str
+    pid: int = 0  # the serving process group (set once started)
 
     def post(self, path: str, body: object, token: str) -> dict:
         """POST JSON with a bearer token and return the JSON answer (raise on 4xx/5xx)."""
@@ -44,13 +45,25 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def new_tokens() -> tuple[str, str]:
+    """Return fresh (admin, analyst) tokens for a demo collector (or cluster)."""
+    return secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+
+
 @contextmanager
-def running_collector(folder: Path) -> Iterator[Collector]:
-    """Start the collector on SQLite in ``folder``; stop it with SIGTERM on exit."""
+def running_collector(
+    folder: Path,
+    database: str | None = None,
+    *,
+    name: str = "collector",
+    tokens: tuple[str, str] | None = None,
+) -> Iterator[Collector]:
+    """Start a collector (SQLite in ``folder`` unless ``database`` names another); stop it on exit.
+
+    ``tokens`` (admin, analyst) lets several nodes of one cluster accept the same tokens.
+    """
     port = free_port()
-    collector = Collector(
-        f"http://127.0.0.1:{port}", secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    )
+    collector = Collector(f"http://127.0.0.1:{port}", *(tokens or new_tokens()))
     env = {
         **os.environ,
         "LDP_ADMIN_TOKEN": collector.admin_token,
@@ -61,17 +74,19 @@ def running_collector(folder: Path) -> Iterator[Collector]:
         "-m",
         "aggregator.cli",
         "--db",
-        str(folder / "ldp.sqlite3"),
+        database or str(folder / "ldp.sqlite3"),
         "serve",
         "--host",
         "127.0.0.1",
         "--port",
         str(port),
     ]
-    with open(folder / "collector.log", "wb") as log:
+    log_path = folder / f"{name}.log"
+    with open(log_path, "wb") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
+    collector.pid = process.pid
     try:
-        _wait_ready(collector.url, process, folder / "collector.log")
+        _wait_ready(collector.url, process, log_path)
         yield collector
     finally:
         _stop(process)

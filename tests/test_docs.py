@@ -50,6 +50,7 @@ DOCS = [
 FENCE = re.compile(r"^```(\w*)\s*$")
 DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*(background|not run:\s*(.+?))\s*-->$")
 RUNNABLE = {"sh", "bash", "shell", "python"}
+SHELL_BUILTINS = {"export", "cd", "unset", "source", "."}
 BLOCK_TIMEOUT = 240  # seconds; the slowest block (a quick simulation) takes a few
 
 
@@ -253,7 +254,7 @@ def check_not_run(block: Block, where: str, path: str) -> None:
                 or (ROOT / module.replace(".", "/")).exists()
                 or (ROOT / (module.replace(".", "/") + ".py")).exists()
             ), f"{where}: {line!r}"
-        else:
+        elif words[0] not in SHELL_BUILTINS:
             program = words[0]
             assert (ROOT / program).exists() or shutil.which(program, path=path), (
                 f"{where}: {program!r} not found"

@@ -18,8 +18,9 @@ from shared import TaskConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 DB_HELP = (
-    "Database: a SQLite file path or sqlite:///path URL (default: LDP_DB, else "
-    "ldp-aggregator.sqlite3 in the instance folder)."
+    "Database: a SQLite file path or sqlite:///path URL, or a postgresql:// URL shared by "
+    "several collector nodes (default: LDP_DB, else ldp-aggregator.sqlite3 in the "
+    "instance folder)."
 )
 
 
@@ -46,8 +47,13 @@ def open_app(db: str | None = None) -> Flask:
     """Return the collector app on the command line's database (creating its schema)."""
     from aggregator import create_app  # imported late: serve must configure metrics first
 
+    from aggregator.store import StoreUnavailable
+
     db = db or database()
-    return create_app({"DATABASE": db} if db else None)
+    try:
+        return create_app({"DATABASE": db} if db else None)
+    except StoreUnavailable as error:  # e.g. PostgreSQL not reachable: say so, no traceback
+        raise click.ClickException(f"the database cannot be opened: {error}") from None
 
 
 def load_task(task_id: str) -> TaskConfig:

@@ -187,7 +187,7 @@ def backup(target: str) -> None:
 
         try:
             get_store().backup(target)
-        except FileExistsError as error:
+        except (FileExistsError, NotImplementedError) as error:
             raise click.ClickException(str(error)) from None
     click.echo(f"backup written to {Path(target).resolve()}")
 
@@ -200,7 +200,7 @@ def migrate() -> None:
     Migrations are transactional, so this is safe beside a serving collector; back the
     database up first (``ldp-aggregator backup``) when upgrading ldp-aggregator.
     """
-    from aggregator.store.sqlite_migrations import SchemaTooNew
+    from aggregator.store.migrations import SchemaTooNew
 
     try:
         app = open_app()  # opening the store applies what is pending

@@ -16,9 +16,9 @@ import pytest
 from agg_server import ADMIN, ANALYST, Server, start_server
 from flask import Flask
 from flask.testing import FlaskClient
-from pg_server import PostgresServer
 
 from aggregator import create_app
+from demo.postgres import PostgresServer
 
 BACKENDS = ["sqlite", "postgresql"]
 

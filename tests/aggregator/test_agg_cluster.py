@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
 from agg_server import Server
-from pg_server import PostgresServer
 
 from aggregator.store.postgres import PostgresStore
 from aggregator.store.sqlite import SqliteStore
 from client import Client, RetryPolicy
+from demo.postgres import PostgresServer
 from shared import TaskConfig, encode_batch
 
 pytestmark = pytest.mark.timeout(240)

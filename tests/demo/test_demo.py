@@ -43,3 +43,12 @@ def test_main_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert "intervals contain the true count" in out
     assert "dark mode (rr, n=1000" in out and "the collector was stopped" in out
     assert "words typed, discovered without a list (hh, n=1000" in out
+
+
+def test_the_cluster_demo_counts_every_device_once(capsys: pytest.CaptureFixture[str]) -> None:
+    from demo.cluster import main as cluster_main
+
+    assert cluster_main(["--devices", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "reports counted: 2,000 of 2,000 devices" in out
+    assert "node-b killed (SIGKILL)" in out and "every device counted exactly once" in out

@@ -1,9 +1,10 @@
-"""A real PostgreSQL server for the tests: pgserver's bundled PostgreSQL 16, started once.
+"""A throwaway PostgreSQL server for the cluster demo and the tests: pgserver's PostgreSQL 16.
 
 pgserver (a test dependency in pyproject.toml) ships the server binaries in a pip package
-and, as root, runs them as an unprivileged user it creates, so ``make test`` needs no
-system PostgreSQL. The server listens on a Unix socket in its data folder only. Each test
-gets a fresh database; the server is stopped (by pgserver, through its pid file) at the end.
+and, as root, runs them as an unprivileged user it creates, so neither ``make test`` nor
+``make demo-cluster`` needs a system PostgreSQL. The server listens on a Unix socket in
+its own folder only (no TCP port). ``new_database()`` makes an empty database; ``stop()``
+stops the server and deletes its folder. A production cluster uses its own PostgreSQL.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class PostgresServer:
             import pgserver
         except ImportError as error:  # never skip: the PostgreSQL store must be tested
             raise RuntimeError(
-                "the PostgreSQL store tests need pgserver (pip install -e '.[test]')"
+                "a throwaway PostgreSQL server needs pgserver: pip install -e '.[test]' "
+                "(make test and make demo-cluster install it)"
             ) from error
         self._get_server = pgserver.get_server
         self._server = self._get_server(self.folder / "data", cleanup_mode="stop")
