@@ -74,7 +74,7 @@ def run_cluster(devices: int, seed: int, folder: Path) -> int:
         batch = task.mechanism_object.privatize_many(population.emoji)
         bucket = task.floor_time(time.time())
         reports = [
-            Envelope(new_report_id(), task.fingerprint, bucket, batch.report(i))  # type: ignore[union-attr]
+            Envelope(new_report_id(), task.fingerprint, bucket, batch.report(i))
             for i in range(devices)
         ]
         bodies = [encode_batch(task, reports[i : i + BATCH]) for i in range(0, devices, BATCH)]

@@ -46,7 +46,6 @@ def database(ctx: click.Context | None = None) -> str | None:
 def open_app(db: str | None = None) -> Flask:
     """Return the collector app on the command line's database (creating its schema)."""
     from aggregator import create_app  # imported late: serve must configure metrics first
-
     from aggregator.store import StoreUnavailable
 
     db = db or database()
