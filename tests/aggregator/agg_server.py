@@ -38,7 +38,8 @@ class Server:
         """Send a signal to the server's whole process group and wait for the master."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, sig)
-            self.process.wait(timeout=30)
+            # A graceful stop may take the server's whole drain time (GRACEFUL_SECONDS, 30 s).
+            self.process.wait(timeout=30 if sig == signal.SIGKILL else 45)
 
 
 def free_port() -> int:
