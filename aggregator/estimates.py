@@ -11,7 +11,7 @@ from aggregator.auth import require_role
 from aggregator.body import json_body
 from aggregator.problems import ApiError
 from aggregator.query import Window, check_cost, parse_query
-from aggregator.store import SumsView, get_store
+from aggregator.store import SumsSource, SumsView, get_store
 from aggregator.tasks import find_task
 from shared import TaskConfig
 
@@ -28,9 +28,17 @@ def estimate(task_id: str) -> dict[str, Any]:
     return answer(task, query.candidates, query.window)
 
 
-def answer(task: TaskConfig, candidates: Sequence[Any] | None, window: Window) -> dict[str, Any]:
-    """Return the estimates body for checked candidates and window (the view and the CLI)."""
-    with get_store().read_sums(task, window.start, window.end) as sums:
+def answer(
+    task: TaskConfig,
+    candidates: Sequence[Any] | None,
+    window: Window,
+    source: SumsSource | None = None,
+) -> dict[str, Any]:
+    """Return the estimates body for checked candidates and window (the view and the CLI).
+
+    ``source``: where the sums come from (default: the store; the CLI may give a sums file).
+    """
+    with (source or get_store()).read_sums(task, window.start, window.end) as sums:
         check_min_batch(task, sums, "estimates")
         result = task.mechanism_object.estimate(sums, candidates, level=window.level)
     return {

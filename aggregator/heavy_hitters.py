@@ -16,7 +16,7 @@ from aggregator.body import json_body
 from aggregator.estimates import check_min_batch
 from aggregator.problems import ApiError
 from aggregator.query import Window, invalid, parse_window
-from aggregator.store import get_store
+from aggregator.store import SumsSource, get_store
 from aggregator.tasks import find_task
 from shared import ParameterError, TaskConfig
 
@@ -37,8 +37,13 @@ def heavy_hitters(task_id: str) -> dict[str, Any]:
     return answer(task, top, survivors, parse_window(body))
 
 
-def answer(task: TaskConfig, top: int, survivors: int, window: Window) -> dict[str, Any]:
-    """Return the heavy-hitters body (the view and the CLI), or raise a problem."""
+def answer(
+    task: TaskConfig, top: int, survivors: int, window: Window, source: SumsSource | None = None
+) -> dict[str, Any]:
+    """Return the heavy-hitters body (the view and the CLI), or raise a problem.
+
+    ``source``: where the sums come from (default: the store; the CLI may give a sums file).
+    """
     discover = getattr(task.mechanism_object, "discover", None)
     if discover is None:
         raise ApiError(
@@ -47,7 +52,7 @@ def answer(task: TaskConfig, top: int, survivors: int, window: Window) -> dict[s
             f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
             "values without candidates: use the estimates endpoint",
         )
-    with get_store().read_sums(task, window.start, window.end) as sums:
+    with (source or get_store()).read_sums(task, window.start, window.end) as sums:
         check_min_batch(task, sums, "heavy hitters")
         try:
             found = discover(sums, top=top, survivors=max(top, survivors), level=window.level)

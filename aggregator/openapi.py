@@ -144,6 +144,10 @@ SCHEMAS: dict[str, Any] = {
             "time_precision": _INTEGER,
             "min_batch_size": _INTEGER,
             "upload_key_required": {"type": "boolean"},
+            "archive": {
+                "type": "boolean",
+                "description": "keep the privatized reports accepted, besides the sums",
+            },
         },
     },
     "Task": {

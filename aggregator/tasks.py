@@ -19,7 +19,7 @@ from shared.task import TASK_FIELDS
 bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
 # hash_seed is normally left out (the server draws it); giving it recreates a sketch task's
 # hash family exactly, e.g. on a second collector whose sums will be merged with this one's.
-CREATE_FIELDS = (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required"}
+CREATE_FIELDS = (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required", "archive"}
 
 
 @bp.get("")
@@ -66,11 +66,19 @@ def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
             f"a task {stored.config.task_id!r} exists already; "
             "tasks are immutable, so choose a new task_id",
         ) from None
+    body = created_body(stored, upload_key)
+    location = url_for("tasks.get_task", task_id=stored.config.task_id)
+    return body, 201, {"Location": location}
+
+
+def created_body(stored: StoredTask, upload_key: str | None) -> dict[str, Any]:
+    """Return what creating a task answers: its configuration, and what only its creator sees."""
     body = stored.config.to_dict()
     if upload_key is not None:
         body["upload_key"] = upload_key  # shown once: only its hash is stored
-    location = url_for("tasks.get_task", task_id=stored.config.task_id)
-    return body, 201, {"Location": location}
+    if stored.archive:
+        body["archive"] = True  # the collector keeps the privatized reports it accepts
+    return body
 
 
 def build_task(params: Any) -> tuple[StoredTask, str | None]:
@@ -88,13 +96,17 @@ def build_task(params: Any) -> tuple[StoredTask, str | None]:
     needs_key = params.pop("upload_key_required", False)
     if not isinstance(needs_key, bool):
         raise ApiError(400, "invalid_task", "upload_key_required must be true or false")
+    archive = params.pop("archive", False)
+    if not isinstance(archive, bool):
+        raise ApiError(400, "invalid_task", "archive must be true or false")
     try:
         task = TaskConfig.create(**params)
     except (LdpError, TypeError, ValueError, OverflowError) as error:
         raise ApiError(400, "invalid_task", str(error)) from None
     _check_open_buckets(task)
     upload_key = new_token() if needs_key else None
-    return StoredTask(task, hash_token(upload_key) if upload_key else None), upload_key
+    key_hash = hash_token(upload_key) if upload_key else None
+    return StoredTask(task, key_hash, archive), upload_key
 
 
 def _check_open_buckets(task: TaskConfig) -> None:

@@ -69,6 +69,17 @@ def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def sums_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --sums FILE: answer from a sums file instead of the database."""
+    return click.option(
+        "--sums",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="Read the sums from this Parquet file (python -m aggregator.batch, or "
+        "export --what sums --format parquet) instead of the database.",
+    )(command)
+
+
 @click.command()
 @database_option
 @click.argument("task_id")
@@ -85,6 +96,7 @@ def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
     help="A file with one candidate per line ('-' reads standard input).",
 )
 @window_options
+@sums_option
 def estimates(
     task_id: str,
     candidates: tuple[str, ...],
@@ -93,24 +105,31 @@ def estimates(
     end: int | None,
     level: float,
     fmt: str,
+    sums: str | None,
 ) -> None:
     """Print a task's estimated counts with standard errors and confidence intervals."""
+    from aggregator.config import DEFAULTS
     from aggregator.estimates import answer
     from aggregator.query import parse_candidates
 
     listed = list(candidates)
     if candidates_file is not None:
         listed += [line.rstrip("\r\n") for line in candidates_file if line.strip()]
-    app = open_app()
-    with app.app_context():
-        task = load_task(task_id)
+    window = _window(start, end, level)
+    if sums is not None:  # a sums file (aggregator.batch, export): no database
+        source = _sums_file(sums, task_id)
+        limit = int(str(DEFAULTS["MAX_CANDIDATES"]))
         body = _run(
             lambda: answer(
-                task,
-                parse_candidates(task, listed or None, int(app.config["MAX_CANDIDATES"])),
-                _window(start, end, level),
+                source.task, parse_candidates(source.task, listed or None, limit), window, source
             )
         )
+    else:
+        app = open_app()
+        with app.app_context():
+            task = load_task(task_id)
+            limit = int(app.config["MAX_CANDIDATES"])
+            body = _run(lambda: answer(task, parse_candidates(task, listed or None, limit), window))
     _print(body, body["estimates"], ["value", "estimate", "std_error", "ci_low", "ci_high"], fmt)
 
 
@@ -126,6 +145,7 @@ def estimates(
     help="Prefixes kept per level while searching.",
 )
 @window_options
+@sums_option
 def heavy_hitters(
     task_id: str,
     top: int,
@@ -134,13 +154,19 @@ def heavy_hitters(
     end: int | None,
     level: float,
     fmt: str,
+    sums: str | None,
 ) -> None:
     """Print a task's most frequent strings, found without candidates (e.g. an hh task)."""
     from aggregator.heavy_hitters import answer
 
-    with open_app().app_context():
-        task = load_task(task_id)
-        body = _run(lambda: answer(task, top, survivors, _window(start, end, level)))
+    window = _window(start, end, level)
+    if sums is not None:  # a sums file (aggregator.batch, export): no database
+        source = _sums_file(sums, task_id)
+        body = _run(lambda: answer(source.task, top, survivors, window, source))
+    else:
+        with open_app().app_context():
+            task = load_task(task_id)
+            body = _run(lambda: answer(task, top, survivors, window))
     if fmt == "table":
         click.echo(
             f"n = {body['n']}, candidates examined per level: "
@@ -152,6 +178,24 @@ def heavy_hitters(
         ["value", "estimate", "std_error", "ci_low", "ci_high", "reliable"],
         fmt,
     )
+
+
+def _sums_file(path: str, task_id: str) -> Any:
+    try:
+        from aggregator.archive import SumsFile
+
+        source = SumsFile(path)
+    except ImportError:
+        raise click.ClickException(
+            "--sums needs the [parquet] extra: pip install 'ldp-telemetry[server,parquet]'"
+        ) from None
+    except (ValueError, OSError) as error:
+        raise click.ClickException(str(error)) from None
+    if source.task.task_id != task_id:
+        raise click.ClickException(
+            f"{path} holds the sums of task {source.task.task_id!r}, not {task_id!r}"
+        )
+    return source
 
 
 def _window(start: int | None, end: int | None, level: float) -> Any:

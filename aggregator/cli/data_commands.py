@@ -47,20 +47,37 @@ ESTIMATE_COLUMNS = ["task_id", "bucket", "n", "value", "estimate", "std_error", 
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, writable=True),
+    type=click.Path(writable=True),
     default=None,
-    help="File to write (default: standard output; required for parquet).",
+    help="File to write (default: standard output; required for parquet); "
+    "with --reports, the archive's folder.",
+)
+@click.option(
+    "--reports",
+    is_flag=True,
+    help="Write the task's archived privatized reports (tasks created with --archive) "
+    "as Parquet into the --output folder, partitioned by task and day.",
 )
 def export(
-    task_id: str, what: str, candidates: tuple[str, ...], fmt: str, output: str | None
+    task_id: str,
+    what: str,
+    candidates: tuple[str, ...],
+    fmt: str,
+    output: str | None,
+    reports: bool,
 ) -> None:
-    """Export a task's sums or per-bucket estimates.
+    """Export a task's sums, per-bucket estimates, or archived reports.
 
     Sums are one record per (bucket, row): the row's report count ``n`` and its integer
     ``counters`` (in CSV, space-separated). Estimates are one record per (bucket, value);
     buckets with fewer reports than the task's min_batch_size are left out (counted on
-    standard error).
+    standard error). Reports (--reports) are one Parquet row per privatized report that an
+    archiving task accepted, in OUTPUT/task_id=TASK/day=YYYY-MM-DD/part-NNNNN.parquet;
+    ``python -m aggregator.batch`` sums them.
     """
+    if reports:
+        _export_reports(task_id, output)
+        return
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs --output FILE")
     app = open_app()
@@ -77,6 +94,29 @@ def export(
             )
         rows = list(records)
     _write(rows, columns, fmt, output, {"task": task.to_dict(), "what": what})
+
+
+def _export_reports(task_id: str, output: str | None) -> None:
+    if output is None:
+        raise click.UsageError("--reports needs --output FOLDER")
+    try:
+        from aggregator.archive import write_archive
+    except ImportError:
+        raise click.ClickException(
+            "--reports needs the [parquet] extra: pip install 'ldp-telemetry[server,parquet]'"
+        ) from None
+    with open_app().app_context():
+        from aggregator.store import get_store
+
+        task = load_task(task_id)
+        stored = get_store().get_task(task_id)
+        if stored is None or not stored.archive:
+            raise click.ClickException(
+                f"task {task_id!r} keeps no reports: only tasks created with --archive "
+                '(or "archive": true) do'
+            )
+        total, files = write_archive(task, get_store().archived(task), Path(output))
+    click.echo(f"{total} reports in {len(files)} file(s) under {Path(output).resolve()}")
 
 
 def _sum_records(task: Any) -> Iterator[dict[str, Any]]:
@@ -126,7 +166,7 @@ def _write(
     header: dict[str, Any],
 ) -> None:
     if fmt == "parquet":
-        _write_parquet(rows, columns, str(output))
+        _write_parquet(rows, columns, str(output), header["task"])
         return
     stream = open(output, "w", newline="") if output else sys.stdout  # noqa: SIM115
     try:
@@ -147,10 +187,14 @@ def _write(
             stream.close()
 
 
-def _write_parquet(rows: list[dict[str, Any]], columns: list[str], output: str) -> None:
+def _write_parquet(
+    rows: list[dict[str, Any]], columns: list[str], output: str, task: dict[str, Any]
+) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
+
+        from aggregator.archive import TASK_KEY
     except ImportError:
         raise click.ClickException(
             "--format parquet needs the [parquet] extra: pip install "
@@ -170,7 +214,9 @@ def _write_parquet(rows: list[dict[str, Any]], columns: list[str], output: str) 
     }
     schema = pa.schema([(c, types[c]) for c in columns])
     data = {c: [str(row[c]) if c == "value" else row[c] for row in rows] for c in columns}
-    pq.write_table(pa.table(data, schema=schema), output)
+    # The task's configuration rides along, so estimates --sums can read a sums export.
+    metadata = {TASK_KEY: json.dumps(task, sort_keys=True).encode()}
+    pq.write_table(pa.table(data, schema=schema).replace_schema_metadata(metadata), output)
 
 
 @click.command()

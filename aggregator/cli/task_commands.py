@@ -38,11 +38,16 @@ def mechanism_options(command: Any) -> Any:
 @click.option("--time-precision", type=int, help="Bucket width in seconds (default 1 day).")
 @click.option("--min-batch-size", type=int)
 @click.option("--upload-key-required", is_flag=True, help="Print an upload key once.")
+@click.option(
+    "--archive",
+    is_flag=True,
+    help="Also keep the privatized reports accepted (see export --reports).",
+)
 def create_task(**options: Any) -> None:
     """Create a task and print its public configuration as JSON."""
     from aggregator.problems import ApiError
     from aggregator.store import TaskExists, get_store
-    from aggregator.tasks import build_task
+    from aggregator.tasks import build_task, created_body
 
     params = {key: value for key, value in options.items() if value not in (None, False)}
     for name, option in all_options().items():
@@ -56,10 +61,7 @@ def create_task(**options: Any) -> None:
             raise click.ClickException(error.detail) from None
         except TaskExists:
             raise click.ClickException(f"task {params['task_id']!r} exists already") from None
-    body = stored.config.to_dict()
-    if upload_key:
-        body["upload_key"] = upload_key
-    click.echo(json.dumps(body, indent=2))
+    click.echo(json.dumps(created_body(stored, upload_key), indent=2))
 
 
 @tasks.command("list")

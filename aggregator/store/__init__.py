@@ -21,6 +21,7 @@ from aggregator.store.interface import (
     StoredToken,
     StoreFull,
     StoreUnavailable,
+    SumsSource,
     SumsView,
     TaskExists,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredTask",
     "StoredToken",
+    "SumsSource",
     "SumsView",
     "TaskExists",
     "get_store",

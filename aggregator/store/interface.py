@@ -32,10 +32,12 @@ class StoreFull(StoreUnavailable):
 
 @dataclass(frozen=True)
 class StoredTask:
-    """A task and the SHA-256 of its upload key (None: uploads are public)."""
+    """A task, the SHA-256 of its upload key (None: uploads are public), and whether the
+    collector keeps the privatized reports it accepts (``archive``) besides the sums."""
 
     config: TaskConfig
     upload_key_hash: str | None = None
+    archive: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,15 @@ class SumsView(Protocol):
     @property
     def total(self) -> int:
         """Return the number of reports."""
+
+
+class SumsSource(Protocol):
+    """Where estimators read sums from: the store, or a sums file (aggregator.archive)."""
+
+    def read_sums(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> AbstractContextManager[SumsView]:
+        """Return a context yielding the sums over buckets starting in [start, end)."""
 
 
 class Store(Protocol):
@@ -81,6 +92,9 @@ class Store(Protocol):
         ``expires[i]`` is when report i's id may be forgotten (its window has closed).
         Return the ids that were already seen (and so added nothing). Distinct ids only.
         """
+
+    def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:
+        """Yield (bucket, packed batch) of every report an archiving task accepted, in order."""
 
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose window closed before ``now``; return how many."""

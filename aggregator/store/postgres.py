@@ -50,7 +50,7 @@ from aggregator.store.interface import (
 )
 from aggregator.store.migrations import refuse_newer, shipped, statements
 from aggregator.store.reads import snapshot_sums
-from aggregator.store.sql import COUNTER, fold_into_sums, staged_rows
+from aggregator.store.sql import COUNTER, fold_into_sums, stage, staged_rows
 from shared import Envelope, TaskConfig
 
 MIGRATIONS_LOCK = (0x1D9, 0)  # advisory lock key (two int4): schema migrations
@@ -200,8 +200,15 @@ class PostgresStore:
         try:
             with self._write() as tx:
                 tx.execute(
-                    "INSERT INTO tasks VALUES (?, ?, ?, ?)",
-                    (task.config.task_id, config, task.upload_key_hash, int(time.time())),
+                    "INSERT INTO tasks (task_id, config, upload_key_hash, created_at, archive) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        task.config.task_id,
+                        config,
+                        task.upload_key_hash,
+                        int(time.time()),
+                        int(task.archive),
+                    ),
                 )
         except errors.UniqueViolation:
             raise TaskExists(task.config.task_id) from None
@@ -212,7 +219,8 @@ class PostgresStore:
             with self._read() as tx:
                 rows = list(
                     tx.execute(
-                        "SELECT config, upload_key_hash FROM tasks WHERE task_id = ?", (task_id,)
+                        "SELECT config, upload_key_hash, archive FROM tasks WHERE task_id = ?",
+                        (task_id,),
                     )
                 )
             if not rows:
@@ -226,11 +234,12 @@ class PostgresStore:
             ids = [task_id for (task_id,) in tx.execute("SELECT task_id FROM tasks ORDER BY 1")]
             missing = [task_id for task_id in ids if task_id not in self._tasks]
             if missing:
-                for task_id, config, key_hash in tx.execute(
-                    "SELECT task_id, config, upload_key_hash FROM tasks WHERE task_id = ANY(?)",
+                for task_id, config, key_hash, archive in tx.execute(
+                    "SELECT task_id, config, upload_key_hash, archive FROM tasks "
+                    "WHERE task_id = ANY(?)",
                     (missing,),
                 ):
-                    self._tasks[task_id] = _task(config, key_hash)
+                    self._tasks[task_id] = _task(config, key_hash, archive)
         return [self._tasks[task_id] for task_id in ids]
 
     # -- reports -----------------------------------------------------------------------
@@ -253,9 +262,8 @@ class PostgresStore:
             }
             staged = staged_rows(task, [e for e in envelopes if e.report_id in fresh])
             if staged:
-                tx.executemany(
-                    "INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", staged
-                )
+                stored = self.get_task(task.task_id)
+                stage(tx, staged, archive=stored is not None and stored.archive)
         self._after_staging(task, sum(len(row[2]) for row in staged))
         return set(ids) - fresh
 
@@ -289,6 +297,18 @@ class PostgresStore:
                 "DELETE FROM staged WHERE task_id = ? RETURNING bucket, data", (task.task_id,)
             )
             fold_into_sums(tx, task, list(staged))
+
+    def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:
+        """Yield (bucket, packed batch) of every archived batch of a task, oldest first."""
+        with _faults(), self._pool().connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            with conn.cursor(name="ldp_archive") as cursor:  # server-side: rows streamed
+                cursor.execute(
+                    "SELECT bucket, data FROM archived WHERE task_id = %s ORDER BY id",
+                    (task.task_id,),
+                )
+                for bucket, data in cursor:
+                    yield int(bucket), bytes(data)
 
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose acceptance window closed before ``now``."""
@@ -380,5 +400,5 @@ class PostgresStore:
             )
 
 
-def _task(config: str, upload_key_hash: str | None) -> StoredTask:
-    return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash)
+def _task(config: str, upload_key_hash: str | None, archive: int) -> StoredTask:
+    return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash, bool(archive))

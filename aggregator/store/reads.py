@@ -36,7 +36,11 @@ def snapshot_sums(
     ((total,),) = tx.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}", args)
     buckets = [b for (b,) in tx.execute(f"SELECT DISTINCT bucket FROM sums {where}", args)]
     yield StreamedSums(
-        int(total), rows, width, lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width)
+        int(total),
+        rows,
+        width,
+        lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width),
+        lambda: _row_counts(tx, where, args, rows),
     )
 
 
@@ -46,6 +50,14 @@ def _dense(tx: Tx, task: TaskConfig, where: str, args: tuple[str, int, int]) -> 
         sums.n[row] += count
         sums.table[row] += np.frombuffer(blob, dtype=COUNTER)
     return sums
+
+
+def _row_counts(tx: Tx, where: str, args: tuple[str, int, int], rows: int) -> np.ndarray:
+    """Return each row's report count over the window (the n column only: no counters)."""
+    n = np.zeros(rows, dtype=np.int64)
+    for row, count in tx.execute(f"SELECT row, SUM(n) FROM sums {where} GROUP BY row", args):
+        n[row] = count
+    return n
 
 
 def _row_block(

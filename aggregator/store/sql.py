@@ -45,6 +45,13 @@ def staged_rows(task: TaskConfig, envelopes: Sequence[Envelope]) -> list[tuple[s
     ]
 
 
+def stage(tx: Tx, rows: list[tuple[str, int, bytes]], *, archive: bool) -> None:
+    """Insert staged rows; an archiving task also keeps them, unchanged, in ``archived``."""
+    tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", rows)
+    if archive:
+        tx.executemany("INSERT INTO archived (task_id, bucket, data) VALUES (?, ?, ?)", rows)
+
+
 def fold_into_sums(tx: Tx, task: TaskConfig, staged: Iterable[tuple[int, bytes]]) -> None:
     """Add staged (bucket, packed batch) rows to the task's stored sums, through ``tx``.
 

@@ -29,7 +29,7 @@ from aggregator.store.interface import (
     TaskExists,
 )
 from aggregator.store.reads import snapshot_sums
-from aggregator.store.sql import CHUNK, COUNTER, fold_into_sums, staged_rows
+from aggregator.store.sql import CHUNK, COUNTER, fold_into_sums, stage, staged_rows
 from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
 from aggregator.store.sqlite_migrations import apply_migrations
 from shared import Envelope, TaskConfig
@@ -114,8 +114,15 @@ class SqliteStore:
         try:
             with self._write() as tx:
                 tx.execute(
-                    "INSERT INTO tasks VALUES (?, ?, ?, ?)",
-                    (task.config.task_id, config, task.upload_key_hash, int(time.time())),
+                    "INSERT INTO tasks (task_id, config, upload_key_hash, created_at, archive) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        task.config.task_id,
+                        config,
+                        task.upload_key_hash,
+                        int(time.time()),
+                        int(task.archive),
+                    ),
                 )
         except sqlite3.IntegrityError:
             raise TaskExists(task.config.task_id) from None
@@ -125,7 +132,10 @@ class SqliteStore:
         if task_id not in self._tasks:
             row = (
                 self._connection()
-                .execute("SELECT config, upload_key_hash FROM tasks WHERE task_id = ?", (task_id,))
+                .execute(
+                    "SELECT config, upload_key_hash, archive FROM tasks WHERE task_id = ?",
+                    (task_id,),
+                )
                 .fetchone()
             )
             if row is None:
@@ -146,12 +156,12 @@ class SqliteStore:
         missing = [task_id for task_id in ids if task_id not in self._tasks]
         for start in range(0, len(missing), CHUNK):
             part = missing[start : start + CHUNK]
-            for task_id, config, key_hash in self._connection().execute(
-                f"SELECT task_id, config, upload_key_hash FROM tasks WHERE task_id IN "
+            for task_id, config, key_hash, archive in self._connection().execute(
+                f"SELECT task_id, config, upload_key_hash, archive FROM tasks WHERE task_id IN "
                 f"({','.join('?' * len(part))})",
                 part,
             ):
-                self._tasks[task_id] = _task(config, key_hash)
+                self._tasks[task_id] = _task(config, key_hash, archive)
         return [self._tasks[task_id] for task_id in ids]
 
     def add_reports(
@@ -176,7 +186,8 @@ class SqliteStore:
     def _stage(self, tx: sqlite3.Connection, task: TaskConfig, envelopes: list[Envelope]) -> None:
         """Stage new reports packed, one row per bucket; fold them once there are enough."""
         packed = staged_rows(task, envelopes)
-        tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", packed)
+        stored = self.get_task(task.task_id)
+        stage(tx, packed, archive=stored is not None and stored.archive)
         staged = tx.execute(
             "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
             "SET bytes = bytes + excluded.bytes RETURNING bytes",
@@ -221,6 +232,16 @@ class SqliteStore:
                 )
             )
         return found
+
+    def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:
+        """Yield (bucket, packed batch) of every archived batch of a task, oldest first."""
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout)  # its own snapshot
+        try:
+            yield from conn.execute(
+                "SELECT bucket, data FROM archived WHERE task_id = ? ORDER BY id", (task.task_id,)
+            )
+        finally:
+            conn.close()
 
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose acceptance window closed before ``now``."""
@@ -309,5 +330,5 @@ class SqliteStore:
             tx.execute("INSERT OR REPLACE INTO probe VALUES (1, ?)", (int(time.time()),))
 
 
-def _task(config: str, upload_key_hash: str | None) -> StoredTask:
-    return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash)
+def _task(config: str, upload_key_hash: str | None, archive: int) -> StoredTask:
+    return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash, bool(archive))

@@ -28,24 +28,37 @@ def stack(mechanism: Mechanism, payloads: Sequence[Payload]) -> Batch:
 def pack(batch: Batch) -> bytes:
     """Return a batch's arrays as bytes."""
     buffer = io.BytesIO()
-    for array in _columns(batch):
+    for array in columns(batch):
         np.save(buffer, array, allow_pickle=False)
     return buffer.getvalue()
 
 
 def unpack(mechanism: Mechanism, blobs: Sequence[bytes]) -> Batch:
     """Return one batch holding the reports of every packed batch, in order."""
-    empty = stack(mechanism, ())  # the batch type, hence how many arrays each blob holds
-    arity = len(_columns(empty))
+    arity = len(column_names(mechanism))
     parts = []
     for blob in blobs:
         buffer = io.BytesIO(blob)
         parts.append([np.load(buffer, allow_pickle=False) for _ in range(arity)])
-    columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
+    return from_columns(mechanism, [np.concatenate(column) for column in zip(*parts, strict=True)])
+
+
+def column_names(mechanism: Mechanism) -> list[str]:
+    """Return the names of a mechanism's batch arrays (``value`` for a bare array)."""
+    empty = stack(mechanism, ())
+    if isinstance(empty, np.ndarray):
+        return ["value"]
+    return [column.name for column in fields(empty)]
+
+
+def from_columns(mechanism: Mechanism, columns: Sequence[np.ndarray]) -> Batch:
+    """Return the mechanism's batch made of these arrays (in ``column_names`` order)."""
+    empty = stack(mechanism, ())
     return columns[0] if isinstance(empty, np.ndarray) else type(empty)(*columns)
 
 
-def _columns(batch: Batch) -> tuple[np.ndarray, ...]:
+def columns(batch: Batch) -> tuple[np.ndarray, ...]:
+    """Return a batch's arrays, in ``column_names`` order."""
     # Not dataclasses.astuple: it deep-copies every array.
     if isinstance(batch, np.ndarray):
         return (batch,)

@@ -31,8 +31,23 @@ class RowBlocks:
 
 
 class StreamedSums:
-    """The ``total`` and ``table`` of a sketch's sums, with rows read on demand."""
+    """The ``total``, per-row ``n`` and ``table`` of a sketch's sums, read on demand.
 
-    def __init__(self, total: int, rows: int, width: int, read: RowReader) -> None:
+    ``n`` (one count per row: small) is read the first time an estimator asks for it (a
+    heavy-hitter search needs each level's exact report count); ``table`` block by block.
+    """
+
+    def __init__(
+        self, total: int, rows: int, width: int, read: RowReader, read_n: Callable[[], np.ndarray]
+    ) -> None:
         self.total = total
         self.table = RowBlocks(rows, width, read)
+        self._read_n = read_n
+        self._n: np.ndarray | None = None
+
+    @property
+    def n(self) -> np.ndarray:
+        """Return the report count of every row (int64, one per table row)."""
+        if self._n is None:
+            self._n = self._read_n()
+        return self._n

@@ -23,6 +23,7 @@ def create_task(url: str, **params: Any) -> TaskConfig:
     assert response.status_code == 201, response.text
     body = response.json()
     body.pop("upload_key", None)
+    body.pop("archive", None)
     return TaskConfig.from_dict(body)
 
 
