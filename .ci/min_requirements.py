@@ -1,5 +1,5 @@
-"""Print the declared minimum version of every runtime, [server], [parquet] and [postgres]
-dependency.
+"""Print the declared minimum version of every runtime dependency and of the collector's
+extras ([server], [parquet], [postgres], [batch]).
 
 `make test-min-versions` installs exactly these and runs the SDK and collector tests, so
 the floors in pyproject.toml are proven, not hoped for.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import tomllib
 
+EXTRAS = ("server", "parquet", "postgres", "batch")  # what the collector's tests import
 FLOOR = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)\s*>=\s*([0-9][^,;\s]*)")
 
 
@@ -20,9 +21,11 @@ def pins(pyproject: Path) -> list[str]:
     """Return 'name==floor' for the runtime dependencies and the collector's extras."""
     project = tomllib.loads(pyproject.read_text())["project"]
     extras = project["optional-dependencies"]
-    declared = project["dependencies"] + extras["server"] + extras["parquet"] + extras["postgres"]
+    declared = project["dependencies"] + [
+        requirement for extra in EXTRAS for requirement in extras[extra]
+    ]
     out = []
-    for requirement in declared:
+    for requirement in dict.fromkeys(declared):  # an extra may repeat another's requirement
         match = FLOOR.match(requirement)
         if not match:
             sys.exit(f"{requirement!r} has no '>=' floor: every dependency declares one")
