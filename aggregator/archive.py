@@ -6,12 +6,13 @@ row per report, partitioned Hive-style by task and day::
 
     DIR/task_id=TASK/day=2026-11-24/part-00000.parquet
 
-Each file's columns are ``bucket`` and the mechanism's batch arrays (a 2-D array, e.g. a
-sketch's packed bits, as a fixed-size list), and its metadata holds the task's public
-configuration, so a reader needs nothing else. :mod:`aggregator.batch` sums an archive
-with Dask into a sums file: the format of ``export --what sums --format parquet`` (one
-row per (bucket, row) with ``n`` and the integer ``counters``), which ``estimates --sums``
-and ``heavy-hitters --sums`` read instead of the database.
+Each file's columns are ``bucket`` and the mechanism's batch arrays (a 2-D array: a
+fixed-size binary per report for packed bits, else a fixed-size list), and its metadata
+holds the task's public configuration, so a reader needs nothing else.
+:mod:`aggregator.batch` sums an archive with Dask into a sums file: the format of
+``export --what sums --format parquet`` (one row per (bucket, row) with ``n`` and the
+integer ``counters``), which ``estimates --sums`` and ``heavy-hitters --sums`` read
+instead of the database.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def reports_table(task: TaskConfig, buckets: np.ndarray, batch: Batch) -> pa.Tab
     for name, array in zip(names, columns(batch), strict=True):
         if array.ndim == 1:
             arrays[name] = pa.array(array)
+        elif array.dtype == np.uint8:  # packed bits: one fixed-size binary value per report
+            data = pa.py_buffer(np.ascontiguousarray(array).tobytes())
+            arrays[name] = pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(array.shape[1]), len(array), [None, data]
+            )
         else:
             flat = pa.array(np.ascontiguousarray(array).reshape(-1))
             arrays[name] = pa.FixedSizeListArray.from_arrays(flat, array.shape[1])
@@ -74,7 +80,12 @@ def table_reports(task: TaskConfig, table: pa.Table) -> tuple[np.ndarray, Batch]
     arrays = []
     for name in column_names(task.mechanism_object):
         column = table.column(name).combine_chunks()
-        if isinstance(column.type, pa.FixedSizeListType):
+        if isinstance(column.type, pa.FixedSizeBinaryType):
+            width = column.type.byte_width
+            data = np.frombuffer(column.buffers()[1], dtype=np.uint8)
+            start = column.offset * width
+            arrays.append(data[start : start + len(column) * width].reshape(-1, width))
+        elif isinstance(column.type, pa.FixedSizeListType):
             width = column.type.list_size
             arrays.append(column.values.to_numpy(zero_copy_only=False).reshape(-1, width))
         else:
