@@ -55,10 +55,15 @@ class Server:
 
 
 @contextmanager
-def running_server(workers: int, server: str = DEFAULT_SERVER) -> Iterator[Server]:
+def running_server(
+    workers: int,
+    server: str = DEFAULT_SERVER,
+    database: str | None = None,
+    tokens: tuple[str, str] | None = None,
+) -> Iterator[Server]:
     """Run a collector on a temporary database; stop its process group on exit."""
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as folder:
-        admin, analyst = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        admin, analyst = tokens or (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         port = _free_port()
         env = {
             **os.environ,
@@ -71,7 +76,7 @@ def running_server(workers: int, server: str = DEFAULT_SERVER) -> Iterator[Serve
             "-m",
             "aggregator.cli",
             "--db",
-            str(Path(folder) / "bench.sqlite3"),
+            database or str(Path(folder) / "bench.sqlite3"),
             "serve",
             "--host",
             "127.0.0.1",
@@ -87,7 +92,11 @@ def running_server(workers: int, server: str = DEFAULT_SERVER) -> Iterator[Serve
                 command, env=env, stdout=log, stderr=log, start_new_session=True
             )
         running = Server(
-            f"http://127.0.0.1:{port}", process, admin, analyst, Path(folder) / "bench.sqlite3"
+            f"http://127.0.0.1:{port}",
+            process,
+            admin,
+            analyst,
+            None if database else Path(folder) / "bench.sqlite3",
         )
         try:
             _wait_ready(running, workers, Path(folder) / "server.log")
