@@ -12,6 +12,7 @@ from shared.mechanisms.cms import CountMeanSketchParams
 from shared.mechanisms.grr import GeneralizedRandomizedResponseParams
 from shared.mechanisms.hcms import HadamardCountMeanSketchParams
 from shared.mechanisms.hh import HeavyHitterParams
+from shared.mechanisms.numeric import NumericParams
 from shared.mechanisms.olh import OptimizedLocalHashingParams
 from shared.mechanisms.rr import RandomizedResponseParams
 
@@ -22,6 +23,7 @@ KINDS: dict[str, type[ParamsBase]] = {
     "hcms": HadamardCountMeanSketchParams,
     "olh": OptimizedLocalHashingParams,
     "hh": HeavyHitterParams,
+    "numeric": NumericParams,
 }
 MECHANISMS = tuple(KINDS)
 

@@ -28,6 +28,8 @@ from shared import (
     SketchReport,
 )
 from shared.mechanisms.hh import HeavyHitters, LevelReport
+from shared.mechanisms.numeric import NumericBase, SquareWave
+from shared.mechanisms.numeric_estimate import DEFAULT_QUERY
 
 Mechanism = Any  # one of the mechanism classes
 STRINGS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape")
@@ -40,6 +42,15 @@ class Case:
     name: str
     build: Callable[[], Mechanism]
     values: tuple[Any, ...]
+    # What estimate() is asked (default: the values) and answers for candidates=None
+    # (default: the values); a numeric task is asked statistics, not values.
+    queries: tuple[Any, ...] | None = None
+    default_queries: tuple[Any, ...] | None = None
+
+    @property
+    def candidates(self) -> list[Any]:
+        """Return what to pass to estimate() as candidates."""
+        return list(self.values if self.queries is None else self.queries)
 
     def __str__(self) -> str:
         return self.name
@@ -60,7 +71,17 @@ def conformance_cases() -> list[Case]:
         ),
         Case("olh", lambda: OptimizedLocalHashing(epsilon=1.5, k=3, hash_seed=7), STRINGS[:4]),
         Case("hh", lambda: tiny_heavy_hitters(epsilon=3.0), HH_VALUES),
+        Case(
+            "numeric",
+            lambda: SquareWave(epsilon=1.5, lo=0.0, hi=10.0, buckets=4, scale="linear"),
+            NUMERIC_VALUES,
+            queries=("mean", "p50", "p90"),
+            default_queries=DEFAULT_QUERY,
+        ),
     ]
+
+
+NUMERIC_VALUES = (0.5, 3.0, 6.0, 9.5)  # one per bucket of [0, 10] in 4
 
 
 HH_VALUES = ("a", "ab", "bab", "bb")
@@ -77,6 +98,8 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
     """Return every report the mechanism can produce."""
     if isinstance(mechanism, RandomizedResponse):
         return [0, 1]
+    if isinstance(mechanism, NumericBase):
+        return list(range(mechanism.outputs))
     if isinstance(mechanism, GeneralizedRandomizedResponse):
         return list(range(mechanism.d))
     if isinstance(mechanism, CountMeanSketch):

@@ -1,0 +1,175 @@
+"""Numeric tasks: exact privacy of both methods, the estimators against their truth."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+from shared_cases import worst_case_ratio
+
+from shared import ParameterError, TaskConfig, ValueOutOfDomain
+from shared.mechanisms import numeric as numeric_module
+from shared.mechanisms.numeric import OneBitMean, SquareWave
+from shared.randomness import SCALE
+
+
+def square_wave(epsilon: float, buckets: int, **extra: object) -> SquareWave:
+    return SquareWave(
+        epsilon=epsilon, lo=0.0, hi=float(buckets), buckets=buckets, scale="linear", **extra
+    )
+
+
+def one_per_bucket(buckets: int) -> list[float]:
+    return [i + 0.5 for i in range(buckets)]
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 2.0, 4.0, 8.0])
+@pytest.mark.parametrize("buckets", [2, 5, 16])
+def test_square_wave_is_exactly_epsilon_private(epsilon: float, buckets: int) -> None:
+    mechanism = square_wave(epsilon, buckets)
+    values = one_per_bucket(buckets)
+    for value in values:  # a distribution over every output, exactly
+        total = sum(mechanism.output_probability(value, o) for o in range(mechanism.outputs))
+        assert total == 1
+    worst = worst_case_ratio(mechanism, values)
+    assert worst == Fraction(mechanism.near_words, mechanism.far_words)
+    assert math.log(worst) == pytest.approx(mechanism.effective_epsilon, abs=1e-12)
+    assert mechanism.effective_epsilon <= epsilon
+    assert mechanism.effective_epsilon == pytest.approx(epsilon, abs=1e-6)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 6.0])
+def test_one_bit_mean_is_exactly_epsilon_private(epsilon: float) -> None:
+    mechanism = OneBitMean(epsilon=epsilon, lo=0.0, hi=7.0, buckets=7, scale="linear")
+    values = one_per_bucket(7)
+    for value in values:
+        assert sum(mechanism.output_probability(value, bit) for bit in (0, 1)) == 1
+    worst = worst_case_ratio(mechanism, values)
+    # The extreme buckets' centres, not the ends of [0, 1]: slightly below e^eps_eff.
+    assert worst <= Fraction(mechanism.high_words, mechanism.low_words)
+    assert mechanism.effective_epsilon <= epsilon
+    assert mechanism.effective_epsilon == pytest.approx(epsilon, abs=1e-6)
+
+
+def test_square_wave_reports_follow_output_probability() -> None:
+    mechanism = square_wave(1.0, 8)
+    reports = mechanism.privatize_many([2.5] * 60_000, np.random.default_rng(3))
+    observed = np.bincount(reports, minlength=mechanism.outputs)
+    expected = [
+        float(mechanism.output_probability(2.5, o)) * 60_000 for o in range(mechanism.outputs)
+    ]
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+    single = [mechanism.privatize(2.5, np.random.default_rng(i)) for i in range(200)]
+    assert all(0 <= r < mechanism.outputs for r in single)
+
+
+def test_words_past_the_used_range_are_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    mechanism = square_wave(2.0, 16)
+    assert mechanism.used_words < SCALE  # this configuration leaves spare words
+    draws = iter([np.array([SCALE - 1, 0], dtype=np.uint32), np.array([5], dtype=np.uint32)])
+    monkeypatch.setattr(numeric_module, "uniform_words", lambda size, rng=None: next(draws))
+    reports = mechanism.privatize_many([0.5, 0.5])
+    # the first word was past the used range: it was replaced by the next draw (5)
+    expected = mechanism._from_words(np.array([0, 0]), np.array([5, 0]))
+    assert reports.tolist() == expected.tolist()
+
+
+def test_the_one_bit_mean_is_unbiased_with_its_closed_form_error() -> None:
+    task = TaskConfig.create(
+        task_id="m", mechanism="numeric", epsilon=1.0, lo=0, hi=100, method="1bit", buckets=100
+    )
+    mechanism = task.mechanism_object
+    rng = np.random.default_rng(21)
+    values = rng.uniform(10, 60, 5000)
+    truth = float(np.mean(np.floor(values) + 0.5))  # what the buckets' centres average to
+    z = []
+    for _ in range(40):
+        sums = mechanism.new_sums()
+        sums.add_many(mechanism.privatize_many(values, rng))
+        answer = mechanism.estimate(sums)
+        z.append((answer.estimate[0] - truth) / answer.std_error[0])
+    assert abs(np.mean(z)) < 0.45 and 0.7 < np.std(z) < 1.35
+
+
+def test_square_wave_recovers_a_lognormal_and_its_errors_are_honest() -> None:
+    task = TaskConfig.create(
+        task_id="lat", mechanism="numeric", epsilon=3.0, lo=1, hi=5000, scale="log", buckets=64
+    )
+    mechanism = task.mechanism_object
+    rng = np.random.default_rng(8)
+    values = rng.lognormal(math.log(120), 0.8, 20_000)
+    truth = {"p50": np.percentile(values, 50), "p90": np.percentile(values, 90)}
+    answers = []
+    for _ in range(12):
+        sums = mechanism.new_sums()
+        sums.add_many(mechanism.privatize_many(values, rng))
+        answers.append(mechanism.estimate(sums, ["p50", "p90", "mean"]))
+    for i, name in enumerate(("p50", "p90")):
+        estimates = np.array([a.estimate[i] for a in answers])
+        errors = np.array([a.std_error[i] for a in answers])
+        assert abs(np.mean(estimates) / truth[name] - 1) < 0.05
+        # the bootstrap's SE against the spread seen over independent populations
+        assert 0.4 < np.mean(errors) / np.std(estimates, ddof=1) < 2.5
+    assert abs(np.mean([a.estimate[2] for a in answers]) / np.mean(values) - 1) < 0.08
+
+
+def test_histogram_rows_cover_the_range_and_count_the_reports() -> None:
+    mechanism = square_wave(3.0, 32)
+    sums = mechanism.new_sums()
+    values = [8.5] * 3000 + [24.5] * 1000
+    sums.add_many(mechanism.privatize_many(values, np.random.default_rng(2)))
+    answer = mechanism.estimate(sums, ["histogram"])
+    assert answer.values[0] == "[0, 1)" and answer.values[-1] == "[31, 32)"
+    assert sum(answer.estimate) == pytest.approx(4000)
+    assert abs(int(np.argmax(answer.estimate)) - 8) <= 1
+    assert 2400 < sum(answer.estimate[4:13]) < 3600 and 700 < sum(answer.estimate[20:29]) < 1300
+
+
+def test_values_are_clipped_to_the_range_and_checked() -> None:
+    mechanism = square_wave(1.0, 4)
+    assert mechanism.bucket_of(-5) == 0 and mechanism.bucket_of(99) == 3
+    assert mechanism.canonical(4.0) == (3).to_bytes(4, "big")
+    for bad in ("7", True, float("nan"), None):
+        with pytest.raises(ValueOutOfDomain):
+            mechanism.bucket_of(bad)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"lo": 5, "hi": 5}, "lo must be below hi"),
+        ({"lo": 0, "hi": 10, "scale": "log"}, "scale log needs lo > 0"),
+        ({"lo": 0, "hi": 10, "scale": "cubic"}, "scale must be one of"),
+        ({"lo": 0, "hi": 10, "method": "piecewise"}, "method must be one of"),
+        ({"lo": 1, "hi": 10, "scale": "log", "method": "1bit"}, "use scale linear"),
+        ({"lo": 0, "hi": 10, "buckets": 1}, "buckets"),
+        ({"hi": 10}, "numeric needs lo"),
+        ({"lo": 0, "hi": float("inf")}, "finite"),
+    ],
+)
+def test_bad_parameters_say_the_fix(params: dict[str, object], message: str) -> None:
+    with pytest.raises(ParameterError, match=message):
+        TaskConfig.create(task_id="x", mechanism="numeric", epsilon=1.0, **params)
+
+
+def test_queries_name_what_each_method_answers() -> None:
+    sw = square_wave(1.0, 4)
+    assert sw.parse_candidates(None) is None
+    assert sw.parse_candidates(["mean", "p99.9", "histogram"]) == ["mean", "p99.9", "histogram"]
+    with pytest.raises(ParameterError, match="unknown statistic"):
+        sw.parse_candidates(["median"])
+    bit = OneBitMean(epsilon=1.0, lo=0.0, hi=1.0, buckets=4, scale="linear")
+    assert bit.parse_candidates(["mean"]) == ["mean"]
+    with pytest.raises(ParameterError, match="mean only"):
+        bit.parse_candidates(["p50"])
+
+
+def test_the_task_defaults_are_explicit_in_the_configuration() -> None:
+    task = TaskConfig.create(task_id="x", mechanism="numeric", epsilon=2, lo=0, hi=1)
+    assert task.to_dict()["buckets"] == 256 and task.to_dict()["method"] == "sw"
+    assert TaskConfig.from_dict(task.to_dict()).fingerprint == task.fingerprint
+    with pytest.raises(ParameterError, match="takes no"):
+        TaskConfig.create(task_id="y", mechanism="rr", epsilon=1, lo=0)
