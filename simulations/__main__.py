@@ -16,6 +16,7 @@ from typing import Protocol
 from simulations import (
     choose_mechanism,
     heavy_hitters,
+    numeric,
     posterior,
     rr_seed,
     rr_vs_laplace,
@@ -44,6 +45,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         sketch_accuracy,
         choose_mechanism,
         heavy_hitters,
+        numeric,
     )
 }
 

@@ -97,6 +97,19 @@ class NumericBase(SingleRowMechanism):
         unit = (self._forward(clipped) - self._low) / (self._high - self._low)
         return min(int(unit * self.d), self.d - 1)
 
+    def buckets_of(self, values: Sequence[float] | np.ndarray) -> np.ndarray:
+        """Return the buckets of many values (int64), vectorized for numeric arrays."""
+        array = np.asarray(values)
+        if array.ndim != 1 or array.dtype.kind not in "iuf" or np.isnan(array).any():
+            # anything else (strings, bools, NaN) goes value by value and is refused there
+            return np.fromiter(
+                (self.bucket_of(v) for v in values), dtype=np.int64, count=len(values)
+            )
+        clipped = np.clip(array.astype(float), self.lo, self.hi)
+        mapped = np.log(clipped) if self.scale == "log" else clipped
+        unit = (mapped - self._low) / (self._high - self._low)
+        return np.minimum((unit * self.d).astype(np.int64), self.d - 1)
+
     def canonical(self, value: object) -> bytes:
         """Return the value's bucket as 4 bytes: what the device's memo keys on."""
         return self.bucket_of(value).to_bytes(4, "big")
@@ -117,9 +130,9 @@ class NumericBase(SingleRowMechanism):
         """Return an empty accumulator."""
         return NumericSums(self.outputs)
 
-    def privatize_many(self, values: Sequence[float], rng: Rng = None) -> np.ndarray:
+    def privatize_many(self, values: Sequence[float] | np.ndarray, rng: Rng = None) -> np.ndarray:
         """Return the privatized reports of many values (int64)."""
-        truth = np.fromiter((self.bucket_of(v) for v in values), dtype=np.int64, count=len(values))
+        truth = self.buckets_of(values)
         return self._from_words(truth, uniform_words(len(truth), rng).astype(np.int64))
 
     def privatize(self, value: float, rng: Rng = None) -> int:
@@ -180,9 +193,9 @@ class SquareWave(NumericBase):
                 return words
             words[spare] = uniform_words(len(spare), rng).astype(np.int64)
 
-    def privatize_many(self, values: Sequence[float], rng: Rng = None) -> np.ndarray:
+    def privatize_many(self, values: Sequence[float] | np.ndarray, rng: Rng = None) -> np.ndarray:
         """Return the privatized reports of many values (int64)."""
-        truth = np.fromiter((self.bucket_of(v) for v in values), dtype=np.int64, count=len(values))
+        truth = self.buckets_of(values)
         words = self._redraw(uniform_words(len(truth), rng).astype(np.int64), rng)
         return self._from_words(truth, words)
 
@@ -226,7 +239,12 @@ class SquareWave(NumericBase):
             return np.array([v for _, v in est.statistics(distribution, names, n, self.to_value)])
 
         def refit(resampled: np.ndarray) -> np.ndarray:
-            return est.ems(self.transition, resampled.astype(float), start=fitted)
+            return est.ems(
+                self.transition,
+                resampled.astype(float),
+                start=fitted,
+                tolerance=est.BOOTSTRAP_TOLERANCE,
+            )
 
         errors = est.bootstrap(self.transition @ fitted, n, refit, measure, sums.table[0])
         values = np.array([v for _, v in rows])

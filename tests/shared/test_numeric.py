@@ -173,3 +173,17 @@ def test_the_task_defaults_are_explicit_in_the_configuration() -> None:
     assert TaskConfig.from_dict(task.to_dict()).fingerprint == task.fingerprint
     with pytest.raises(ParameterError, match="takes no"):
         TaskConfig.create(task_id="y", mechanism="rr", epsilon=1, lo=0)
+
+
+def test_vectorized_buckets_equal_the_per_value_ones() -> None:
+    mechanism = SquareWave(epsilon=1.0, lo=1.0, hi=1000.0, buckets=64, scale="log")
+    values = np.concatenate([np.random.default_rng(4).lognormal(3, 2, 5000), [0.0, 1.0, 1e9]])
+    expected = [mechanism.bucket_of(float(v)) for v in values]
+    assert mechanism.buckets_of(values).tolist() == expected
+    assert mechanism.buckets_of([3, 7.5]).tolist() == [
+        mechanism.bucket_of(3),
+        mechanism.bucket_of(7.5),
+    ]
+    for bad in (["7"], [True], [1.0, float("nan")]):
+        with pytest.raises(ValueOutOfDomain):
+            mechanism.privatize_many(bad)
