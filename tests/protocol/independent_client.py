@@ -157,7 +157,42 @@ def olh(task: dict[str, Any], value: str) -> dict[str, Any]:
     return {"row": row, "index": grr_index(truth, g, task["epsilon"])}
 
 
-PRIVATIZE = {"rr": rr, "grr": grr, "cms": cms, "hcms": hcms, "olh": olh}
+def numeric_bucket(task: dict[str, Any], value: float) -> int:
+    """§3.8: clip, map through the scale, floor into one of d buckets."""
+    lo, hi, d = task["lo"], task["hi"], task["buckets"]
+    f = math.log if task["scale"] == "log" else float
+    u = (f(min(max(value, lo), hi)) - f(lo)) / (f(hi) - f(lo))
+    return min(math.floor(u * d), d - 1)
+
+
+def numeric_output(task: dict[str, Any], bucket: int, draw: Any = word) -> int:
+    """§3.8: the report of a bucket, from uniform 32-bit words ``draw()``."""
+    eps, d = task["epsilon"], task["buckets"]
+    if task["method"] == "1bit":
+        low = threshold(1.0 / (1.0 + math.exp(eps)))
+        while (SCALE - 2 * low) % (2 * d):
+            low += 1
+        step = (SCALE - 2 * low) // (2 * d)
+        return int(draw() < low + (2 * bucket + 1) * step)
+    e = math.exp(eps)
+    w = round((eps * e - e + 1) / (2 * e * (e - 1 - eps)) * d)
+    far = threshold(1.0 / ((2 * w + 1) * e + d - 1))
+    near = (SCALE - (d - 1) * far) // (2 * w + 1)
+    used = (d - 1) * far + (2 * w + 1) * near
+    x = draw()
+    while x >= used:
+        x = draw()
+    if x < (d - 1) * far:
+        other = x // far
+        return other + (2 * w + 1 if other >= bucket else 0)
+    return bucket + (x - (d - 1) * far) // near
+
+
+def numeric(task: dict[str, Any], value: float) -> dict[str, Any]:
+    return {"index": numeric_output(task, numeric_bucket(task, value))}
+
+
+PRIVATIZE = {"rr": rr, "grr": grr, "cms": cms, "hcms": hcms, "olh": olh, "numeric": numeric}
 
 
 # -- HTTP -------------------------------------------------------------------------------------

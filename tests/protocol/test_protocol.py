@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import requests
 
@@ -23,6 +24,8 @@ sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' ser
 import independent_client as ic  # noqa: E402
 import vectors  # noqa: E402
 from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
+
+from shared import TaskConfig  # noqa: E402
 
 VECTORS: dict[str, Any] = json.loads(vectors.FILE.read_text(encoding="utf-8"))
 PROJECT_PACKAGES = {"shared", "client", "aggregator", "simulations", "benchmarks", "demo"}
@@ -159,3 +162,37 @@ def test_the_collector_counts_the_independent_clients_reports(tmp_path: Path) ->
                 )
     finally:
         server.kill()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"method": "sw", "scale": "log", "lo": 1.0, "hi": 5000.0, "buckets": 64, "epsilon": 2.0},
+        {"method": "sw", "scale": "linear", "lo": 0.0, "hi": 1.0, "buckets": 16, "epsilon": 2.0},
+        {
+            "method": "1bit",
+            "scale": "linear",
+            "lo": 0.0,
+            "hi": 100.0,
+            "buckets": 50,
+            "epsilon": 1.0,
+        },
+    ],
+)
+def test_the_independent_numeric_client_is_the_implementation(spec: dict[str, Any]) -> None:
+    """PROTOCOL.md §3.8 and shared/ give the same report from the same words, always."""
+    task = TaskConfig.create(task_id="n", mechanism="numeric", **spec)
+    mechanism = task.mechanism_object
+    rng = np.random.default_rng(17)
+    values = [*rng.lognormal(2.5, 1.5, 400).tolist(), spec["lo"], spec["hi"], 1e9, -5.0]
+    for value in values:
+        bucket = ic.numeric_bucket(task.to_dict(), value)
+        assert bucket == mechanism.bucket_of(value)  # type: ignore[attr-defined]
+        words = rng.integers(0, 2**32, size=3).tolist()
+        used = getattr(mechanism, "used_words", 2**32)
+        if used < 2**32:
+            words[0] = 2**32 - 1  # past the used range: both must draw again
+        ours = ic.numeric_output(task.to_dict(), bucket, iter(words).__next__)
+        first_used = next(w for w in words if w < used)
+        theirs = mechanism._from_words(np.array([bucket]), np.array([first_used]))  # type: ignore[attr-defined]
+        assert ours == int(theirs[0])
