@@ -23,6 +23,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,25 +33,72 @@ from aggregator.archive import archive_files, table_reports, task_of, write_sums
 from aggregator.store.folding import fold_parts
 from aggregator.store.staging import columns
 from shared.mechanisms.base import Batch
-
-# (bucket, row) -> (n, counters): the sums of some reports, only the rows they touched
-SparseSums = dict[tuple[int, int], tuple[int, np.ndarray]]
+from shared.sums import RowSums
 
 
-def fold_file(path: str) -> SparseSums:
+@dataclass
+class Partial:
+    """The sums of some reports over the (bucket, row) pairs they touched, as arrays.
+
+    ``keys`` (r, 2) int64 sorted by (bucket, row), ``n`` (r,), ``counters`` (r, width):
+    a few large arrays, cheap to send between Dask workers and to add.
+    """
+
+    keys: np.ndarray
+    n: np.ndarray
+    counters: np.ndarray
+
+    @classmethod
+    def of(cls, parts: list[tuple[int, RowSums]]) -> Partial:
+        """Return the partial sums of folded parts (bucket, RowSums), duplicates added."""
+        if not parts:
+            return cls(
+                np.zeros((0, 2), np.int64), np.zeros(0, np.int64), np.zeros((0, 0), np.int64)
+            )
+        keys = np.concatenate(
+            [np.column_stack([np.full(len(p.rows), b), p.rows]) for b, p in parts]
+        ).astype(np.int64)
+        n = np.concatenate([p.n for _, p in parts]).astype(np.int64)
+        counters = np.concatenate([p.table for _, p in parts]).astype(np.int64)
+        return cls._summed(keys, n, counters)
+
+    @classmethod
+    def _summed(cls, keys: np.ndarray, n: np.ndarray, counters: np.ndarray) -> Partial:
+        unique, index = np.unique(keys, axis=0, return_inverse=True)
+        index = index.reshape(-1)
+        total_n = np.zeros(len(unique), np.int64)
+        np.add.at(total_n, index, n)
+        total = np.zeros((len(unique), counters.shape[1]), np.int64)
+        np.add.at(total, index, counters)
+        return cls(unique, total_n, total)
+
+    def __add__(self, other: Partial) -> Partial:
+        """Return the sums of both sets of reports (integer addition, row by row)."""
+        if not len(other.keys):
+            return self
+        if not len(self.keys):
+            return other
+        return Partial._summed(
+            np.concatenate([self.keys, other.keys]),
+            np.concatenate([self.n, other.n]),
+            np.concatenate([self.counters, other.counters]),
+        )
+
+
+def fold_file(path: str) -> Partial:
     """Return the sums of one archive file (on a worker), a row group at a time."""
     task = task_of(path)
     mechanism = task.mechanism_object
-    sums: SparseSums = {}
     parquet = pq.ParquetFile(path)
+    total = Partial.of([])
     for group in range(parquet.num_row_groups):
         buckets, batch = table_reports(task, parquet.read_row_group(group))
+        parts = []
         for bucket in np.unique(buckets):
             in_bucket = _take(batch, np.flatnonzero(buckets == bucket))
-            for part in fold_parts(mechanism, in_bucket):
-                for i, row in enumerate(part.rows):
-                    _add(sums, (int(bucket), int(row)), int(part.n[i]), part.table[i])
-    return sums
+            parts += [(int(bucket), part) for part in fold_parts(mechanism, in_bucket)]
+        total = total + Partial.of(parts)
+    return total
 
 
 def _take(batch: Batch, chosen: np.ndarray) -> Batch:
@@ -62,25 +110,12 @@ def _take(batch: Batch, chosen: np.ndarray) -> Batch:
     )
 
 
-def _add(sums: SparseSums, key: tuple[int, int], n: int, counters: np.ndarray) -> None:
-    held = sums.get(key)
-    if held is None:
-        sums[key] = (n, counters.astype(np.int64, copy=True))
-    else:
-        held[1][...] += counters
-        sums[key] = (held[0] + n, held[1])
+def merge(left: Partial, right: Partial) -> Partial:
+    """Return the sums of two disjoint sets of reports (what the tree of tasks runs)."""
+    return left + right
 
 
-def merge(left: SparseSums, right: SparseSums) -> SparseSums:
-    """Return the sums of two disjoint sets of reports (integer addition, row by row)."""
-    if len(left) < len(right):
-        left, right = right, left
-    for key, (n, counters) in right.items():
-        _add(left, key, n, counters)
-    return left
-
-
-def resum(files: Sequence[Path], client: object) -> SparseSums:
+def resum(files: Sequence[Path], client: object) -> Partial:
     """Fold every file on the cluster and add the results pairwise; return the total."""
     futures = client.map(fold_file, [str(f) for f in files], pure=False)  # type: ignore[attr-defined]
     while len(futures) > 1:
@@ -90,8 +125,8 @@ def resum(files: Sequence[Path], client: object) -> SparseSums:
         ]
         futures = paired + ([futures[-1]] if len(futures) % 2 else [])
     if not futures:
-        return {}
-    result: SparseSums = futures[0].result()
+        return Partial.of([])
+    result: Partial = futures[0].result()
     return result
 
 
@@ -123,7 +158,10 @@ def run(
         client.close()
         if cluster is not None:
             cluster.close()
-    rows = [(b, r, n, counters) for (b, r), (n, counters) in sorted(sums.items())]
+    rows = [
+        (int(key[0]), int(key[1]), int(n), counters)
+        for key, n, counters in zip(sums.keys, sums.n, sums.counters, strict=True)
+    ]
     write_sums(task, rows, output)
     reports = sum(pq.ParquetFile(path).metadata.num_rows for path in files)
     return reports, len(rows), time.perf_counter() - started
