@@ -23,6 +23,10 @@ DEFAULTS: dict[str, object] = {
     # runs), and how long a request waits for one before 503 unavailable (s).
     "POSTGRES_POOL_SIZE": 8,
     "POSTGRES_POOL_TIMEOUT": 10.0,
+    # PostgreSQL's synchronous_commit for the collector's connections: "on" (an upload is
+    # answered once its commit is on PostgreSQL's disk) or "off" (once in its memory: a
+    # node's kill -9 loses nothing, a PostgreSQL crash may lose the last ~0.6 s).
+    "POSTGRES_SYNCHRONOUS_COMMIT": "on",
     # Bearer tokens given in the environment (tests, demos); `ldp-aggregator tokens create`
     # stores hashed tokens in the database instead. Both are accepted.
     "ADMIN_TOKEN": None,

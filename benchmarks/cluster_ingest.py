@@ -15,6 +15,7 @@ single node with 100 reports per request, ≥ 0.5× with 1.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import tempfile
@@ -83,7 +84,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 100])
+    parser.add_argument(
+        "--synchronous-commit",
+        default="on",
+        choices=["on", "off"],
+        help="the nodes' POSTGRES_SYNCHRONOUS_COMMIT (docs/operations.md)",
+    )
     args = parser.parse_args()
+    os.environ["LDP_POSTGRES_SYNCHRONOUS_COMMIT"] = json.dumps(args.synchronous_commit)
     rows: dict[str, dict[int, dict]] = {"single": {}, "cluster": {}}
     with tempfile.TemporaryDirectory(prefix="ldp-cluster-bench-") as scratch:
         folder = Path(scratch)
@@ -107,7 +115,8 @@ def main() -> None:
     )
     print(
         "| reports per request | 1 node, SQLite, 2 workers "
-        "| 2 nodes × 1 worker, PostgreSQL | ratio |"
+        f"| 2 nodes × 1 worker, PostgreSQL (synchronous_commit {args.synchronous_commit}) "
+        "| ratio |"
     )
     print("|---|---|---|---|")
     for batch in args.batches:

@@ -41,6 +41,7 @@ def _open_postgres(url: str, config: Mapping[str, Any]) -> Store:
         pool_size=int(config["POSTGRES_POOL_SIZE"]),
         pool_timeout=float(config["POSTGRES_POOL_TIMEOUT"]),
         staged_bytes=int(config["STAGED_BYTES"]),
+        synchronous_commit=str(config["POSTGRES_SYNCHRONOUS_COMMIT"]),
     )
 
 

@@ -55,6 +55,10 @@ from shared import Envelope, TaskConfig
 
 MIGRATIONS_LOCK = (0x1D9, 0)  # advisory lock key (two int4): schema migrations
 FOLD_LOCK = 0x1D9 + 1  # first half of a task's fold lock; the second is hashtext(task_id)
+# on: a commit is flushed to PostgreSQL's disk before the upload is answered; off: it is
+# answered once in PostgreSQL's memory (a node's kill -9 still loses nothing; a crash of
+# PostgreSQL itself may lose the last ~0.6 s of acknowledged uploads).
+SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
 _BUSY = (errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable)
 
 
@@ -111,7 +115,14 @@ class PostgresStore:
         pool_timeout: float = 10.0,
         connect_timeout: float = 5.0,
         staged_bytes: int = 8 << 20,
+        synchronous_commit: str = "on",
     ) -> None:
+        if synchronous_commit not in SYNCHRONOUS_COMMIT:
+            raise ValueError(
+                f"POSTGRES_SYNCHRONOUS_COMMIT must be one of {', '.join(SYNCHRONOUS_COMMIT)}, "
+                f"got {synchronous_commit!r}"
+            )
+        self.synchronous_commit = synchronous_commit
         self.url, self.pool_size, self.pool_timeout = url, pool_size, pool_timeout
         self.connect_timeout, self.staged_bytes = connect_timeout, staged_bytes
         self._pools: dict[int, ConnectionPool] = {}
@@ -136,12 +147,18 @@ class PostgresStore:
                         timeout=self.pool_timeout,
                         kwargs={"connect_timeout": max(1, round(self.connect_timeout))},
                         check=ConnectionPool.check_connection,  # reconnect after a restart
+                        configure=self._configure,
                         open=False,
                         name=f"ldp-{pid}",
                     )
                     pool.open(wait=False)
                     self._pools = {pid: pool}
         return pool
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        """Set up a new pooled connection (the pool calls this once per connection)."""
+        conn.execute(f"SET synchronous_commit = {self.synchronous_commit}")
+        conn.commit()
 
     @contextmanager
     def _write(self) -> Iterator[PgTx]:
