@@ -14,8 +14,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
-import time
 from typing import Any
 
 from granian.constants import HTTPModes, Interfaces
@@ -70,20 +68,6 @@ def _orphan_guard() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
     if str(os.getppid()) != os.environ.get(_SERVER_PID):  # it died before prctl took effect
         os.kill(os.getpid(), signal.SIGTERM)
-    threading.Thread(target=_exit_when_orphaned, name="orphan-watch", daemon=True).start()
-
-
-def _exit_when_orphaned() -> None:
-    """Exit for good if this worker is still running GRACEFUL_SECONDS after its server died.
-
-    The server enforces workers_kill_timeout only while it lives: with it gone, a worker
-    whose graceful stop hangs (seen with granian 2.5) would otherwise live on.
-    """
-    server = os.environ.get(_SERVER_PID)
-    while str(os.getppid()) == server:
-        time.sleep(1.0)
-    time.sleep(serving.GRACEFUL_SECONDS + 1)  # the graceful stop (SIGTERM) had its time
-    os._exit(1)
 
 
 def _load_bridged(target: str) -> rsgi_bridge.RsgiBridge:
