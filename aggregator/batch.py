@@ -27,9 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
-from aggregator.archive import archive_files, table_reports, task_of, write_sums
 from aggregator.store.folding import fold_parts
 from aggregator.store.staging import columns
 from shared.mechanisms.base import Batch
@@ -87,6 +85,10 @@ class Partial:
 
 def fold_file(path: str) -> Partial:
     """Return the sums of one archive file (on a worker), a row group at a time."""
+    import pyarrow.parquet as pq
+
+    from aggregator.archive import table_reports, task_of
+
     task = task_of(path)
     mechanism = task.mechanism_object
     parquet = pq.ParquetFile(path)
@@ -134,7 +136,10 @@ def run(
     archive: Path, task_id: str, output: Path, *, workers: int, scheduler: str | None
 ) -> tuple[int, int, float]:
     """Sum a task's archive into ``output``; return (reports, sums rows, seconds)."""
+    import pyarrow.parquet as pq
     from dask.distributed import Client, LocalCluster
+
+    from aggregator.archive import archive_files, task_of, write_sums
 
     files = archive_files(archive, task_id)
     if not files:
@@ -187,4 +192,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ModuleNotFoundError as error:  # dask or pyarrow: the [batch] extra
+        sys.exit(
+            f"python -m aggregator.batch needs the [batch] extra ({error}): "
+            "pip install 'ldp-telemetry[server,batch]'"
+        )

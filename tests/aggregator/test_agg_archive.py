@@ -131,3 +131,18 @@ def test_archive_errors_name_the_fix(app: Flask, tmp_path: Path) -> None:
     assert cli("export", "plain", "--db", db, "--format", "parquet", "--output", sums)[0] == 0
     code, out = cli("estimates", "other", "--sums", sums)
     assert code != 0 and "not 'other'" in out
+
+
+def test_the_batch_job_names_its_extra_when_dask_is_missing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import runpy, sys; sys.modules['dask'] = None; sys.modules['dask.distributed'] = None; "
+        f"sys.argv = ['x', {str(tmp_path)!r}, '--task', 't', '--output', 'o.parquet']; "
+        "runpy.run_module('aggregator.batch', run_name='__main__')"
+    )
+    (tmp_path / "task_id=t" / "day=1970-01-01").mkdir(parents=True)
+    (tmp_path / "task_id=t" / "day=1970-01-01" / "part-00000.parquet").write_bytes(b"")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "needs the [batch] extra" in done.stderr
