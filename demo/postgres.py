@@ -26,8 +26,10 @@ class PostgresServer:
         self.folder = Path(tempfile.mkdtemp(prefix="ldp-postgres-"))
         self.folder.chmod(0o755)
         if "XDG_RUNTIME_DIR" not in os.environ:  # else platformdirs warns on every use
-            runtime = self.folder / "run"
-            runtime.mkdir(mode=0o700)
+            # pgserver keeps its lock file there for the whole process: one folder per
+            # user, outside the server's folder (which stop() deletes).
+            runtime = Path(tempfile.gettempdir()) / f"ldp-pgserver-run-{os.getuid()}"
+            runtime.mkdir(mode=0o700, exist_ok=True)
             os.environ["XDG_RUNTIME_DIR"] = str(runtime)
         try:
             import pgserver
