@@ -126,9 +126,11 @@ _INTEGER = {"type": "integer"}
 
 def _option_schema(option: Option) -> dict[str, Any]:
     """Return the JSON schema of one task parameter."""
-    kind = {"strings": {"type": "array", "items": {"type": "string"}}}.get(
-        option.kind, {"type": option.kind}
-    )
+    kinds: dict[str, dict[str, Any]] = {
+        "strings": {"type": "array", "items": {"type": "string"}},
+        "object": {"type": "object"},
+    }
+    kind = kinds.get(option.kind, {"type": option.kind})
     return {**kind, "description": option.help}
 
 
@@ -160,6 +162,7 @@ SCHEMAS: dict[str, Any] = {
             "fingerprint": {"type": "string"},
             "hash_seed": _INTEGER,
             "effective_epsilon": _NUMBER,
+            "effective_epsilon_inf": _NUMBER,
             "upload_key": {"type": "string"},
         },
     },

@@ -7,11 +7,15 @@ mechanism actually implemented never gives more than the epsilon asked for; the 
 epsilon is then computed from ``T`` (see each mechanism).
 
 By default draws come from the operating system's CSPRNG (``os.urandom`` / ``secrets``).
-Tests and simulations may pass a seeded ``numpy.random.Generator`` as ``rng``.
+Tests and simulations may pass a seeded ``numpy.random.Generator`` as ``rng``; a
+longitudinal task's permanent responses pass a :class:`KeyedStream` (HMAC-DRBG), which
+gives the same draws every time for the same key.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import os
 import secrets
@@ -25,7 +29,57 @@ from shared.errors import ParameterError
 BITS = 32
 SCALE = 1 << BITS
 
-Rng = np.random.Generator | None
+
+class KeyedStream:
+    """A deterministic, unpredictable stream of words: HMAC-DRBG (NIST SP 800-90A, SHA-256).
+
+    Instantiated from ``key`` (the entropy input: a device's secret-derived key) and
+    ``context`` (nonce and personalization: what the draws are for), without reseeding.
+    Whoever lacks the key cannot tell its output from uniform; whoever holds it gets the
+    same draws again, so nothing drawn needs to be stored.
+    """
+
+    __slots__ = ("_k", "_v")
+
+    def __init__(self, key: bytes, context: bytes) -> None:
+        self._k, self._v = bytes(32), b"\x01" * 32
+        self._update(key + context)
+
+    def _hmac(self, data: bytes) -> bytes:
+        return hmac.new(self._k, data, hashlib.sha256).digest()
+
+    def _update(self, provided: bytes | None) -> None:
+        self._k = self._hmac(self._v + b"\x00" + (provided or b""))
+        self._v = self._hmac(self._v)
+        if provided:
+            self._k = self._hmac(self._v + b"\x01" + provided)
+            self._v = self._hmac(self._v)
+
+    def bytes(self, size: int) -> bytes:
+        """Return the next ``size`` bytes (one HMAC-DRBG generate call)."""
+        out = bytearray()
+        while len(out) < size:
+            self._v = self._hmac(self._v)
+            out += self._v
+        self._update(None)
+        return bytes(out[:size])
+
+    def words(self, size: int) -> np.ndarray:
+        """Return the next ``size`` uniform ``BITS``-bit words as uint32."""
+        return np.frombuffer(self.bytes(4 * size), dtype="<u4").astype(np.uint32)
+
+    def below(self, n: int, size: int) -> np.ndarray:
+        """Return ``size`` uniform integers in [0, n) as int64, by rejection (exact)."""
+        if not 0 < n <= SCALE:
+            raise ValueError(f"n must be in (0, 2**{BITS}], got {n}")
+        limit, out = _rejection_limit(n), np.empty(0, dtype=np.int64)
+        while out.size < size:
+            words = self.words(size - out.size + 4).astype(np.int64)
+            out = np.concatenate([out, words[words < limit] % n])
+        return out[:size]
+
+
+Rng = np.random.Generator | KeyedStream | None
 
 _MAX_REJECTIONS = 64
 _THREE_WORDS = struct.Struct("<III")
@@ -61,6 +115,8 @@ def uniform_words(size: int, rng: Rng = None) -> np.ndarray:
     """Return ``size`` independent uniform ``BITS``-bit integers as a uint32 array."""
     if rng is None:
         return np.frombuffer(os.urandom(4 * size), dtype=np.uint32)
+    if isinstance(rng, KeyedStream):
+        return rng.words(size)
     return rng.integers(0, SCALE, size=size, dtype=np.uint32)
 
 
@@ -69,11 +125,15 @@ def uniform_word(rng: Rng = None) -> int:
     if rng is None:
         # os.urandom directly: half the cost of secrets.randbits, same source.
         return int.from_bytes(os.urandom(4), "little")
+    if isinstance(rng, KeyedStream):
+        return int(rng.words(1)[0])
     return int(rng.integers(0, SCALE, dtype=np.uint64))
 
 
 def uniform_below(n: int, rng: Rng = None) -> int:
     """Return a uniform integer in [0, n)."""
+    if isinstance(rng, KeyedStream):
+        return int(rng.below(n, 1)[0])
     if rng is not None:
         return int(rng.integers(0, n))
     if n <= SCALE:
@@ -200,6 +260,8 @@ def _pack_secure(raw: bytes, size: int, target: bytes, spare_end: int) -> bytear
 
 def uniform_below_many(n: int, size: int, rng: Rng = None) -> np.ndarray:
     """Return ``size`` uniform integers in [0, n) as int64 (n <= 2**BITS)."""
+    if isinstance(rng, KeyedStream):
+        return rng.below(n, size)
     if rng is not None:
         return rng.integers(0, n, size=size, dtype=np.int64)
     # Rejection sampling on CSPRNG words keeps the choice exactly uniform.

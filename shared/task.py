@@ -20,6 +20,7 @@ from typing import Any
 
 from shared.errors import ParameterError
 from shared.mechanisms.base import Mechanism, ParamsBase
+from shared.mechanisms.longitudinal import Longitudinal
 from shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
 from shared.validation import check_int
 
@@ -29,6 +30,7 @@ _COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "fingerpr
 # Every mechanism's parameter names: read as task attributes (None where not taken).
 PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())
 TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
+PUBLISHED = ("effective_epsilon", "effective_epsilon_inf")  # computed: not fingerprinted
 
 
 @dataclass(frozen=True, init=False)
@@ -102,7 +104,7 @@ class TaskConfig:
         """Return the task a :meth:`to_dict` produced (its fingerprint is checked)."""
         if not isinstance(data, dict):
             raise ParameterError("a task must be a JSON object")
-        _check_field_names(data, allowed={"effective_epsilon"})
+        _check_field_names(data, allowed=set(PUBLISHED))
         return cls(**{key: value for key, value in data.items() if key in TASK_FIELDS})
 
     @cached_property
@@ -128,6 +130,9 @@ class TaskConfig:
         """Return the public configuration as a JSON-ready dict (None fields left out)."""
         data = self._set_fields()
         data["effective_epsilon"] = self.effective_epsilon
+        mechanism = self.mechanism_object
+        if isinstance(mechanism, Longitudinal):  # one report spends ε₁; a value ε∞ for ever
+            data["effective_epsilon_inf"] = mechanism.effective_epsilon_inf
         return data
 
     def _set_fields(self) -> dict[str, Any]:

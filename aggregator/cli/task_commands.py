@@ -11,6 +11,27 @@ from aggregator.cli.context import database_option, open_app
 from shared.mechanisms.registry import MECHANISMS, all_options, plan
 
 
+class JsonObjectType(click.ParamType):
+    """A JSON object given on the command line, e.g. '{"epsilon_inf": 4, "flip": 0.1}'."""
+
+    name = "json"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        """Return the parsed object, or fail naming the expected form."""
+        if isinstance(value, dict):
+            return value
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            self.fail(f"expected a JSON object such as '{{\"a\": 1}}', got {value!r}", param, ctx)
+        return parsed
+
+
+JSON = JsonObjectType()
+
+
 @click.group()
 def tasks() -> None:
     """Create, list and plan tasks."""
@@ -18,9 +39,11 @@ def tasks() -> None:
 
 def mechanism_options(command: Any) -> Any:
     """Add one option per task parameter that any registered mechanism takes."""
-    types = {"number": float, "integer": int, "string": str, "strings": str}
+    types = {"number": float, "integer": int, "string": str, "strings": str, "object": JSON}
     for option in reversed(list(all_options().values())):
-        help_text = option.help + (" Comma-separated." if option.kind == "strings" else "")
+        help_text = option.help + {"strings": " Comma-separated.", "object": " As JSON."}.get(
+            option.kind, ""
+        )
         command = click.option(
             f"--{option.name.replace('_', '-')}",
             option.name,

@@ -30,8 +30,8 @@ Batch = Any  # a mechanism's stacked reports: a numpy array or a dataclass of ar
 class Option:
     """One task parameter as the CLI and the OpenAPI schema present it.
 
-    ``kind`` is ``number``, ``integer`` or ``strings`` (a list of strings; comma-separated
-    on the command line).
+    ``kind`` is ``number``, ``integer``, ``strings`` (a list of strings; comma-separated
+    on the command line) or ``object`` (a JSON object; JSON on the command line too).
     """
 
     name: str
@@ -140,6 +140,14 @@ class Plan:
     report_bits: int
 
 
+class JsonObject:
+    """A parameter whose JSON form is an object (e.g. the ``longitudinal`` option)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON object (what the task's JSON and fingerprint hold)."""
+        raise NotImplementedError
+
+
 P = TypeVar("P", bound="ParamsBase")
 
 
@@ -187,10 +195,12 @@ class ParamsBase:
 
     def to_fields(self) -> dict[str, Any]:
         """Return the parameters that are set, as JSON values (tuples as lists)."""
-        out = {}
+        out: dict[str, Any] = {}
         for name in self.fields():
             value = getattr(self, name)
-            if value is not None:
+            if isinstance(value, JsonObject):
+                out[name] = value.to_json()
+            elif value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
         return out
 

@@ -21,11 +21,13 @@ import numpy as np
 from shared.accuracy import cms_count_variance
 from shared.bitsum import add_bit_rows
 from shared.errors import DecodeError
+from shared.mechanisms.base import Mechanism
+from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION
 from shared.mechanisms.sketch import Sketch, SketchParams
 from shared.randomness import (
-    SCALE,
     Rng,
     bernoulli_flags,
+    bernoulli_packed,
     row_and_bernoulli_packed,
     uniform_below_many,
 )
@@ -86,14 +88,18 @@ class CountMeanSketch(Sketch):
     name = "cms"
     payload_fields = ("row", "bits")
     sums_class = CountMeanSketchSums
+    changes = 2
 
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
         # Two coordinates differ between neighbouring values: each flip gets ε/2.
-        self.effective_epsilon = 2.0 * self.set_flip(self.epsilon / 2.0)
-        self.offset = (self.c_eps - 1.0) / 2.0
+        self.set_flip(self.epsilon / 2.0)
         self.report_bytes = (self.m + 7) // 8
         self.report_bits = self.m + (self.k - 1).bit_length()
+
+    def offset_of(self, c_eps: float) -> float:
+        """Return (c_ε − 1)/2: the expected share of flipped −1 bits, debiased."""
+        return (c_eps - 1.0) / 2.0
 
     def privatize(self, value: str, rng: Rng = None) -> SketchReport:
         """Return the privatized report of one value."""
@@ -128,12 +134,19 @@ class CountMeanSketch(Sketch):
         expected[self.hashes.bucket(key, report.row)] = 1
         bits = raw[: self.m]
         flipped = int(np.count_nonzero(bits != expected))
-        keep = SCALE - self.flip_threshold
-        return (
-            Fraction(1, self.k)
-            * Fraction(self.flip_threshold, SCALE) ** flipped
-            * Fraction(keep, SCALE) ** (self.m - flipped)
-        )
+        flip = self.flip_exact
+        return Fraction(1, self.k) * flip**flipped * (1 - flip) ** (self.m - flipped)
+
+    def reflip(self, report: SketchReport, threshold: int, rng: Rng = None) -> SketchReport:
+        """Return the report with each of its m bits flipped with probability T/2^32."""
+        flips = bernoulli_packed(self.m, threshold, rng)  # zero padding: padding stays 0
+        bits = bytes(a ^ b for a, b in zip(report.bits, flips, strict=True))
+        return SketchReport(report.row, bits)
+
+    def reflip_many(self, batch: SketchBatch, threshold: int, rng: Rng = None) -> SketchBatch:
+        """Return each report with each of its m bits flipped with probability T/2^32."""
+        flips = bernoulli_flags(len(batch) * self.m, threshold, rng).reshape(len(batch), self.m)
+        return SketchBatch(batch.rows, batch.bits ^ np.packbits(flips, axis=1))
 
     def encode_payload(self, report: SketchReport) -> dict[str, Any]:
         """Return the row and the packed bits as base64url."""
@@ -158,8 +171,8 @@ class CountMeanSketchParams(SketchParams):
 
     name = "cms"
 
-    def build(self) -> CountMeanSketch:
+    options = (*SketchParams.options, LONGITUDINAL_OPTION)
+
+    def build(self) -> Mechanism:
         """Return the mechanism."""
-        assert self.epsilon is not None and self.k is not None and self.m is not None
-        assert self.hash_seed is not None  # validate() checked all four
-        return CountMeanSketch(epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed)
+        return self.built(CountMeanSketch)

@@ -9,6 +9,7 @@ is estimated by (N_v − n·q)/(p − q).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ import numpy as np
 from shared.accuracy import grr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.mechanisms import longitudinal
 from shared.mechanisms.base import (
+    Mechanism,
     Option,
     ParamsBase,
     Plan,
@@ -28,6 +31,7 @@ from shared.mechanisms.base import (
     as_float,
     check_candidate_strings,
 )
+from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
 from shared.randomness import (
     SCALE,
     Rng,
@@ -77,9 +81,17 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         check_implementable(keep, self.threshold_other)
         self.threshold_keep = keep
         self._lie_words = (self.d - 1) * self.threshold_other  # words below this lie
-        self.effective_epsilon = log_ratio(keep, self.threshold_other)
-        self.p, self.q = keep / SCALE, self.threshold_other / SCALE
+        self._set_channel(Fraction(keep, SCALE), Fraction(self.threshold_other, SCALE))
         self.sums_shape = (1, self.d)
+
+    def _set_channel(self, keep: Fraction, other: Fraction) -> None:
+        """Set P(report = value) and P(report = each other value) exactly, and what the
+        estimator and the effective epsilon derive from them."""
+        self.p_keep, self.p_other = keep, other
+        self.effective_epsilon = log_ratio(
+            keep.numerator * other.denominator, other.numerator * keep.denominator
+        )
+        self.p, self.q = float(keep), float(other)
 
     def __repr__(self) -> str:
         return f"GeneralizedRandomizedResponse(epsilon={self.epsilon!r}, d={self.d})"
@@ -120,9 +132,44 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         truth = self.index_of(value)
         if isinstance(report, bool) or report not in range(self.d):
             return Fraction(0)
-        if report == truth:
-            return Fraction(self.threshold_keep, SCALE)
-        return Fraction(self.threshold_other, SCALE)
+        return self.p_keep if report == truth else self.p_other
+
+    # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
+
+    def irr_threshold(self, flip: float) -> int:
+        """Return the threshold T that moves the index to each other value with T/2^32
+        (to some other value with flip = (d−1)·T/2^32, below (d−1)/d)."""
+        return longitudinal.flip_threshold(flip, self.d - 1, self.irr_limit())
+
+    def irr_limit(self) -> int:
+        """Return the threshold at which every index is equally likely (pure noise)."""
+        return -(-SCALE // self.d)
+
+    def compose_flip(self, threshold: int) -> GeneralizedRandomizedResponse:
+        """Return the mechanism whose index is this one's moved to each other value with
+        probability T/2^32."""
+        move = Fraction(threshold, SCALE)
+        stay = 1 - (self.d - 1) * move
+        keep, other = self.p_keep, self.p_other
+        composed = copy.copy(self)
+        composed._set_channel(
+            keep * stay + (self.d - 1) * other * move,
+            keep * move + other * stay + (self.d - 2) * other * move,
+        )
+        return composed
+
+    def reflip(self, report: int, threshold: int, rng: Rng = None) -> int:
+        """Return the index moved to each other value with probability T/2^32."""
+        word = uniform_word(rng)
+        if word < (self.d - 1) * threshold:
+            return int(other_value(report, word, threshold))
+        return report
+
+    def reflip_many(self, batch: np.ndarray, threshold: int, rng: Rng = None) -> np.ndarray:
+        """Return each index moved to each other value with probability T/2^32."""
+        words = uniform_words(len(batch), rng).astype(np.int64)
+        moved = other_value(batch, words, threshold)
+        return np.where(words < (self.d - 1) * threshold, moved, batch)
 
     def canonical(self, value: object) -> bytes:
         """Return the value's domain index as 4 bytes (raise ValueOutOfDomain if outside)."""
@@ -171,17 +218,22 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
 
     epsilon: float | None = None
     domain: tuple[str, ...] | None = None
+    longitudinal: LongitudinalSpec | None = None
 
     name = "grr"
     options = (
         Option("epsilon", "number", "Privacy parameter."),
         Option("domain", "strings", "grr: the values, in order (a report is an index)."),
+        LONGITUDINAL_OPTION,
     )
 
     def validate(self) -> None:
         """Check that both are given; the mechanism checks the rest when built."""
         object.__setattr__(self, "epsilon", as_float(self.epsilon))
-        self.require("epsilon")
+        spec = longitudinal.check_epsilon_left_out(self.epsilon, self.longitudinal)
+        object.__setattr__(self, "longitudinal", spec)
+        if spec is None:
+            self.require("epsilon")
         if self.domain is None:
             raise ParameterError("grr needs a domain: a list of distinct strings")
         # tuple("abc") would silently turn a string into the domain ('a', 'b', 'c')
@@ -191,9 +243,17 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
             )
         object.__setattr__(self, "domain", tuple(self.domain))
 
-    def build(self) -> GeneralizedRandomizedResponse:
+    def build(self) -> Mechanism:
         """Return the mechanism."""
-        assert self.epsilon is not None and self.domain is not None  # validate() checked
+        assert self.domain is not None  # validate() checked
+        if self.longitudinal is not None:
+            permanent = GeneralizedRandomizedResponse(
+                epsilon=self.longitudinal.epsilon_inf, domain=self.domain
+            )
+            return longitudinal.Longitudinal(
+                permanent, self.longitudinal, longitudinal.identity_of(self.to_fields())
+            )
+        assert self.epsilon is not None  # validate() checked
         return GeneralizedRandomizedResponse(epsilon=self.epsilon, domain=self.domain)
 
     @classmethod

@@ -20,8 +20,16 @@ from typing import Any
 import numpy as np
 
 from shared.accuracy import hcms_count_variance
+from shared.mechanisms.base import Mechanism
+from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION
 from shared.mechanisms.sketch import Sketch, SketchParams
-from shared.randomness import SCALE, Rng, row_col_and_word, uniform_below_many, uniform_words
+from shared.randomness import (
+    Rng,
+    row_col_and_word,
+    uniform_below_many,
+    uniform_word,
+    uniform_words,
+)
 from shared.sums import Sums
 from shared.validation import check_power_of_two
 from shared.wire import integer
@@ -92,7 +100,7 @@ class HadamardCountMeanSketch(Sketch):
         super().__init__(epsilon=epsilon, k=k, m=m, hash_seed=hash_seed)
         check_power_of_two("m", self.m)
         self.report_bits = 1 + (self.m - 1).bit_length() + (self.k - 1).bit_length()
-        self.effective_epsilon = self.set_flip(self.epsilon)
+        self.set_flip(self.epsilon)
 
     def privatize(self, value: str, rng: Rng = None) -> HadamardReport:
         """Return the privatized report of one value."""
@@ -128,8 +136,17 @@ class HadamardCountMeanSketch(Sketch):
         bucket = self.hashes.bucket(key, report.row)
         plus = (report.col & bucket).bit_count() % 2 == 0
         kept = plus == (report.bit == 1)
-        p_bit = SCALE - self.flip_threshold if kept else self.flip_threshold
-        return Fraction(1, self.k * self.m) * Fraction(p_bit, SCALE)
+        return Fraction(1, self.k * self.m) * (1 - self.flip_exact if kept else self.flip_exact)
+
+    def reflip(self, report: HadamardReport, threshold: int, rng: Rng = None) -> HadamardReport:
+        """Return the report with its bit flipped with probability T/2^32."""
+        flipped = int(uniform_word(rng) < threshold)
+        return HadamardReport(report.row, report.col, report.bit ^ flipped)
+
+    def reflip_many(self, batch: HadamardBatch, threshold: int, rng: Rng = None) -> HadamardBatch:
+        """Return each report with its bit flipped with probability T/2^32."""
+        flipped = (uniform_words(len(batch), rng) < threshold).astype(np.uint8)
+        return HadamardBatch(batch.rows, batch.cols, batch.bits ^ flipped)
 
     def encode_payload(self, report: HadamardReport) -> dict[str, Any]:
         """Return the row, the Hadamard column and the bit."""
@@ -157,13 +174,11 @@ class HadamardCountMeanSketchParams(SketchParams):
 
     name = "hcms"
 
-    def build(self) -> HadamardCountMeanSketch:
+    options = (*SketchParams.options, LONGITUDINAL_OPTION)
+
+    def build(self) -> Mechanism:
         """Return the mechanism."""
-        assert self.epsilon is not None and self.k is not None and self.m is not None
-        assert self.hash_seed is not None  # validate() checked all four
-        return HadamardCountMeanSketch(
-            epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed
-        )
+        return self.built(HadamardCountMeanSketch)
 
 
 def _parity(x: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ The count of yes is estimated by (ones − n·P(1|0)) / (P(1|1) − P(1|0)).
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -24,12 +25,20 @@ import numpy as np
 from shared.accuracy import rr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
-from shared.mechanisms.base import Option, ParamsBase, Plan, SingleRowMechanism, as_float
+from shared.mechanisms import longitudinal
+from shared.mechanisms.base import (
+    Mechanism,
+    Option,
+    ParamsBase,
+    Plan,
+    SingleRowMechanism,
+    as_float,
+)
+from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
 from shared.randomness import (
     SCALE,
     Rng,
     check_implementable,
-    log_ratio,
     threshold_at_least,
     uniform_word,
     uniform_words,
@@ -88,9 +97,13 @@ class RandomizedResponse(SingleRowMechanism):
                     f"maximum {MAX_EPSILON}: move beta away from 0 and 1 or lower alpha"
                 )
         check_implementable(self.threshold_yes, self.threshold_no)
-        t1, t0 = self.threshold_yes, self.threshold_no
-        self.effective_epsilon = max(log_ratio(t1, t0), log_ratio(SCALE - t0, SCALE - t1))
-        self.p11, self.p10 = t1 / SCALE, t0 / SCALE
+        self._set_answers(Fraction(self.threshold_yes, SCALE), Fraction(self.threshold_no, SCALE))
+
+    def _set_answers(self, p_yes: Fraction, p_no: Fraction) -> None:
+        """Set P(1|yes) and P(1|no) exactly, and what the estimator and epsilon derive."""
+        self.p_one = {True: p_yes, False: p_no}
+        self.effective_epsilon = max(_log(p_yes / p_no), _log((1 - p_no) / (1 - p_yes)))
+        self.p11, self.p10 = float(p_yes), float(p_no)
 
     def __repr__(self) -> str:
         return f"RandomizedResponse(epsilon={self.epsilon!r})"
@@ -110,10 +123,36 @@ class RandomizedResponse(SingleRowMechanism):
 
     def output_probability(self, value: bool, report: int) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""
-        p_one = Fraction(self.threshold_yes if check_answer(value) else self.threshold_no, SCALE)
-        if report not in (0, 1):
+        p_one = self.p_one[check_answer(value)]
+        if isinstance(report, bool) or report not in (0, 1):
             return Fraction(0)
         return p_one if report == 1 else 1 - p_one
+
+    # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
+
+    def irr_threshold(self, flip: float) -> int:
+        """Return the threshold that flips the answer with probability ``flip`` (< 1/2)."""
+        return longitudinal.flip_threshold(flip, 1, self.irr_limit())
+
+    def irr_limit(self) -> int:
+        """Return the threshold of a flip with probability 1/2 (the answer is then noise)."""
+        return SCALE // 2
+
+    def compose_flip(self, threshold: int) -> RandomizedResponse:
+        """Return the mechanism whose answer is this one's, flipped with T/2^32."""
+        flip = Fraction(threshold, SCALE)
+        composed = copy.copy(self)
+        yes, no = self.p_one[True], self.p_one[False]
+        composed._set_answers(yes + flip - 2 * yes * flip, no + flip - 2 * no * flip)
+        return composed
+
+    def reflip(self, report: int, threshold: int, rng: Rng = None) -> int:
+        """Return the answer flipped with probability T/2^32."""
+        return report ^ int(uniform_word(rng) < threshold)
+
+    def reflip_many(self, batch: np.ndarray, threshold: int, rng: Rng = None) -> np.ndarray:
+        """Return each answer flipped with probability T/2^32."""
+        return batch ^ (uniform_words(len(batch), rng) < threshold).astype(np.uint8)
 
     def canonical(self, value: object) -> bytes:
         """Return one byte identifying a yes/no value (raise ValueOutOfDomain otherwise)."""
@@ -161,12 +200,14 @@ class RandomizedResponseParams(ParamsBase):
     epsilon: float | None = None
     alpha: float | None = None
     beta: float | None = None
+    longitudinal: LongitudinalSpec | None = None
 
     name = "rr"
     options = (
         Option("epsilon", "number", "Privacy parameter (or --alpha and --beta)."),
         Option("alpha", "number", "rr only, with --beta, instead of --epsilon."),
         Option("beta", "number", "rr only: P(yes) when not answering truthfully."),
+        LONGITUDINAL_OPTION,
     )
     exclusive = (frozenset({"alpha", "beta"}), "alpha and beta are only for rr")
 
@@ -174,9 +215,18 @@ class RandomizedResponseParams(ParamsBase):
         """Normalise numbers; the mechanism checks the rest when built."""
         for name in ("epsilon", "alpha", "beta"):
             object.__setattr__(self, name, as_float(getattr(self, name)))
+        spec = longitudinal.check_epsilon_left_out(self.epsilon, self.longitudinal)
+        if spec is not None and (self.alpha is not None or self.beta is not None):
+            raise ParameterError("a longitudinal rr task takes no alpha and beta")
+        object.__setattr__(self, "longitudinal", spec)
 
-    def build(self) -> RandomizedResponse:
+    def build(self) -> Mechanism:
         """Return the mechanism."""
+        if self.longitudinal is not None:
+            permanent = RandomizedResponse(epsilon=self.longitudinal.epsilon_inf)
+            return longitudinal.Longitudinal(
+                permanent, self.longitudinal, longitudinal.identity_of(self.to_fields())
+            )
         return RandomizedResponse(epsilon=self.epsilon, alpha=self.alpha, beta=self.beta)
 
     @classmethod

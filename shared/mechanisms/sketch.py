@@ -14,10 +14,12 @@ supplies the three things that differ: ``row_transform`` (table rows to X), ``of
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any, TypeVar
+from fractions import Fraction
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -25,14 +27,17 @@ from shared.accuracy import sketch_collision_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.hashing import MAX_SEED, RowHashes, value_bytes, value_key, value_keys
+from shared.mechanisms import longitudinal
 from shared.mechanisms.base import (
     Batch,
+    Mechanism,
     Option,
     ParamsBase,
     Plan,
     as_float,
     check_candidate_strings,
 )
+from shared.mechanisms.longitudinal import LongitudinalSpec, Rerandomizable
 from shared.randomness import SCALE, check_implementable, log_ratio, threshold_at_least
 from shared.sums import RowSums, Sums, check_shape
 from shared.validation import check_epsilon, check_int
@@ -54,8 +59,10 @@ class Sketch:
     report_bits = 0  # the payload's size on the wire (set by each sketch)
     offset = 0.0  # the estimator's offset (CMS: (c_ε − 1)/2)
     flip_threshold: int
+    flip_exact: Fraction
     flip: float
     c_eps: float
+    effective_epsilon: float
 
     def __init__(self, *, epsilon: float, k: int, m: int, hash_seed: int) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -71,17 +78,43 @@ class Sketch:
             f"hash_seed={self.hash_seed})"
         )
 
-    def set_flip(self, epsilon: float) -> float:
-        """Set the flip probability 1/(1+e^epsilon), as T/2^32 rounded up, and c_ε.
+    changes = 1  # coordinates in which two values' reports differ before noise (cms: 2)
 
-        Returns ln((2^32−T)/T), the epsilon one flip decision actually spends.
-        """
+    def set_flip(self, epsilon: float) -> None:
+        """Set the flip probability 1/(1+e^epsilon) per coordinate, as T/2^32 rounded up."""
         self.flip_threshold = threshold_at_least(1.0 / (1.0 + np.exp(epsilon)))
-        keep = SCALE - self.flip_threshold
-        check_implementable(keep, self.flip_threshold)
-        self.flip = self.flip_threshold / SCALE
+        check_implementable(SCALE - self.flip_threshold, self.flip_threshold)
+        self.set_noise(Fraction(self.flip_threshold, SCALE))
+
+    def set_noise(self, flip: Fraction) -> None:
+        """Set a coordinate's exact flip probability and what derives from it: c_ε, the
+        offset and the effective epsilon, ``changes``·ln((1−flip)/flip)."""
+        self.flip_exact, self.flip = flip, float(flip)
         self.c_eps = 1.0 / (1.0 - 2.0 * self.flip)
-        return log_ratio(keep, self.flip_threshold)
+        self.offset = self.offset_of(self.c_eps)
+        ratio = (1 - flip) / flip
+        self.effective_epsilon = self.changes * log_ratio(ratio.numerator, ratio.denominator)
+
+    def offset_of(self, c_eps: float) -> float:
+        """Return the estimator's offset for c_ε (0 unless a sketch says otherwise)."""
+        return 0.0
+
+    # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
+
+    def irr_threshold(self, flip: float) -> int:
+        """Return the threshold flipping each noisy bit with probability ``flip`` (< 1/2)."""
+        return longitudinal.flip_threshold(flip, 1, self.irr_limit())
+
+    def irr_limit(self) -> int:
+        """Return the threshold of a flip with probability 1/2 (reports are then noise)."""
+        return SCALE // 2
+
+    def compose_flip(self: S, threshold: int) -> S:
+        """Return the sketch whose bits are this one's, each flipped again with T/2^32."""
+        again, flip = Fraction(threshold, SCALE), self.flip_exact
+        composed = copy.copy(self)
+        composed.set_noise(flip * (1 - again) + (1 - flip) * again)
+        return composed
 
     def for_device(self: S, device_key: bytes) -> S:
         """Return self: every device privatizes alike."""
@@ -207,8 +240,9 @@ class SketchParams(ParamsBase):
     k: int | None = None
     m: int | None = None
     hash_seed: int | None = None
+    longitudinal: LongitudinalSpec | None = None  # an option of cms and hcms, not of hh
 
-    options = (
+    options: ClassVar[tuple[Option, ...]] = (
         Option("epsilon", "number", "Privacy parameter."),
         Option("k", "integer", "Sketch rows (cms, hcms)."),
         Option("m", "integer", "Sketch width (cms, hcms; a power of two for hcms)."),
@@ -227,8 +261,24 @@ class SketchParams(ParamsBase):
     def validate(self) -> None:
         """Check that every parameter is given; the mechanism checks their ranges."""
         object.__setattr__(self, "epsilon", as_float(self.epsilon))
-        self.require("epsilon")
+        spec = longitudinal.check_epsilon_left_out(self.epsilon, self.longitudinal)
+        object.__setattr__(self, "longitudinal", spec)
+        if spec is None:
+            self.require("epsilon")
         self.require("k", "m", "hash_seed")
+
+    def built(self, sketch: Callable[..., Rerandomizable]) -> Mechanism:
+        """Return the sketch these parameters define (longitudinal if asked)."""
+        assert self.k is not None and self.m is not None and self.hash_seed is not None
+        if self.longitudinal is None:
+            assert self.epsilon is not None  # validate() checked
+            return sketch(epsilon=self.epsilon, k=self.k, m=self.m, hash_seed=self.hash_seed)
+        permanent = sketch(
+            epsilon=self.longitudinal.epsilon_inf, k=self.k, m=self.m, hash_seed=self.hash_seed
+        )
+        return longitudinal.Longitudinal(
+            permanent, self.longitudinal, longitudinal.identity_of(self.to_fields())
+        )
 
     @classmethod
     def plan(cls, epsilon: float, domain_size: int, devices: int) -> Plan | None:

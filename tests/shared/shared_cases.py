@@ -28,6 +28,7 @@ from shared import (
     SketchReport,
 )
 from shared.mechanisms.hh import HeavyHitters, LevelReport
+from shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
 from shared.mechanisms.numeric import NumericBase, SquareWave
 from shared.mechanisms.numeric_estimate import DEFAULT_QUERY
 
@@ -78,7 +79,37 @@ def conformance_cases() -> list[Case]:
             queries=("mean", "p50", "p90"),
             default_queries=DEFAULT_QUERY,
         ),
+        *(
+            Case(f"{case.name}-longitudinal", _longitudinal(case.build), case.values)
+            for case in (
+                Case("rr", lambda: RandomizedResponse(epsilon=3.0), (True, False)),
+                Case(
+                    "grr",
+                    lambda: GeneralizedRandomizedResponse(epsilon=3.0, domain=STRINGS[:4]),
+                    STRINGS[:4],
+                ),
+                Case(
+                    "cms", lambda: CountMeanSketch(epsilon=4.0, k=3, m=5, hash_seed=7), STRINGS[:4]
+                ),
+                Case(
+                    "hcms",
+                    lambda: HadamardCountMeanSketch(epsilon=4.0, k=2, m=4, hash_seed=7),
+                    STRINGS[:4],
+                ),
+            )
+        ),
     ]
+
+
+def _longitudinal(build: Callable[[], Any], flip: float = 0.1) -> Callable[[], Longitudinal]:
+    """Return a builder of ``build()``'s mechanism as a longitudinal task's (flip 0.1)."""
+
+    def longitudinal() -> Longitudinal:
+        permanent = build()
+        spec = LongitudinalSpec(permanent.epsilon, flip=flip)
+        return Longitudinal(permanent, spec, identity=repr(permanent))
+
+    return longitudinal
 
 
 NUMERIC_VALUES = (0.5, 3.0, 6.0, 9.5)  # one per bucket of [0, 10] in 4
@@ -96,6 +127,8 @@ def tiny_heavy_hitters(epsilon: float, hash_seed: int = 7) -> HeavyHitters:
 
 def all_outputs(mechanism: Mechanism) -> list[Any]:
     """Return every report the mechanism can produce."""
+    if isinstance(mechanism, Longitudinal):
+        return all_outputs(mechanism.permanent)
     if isinstance(mechanism, RandomizedResponse):
         return [0, 1]
     if isinstance(mechanism, NumericBase):
@@ -138,6 +171,8 @@ def output_key(mechanism: Mechanism, report: Any) -> Any:
 
 def batch_reports(mechanism: Mechanism, batch: Any) -> list[Any]:
     """Return the single reports of a ``privatize_many`` batch."""
+    if isinstance(mechanism, Longitudinal):
+        return batch_reports(mechanism.permanent, batch)
     if isinstance(
         mechanism, CountMeanSketch | HadamardCountMeanSketch | OptimizedLocalHashing | HeavyHitters
     ):

@@ -27,6 +27,7 @@ from shared_cases import (
 
 from shared import MECHANISMS, Estimates, HadamardReport, ParameterError, SketchReport
 from shared.mechanisms.hh import HeavyHitters
+from shared.mechanisms.longitudinal import Longitudinal
 from shared.mechanisms.sketch import Sketch
 
 DRAWS = 20_000  # per path; cells expected below 5 draws are pooled (chi-square validity)
@@ -50,7 +51,7 @@ def goodness_of_fit(mechanism: Any, value: Any, reports: list[Any]) -> float:
 
 
 def check_parameters(case: Case, mechanism: Any) -> None:
-    assert mechanism.name == case.name and mechanism.name in MECHANISMS
+    assert mechanism.name == case.name.removesuffix("-longitudinal") in MECHANISMS
     assert isinstance(mechanism.epsilon, float) and isinstance(mechanism.effective_epsilon, float)
     assert 0 < mechanism.effective_epsilon <= mechanism.epsilon
     assert type(mechanism).__name__ in repr(mechanism)
@@ -143,9 +144,10 @@ def check_estimate_without_candidates(case: Case, mechanism: Any) -> None:
     """candidates=None means the mechanism's default; a sketch has none and says so."""
     sums = mechanism.new_sums()
     sums.add_many(mechanism.privatize_many(list(case.values) * 10, np.random.default_rng(5)))
-    if isinstance(mechanism, Sketch | HeavyHitters):  # no domain to default to
+    inner = mechanism.permanent if isinstance(mechanism, Longitudinal) else mechanism
+    if isinstance(inner, Sketch | HeavyHitters):  # no domain to default to
         for call in (lambda: mechanism.estimate(sums), lambda: mechanism.estimate(sums, None)):
-            with pytest.raises(ParameterError, match=f"^{case.name} needs candidates"):
+            with pytest.raises(ParameterError, match=f"^{mechanism.name} needs candidates"):
                 call()
         return
     default = mechanism.estimate(sums, None, level=0.5)
@@ -188,7 +190,11 @@ def test_mechanism_conforms(
 
 
 def test_every_mechanism_has_a_conformance_case() -> None:
-    assert sorted(c.name for c in conformance_cases()) == sorted(MECHANISMS)
+    names = [c.name for c in conformance_cases()]
+    assert sorted(n for n in names if not n.endswith("-longitudinal")) == sorted(MECHANISMS)
+    assert sorted(n for n in names if n.endswith("-longitudinal")) == [
+        f"{name}-longitudinal" for name in ("cms", "grr", "hcms", "rr")
+    ]
 
 
 @pytest.mark.parametrize(
