@@ -1,0 +1,111 @@
+"""Longitudinal tasks end to end: created over HTTP, recorded by the SDK, estimated."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import requests
+from agg_reports import create_task, envelopes, estimates, payloads, post_reports, upload
+from agg_server import ADMIN, Server
+
+from client import Client
+from client.budget import device_key
+from client.client import _privatize
+from shared import TaskConfig
+from shared.codec import batch_body
+from shared.mechanisms.longitudinal import Longitudinal
+
+OPTION = {"epsilon_inf": 3.0, "flip": 0.1}
+
+
+def test_a_longitudinal_task_publishes_both_epsilons(server: Server) -> None:
+    task = create_task(
+        server.url, task_id="fonts-lt", mechanism="cms", k=256, m=256, longitudinal=OPTION
+    )
+    listed = requests.get(f"{server.url}/v1/tasks/fonts-lt", timeout=10).json()
+    assert listed["longitudinal"] == OPTION and listed["fingerprint"] == task.fingerprint
+    assert 0 < listed["effective_epsilon"] < listed["effective_epsilon_inf"] <= 3.0
+    refused = requests.post(
+        f"{server.url}/v1/tasks",
+        json={
+            "task_id": "x",
+            "mechanism": "cms",
+            "k": 4,
+            "m": 8,
+            "epsilon": 2,
+            "longitudinal": OPTION,
+        },
+        headers={"Authorization": f"Bearer {ADMIN}"},
+        timeout=10,
+    )
+    assert refused.status_code == 400 and "leave epsilon out" in refused.json()["detail"]
+
+
+def test_estimates_debias_both_layers(server: Server) -> None:
+    task = create_task(
+        server.url,
+        task_id="colors-lt",
+        mechanism="grr",
+        domain=["red", "green", "blue"],
+        longitudinal={"epsilon_inf": 2.0, "epsilon_1": 1.0},
+        min_batch_size=10,
+    )
+    rng = np.random.default_rng(18)
+    truth = ["red"] * 6_000 + ["green"] * 3_000 + ["blue"] * 1_000
+    assert upload(server.url, task, envelopes(task, payloads(task, truth, rng))) == 10_000
+    answer = estimates(server.url, "colors-lt").json()
+    assert answer["effective_epsilon"] <= 1.0
+    for row, count in zip(answer["estimates"], (6_000, 3_000, 1_000), strict=True):
+        assert abs(row["estimate"] - count) < 4 * row["std_error"], row
+        assert row["ci_low"] < row["estimate"] < row["ci_high"]
+
+
+def test_one_devices_repeated_reports_converge_to_its_permanent_answer(
+    server: Server, tmp_path: Path
+) -> None:
+    """One device's reports of True: their share of 1s is ~0.9 or ~0.1 — its permanent
+    answer (derived from its secret file) re-randomized, whatever the value.
+
+    The SDK sends one report per value and period; 300 periods are simulated by calling
+    the SDK's own privatization 300 times with the device's secret, after a real Client
+    created that secret and delivered one report.
+    """
+    task = create_task(
+        server.url,
+        task_id="opted-in",
+        mechanism="rr",
+        longitudinal={"epsilon_inf": 1.0, "flip": 0.1},
+        min_batch_size=1,
+    )
+    sdk = Client(server.url, tasks=[task], data_dir=tmp_path / "device")
+    try:
+        assert sdk.record("opted-in", True)
+        assert sdk.flush(timeout=30)
+    finally:
+        sdk.close(timeout=10)
+    secret = (tmp_path / "device" / "device.key").read_bytes()
+    period = task.floor_time(time.time())
+    texts = [_privatize(task, secret, period, True).report for _ in range(300)]
+    response = post_reports(server.url, task.task_id, batch_body(texts))
+    assert response.status_code == 200 and response.json()["accepted"] == 300
+
+    answer = estimates(server.url, "opted-in").json()
+    assert answer["n"] == 301
+    share = _ones(task, answer) / 301
+    mechanism = task.mechanism_object
+    assert isinstance(mechanism, Longitudinal)
+    permanent = mechanism.for_device(device_key(secret, task)).permanent_response(True)
+    assert abs(share - (0.9 if permanent else 0.1)) < 0.06, (share, permanent)
+
+
+def _ones(task: TaskConfig, answer: dict[str, Any]) -> float:
+    """Return the count of 1 answers behind an rr estimate (the estimator is affine in it)."""
+    mechanism = task.mechanism_object
+    assert isinstance(mechanism, Longitudinal)
+    instant: Any = mechanism.instant  # what one report follows: rr with both layers composed
+    p11, p10 = instant.p11, instant.p10
+    yes = {r["value"]: r["estimate"] for r in answer["estimates"]}[True]
+    return yes * (p11 - p10) + answer["n"] * p10
