@@ -194,6 +194,10 @@ class SumsFile:
         self.path = Path(path)
         self.task = task_of(path)
 
+    def buckets(self, task: TaskConfig) -> list[int]:
+        """Return the start times of the buckets the file holds sums of, in order."""
+        return sorted({bucket for bucket, _, _, _ in read_sum_rows(self.path)})
+
     @contextmanager
     def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
         """Yield the file's sums over buckets starting in [start, end)."""

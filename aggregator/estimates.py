@@ -14,6 +14,7 @@ from aggregator.query import Window, check_cost, parse_query
 from aggregator.store import SumsSource, SumsView, get_store
 from aggregator.tasks import find_task
 from shared import TaskConfig
+from shared.mechanisms.longitudinal import Longitudinal
 
 bp = Blueprint("estimates", __name__, url_prefix="/v1/tasks")
 
@@ -38,9 +39,24 @@ def answer(
 
     ``source``: where the sums come from (default: the store; the CLI may give a sums file).
     """
-    with (source or get_store()).read_sums(task, window.start, window.end) as sums:
+    source = source or get_store()
+    mechanism = task.mechanism_object
+    with source.read_sums(task, window.start, window.end) as sums:
         check_min_batch(task, sums, "estimates")
-        result = task.mechanism_object.estimate(sums, candidates, level=window.level)
+        result = mechanism.estimate(sums, candidates, level=window.level)
+    extra = {}
+    if isinstance(mechanism, Longitudinal):
+        # A device's reports in different buckets share its permanent response.
+        buckets = len(
+            [
+                b
+                for b in source.buckets(task)
+                if (window.start is None or b >= window.start)
+                and (window.end is None or b < window.end)
+            ]
+        )
+        result = mechanism.over_buckets(result, buckets)
+        extra["buckets"] = buckets
     return {
         "task_id": task.task_id,
         "mechanism": task.mechanism,
@@ -51,6 +67,7 @@ def answer(
         "start": window.start,
         "end": window.end,
         "estimates": result.rows(),
+        **extra,
     }
 
 

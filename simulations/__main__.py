@@ -16,6 +16,7 @@ from typing import Protocol
 from simulations import (
     choose_mechanism,
     heavy_hitters,
+    longitudinal,
     numeric,
     posterior,
     rr_seed,
@@ -46,6 +47,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         choose_mechanism,
         heavy_hitters,
         numeric,
+        longitudinal,
     )
 }
 

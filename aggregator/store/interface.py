@@ -65,6 +65,9 @@ class SumsSource(Protocol):
     ) -> AbstractContextManager[SumsView]:
         """Return a context yielding the sums over buckets starting in [start, end)."""
 
+    def buckets(self, task: TaskConfig) -> list[int]:
+        """Return the start times of the buckets holding reports of a task, in order."""
+
 
 class Store(Protocol):
     """What the views need from storage."""

@@ -237,6 +237,23 @@ class Longitudinal:
         """Estimate counts with the composed channel's estimator and closed-form variance."""
         return self.instant.estimate(sums, candidates, level)
 
+    def over_buckets(self, estimates: Estimates, buckets: int) -> Estimates:
+        """Return estimates over ``buckets`` time buckets with honest intervals.
+
+        Within a bucket each device sends at most one report per value, and devices are
+        independent. Across buckets a device's reports share its permanent response, so
+        they are not independent: Var(Σ_b X_b) ≤ B·Σ_b Var(X_b) (Cauchy–Schwarz), and the
+        standard errors are widened by √B: an upper bound whatever the devices report,
+        approached when every device reports the same value in every bucket with little
+        instantaneous noise.
+        """
+        if buckets <= 1:
+            return estimates
+        variance = estimates.std_error**2 * buckets
+        return Estimates.from_variance(
+            list(estimates.values), estimates.estimate, variance, estimates.n, estimates.level
+        )
+
     # -- the rest is the mechanism's own: wire format, sums, candidates --------------------
 
     @property

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports, upload
 from agg_server import ADMIN, Server
@@ -109,3 +111,31 @@ def _ones(task: TaskConfig, answer: dict[str, Any]) -> float:
     p11, p10 = instant.p11, instant.p10
     yes = {r["value"]: r["estimate"] for r in answer["estimates"]}[True]
     return yes * (p11 - p10) + answer["n"] * p10
+
+
+def test_intervals_over_several_buckets_are_widened_for_shared_permanent_responses(
+    server: Server,
+) -> None:
+    task = create_task(
+        server.url,
+        task_id="hourly-lt",
+        mechanism="rr",
+        longitudinal={"epsilon_inf": 2.0, "flip": 0.1},
+        time_precision=3600,
+        min_batch_size=10,
+    )
+    rng = np.random.default_rng(7)
+    now = time.time()
+    for at in (now - 3600, now):
+        batch = envelopes(task, payloads(task, [True] * 700 + [False] * 300, rng), at=at)
+        assert upload(server.url, task, batch) == 1_000
+    one = estimates(server.url, "hourly-lt", start=task.floor_time(now)).json()
+    both = estimates(server.url, "hourly-lt").json()
+    assert one["buckets"] == 1 and both["buckets"] == 2 and both["n"] == 2_000
+    plain = task.mechanism_object
+    assert isinstance(plain, Longitudinal)
+    sums = plain.new_sums()
+    ones = round(_ones(task, both))
+    sums.load(np.array([2_000]), np.array([[ones]]))
+    independent = plain.estimate(sums).std_error[0]  # as if all 2,000 were independent
+    assert both["estimates"][0]["std_error"] == pytest.approx(independent * math.sqrt(2))
