@@ -256,3 +256,72 @@ def test_a_longitudinal_task_publishes_both_epsilons_and_round_trips() -> None:
         task_id="t", mechanism="hcms", k=16, m=32, epsilon=4.0, hash_seed=task.hash_seed
     )
     assert plain.fingerprint != task.fingerprint and "effective_epsilon_inf" not in plain.to_dict()
+
+
+def test_the_permanent_response_is_derived_as_protocol_md_says() -> None:
+    """PROTOCOL.md §3.9 re-implemented from its text (own HMAC-DRBG) for rr and cms."""
+    import hashlib
+    import hmac
+    import json
+
+    def drbg(seed: bytes) -> Callable[[int], bytes]:
+        state = {"k": bytes(32), "v": b"\x01" * 32}
+
+        def h(key: bytes, data: bytes) -> bytes:
+            return hmac.new(key, data, hashlib.sha256).digest()
+
+        def update(data: bytes) -> None:
+            state["k"] = h(state["k"], state["v"] + b"\x00" + data)
+            state["v"] = h(state["k"], state["v"])
+            if data:
+                state["k"] = h(state["k"], state["v"] + b"\x01" + data)
+                state["v"] = h(state["k"], state["v"])
+
+        def generate(size: int) -> bytes:
+            out = b""
+            while len(out) < size:
+                state["v"] = h(state["k"], state["v"])
+                out += state["v"]
+            update(b"")
+            return out[:size]
+
+        update(seed)
+        return generate
+
+    def words(generate: Callable[[int], bytes], count: int) -> list[int]:
+        raw = generate(4 * count)
+        return [int.from_bytes(raw[i : i + 4], "little") for i in range(0, len(raw), 4)]
+
+    def below(generate: Callable[[int], bytes], n: int) -> int:
+        while True:
+            for word in words(generate, 5):
+                if word < 2**32 - 2**32 % n:
+                    return word % n
+
+    secret = bytes(range(32))
+    for kind, fields, value, canonical in (
+        ("rr", {"longitudinal": {"epsilon_inf": 1.0, "flip": 0.1}}, True, b"\x01"),
+        (
+            "cms",
+            {"k": 8, "m": 16, "hash_seed": 9, "longitudinal": {"epsilon_inf": 2.0, "flip": 0.1}},
+            "apple",
+            b"apple",
+        ),
+    ):
+        task = TaskConfig(task_id="lt", mechanism=kind, **fields)
+        key = hmac.new(secret, b"ldp-telemetry device key\x00lt", hashlib.sha256).digest()
+        identity = json.dumps(task.params.to_fields(), sort_keys=True, separators=(",", ":"))
+        generate = drbg(
+            key + b"ldp-telemetry permanent response\x00" + identity.encode() + b"\x00" + canonical
+        )
+        mechanism = task.mechanism_object
+        assert isinstance(mechanism, Longitudinal)
+        expected = mechanism.for_device(key).permanent_response(value)
+        permanent: Any = mechanism.permanent
+        if kind == "rr":
+            assert expected == int(words(generate, 1)[0] < permanent.threshold_yes)
+        else:
+            row = below(generate, 8)
+            bits = [int(w < permanent.flip_threshold) for w in words(generate, 16)]
+            bits[permanent.hashes.bucket(permanent.key(value), row)] ^= 1
+            assert (expected.row, expected.bits) == (row, bytes(np.packbits(bits)))
