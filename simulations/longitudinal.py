@@ -10,7 +10,7 @@ value is yes (prior 1/2) from all the reports seen so far:
   reports reveal at most the permanent response, so the posterior can never pass
   e^ε∞/(1+e^ε∞) — however many reports.
 
-Part 2, accuracy. For rr, grr, cms and hcms with DESIGN's reference option (ε∞ = 4, flip
+Part 2, accuracy. For rr, grr, cms and hcms with a reference option (ε∞ = 4, flip
 0.1), populations of fresh devices: the simulated standard deviation of one value's
 estimate beside the estimator's closed-form standard error, and the variance against
 one fresh report at ε∞ (closed form and simulated).
@@ -42,7 +42,7 @@ SUMMARY = (
     "repeated reports with and without it, and estimator accuracy against the closed form"
 )
 ATTACK = (1.0, 0.2)  # ε∞, flip of the attacker part
-REFERENCE = (4.0, 0.1)  # DESIGN §11's reference option
+REFERENCE = (4.0, 0.1)  # the reference option: ε₁ = 2.83 for cms
 CHECKPOINTS = np.unique(np.logspace(0, 3, 25).astype(int))  # reports seen: 1 … 1000
 
 

@@ -126,10 +126,10 @@ def test_epsilon_1_asked_is_met_with_the_least_noise(kind: str, epsilon_1: float
 
 
 def test_the_design_reference_cms_epsilon_1_and_its_variance_ratio() -> None:
-    """DESIGN §11: ε∞ = 4, f = 0.1 gives ε₁ = 2.83. Its variance ratio is ×2.33, not ×1.56.
+    """The design's reference: ε∞ = 4, f = 0.1 gives ε₁ = 2.83; variance ×2.33, not ×1.56.
 
     A count's variance per report is f(1−f)/(1−2f)² (times m/(m−1)² terms that cancel);
-    DESIGN's ×1.56 is the (1−2f)² part alone. f_prr = 0.1192, f_eff = 0.1954:
+    The ×1.56 first calculated is the (1−2f)² part alone. f_prr = 0.1192, f_eff = 0.1954:
     (0.1954·0.8046/0.6093²) / (0.1192·0.8808/0.7616²) = 2.33; the simulation agrees.
     """
     mechanism = Longitudinal(
