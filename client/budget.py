@@ -34,6 +34,12 @@ lifetime of the app in mind. Example: ε = 4, N = 1, daily: 4 per day, 120 after
 days in the worst case (a value that changes every day). Tasks compose too: a device
 answering two tasks about related facts spends both budgets.
 
+Longitudinal tasks bound it for ever: each report re-randomizes the device's permanent
+response for the value (derived from the device key by the mechanism, never stored), so
+all reports about one value reveal at most the task's ``effective_epsilon_inf`` however
+many periods pass; a value that changes spends ε∞ per distinct value. A new device secret
+(deleting ``device.key``) draws new permanent responses: a new ε∞ budget.
+
 The memo is looked up by ``HMAC-SHA256(device secret, fingerprint ‖ period ‖ value)``,
 never by the value itself. The secret is 32 random bytes kept in ``<data_dir>/device.key``
 (mode 0600), or in memory without a data_dir — then the limits hold only for the life of
