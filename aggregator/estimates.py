@@ -47,14 +47,7 @@ def answer(
     extra = {}
     if isinstance(mechanism, Longitudinal):
         # A device's reports in different buckets share its permanent response.
-        buckets = len(
-            [
-                b
-                for b in source.buckets(task)
-                if (window.start is None or b >= window.start)
-                and (window.end is None or b < window.end)
-            ]
-        )
+        buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
         result = mechanism.over_buckets(result, buckets)
         extra["buckets"] = buckets
     return {

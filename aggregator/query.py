@@ -21,6 +21,12 @@ class Window:
     end: int | None = None
     level: float = DEFAULT_LEVEL
 
+    def holds(self, bucket: int) -> bool:
+        """Return whether a bucket starting at ``bucket`` is in the window."""
+        return (self.start is None or bucket >= self.start) and (
+            self.end is None or bucket < self.end
+        )
+
 
 @dataclass(frozen=True)
 class EstimateQuery:

@@ -11,7 +11,6 @@ fields beside the mechanism's own.
 from __future__ import annotations
 
 import hashlib
-import json
 import numbers
 import re
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from shared.mechanisms.base import Mechanism, ParamsBase
 from shared.mechanisms.longitudinal import Longitudinal
 from shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
 from shared.validation import check_int
+from shared.wire import canonical_json
 
 DAY = 86_400
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -149,7 +149,7 @@ class TaskConfig:
     def _compute_fingerprint(self) -> str:
         fields = self._set_fields()
         fields.pop("fingerprint", None)  # what is hashed cannot include the hash
-        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        canonical = canonical_json(fields)
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 

@@ -1,4 +1,4 @@
-"""Wire primitives every payload codec uses: base64url without padding and bounded integers.
+"""Wire primitives: base64url without padding, bounded integers and canonical JSON.
 
 They live apart from :mod:`shared.codec` (the envelope and batch) so that each mechanism
 module can encode and decode its own payload without importing the task or the codec.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -53,3 +54,11 @@ def integer(obj: Mapping[str, Any], name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise DecodeError(f"{name} must be in [{low}, {high}], got {value}")
     return value
+
+
+def canonical_json(obj: Mapping[str, Any]) -> str:
+    """Return an object as canonical JSON: keys sorted, no spaces, non-ASCII escaped.
+
+    What a task's fingerprint hashes, and what binds a permanent response to a task.
+    """
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

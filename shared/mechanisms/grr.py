@@ -43,7 +43,7 @@ from shared.randomness import (
 )
 from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon
-from shared.wire import integer
+from shared.wire import canonical_json, integer
 
 MAX_DOMAIN = 4096  # larger domains are the sketches' job
 
@@ -251,7 +251,7 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
                 epsilon=self.longitudinal.epsilon_inf, domain=self.domain
             )
             return longitudinal.Longitudinal(
-                permanent, self.longitudinal, longitudinal.identity_of(self.to_fields())
+                permanent, self.longitudinal, canonical_json(self.to_fields())
             )
         assert self.epsilon is not None  # validate() checked
         return GeneralizedRandomizedResponse(epsilon=self.epsilon, domain=self.domain)

@@ -21,7 +21,6 @@ f_eff = f_prr·(1−f) + (1−f_prr)·f), whose estimator and closed-form varian
 from __future__ import annotations
 
 import copy
-import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -146,6 +145,11 @@ def flip_threshold(flip: float, ways: int, limit: int) -> int:
             f"longitudinal flip must be above 0 and below {ways * limit / SCALE:g}, got {flip}"
         )
     return threshold
+
+
+def flipped(p_one: Fraction, flip: Fraction) -> Fraction:
+    """Return P(bit = 1) after a bit that is 1 with ``p_one`` flips with ``flip``."""
+    return p_one * (1 - flip) + (1 - p_one) * flip
 
 
 def check_epsilon_left_out(epsilon: object, spec: object) -> LongitudinalSpec | None:
@@ -315,8 +319,3 @@ def _threshold_for(permanent: Rerandomizable, epsilon_1: float) -> int:
     if high >= permanent.irr_limit():
         raise ParameterError(f"longitudinal epsilon_1 {epsilon_1} is too small to implement")
     return high
-
-
-def identity_of(fields: Mapping[str, Any]) -> str:
-    """Return the canonical JSON of a task's mechanism parameters (binds its PRRs)."""
-    return json.dumps(dict(fields), sort_keys=True, separators=(",", ":"))

@@ -45,7 +45,7 @@ from shared.randomness import (
 )
 from shared.sums import Sums, check_shape
 from shared.validation import MAX_EPSILON, check_epsilon, check_unit_interval
-from shared.wire import integer
+from shared.wire import canonical_json, integer
 
 ANSWERS = (True, False)  # what estimate() reports on when given no candidates
 
@@ -143,7 +143,7 @@ class RandomizedResponse(SingleRowMechanism):
         flip = Fraction(threshold, SCALE)
         composed = copy.copy(self)
         yes, no = self.p_one[True], self.p_one[False]
-        composed._set_answers(yes + flip - 2 * yes * flip, no + flip - 2 * no * flip)
+        composed._set_answers(longitudinal.flipped(yes, flip), longitudinal.flipped(no, flip))
         return composed
 
     def reflip(self, report: int, threshold: int, rng: Rng = None) -> int:
@@ -225,7 +225,7 @@ class RandomizedResponseParams(ParamsBase):
         if self.longitudinal is not None:
             permanent = RandomizedResponse(epsilon=self.longitudinal.epsilon_inf)
             return longitudinal.Longitudinal(
-                permanent, self.longitudinal, longitudinal.identity_of(self.to_fields())
+                permanent, self.longitudinal, canonical_json(self.to_fields())
             )
         return RandomizedResponse(epsilon=self.epsilon, alpha=self.alpha, beta=self.beta)
 

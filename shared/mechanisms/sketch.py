@@ -41,6 +41,7 @@ from shared.mechanisms.longitudinal import LongitudinalSpec, Rerandomizable
 from shared.randomness import SCALE, check_implementable, log_ratio, threshold_at_least
 from shared.sums import RowSums, Sums, check_shape
 from shared.validation import check_epsilon, check_int
+from shared.wire import canonical_json
 
 MAX_ROWS = 1 << 20
 MAX_BUCKETS = 1 << 16
@@ -113,7 +114,7 @@ class Sketch:
         """Return the sketch whose bits are this one's, each flipped again with T/2^32."""
         again, flip = Fraction(threshold, SCALE), self.flip_exact
         composed = copy.copy(self)
-        composed.set_noise(flip * (1 - again) + (1 - flip) * again)
+        composed.set_noise(longitudinal.flipped(flip, again))
         return composed
 
     def for_device(self: S, device_key: bytes) -> S:
@@ -277,7 +278,7 @@ class SketchParams(ParamsBase):
             epsilon=self.longitudinal.epsilon_inf, k=self.k, m=self.m, hash_seed=self.hash_seed
         )
         return longitudinal.Longitudinal(
-            permanent, self.longitudinal, longitudinal.identity_of(self.to_fields())
+            permanent, self.longitudinal, canonical_json(self.to_fields())
         )
 
     @classmethod
