@@ -48,7 +48,12 @@ def hash_token(token: str) -> str:
 
 def bearer_token() -> str | None:
     """Return the request's bearer token, or None if there is none."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return parse_bearer(request.headers.get("Authorization"))
+
+
+def parse_bearer(authorization: str | None) -> str | None:
+    """Return the token of an ``Authorization: Bearer <token>`` header value, or None."""
+    scheme, _, token = (authorization or "").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
@@ -85,11 +90,10 @@ def require_role(role: str) -> Callable[[View], View]:
     return decorate
 
 
-def check_upload_key(expected_hash: str | None) -> None:
-    """Refuse an upload whose task needs an upload key it does not carry."""
+def check_upload_key(expected_hash: str | None, token: str | None) -> None:
+    """Refuse an upload whose task needs an upload key it does not carry (``token``)."""
     if expected_hash is None:
         return
-    token = bearer_token()
     if token is None or not hmac.compare_digest(hash_token(token), expected_hash):
         raise unauthorized(
             "this task needs its upload key: send 'Authorization: Bearer <upload key>'"

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from aggregator import auth, metrics, problems, quotas, store
+from aggregator import auth, intake, metrics, problems, quotas, store
 from aggregator.config import DEFAULTS
 
 
@@ -34,6 +34,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     store.init_app(app)
     app.extensions[quotas.EXTENSION] = quotas.init_app(
         float(app.config["QUOTA_RATE"]), float(app.config["QUOTA_BURST"])
+    )
+    app.extensions[intake.EXTENSION] = intake.init_app(
+        store.get_store_of(app), app.extensions[quotas.EXTENSION], app.config
     )
     from aggregator import estimates, heavy_hitters, ingest, ops, tasks
 

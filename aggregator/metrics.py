@@ -38,7 +38,24 @@ REQUESTS = Histogram(
     "Time to answer a request.",
     ["endpoint", "method", "status"],
 )
-
+# Group commit (aggregator.store.group_commit): how much each store transaction carried.
+GROUP_UPLOADS = Histogram(
+    "ldp_group_commit_uploads",
+    "Uploads committed by one store transaction.",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+)
+GROUP_REPORTS = Histogram(
+    "ldp_group_commit_reports",
+    "Reports committed by one store transaction.",
+    buckets=(1, 10, 100, 500, 1000, 5000, 10000, 50000),
+)
+# How long a write transaction waited for the database's write lock (another process's
+# transaction): the cost of serializing the workers' commits.
+STORE_LOCK_WAIT = Histogram(
+    "ldp_store_lock_wait_seconds",
+    "Time a store write waited for the write lock.",
+    buckets=(0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 5.0),
+)
 
 RUN_PREFIX = "run-"
 LOCK_NAME = "owner.lock"  # MultiProcessCollector reads only *.db files
@@ -113,13 +130,19 @@ def _observe(response: Response) -> Response:
     started = current.environ.get(_STARTED)
     if started is not None:
         rule = current.url_rule
-        key = (
+        observe_request(
             rule.rule if rule is not None else "unmatched",
-            current.method if current.method in _METHODS else "other",
+            current.method,
             response.status_code,
+            time.perf_counter() - started,
         )
-        child = _children.get(key)
-        if child is None:
-            child = _children[key] = REQUESTS.labels(key[0], key[1], str(key[2]))
-        child.observe(time.perf_counter() - started)
     return response
+
+
+def observe_request(endpoint: str, method: str, status: int, seconds: float) -> None:
+    """Record one answered request (``endpoint``: its route template)."""
+    key = (endpoint, method if method in _METHODS else "other", status)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = REQUESTS.labels(key[0], key[1], str(key[2]))
+    child.observe(seconds)

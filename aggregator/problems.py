@@ -9,6 +9,7 @@ that carries request data.
 
 from __future__ import annotations
 
+import json as stdlib_json
 import logging
 from typing import Any
 
@@ -58,12 +59,20 @@ def _title(code: str) -> str:
     return code.replace("_", " ").capitalize()
 
 
-def _api_error(error: ApiError) -> Response:
-    response = problem_response(
-        error.status, error.code, _title(error.code), error.detail, error.extra
-    )
-    response.headers.update(error.headers)
+def error_response(error: ApiError) -> Response:
+    """Return the problem response of an ApiError."""
+    status, headers, body = problem_parts(error)
+    response = Response(body, status=status)
+    response.headers.update(headers)
     return response
+
+
+def problem_parts(error: ApiError) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Return an ApiError's answer as (status, headers, body), framework-free (the fast
+    upload path in aggregator.rsgi_bridge answers with these same bytes)."""
+    body = problem(error.status, error.code, error.detail, _title(error.code), **error.extra)
+    headers = [("Content-Type", PROBLEM_MEDIA_TYPE), *error.headers.items()]
+    return error.status, headers, stdlib_json.dumps(body).encode()
 
 
 def _http_error(error: HTTPException) -> Response:
@@ -78,18 +87,20 @@ def _http_error(error: HTTPException) -> Response:
 
 
 def _unexpected(error: Exception) -> Response:
-    # Log the exception type and where it happened, never the request (it may hold reports).
+    return error_response(internal_error(error))
+
+
+def internal_error(error: BaseException) -> ApiError:
+    """Log an unexpected exception (its type and where, never the request: it may hold
+    reports) and return the 500 problem that answers it."""
     log.error("unexpected %s", type(error).__name__, exc_info=error)
-    return problem_response(
-        500,
-        "internal_error",
-        "Internal error",
-        "the server failed to handle this request; it has been logged",
+    return ApiError(
+        500, "internal_error", "the server failed to handle this request; it has been logged"
     )
 
 
 def init_app(app: Flask) -> None:
     """Register the problem handlers on an app."""
-    app.register_error_handler(ApiError, _api_error)
+    app.register_error_handler(ApiError, error_response)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected)

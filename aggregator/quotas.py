@@ -20,8 +20,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flask import current_app
-
 from aggregator.problems import ApiError
 
 EXTENSION = "ldp_quotas"
@@ -66,9 +64,8 @@ def init_app(quota_rate: float, quota_burst: float) -> Quotas:
     return Quotas(quota_rate / workers, quota_burst / workers)
 
 
-def charge(task_id: str, reports: int) -> None:
+def charge(quotas: Quotas | None, task_id: str, reports: int) -> None:
     """Count an upload's reports against its task's quota, or raise the 429 problem."""
-    quotas: Quotas | None = current_app.extensions.get(EXTENSION)
     if quotas is None or reports <= 0:
         return
     wait = quotas.take(task_id, reports)

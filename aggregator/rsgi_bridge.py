@@ -8,6 +8,12 @@ is handed to the WSGI app, which runs on the event loop's thread (``APP_THREADS 
 a thread pool. A body over the limit is cut
 at ``max_body + 1`` bytes so the app answers its own 413; a late one is answered 408.
 
+Uploads (``POST /v1/tasks/<task_id>/reports``) of the collector take a fast path: the
+bridge runs :class:`aggregator.intake.Intake` itself, without Flask's per-request
+machinery, and awaits the group commit on the loop, so while one upload's transaction
+runs the loop goes on reading and checking others, which join the next transaction. The
+answers are byte for byte those of the Flask view (same code, same problem documents).
+
 The environ carries no client address (REMOTE_ADDR): the collector never sees it.
 """
 
@@ -16,13 +22,20 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
 from aggregator import serving
+from aggregator.intake import EXTENSION as INTAKE
+from aggregator.intake import ROUTE, Headers, Intake
+from aggregator.metrics import observe_request
+from aggregator.problems import ApiError, internal_error, problem_parts
+from aggregator.store import StoreUnavailable, unavailable_error
 from shared.contract import problem
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -31,6 +44,10 @@ TIMEOUT_BODY = json.dumps(
     problem(408, "request_timeout", "the request body did not arrive within 10 s; send it again")
 ).encode()
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+UPLOAD_PATH = re.compile(r"/v1/tasks/([^/]+)/reports")  # Flask's <task_id>: no slash
+JSON_HEADERS = [("content-type", "application/json")]
+# An upload whose group has not committed after this long is answered 503 (retry).
+COMMIT_TIMEOUT = 30.0
 
 if sys.version_info >= (3, 11):
     _deadline = asyncio.timeout  # no extra task per request, unlike wait_for
@@ -52,16 +69,25 @@ else:  # pragma: no cover - Python 3.10
 class RsgiBridge:
     """An RSGI application that runs ``app`` (WSGI) once the request body is complete."""
 
-    def __init__(self, app: WsgiApp, max_body: int, threads: int = serving.APP_THREADS) -> None:
+    def __init__(
+        self,
+        app: WsgiApp,
+        max_body: int,
+        threads: int = serving.APP_THREADS,
+        intake: Intake | None = None,
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi") if threads else None
+        self.intake = intake  # the collector's uploads (None: every request goes to the app)
 
     async def __rsgi__(self, scope: Any, protocol: Any) -> None:
         if scope.proto != "http":
             return
+        started = time.perf_counter()
         declared = scope.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+        too_large = declared is not None and declared.isdigit() and int(declared) > self.max_body
+        if too_large:
             body = b""  # not read at all: the app refuses the declared length with 413
         elif declared == "0" or (declared is None and scope.method in _NO_BODY):
             body = b""
@@ -77,6 +103,13 @@ class RsgiBridge:
                     TIMEOUT_BODY,
                 )
                 return
+        if self.intake is not None and scope.method == "POST" and not too_large:
+            upload = UPLOAD_PATH.fullmatch(scope.path)
+            if upload is not None:
+                status, headers, payload = await self._upload(upload.group(1), scope, body)
+                protocol.response_bytes(status, headers, payload)
+                observe_request(ROUTE, "POST", status, time.perf_counter() - started)
+                return
         environ = _environ(scope, body, declared if not body and declared else None)
         if self.pool is None:
             status, headers, payload = self._call(environ)
@@ -85,7 +118,43 @@ class RsgiBridge:
             status, headers, payload = await loop.run_in_executor(self.pool, self._call, environ)
         protocol.response_bytes(status, headers, payload)
 
+    async def _upload(
+        self, task_id: str, scope: Any, body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """The upload endpoint without Flask: check on the loop, await the group commit."""
+        assert self.intake is not None
+        headers = scope.headers
+        try:
+            checked = self.intake.check(
+                task_id,
+                Headers(
+                    headers.get("content-type"),
+                    headers.get("content-encoding"),
+                    headers.get("authorization"),
+                ),
+                body,
+                time.time(),
+            )
+            future = self.intake.commit(checked)
+            replayed = set()
+            if future is not None:
+                async with _deadline(COMMIT_TIMEOUT):
+                    replayed = await asyncio.wrap_future(future)
+            answer = self.intake.answer(checked, replayed)
+        except ApiError as error:
+            return problem_parts(error)
+        except StoreUnavailable as error:
+            return problem_parts(unavailable_error(error))
+        except asyncio.TimeoutError:
+            # Not known to be committed: the client resends, and a replay counts once.
+            return problem_parts(unavailable_error(StoreUnavailable("commit timed out")))
+        except Exception as error:
+            return problem_parts(internal_error(error))
+        return 200, JSON_HEADERS, json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+
     def __rsgi_del__(self, loop: Any) -> None:
+        if self.intake is not None:
+            self.intake.committer.close()
         if self.pool is not None:
             self.pool.shutdown(wait=True)
 
@@ -160,7 +229,15 @@ def import_app(target: str) -> Any:
 
 
 def load(target: str) -> RsgiBridge:
-    """Import ``module:attribute`` (a WSGI app) and wrap it; granian's target loader."""
+    """Import ``module:attribute`` (a WSGI app) and wrap it; granian's target loader.
+
+    The collector's app carries its :class:`~aggregator.intake.Intake`: its uploads take the
+    fast path. Any other WSGI app (the benchmark's no-op) is served as it is.
+    """
     app = import_app(target)
     config = getattr(app, "config", {})
-    return RsgiBridge(app, int(config.get("MAX_BODY_BYTES", 4 * 1024 * 1024)))
+    return RsgiBridge(
+        app,
+        int(config.get("MAX_BODY_BYTES", 4 * 1024 * 1024)),
+        intake=getattr(app, "extensions", {}).get(INTAKE),
+    )

@@ -11,7 +11,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from aggregator.auth import hash_token, new_token, require_role
 from aggregator.body import json_body
 from aggregator.problems import ApiError
-from aggregator.store import StoredTask, TaskExists, get_store
+from aggregator.store import Store, StoredTask, TaskExists, get_store
 from shared import LdpError, TaskConfig
 from shared.contract import CACHE_CONTROL
 from shared.task import TASK_FIELDS
@@ -129,9 +129,9 @@ def _check_open_buckets(task: TaskConfig) -> None:
         )
 
 
-def find_task(task_id: str) -> StoredTask:
+def find_task(task_id: str, store: Store | None = None) -> StoredTask:
     """Return a stored task, or raise the 404 problem ``unknown_task``."""
-    stored = get_store().get_task(task_id)
+    stored = (store or get_store()).get_task(task_id)
     if stored is None:
         raise ApiError(
             404,

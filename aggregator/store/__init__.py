@@ -13,7 +13,7 @@ import os
 
 from flask import Flask, Response, current_app
 
-from aggregator.problems import problem_response
+from aggregator.problems import ApiError, error_response
 from aggregator.store.backends import open_store
 from aggregator.store.interface import (
     Store,
@@ -24,6 +24,7 @@ from aggregator.store.interface import (
     SumsSource,
     SumsView,
     TaskExists,
+    Upload,
 )
 
 __all__ = [
@@ -35,9 +36,12 @@ __all__ = [
     "SumsSource",
     "SumsView",
     "TaskExists",
+    "Upload",
     "get_store",
+    "get_store_of",
     "init_app",
     "open_store",
+    "unavailable_error",
 ]
 
 EXTENSION = "ldp_store"
@@ -55,28 +59,36 @@ def init_app(app: Flask) -> None:
 
 
 def _unavailable(error: StoreUnavailable) -> Response:
+    return error_response(unavailable_error(error))
+
+
+def unavailable_error(error: StoreUnavailable) -> ApiError:
+    """Log a store fault and return its retryable problem (507 disk full, else 503)."""
     # Nothing of the request was committed: a client may resend it as it is.
     log.warning("store unavailable: %s", error)
     if isinstance(error, StoreFull):
-        response = problem_response(
+        answer = ApiError(
             507,
             "insufficient_storage",
-            "Insufficient storage",
             "the collector's disk is full; nothing was stored: retry after the Retry-After delay",
         )
-        response.headers["Retry-After"] = "60"
-        return response
-    response = problem_response(
+        answer.headers["Retry-After"] = "60"
+        return answer
+    answer = ApiError(
         503,
         "unavailable",
-        "Unavailable",
         "the database cannot be written now; nothing was stored: retry after the Retry-After delay",
     )
-    response.headers["Retry-After"] = "1" if "locked" in str(error) else "10"
-    return response
+    answer.headers["Retry-After"] = "1" if "locked" in str(error) else "10"
+    return answer
 
 
 def get_store() -> Store:
     """Return the current app's store."""
-    store: Store = current_app.extensions[EXTENSION]
+    return get_store_of(current_app)
+
+
+def get_store_of(app: Flask) -> Store:
+    """Return an app's store (outside a request)."""
+    store: Store = app.extensions[EXTENSION]
     return store

@@ -41,6 +41,15 @@ class StoredTask:
 
 
 @dataclass(frozen=True)
+class Upload:
+    """One upload's admitted reports (distinct ids) and when each id may be forgotten."""
+
+    task: TaskConfig
+    envelopes: Sequence[Envelope]
+    expires: Sequence[int]
+
+
+@dataclass(frozen=True)
 class StoredToken:
     """A stored token: its SHA-256 (the token itself is never stored), role and age."""
 
@@ -87,13 +96,21 @@ class Store(Protocol):
     def list_tasks(self) -> list[StoredTask]:
         """Return every task, ordered by id."""
 
+    def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
+        """Add every upload's reports whose id was not seen before, all in one transaction.
+
+        Group commit (aggregator.store.group_commit) hands several uploads over at once.
+        An id is counted once: seen before, or in an earlier upload of the same call, it is
+        a replay. Return, per upload, its replayed ids. All or nothing: on an error no
+        upload was stored.
+        """
+
     def add_reports(
         self, task: TaskConfig, envelopes: Sequence[Envelope], expires: Sequence[int]
     ) -> set[bytes]:
-        """Add the reports whose id was not seen before, in one transaction.
+        """Add one upload (``add_uploads`` of one); return its replayed ids.
 
         ``expires[i]`` is when report i's id may be forgotten (its window has closed).
-        Return the ids that were already seen (and so added nothing). Distinct ids only.
         """
 
     def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:

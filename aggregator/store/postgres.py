@@ -47,10 +47,11 @@ from aggregator.store.interface import (
     StoreUnavailable,
     SumsView,
     TaskExists,
+    Upload,
 )
 from aggregator.store.migrations import refuse_newer, shipped, statements
 from aggregator.store.reads import snapshot_sums
-from aggregator.store.sql import COUNTER, fold_into_sums, stage, staged_rows
+from aggregator.store.sql import COUNTER, first_sightings, fold_into_sums, stage, staged_rows
 from shared import Envelope, TaskConfig
 
 MIGRATIONS_LOCK = (0x1D9, 0)  # advisory lock key (two int4): schema migrations
@@ -264,25 +265,48 @@ class PostgresStore:
     def add_reports(
         self, task: TaskConfig, envelopes: Sequence[Envelope], expires: Sequence[int]
     ) -> set[bytes]:
-        """Add the reports not seen before in one transaction; return the replayed ids."""
-        order = sorted(range(len(envelopes)), key=lambda i: envelopes[i].report_id)
-        ids = [envelopes[i].report_id for i in order]
+        """Add one upload's reports not seen before; return its replayed ids."""
+        return self.add_uploads([Upload(task, envelopes, expires)])[0]
+
+    def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
+        """Add the uploads' reports not seen before in one transaction; return the replays."""
+        tasks = {upload.task.task_id: upload.task for upload in uploads}
+        staged_bytes: dict[str, int] = {}
         with self._write() as tx:
-            fresh = {
-                bytes(report_id)
-                for (report_id,) in tx.execute(
-                    "INSERT INTO seen (task_id, report_id, expires) "
-                    "SELECT ?, r, x FROM unnest(?::bytea[], ?::bigint[]) WITH ORDINALITY "
-                    "AS t(r, x, i) ORDER BY i ON CONFLICT DO NOTHING RETURNING report_id",
-                    (task.task_id, ids, [int(expires[i]) for i in order]),
-                )
-            }
-            staged = staged_rows(task, [e for e in envelopes if e.report_id in fresh])
-            if staged:
-                stored = self.get_task(task.task_id)
-                stage(tx, staged, archive=stored is not None and stored.archive)
-        self._after_staging(task, sum(len(row[2]) for row in staged))
-        return set(ids) - fresh
+            seen = {task_id: self._claim_ids(tx, task_id, uploads) for task_id in tasks}
+            replayed, fresh = first_sightings(uploads, seen)
+            for task_id, counted in fresh.items():
+                staged = staged_rows(tasks[task_id], [e for e, _ in counted])
+                if staged:
+                    stored = self.get_task(task_id)
+                    stage(tx, staged, archive=stored is not None and stored.archive)
+                staged_bytes[task_id] = sum(len(row[2]) for row in staged)
+        for task_id, added in staged_bytes.items():
+            self._after_staging(tasks[task_id], added)
+        return replayed
+
+    @staticmethod
+    def _claim_ids(tx: PgTx, task_id: str, uploads: Sequence[Upload]) -> set[bytes]:
+        """Insert the task's new ids (first sighting's expiry); return the ids known before.
+
+        One statement in id order, so two nodes inserting overlapping ids cannot deadlock.
+        """
+        first: dict[bytes, int] = {}
+        for upload in uploads:
+            if upload.task.task_id == task_id:
+                for envelope, expires in zip(upload.envelopes, upload.expires, strict=True):
+                    first.setdefault(envelope.report_id, int(expires))
+        ids = sorted(first)
+        inserted = {
+            bytes(report_id)
+            for (report_id,) in tx.execute(
+                "INSERT INTO seen (task_id, report_id, expires) "
+                "SELECT ?, r, x FROM unnest(?::bytea[], ?::bigint[]) WITH ORDINALITY "
+                "AS t(r, x, i) ORDER BY i ON CONFLICT DO NOTHING RETURNING report_id",
+                (task_id, ids, [first[i] for i in ids]),
+            )
+        }
+        return set(ids) - inserted
 
     def _after_staging(self, task: TaskConfig, added: int) -> None:
         """Fold once this process has staged ``staged_bytes`` for the task since its last fold."""

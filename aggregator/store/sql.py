@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from aggregator.store.folding import fold_parts
+from aggregator.store.interface import Upload
 from aggregator.store.staging import pack, stack, unpack
 from shared import Envelope, TaskConfig
 from shared.sums import RowSums
@@ -32,6 +33,35 @@ class Tx(Protocol):
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
         """Run one statement once per parameter row."""
+
+
+def first_sightings(
+    uploads: Sequence[Upload], seen: dict[str, set[bytes]]
+) -> tuple[list[set[bytes]], dict[str, list[tuple[Envelope, int]]]]:
+    """Split a group of uploads into replays and the reports to count, in upload order.
+
+    ``seen``: per task id, the group's ids the store knew before. Returns each upload's
+    replayed ids (known before, or first sent by an earlier upload of the group) and, per
+    task id, the (envelope, expires) pairs counted: every id once, at its first sighting.
+    """
+    known = {task_id: set(ids) for task_id, ids in seen.items()}
+    replayed: list[set[bytes]] = []
+    fresh: dict[str, list[tuple[Envelope, int]]] = {}
+    for upload in uploads:
+        task_id = upload.task.task_id
+        ids, counted, repeated = (
+            known.setdefault(task_id, set()),
+            fresh.setdefault(task_id, []),
+            set(),
+        )
+        for envelope, expires in zip(upload.envelopes, upload.expires, strict=True):
+            if envelope.report_id in ids:
+                repeated.add(envelope.report_id)
+            else:
+                ids.add(envelope.report_id)
+                counted.append((envelope, expires))
+        replayed.append(repeated)
+    return replayed, fresh
 
 
 def staged_rows(task: TaskConfig, envelopes: Sequence[Envelope]) -> list[tuple[str, int, bytes]]:

@@ -22,15 +22,25 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from aggregator.metrics import STORE_LOCK_WAIT
 from aggregator.store.interface import (
     StoredTask,
     StoredToken,
     SumsView,
     TaskExists,
+    Upload,
 )
 from aggregator.store.reads import snapshot_sums
-from aggregator.store.sql import CHUNK, COUNTER, fold_into_sums, stage, staged_rows
+from aggregator.store.sql import (
+    CHUNK,
+    COUNTER,
+    first_sightings,
+    fold_into_sums,
+    stage,
+    staged_rows,
+)
 from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
+from aggregator.store.sqlite_lock import WriterLock
 from aggregator.store.sqlite_migrations import apply_migrations
 from shared import Envelope, TaskConfig
 
@@ -55,6 +65,7 @@ class SqliteStore:
         self._local = threading.local()
         self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
         self._identity = FileIdentity(path)
+        self._writer = WriterLock(path)
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per thread and per process: a connection must not cross a fork.
@@ -72,6 +83,11 @@ class SqliteStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; SQLite's disk and file faults become retryable errors."""
+        waited = time.perf_counter()
+        with self._writer.held():
+            yield from self._transaction(waited)
+
+    def _transaction(self, waited: float) -> Iterator[sqlite3.Connection]:
         conn = self._connection()
         self._identity.check()
         try:
@@ -81,6 +97,7 @@ class SqliteStore:
             if fault is None:
                 raise
             raise fault from error
+        STORE_LOCK_WAIT.observe(time.perf_counter() - waited)
         try:
             yield conn
             conn.execute("COMMIT")
@@ -167,25 +184,43 @@ class SqliteStore:
     def add_reports(
         self, task: TaskConfig, envelopes: Sequence[Envelope], expires: Sequence[int]
     ) -> set[bytes]:
-        """Add the reports not seen before in one transaction; return the replayed ids."""
-        task_id = task.task_id
+        """Add one upload's reports not seen before; return its replayed ids."""
+        return self.add_uploads([Upload(task, envelopes, expires)])[0]
+
+    def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
+        """Add the uploads' reports not seen before in one transaction; return the replays."""
+        tasks = {upload.task.task_id: upload.task for upload in uploads}
+        sent = {
+            task_id: [e for u in uploads if u.task.task_id == task_id for e in u.envelopes]
+            for task_id in tasks
+        }
+        # Packed before taking the write lock, which the other workers wait for: replays
+        # are rare, so every report is packed as new and repacked only if some were not.
+        packed = {task_id: staged_rows(tasks[task_id], sent[task_id]) for task_id in tasks}
         with self._write() as tx:
-            replayed = self._seen(tx, task_id, [e.report_id for e in envelopes])
-            fresh = [
-                (e, x)
-                for e, x in zip(envelopes, expires, strict=True)
-                if e.report_id not in replayed
-            ]
-            tx.executemany(
-                "INSERT INTO seen VALUES (?, ?, ?)", [(task_id, e.report_id, x) for e, x in fresh]
-            )
-            if fresh:
-                self._stage(tx, task, [e for e, _ in fresh])
+            seen = {
+                task_id: self._seen(tx, task_id, [e.report_id for e in sent[task_id]])
+                for task_id in tasks
+            }
+            replayed, fresh = first_sightings(uploads, seen)
+            for task_id, counted in fresh.items():
+                if counted:
+                    tx.executemany(
+                        "INSERT INTO seen VALUES (?, ?, ?)",
+                        [(task_id, e.report_id, x) for e, x in counted],
+                    )
+                    rows = (
+                        packed[task_id]
+                        if len(counted) == len(sent[task_id])
+                        else staged_rows(tasks[task_id], [e for e, _ in counted])
+                    )
+                    self._stage(tx, tasks[task_id], rows)
         return replayed
 
-    def _stage(self, tx: sqlite3.Connection, task: TaskConfig, envelopes: list[Envelope]) -> None:
-        """Stage new reports packed, one row per bucket; fold them once there are enough."""
-        packed = staged_rows(task, envelopes)
+    def _stage(
+        self, tx: sqlite3.Connection, task: TaskConfig, packed: list[tuple[str, int, bytes]]
+    ) -> None:
+        """Stage new reports (packed, one row per bucket); fold them once there are enough."""
         stored = self.get_task(task.task_id)
         stage(tx, packed, archive=stored is not None and stored.archive)
         staged = tx.execute(
