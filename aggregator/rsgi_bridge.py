@@ -46,8 +46,7 @@ TIMEOUT_BODY = json.dumps(
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 UPLOAD_PATH = re.compile(r"/v1/tasks/([^/]+)/reports")  # Flask's <task_id>: no slash
 JSON_HEADERS = [("content-type", "application/json")]
-# An upload whose group has not committed after this long is answered 503 (retry).
-COMMIT_TIMEOUT = 30.0
+
 
 if sys.version_info >= (3, 11):
     _deadline = asyncio.timeout  # no extra task per request, unlike wait_for
@@ -135,19 +134,14 @@ class RsgiBridge:
                 body,
                 time.time(),
             )
-            future = self.intake.commit(checked)
             replayed = set()
-            if future is not None:
-                async with _deadline(COMMIT_TIMEOUT):
-                    replayed = await asyncio.wrap_future(future)
+            if checked.upload is not None:
+                replayed = await self.intake.committer.submit_async(checked.upload)
             answer = self.intake.answer(checked, replayed)
         except ApiError as error:
             return problem_parts(error)
         except StoreUnavailable as error:
             return problem_parts(unavailable_error(error))
-        except asyncio.TimeoutError:
-            # Not known to be committed: the client resends, and a replay counts once.
-            return problem_parts(unavailable_error(StoreUnavailable("commit timed out")))
         except Exception as error:
             return problem_parts(internal_error(error))
         return 200, JSON_HEADERS, json.dumps(answer, separators=(",", ":")).encode() + b"\n"

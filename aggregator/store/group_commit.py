@@ -1,14 +1,20 @@
 """Group commit: the uploads waiting in one process share one store transaction.
 
-Each worker process has one writer thread. An upload, once validated, is handed to it as
-an :class:`~aggregator.store.interface.Upload` and its future is awaited (the RSGI bridge
-awaits it on the event loop, so the loop keeps reading and validating other requests
-meanwhile; a thread of a threaded server blocks on it). The writer takes whatever is
-waiting, up to ``max_reports`` reports or ``max_wait`` seconds after the first, commits it
-with one :meth:`~aggregator.store.interface.Store.add_uploads`, and only then resolves each
-future: an upload is acknowledged after the transaction holding its reports has committed,
-so ``kill -9`` after an ack loses nothing, and an id sent by two uploads of one group is
-counted once.
+Each worker process has one writer thread. An upload, once checked, is handed to it as an
+:class:`~aggregator.store.interface.Upload`, from a thread of a WSGI server
+(:meth:`GroupCommitter.submit`, the thread blocks on the future) or from the RSGI bridge's
+event loop (:meth:`GroupCommitter.submit_async`: the loop gathers the uploads it checked
+in one pass and hands them over together, then goes on reading other requests). The writer
+takes whatever is waiting, up to ``max_reports`` reports or ``max_wait`` seconds after the
+first, commits it with one :meth:`~aggregator.store.interface.Store.add_uploads`, and only
+then answers each member: an upload is acknowledged after the transaction holding its
+reports has committed, so ``kill -9`` after an ack loses nothing, and an id sent by two
+uploads of one group is counted once. A loop's members are answered with one wake-up of
+the loop per group, not one per upload.
+
+Waiting for the database's write lock (another worker's transaction, a fold, a backup)
+happens on the writer thread, never on the event loop: slow commits delay acks but never
+stop a worker from reading requests.
 
 If the transaction fails for a store fault (disk full, database locked or unwritable),
 every member gets that error, which the views answer as a retryable 503/507: nothing of
@@ -21,18 +27,55 @@ groups, so no request waits for it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import queue
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
 
 from aggregator.metrics import GROUP_REPORTS, GROUP_UPLOADS
 from aggregator.store.interface import Store, StoreUnavailable, Upload
 
 log = logging.getLogger(__name__)
-_STOP = None  # the queue's end marker
+Answer = set[bytes] | BaseException  # replayed ids, or why the upload was not stored
+
+
+@dataclass
+class _Handover:
+    """Uploads handed over together, and how their answers reach their waiters."""
+
+    uploads: list[Upload]
+    deliver: Callable[[list[Answer]], None]  # called on the writer thread
+    reports: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reports = sum(len(upload.envelopes) for upload in self.uploads)
+
+
+def commit_group(store: Store, uploads: Sequence[Upload]) -> list[Answer]:
+    """Commit the uploads in one transaction; return each one's replayed ids or error.
+
+    A store fault fails every member with it (nothing was stored; each may resend); any
+    other error is isolated by retrying each member alone.
+    """
+    if not uploads:
+        return []
+    try:
+        results: list[Answer] = list(store.add_uploads(uploads))
+    except StoreUnavailable as error:
+        return [error] * len(uploads)
+    except Exception as error:
+        if len(uploads) == 1:
+            return [error]
+        return [commit_group(store, [upload])[0] for upload in uploads]
+    GROUP_UPLOADS.observe(len(uploads))
+    GROUP_REPORTS.observe(sum(len(upload.envelopes) for upload in uploads))
+    return results
 
 
 class GroupCommitter:
@@ -48,33 +91,70 @@ class GroupCommitter:
     ) -> None:
         self.store, self.max_reports, self.max_wait = store, max_reports, max_wait
         self.collect_interval = collect_interval
-        self._queue: queue.SimpleQueue[tuple[Upload, Future[set[bytes]]] | None] = (
-            queue.SimpleQueue()
-        )
+        self._queue: queue.SimpleQueue[_Handover | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._last_collect = 0.0
+        # the event loop's uploads not handed over yet (one loop per worker process)
+        self._gathered: list[tuple[Upload, asyncio.Future[set[bytes]]]] = []
+        self._gathering = False
+
+    # -- from threads -----------------------------------------------------------------
 
     def submit(self, upload: Upload) -> Future[set[bytes]]:
         """Queue an upload; the future gives its replayed ids once its group committed."""
-        if self._thread is None or self._pid != os.getpid():
-            self._start()
         future: Future[set[bytes]] = Future()
-        self._queue.put((upload, future))
+        future.set_running_or_notify_cancel()
+        self._hand_over(_Handover([upload], lambda answers: _settle(future, answers[0])))
         return future
 
     def add(self, upload: Upload) -> set[bytes]:
         """Commit an upload with the waiting ones; return its replayed ids (blocks)."""
         return self.submit(upload).result()
 
+    # -- from an event loop ---------------------------------------------------------------
+
+    def submit_async(self, upload: Upload) -> asyncio.Future[set[bytes]]:
+        """Queue an upload from the running loop; await the future for its replayed ids.
+
+        The loop's uploads are handed over together once it has run every callback that
+        is ready now, so the requests it checked in one pass share a hand-over.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[set[bytes]] = loop.create_future()
+        self._gathered.append((upload, future))
+        if not self._gathering:
+            self._gathering = True
+            loop.call_soon(self._hand_over_gathered, loop)
+        return future
+
+    def _hand_over_gathered(self, loop: asyncio.AbstractEventLoop) -> None:
+        gathered, self._gathered, self._gathering = self._gathered, [], False
+        # a request cancelled meanwhile (its client left) is not stored: it was never answered
+        members = [(upload, future) for upload, future in gathered if not future.done()]
+        if not members:
+            return
+
+        def deliver(answers: list[Answer]) -> None:
+            loop.call_soon_threadsafe(_settle_all, [f for _, f in members], answers)
+
+        self._hand_over(_Handover([upload for upload, _ in members], deliver))
+
+    # -- the writer -----------------------------------------------------------------------
+
     def close(self, timeout: float = 30.0) -> None:
         """Commit what is queued, then stop the writer thread."""
         thread = self._thread
         if thread is not None and self._pid == os.getpid():
-            self._queue.put(_STOP)
+            self._queue.put(None)
             thread.join(timeout)
         self._thread = None
+
+    def _hand_over(self, handover: _Handover) -> None:
+        if self._thread is None or self._pid != os.getpid():
+            self._start()
+        self._queue.put(handover)
 
     def _start(self) -> None:
         with self._lock:  # a forked child starts its own writer (threads do not cross a fork)
@@ -90,57 +170,39 @@ class GroupCommitter:
     def _run(self) -> None:
         while True:
             first = self._queue.get()
-            if first is _STOP:
+            if first is None:
                 return
-            group, reports = [first], len(first[0].envelopes)
-            deadline = time.monotonic() + self.max_wait
-            stop = False
-            while reports < self.max_reports:
+            group, stop = self._gather(first)
+            answers = commit_group(self.store, [u for handover in group for u in handover.uploads])
+            start = 0
+            for handover in group:
+                end = start + len(handover.uploads)
                 try:
-                    wait = deadline - time.monotonic()
-                    item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    stop = True
-                    break
-                group.append(item)
-                reports += len(item[0].envelopes)
-            self._commit(group)
-            GROUP_UPLOADS.observe(len(group))
-            GROUP_REPORTS.observe(reports)
-            self._collect()
+                    handover.deliver(answers[start:end])
+                except RuntimeError as error:  # the waiter's event loop has closed
+                    log.warning("an upload's answer could not be delivered: %s", error)
+                start = end
+            self._collect_expired()
             if stop:
                 return
 
-    def _commit(self, group: list[tuple[Upload, Future[set[bytes]]]]) -> None:
-        live = [
-            (upload, future) for upload, future in group if future.set_running_or_notify_cancel()
-        ]
-        if not live:
-            return
-        try:
-            results = self.store.add_uploads([upload for upload, _ in live])
-        except StoreUnavailable as error:  # nothing was stored: every member may resend
-            for _, future in live:
-                future.set_exception(error)
-        except Exception as error:
-            if len(live) == 1:
-                live[0][1].set_exception(error)
-            else:
-                for upload, future in live:
-                    self._commit_alone(upload, future)
-        else:
-            for (_, future), replayed in zip(live, results, strict=True):
-                future.set_result(replayed)
+    def _gather(self, first: _Handover) -> tuple[list[_Handover], bool]:
+        """Return the hand-overs to commit with ``first``, and whether to stop after."""
+        group, reports = [first], first.reports
+        deadline = time.monotonic() + self.max_wait
+        while reports < self.max_reports:
+            try:
+                wait = deadline - time.monotonic()
+                item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                return group, True
+            group.append(item)
+            reports += item.reports
+        return group, False
 
-    def _commit_alone(self, upload: Upload, future: Future[set[bytes]]) -> None:
-        try:
-            future.set_result(self.store.add_uploads([upload])[0])
-        except Exception as error:
-            future.set_exception(error)
-
-    def _collect(self) -> None:
+    def _collect_expired(self) -> None:
         now = time.time()
         if now - self._last_collect < self.collect_interval:
             return
@@ -149,3 +211,17 @@ class GroupCommitter:
             self.store.collect_expired(int(now))
         except Exception as error:  # the next collection takes these ids too
             log.warning("forgetting expired report ids failed: %s", error)
+
+
+def _settle(future: Any, answer: Answer) -> None:
+    if future.done():  # an asyncio future whose request was cancelled
+        return
+    if isinstance(answer, BaseException):
+        future.set_exception(answer)
+    else:
+        future.set_result(answer)
+
+
+def _settle_all(futures: list[asyncio.Future[set[bytes]]], answers: list[Answer]) -> None:
+    for future, answer in zip(futures, answers, strict=True):
+        _settle(future, answer)
