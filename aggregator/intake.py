@@ -101,8 +101,12 @@ class Intake:
 
     def answer(self, checked: Checked, replayed: set[bytes]) -> dict[str, Any]:
         """Return the 200 body of a committed upload, and count it in the metrics."""
-        rejected = checked.rejected + replays(replayed)
-        stored = 0 if checked.upload is None else len(checked.upload.envelopes)
+        sent = [] if checked.upload is None else checked.upload.envelopes
+        # replays in the batch's order, so an answer does not depend on set ordering
+        rejected = checked.rejected + replays(
+            [e.report_id for e in sent if e.report_id in replayed] if replayed else []
+        )
+        stored = len(sent)
         accepted = stored - len(replayed)
         if accepted:
             REPORTS_ACCEPTED.labels(checked.task_id).inc(accepted)
