@@ -21,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, Response, request
+
+# prometheus_client picks its multiprocess mode when first imported, on the variable being
+# present: an empty value would have it write each unlabelled metric's file into the
+# working directory. Empty means unset here (``serve`` then makes the run's folder).
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR") == "":
+    del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,

@@ -33,11 +33,12 @@ THREADS = 8  # gunicorn gthread / granian-wsgi: app threads per worker process
 # await, not a thread); connections beyond wait in the kernel's accept queue (BACKLOG).
 BACKPRESSURE = 256
 BACKLOG = 2048
-# granian: the app runs on each worker's event loop thread, one request at a time (0), or
-# on a pool of this many threads. Measured (2 workers, 1 report per request): the pool
-# hop costs ~100 µs a request and its GIL handoffs raise p99 from ~60 ms to ~540 ms, while
-# this CPU-bound app gains nothing from threads: bodies are already complete when it runs.
-# A store that batches concurrent commits (group commit) needs a pool: set it then.
+# granian: the app (every request but uploads) runs on each worker's event loop thread,
+# one request at a time (0), or on a pool of this many threads. Measured (2 workers, 1
+# report per request): the pool hop costs ~100 µs a request and its GIL handoffs raise p99
+# from ~60 ms to ~540 ms, while this CPU-bound app gains nothing from threads: bodies are
+# already complete when it runs. Uploads take the bridge's fast path: checked on the loop,
+# committed by the worker's group-commit writer thread (aggregator/store/group_commit.py).
 APP_THREADS = 0
 MAX_CONNECTIONS = 1000  # gunicorn gthread: open client connections per worker
 GRACEFUL_SECONDS = 30  # SIGTERM: in-flight requests get this long to finish and commit

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -177,3 +179,12 @@ def test_bodies_over_the_limit_are_refused_however_framed(
     assert requests.post(url, data=chunked(large), headers=headers, timeout=30).status_code == 413
     answer = requests.post(url, data=chunked(small), headers=headers, timeout=30)
     assert answer.status_code == 200 and answer.json()["accepted"] == 5
+
+
+def test_an_empty_metrics_folder_variable_writes_no_file_where_it_runs(tmp_path: Path) -> None:
+    # prometheus_client takes an empty PROMETHEUS_MULTIPROC_DIR as "multiprocess, in the
+    # working directory" and would leave histogram_<pid>.db files wherever serve starts.
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": ""}
+    code = "import aggregator.metrics as m; m.GROUP_UPLOADS.observe(1)"
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=60)
+    assert list(tmp_path.iterdir()) == []
