@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from pathlib import Path
 
 import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
-from conftest import BACKENDS, database
 from flask import Flask
 
 from aggregator import create_app
@@ -52,17 +51,6 @@ class GatedStore:
 
     def collect_expired(self, now: int) -> int:
         return self.store.collect_expired(now)
-
-
-@pytest.fixture(params=BACKENDS)
-def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Flask]:
-    from conftest import make_app
-
-    made = make_app(database(request.param, tmp_path, request))
-    yield made
-    close = getattr(made.extensions["ldp_store"], "close", None)
-    if close is not None:
-        close()
 
 
 @pytest.fixture
