@@ -35,10 +35,11 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions[quotas.EXTENSION] = quotas.init_app(
         float(app.config["QUOTA_RATE"]), float(app.config["QUOTA_BURST"])
     )
-    from aggregator import estimates, heavy_hitters, ingest, ops, tasks
+    from aggregator import dashboard, estimates, heavy_hitters, ingest, ops, tasks
 
-    for module in (tasks, ingest, estimates, heavy_hitters, ops):
+    for module in (tasks, ingest, estimates, heavy_hitters, ops, dashboard):
         app.register_blueprint(module.bp)
+    dashboard.init_app(app)
     return app
 
 

@@ -1,0 +1,170 @@
+"""What the pages show, computed by the JSON API's own functions (no second estimator).
+
+Estimates come from :func:`aggregator.estimates.answer` (over the chosen range, and once per
+time bucket for the lines over time), discovered strings from
+:func:`aggregator.heavy_hitters.answer`, report counts from the store's sums (the ``n`` the
+API answers), the planner's figures from :func:`shared.mechanisms.registry.plan` (as
+``ldp-aggregator tasks plan``). Ingest and rejection counts exist only as Prometheus
+counters of the running collector: they are read from there and labelled as such.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+
+from aggregator import estimates, heavy_hitters
+from aggregator.problems import ApiError
+from aggregator.query import Window
+from aggregator.store import get_store
+from shared import ParameterError, TaskConfig
+
+MAX_SERIES_BUCKETS = 60  # lines over time show the latest buckets of the range, at most
+TOP_BARS = 20
+HH_TOP, HH_SURVIVORS = 20, 64  # the heavy-hitters endpoint's defaults are 20 and 64
+HH_DEFAULT_CANDIDATES = 5  # an hh task's lines follow its top discovered strings by default
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """A task with the reports its sums hold and the buckets they fall in."""
+
+    config: TaskConfig
+    reports: int
+    buckets: list[int]
+
+    @property
+    def last_bucket(self) -> int | None:
+        """Return the start of the latest bucket holding reports."""
+        return self.buckets[-1] if self.buckets else None
+
+
+@dataclass(frozen=True)
+class IngestCounts:
+    """Reports accepted per task and rejected per reason since the collector started."""
+
+    accepted: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BucketAnswer:
+    """One time bucket: its reports and the estimates body (None below min_batch_size)."""
+
+    start: int
+    n: int
+    body: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class OverTime:
+    """Buckets of a range, oldest first; ``hidden``: older buckets left out."""
+
+    buckets: list[BucketAnswer]
+    hidden: int
+
+
+def summarize(config: TaskConfig) -> TaskSummary:
+    """Return a task's report count (all buckets) and its buckets."""
+    store = get_store()
+    with store.read_sums(config, None, None) as sums:
+        total = int(sums.total)
+    return TaskSummary(config, total, store.buckets(config))
+
+
+def ingest_counts() -> IngestCounts:
+    """Return the collector's ingest counters (every worker of this run, as /metrics)."""
+    registry = REGISTRY
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    accepted: Counter[str] = Counter()
+    rejected: Counter[str] = Counter()
+    for metric in registry.collect():
+        for sample in metric.samples:
+            if sample.name == "ldp_reports_accepted_total":
+                accepted[sample.labels["task_id"]] += int(sample.value)
+            elif sample.name == "ldp_reports_rejected_total":
+                rejected[sample.labels["reason"]] += int(sample.value)
+    return IngestCounts(dict(accepted), dict(sorted(rejected.items())))
+
+
+def needs_candidates(config: TaskConfig) -> bool:
+    """Return whether the task's estimates need a candidate list (a sketch knows no domain)."""
+    try:
+        config.mechanism_object.parse_candidates(None)
+    except ParameterError:
+        return True
+    return False
+
+
+def discovers(config: TaskConfig) -> bool:
+    """Return whether the task's mechanism finds its frequent strings without candidates."""
+    return hasattr(config.mechanism_object, "discover")
+
+
+def bucket_counts(config: TaskConfig, window: Window) -> OverTime:
+    """Return the reports in each bucket of the window (the latest MAX_SERIES_BUCKETS)."""
+    store = get_store()
+    starts = [b for b in store.buckets(config) if window.holds(b)]
+    shown = starts[-MAX_SERIES_BUCKETS:]
+    answers = []
+    for start in shown:
+        with store.read_sums(config, start, start + config.time_precision) as sums:
+            answers.append(BucketAnswer(start, int(sums.total), None))
+    return OverTime(answers, len(starts) - len(shown))
+
+
+def over_time(config: TaskConfig, candidates: list[Any] | None, window: Window) -> OverTime:
+    """Return the estimates of each bucket in the window (the latest MAX_SERIES_BUCKETS)."""
+    starts = [b for b in get_store().buckets(config) if window.holds(b)]
+    shown = starts[-MAX_SERIES_BUCKETS:]
+    answers = []
+    for start in shown:
+        one = Window(start, start + config.time_precision, window.level)
+        try:
+            body = estimates.answer(config, candidates, one)
+        except ApiError as error:
+            if error.code != "below_min_batch_size":
+                raise
+            answers.append(BucketAnswer(start, int(error.extra["n"]), None))
+        else:
+            answers.append(BucketAnswer(start, int(body["n"]), body))
+    return OverTime(answers, len(starts) - len(shown))
+
+
+def top_estimates(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return an estimates body's rows, largest estimate first, at most TOP_BARS."""
+    rows = sorted(body["estimates"], key=lambda row: row["estimate"], reverse=True)
+    return rows[:TOP_BARS]
+
+
+def range_answer(
+    config: TaskConfig, candidates: list[Any] | None, window: Window
+) -> tuple[dict[str, Any] | None, ApiError | None]:
+    """Return the estimates over the whole window, or the problem the API would answer."""
+    try:
+        return estimates.answer(config, candidates, window), None
+    except ApiError as error:
+        return None, error
+
+
+def discovered(config: TaskConfig, window: Window) -> tuple[dict[str, Any] | None, ApiError | None]:
+    """Return the heavy-hitters body over the window, or the problem the API would answer."""
+    try:
+        return heavy_hitters.answer(config, HH_TOP, HH_SURVIVORS, window), None
+    except ApiError as error:
+        return None, error
+
+
+def when(seconds: int | None, precision: int = 60) -> str:
+    """Return a UTC time as text: a date for whole-day buckets, else date and minute."""
+    if seconds is None:
+        return "–"
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.strftime("%Y-%m-%d" if precision % 86_400 == 0 else "%Y-%m-%d %H:%M")
