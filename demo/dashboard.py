@@ -146,7 +146,14 @@ def screenshot(url: str, analyst_token: str, out: Path) -> None:
         page.fill("#candidates", "\n".join(BROWSERS))
         page.get_by_role("button", name="Show").click()
         page.wait_for_load_state()
-        page.screenshot(path=str(out))
+        # The charts of the range and over time, with the page's header above them.
+        top = page.locator("#heading-top").bounding_box()
+        assert top is not None, "the task page shows no estimates"
+        page.screenshot(
+            path=str(out),
+            full_page=True,
+            clip={"x": 0, "y": top["y"] - 16, "width": 1280, "height": 1500},
+        )
         browser.close()
 
 

@@ -172,4 +172,4 @@ def _estimate_columns() -> list[Column]:
 def _x_ticks(config: TaskConfig, series: OverTime) -> list[tuple[float, str]]:
     starts = [b.start for b in series.buckets]
     step = max(1, -(-len(starts) // MAX_X_LABELS))
-    return [(float(s), when(s, config.time_precision)) for s in starts[::step]]
+    return [(float(s), when(s, config.time_precision, short=True)) for s in starts[::step]]

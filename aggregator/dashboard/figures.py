@@ -162,9 +162,13 @@ def discovered(config: TaskConfig, window: Window) -> tuple[dict[str, Any] | Non
         return None, error
 
 
-def when(seconds: int | None, precision: int = 60) -> str:
-    """Return a UTC time as text: a date for whole-day buckets, else date and minute."""
+def when(seconds: int | None, precision: int = 60, short: bool = False) -> str:
+    """Return a UTC time as text: a date for whole-day buckets, else date and minute.
+
+    ``short`` leaves out the year (axis labels).
+    """
     if seconds is None:
         return "–"
     moment = datetime.fromtimestamp(seconds, timezone.utc)
-    return moment.strftime("%Y-%m-%d" if precision % 86_400 == 0 else "%Y-%m-%d %H:%M")
+    day = "%m-%d" if short else "%Y-%m-%d"
+    return moment.strftime(day if precision % 86_400 == 0 else f"{day} %H:%M")

@@ -100,7 +100,7 @@ def line_chart(
     known = [p for s in series for p in s.points if p is not None]
     rows = math.ceil(len(series) / 3)
     height = 300 + 20 * rows
-    left, right, top, bottom = 80, WIDTH - 20, 20, 250
+    left, right, top, bottom = 80, WIDTH - 40, 20, 250
     xs = [p.x for p in known] + [x for x, _ in x_ticks]
     x = _Scale(min(xs, default=0), max(xs, default=1), left + 10, right - 10)
     ticks = nice_ticks(
