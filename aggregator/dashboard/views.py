@@ -122,7 +122,7 @@ def index() -> str:
 
 @dataclass
 class TaskView:
-    """Everything the task page shows."""
+    """Everything a task's pages show."""
 
     summary: figures.TaskSummary
     query: forms.TaskQuery
@@ -138,21 +138,36 @@ class TaskView:
 def task(task_id: str) -> str:
     """Show a task: reports per bucket, estimates over the range and over time."""
     view = task_view(task_id)
+    return _render_task("dashboard/task.html", view)
+
+
+@bp.get("/tasks/<task_id>/heavy-hitters")
+def heavy_hitters(task_id: str) -> str:
+    """Show the strings an hh task's sketches find without a candidate list."""
+    view = hh_view(task_id)
+    return _render_task("dashboard/heavy_hitters.html", view)
+
+
+def _render_task(template: str, view: TaskView) -> str:
+    config = view.summary.config
     return render_template(
-        "dashboard/task.html",
+        template,
         view=view,
-        config=view.summary.config,
+        config=config,
         counts=figures.ingest_counts(),
-        needs_candidates=figures.needs_candidates(view.summary.config),
+        needs_candidates=figures.needs_candidates(config),
+        discovers=figures.discovers(config),
+        hh_top=figures.HH_DEFAULT_CANDIDATES,
     )
 
 
 @bp.get("/tasks/<task_id>/<name>.<fmt>")
 def download(task_id: str, name: str, fmt: str) -> Response:
-    """Download a chart of the task page as CSV (its numbers) or SVG (its drawing)."""
+    """Download a chart of a task's pages as CSV (its numbers) or SVG (its drawing)."""
     if fmt not in ("csv", "svg"):
         abort(404)
-    chart = next((c for c in task_view(task_id).charts if c.name == name), None)
+    view = hh_view(task_id) if name == "heavy-hitters" else task_view(task_id)
+    chart = next((c for c in view.charts if c.name == name), None)
     if chart is None:
         abort(404, f"this view has no chart {name!r}")
     body, mimetype = (chart.csv(), "text/csv") if fmt == "csv" else (chart.drawing, "image/svg+xml")
@@ -173,40 +188,53 @@ def task_view(task_id: str) -> TaskView:
     except forms.FormError as error:
         view.problems.append(str(error))
         return view
-    counts = figures.bucket_counts(config, window)
-    view.hidden_buckets = counts.hidden
-    view.charts.append(charts.reports_chart(config, counts))
-    if figures.discovers(config):
-        view.hh_body, problem = figures.discovered(config, window)
-        if view.hh_body is not None:
-            view.charts.append(charts.heavy_hitters_chart(config, view.hh_body))
-        elif problem is not None:
-            view.notes.append(f"Heavy hitters: {problem.detail}")
     candidates = _candidates(view)
     if candidates is None and figures.needs_candidates(config):
+        # No estimates to draw: the reports per bucket alone.
+        counts = figures.bucket_counts(config, window)
+        view.hidden_buckets = counts.hidden
+        view.charts.append(charts.reports_chart(config, counts))
         return view
+    # Each bucket's answer says its n too (the problem below min_batch_size as well).
+    series = figures.over_time(config, candidates, window)
+    view.hidden_buckets = series.hidden
+    view.charts.append(charts.reports_chart(config, series))
     view.range_body, problem = figures.range_answer(config, candidates, window)
     if view.range_body is not None:
         view.charts.append(charts.top_chart(config, view.range_body))
     elif problem is not None:
         view.notes.append(f"Estimates over the range: {problem.detail}")
-    series = figures.over_time(config, candidates, window)
     if any(b.body is not None for b in series.buckets):
         view.charts.append(charts.over_time_chart(config, series))
     return view
 
 
+def hh_view(task_id: str) -> TaskView:
+    """Return what the heavy-hitters page shows for the request's range and level."""
+    config = find_task(task_id).config
+    view = TaskView(figures.summarize(config), forms.TaskQuery.from_args(request.args))
+    if not figures.discovers(config):
+        abort(404, f"task {task_id!r} ({config.mechanism}) cannot discover its frequent values")
+    try:
+        window = view.query.window()
+    except forms.FormError as error:
+        view.problems.append(str(error))
+        return view
+    view.hh_body, problem = figures.discovered(config, window)
+    if view.hh_body is not None:
+        view.charts.append(charts.heavy_hitters_chart(config, view.hh_body))
+    elif problem is not None:
+        view.problems.append(problem.detail)
+    return view
+
+
 def _candidates(view: TaskView) -> list[Any] | None:
-    """Return the checked candidates: as typed, else the task's default."""
+    """Return the checked candidates: as typed, else the task's default (None)."""
     config = view.summary.config
     typed = view.query.candidate_list()
     if not typed and figures.needs_candidates(config):
-        if view.hh_body is None or not view.hh_body["heavy_hitters"]:
-            view.notes.append("Type candidate values (one per line) to see their estimates.")
-            return None
-        typed = [row["value"] for row in view.hh_body["heavy_hitters"]]
-        typed = typed[: figures.HH_DEFAULT_CANDIDATES]
-        view.notes.append(f"No candidates typed: showing the top {len(typed)} discovered strings.")
+        view.notes.append("Type candidate values (one per line) to see their estimates.")
+        return None
     try:
         return forms.checked_candidates(config, typed or None)
     except forms.FormError as error:

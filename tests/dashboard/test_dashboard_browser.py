@@ -210,7 +210,9 @@ def test_the_heavy_hitter_view_shows_the_api_discoveries(
 ) -> None:
     url, _ = collector
     log_in(page, url)
-    show(page, url, "words-typed")
+    page.goto(f"{url}/dashboard/tasks/words-typed")
+    page.locator("#to-heavy-hitters").click()
+    page.wait_for_url(f"{url}/dashboard/tasks/words-typed/heavy-hitters")
     found = requests.post(
         f"{url}/v1/tasks/words-typed/heavy-hitters",
         json={"top": 20, "survivors": 64},
@@ -223,9 +225,12 @@ def test_the_heavy_hitter_view_shows_the_api_discoveries(
     assert column(page, "table-heavy-hitters", "reliable") == [
         "yes" if row["reliable"] else "no" for row in rows
     ]
-    # With no candidates typed, the lines follow the top discovered strings.
+    fits(page, shots, "heavy-hitters")
+    # Following the top discovered strings leads to their estimates, over the range and time.
     followed = [row["value"] for row in rows[:5]]
-    assert page.get_by_text(f"showing the top {len(followed)} discovered strings").is_visible()
+    page.locator("#follow").click()
+    page.wait_for_url(re.compile(r".*/dashboard/tasks/words-typed\?.*candidates=.*"))
+    assert page.get_by_label("Candidates, one per line").input_value() == "\n".join(followed)
     answer = api_estimates(url, "words-typed", candidates=followed).json()
     top = sorted(answer["estimates"], key=lambda row: row["estimate"], reverse=True)
     assert_table_equals(page, "table-top", top)
