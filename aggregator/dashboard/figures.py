@@ -11,11 +11,14 @@ counters of the running collector: they are read from there and labelled as such
 from __future__ import annotations
 
 import os
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from flask import current_app
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 
 from aggregator import estimates, heavy_hitters
@@ -24,6 +27,7 @@ from aggregator.query import Window
 from aggregator.store import get_store
 from shared import ParameterError, TaskConfig
 
+CACHE_ENTRIES = 4096  # answers kept per process (a cms answer of 20 values is ~3 kB)
 MAX_SERIES_BUCKETS = 60  # lines over time show the latest buckets of the range, at most
 TOP_BARS = 20
 HH_TOP, HH_SURVIVORS = 20, 64  # the heavy-hitters endpoint's defaults are 20 and 64
@@ -120,6 +124,70 @@ def bucket_counts(config: TaskConfig, window: Window) -> OverTime:
     return OverTime(answers, len(starts) - len(shown))
 
 
+class Answers:
+    """Answers of the API's functions already computed in this process, reused while exact.
+
+    A task's sums only ever grow, and every report adds one to ``n``: the same window with
+    the same ``n`` holds the same sums, so the same question has the same answer. The key is
+    the question and the ``n`` a fresh count of the window finds (one cheap query); the
+    answer stored is the one computed, under the ``n`` it was computed from. Per app (its
+    store), bounded, least recently used first out.
+    """
+
+    EXTENSION = "ldp_dashboard_answers"
+
+    def __init__(self, size: int = CACHE_ENTRIES) -> None:
+        self.size, self.lock = size, threading.Lock()
+        self.kept: OrderedDict[Hashable, tuple[dict[str, Any] | None, ApiError | None]] = (
+            OrderedDict()
+        )
+
+    @classmethod
+    def of_app(cls) -> Answers:
+        """Return the current app's answers."""
+        return current_app.extensions.setdefault(cls.EXTENSION, cls())
+
+    def get(
+        self,
+        config: TaskConfig,
+        question: Hashable,
+        window: Window,
+        compute: Callable[[], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Return ``compute()`` for the window, or the kept answer; raise its problem."""
+        with get_store().read_sums(config, window.start, window.end) as sums:
+            n = int(sums.total)
+        key = (config.task_id, config.fingerprint, question, window)
+        with self.lock:
+            kept = self.kept.get((key, n))
+            if kept is not None:
+                self.kept.move_to_end((key, n))
+        if kept is None:
+            try:
+                kept = (compute(), None)
+            except ApiError as error:
+                if "n" not in error.extra:  # only answers that depend on n alone are kept
+                    raise
+                kept = (None, error)
+            computed_n = kept[0]["n"] if kept[0] is not None else kept[1].extra["n"]
+            with self.lock:
+                self.kept[(key, int(computed_n))] = kept
+                while len(self.kept) > self.size:
+                    self.kept.popitem(last=False)
+        if kept[1] is not None:
+            raise kept[1]
+        assert kept[0] is not None
+        return kept[0]
+
+
+def estimate(config: TaskConfig, candidates: list[Any] | None, window: Window) -> dict[str, Any]:
+    """Return :func:`aggregator.estimates.answer` for the window (reused while exact)."""
+    question = ("estimates", None if candidates is None else tuple(candidates))
+    return Answers.of_app().get(
+        config, question, window, lambda: estimates.answer(config, candidates, window)
+    )
+
+
 def over_time(config: TaskConfig, candidates: list[Any] | None, window: Window) -> OverTime:
     """Return the estimates of each bucket in the window (the latest MAX_SERIES_BUCKETS)."""
     starts = [b for b in get_store().buckets(config) if window.holds(b)]
@@ -128,7 +196,7 @@ def over_time(config: TaskConfig, candidates: list[Any] | None, window: Window) 
     for start in shown:
         one = Window(start, start + config.time_precision, window.level)
         try:
-            body = estimates.answer(config, candidates, one)
+            body = estimate(config, candidates, one)
         except ApiError as error:
             if error.code != "below_min_batch_size":
                 raise
@@ -149,7 +217,7 @@ def range_answer(
 ) -> tuple[dict[str, Any] | None, ApiError | None]:
     """Return the estimates over the whole window, or the problem the API would answer."""
     try:
-        return estimates.answer(config, candidates, window), None
+        return estimate(config, candidates, window), None
     except ApiError as error:
         return None, error
 
@@ -157,7 +225,13 @@ def range_answer(
 def discovered(config: TaskConfig, window: Window) -> tuple[dict[str, Any] | None, ApiError | None]:
     """Return the heavy-hitters body over the window, or the problem the API would answer."""
     try:
-        return heavy_hitters.answer(config, HH_TOP, HH_SURVIVORS, window), None
+        found = Answers.of_app().get(
+            config,
+            ("heavy_hitters", HH_TOP, HH_SURVIVORS),
+            window,
+            lambda: heavy_hitters.answer(config, HH_TOP, HH_SURVIVORS, window),
+        )
+        return found, None
     except ApiError as error:
         return None, error
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import requests
 from dash_helpers import ANALYST, bearer
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from demo.dashboard import BROWSERS, HOUR, PER_BUCKET, Seeded
 
@@ -91,9 +91,11 @@ def test_an_unauthenticated_visit_goes_to_login_and_a_keyboard_login_comes_back(
     assert page.get_by_role("heading", name="Log in").is_visible()
     page.screenshot(path=str(shots / "login.png"))
     # Keyboard only: the token field has the focus; Enter submits.
+    expect(page.get_by_label("Token")).to_be_focused()
     page.keyboard.type("wrong-token")
     page.keyboard.press("Enter")
-    assert page.get_by_role("alert").inner_text().startswith("This token is not")
+    expect(page.get_by_role("alert")).to_contain_text("This token is not")
+    expect(page.get_by_label("Token")).to_be_focused()
     page.keyboard.type(ANALYST)
     page.keyboard.press("Enter")
     page.wait_for_url(f"{url}/dashboard/tasks/browser")

@@ -284,3 +284,22 @@ def test_svg_labels_are_escaped_and_ticks_are_round() -> None:
     assert "<script>" not in drawing and "&lt;script&gt;" in drawing
     assert svg.nice_ticks(-12.0, 2700.0) == [-1000.0, 0.0, 1000.0, 2000.0, 3000.0]
     assert svg.nice_ticks(0.0, 0.0) == [-1.0, -0.5, 0.0, 0.5, 1.0]
+
+
+def test_new_reports_show_at_once_though_answers_are_reused(
+    client: FlaskClient, seeded: dict[str, Any]
+) -> None:
+    log_in(client)
+    query = {"candidates": "\n".join(FRUIT)}
+    first = client.get("/dashboard/tasks/fruit", query_string=query).text
+    assert client.get("/dashboard/tasks/fruit", query_string=query).text == first  # reused
+    task = seeded["tasks"]["fruit"]
+    rng = np.random.default_rng(8)
+    body = encode_batch(task, envelopes(task, ["pear"] * 30, time.time(), rng))
+    client.post("/v1/tasks/fruit/reports", data=body, content_type="application/json")
+    html = client.get("/dashboard/tasks/fruit", query_string=query).text
+    api = estimates(client, "fruit", candidates=FRUIT).json
+    assert api["n"] == sum(PER_BUCKET) + 30
+    rows = sorted(api["estimates"], key=lambda row: row["estimate"], reverse=True)
+    assert [float(v) for v in cells(html, "table-top", "estimate")] == [r["estimate"] for r in rows]
+    assert cells(html, "table-reports", "reports")[-1] == str(PER_BUCKET[-1] + 30)
