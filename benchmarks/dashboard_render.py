@@ -8,8 +8,9 @@ reports in batches of 5,000): one cms task (k = m = 1024) with half the reports,
 (k = m = 1024) with a fifth, an rr task with a tenth, and the other tasks (rr, grr and
 cms k = m = 256, in turn) sharing the rest, every task over 24 hourly buckets. Then logs in
 with Flask's test client and times each page (server-side: request to rendered HTML) a few
-times; the first render of a task folds its staged reports into the sums, so each task is
-read once before the timing. Prints one line per page: median and worst of the repeats.
+times: once with nothing reused, then ``--repeat`` times (the dashboard reuses an answer while
+the window's n is unchanged). Staged reports are folded into the sums before the timing.
+Prints one line per page, then the JSON API's own functions on the same questions.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from aggregator import create_app
+from aggregator import create_app, estimates, heavy_hitters
+from aggregator.query import Window
 from aggregator.store import StoredTask, get_store
 from shared import Envelope, TaskConfig, new_report_id
 
@@ -114,6 +116,27 @@ def timed(client: Any, path: str, repeat: int) -> list[float]:
     return seconds
 
 
+def api_alone(repeat: int) -> dict[str, list[float]]:
+    """Return the seconds the API's functions take for the pages' questions."""
+    store = get_store()
+    cms, hh = store.get_task("big-cms"), store.get_task("big-hh")
+    assert cms is not None and hh is not None
+    questions = {
+        "estimates, cms task, 9 candidates": lambda: estimates.answer(
+            cms.config, list(WORDS), Window()
+        ),
+        "heavy hitters, hh task": lambda: heavy_hitters.answer(hh.config, 20, 64, Window()),
+    }
+    out: dict[str, list[float]] = {}
+    for name, ask in questions.items():
+        out[name] = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            ask()
+            out[name].append(time.perf_counter() - started)
+    return out
+
+
 def main() -> None:
     """Fill a store, then time every kind of page."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -153,10 +176,16 @@ def main() -> None:
             + "%0A".join(WORDS),
             "planner": "/dashboard/plan?domain_size=1000&devices=100000&epsilon=2",
         }
-        print(f"{'page':<42} {'median s':>9} {'worst s':>9}")
+        print(f"{'page':<42} {'first s':>8} {'median s':>9} {'worst s':>8}")
         for name, path in pages.items():
-            seconds = timed(client, path, args.repeat)
-            print(f"{name:<42} {statistics.median(seconds):>9.3f} {max(seconds):>9.3f}")
+            first = timed(client, path, 1)[0]  # nothing reused yet
+            seconds = timed(client, path, args.repeat)  # answers reused while n is unchanged
+            median, worst = statistics.median(seconds), max(seconds)
+            print(f"{name:<42} {first:>8.3f} {median:>9.3f} {worst:>8.3f}")
+        with app.app_context():
+            print("the JSON API's own functions, same questions (no page, nothing reused):")
+            for name, seconds in api_alone(args.repeat).items():
+                print(f"{name:<42} {'':>8} {statistics.median(seconds):>9.3f} {max(seconds):>8.3f}")
 
 
 if __name__ == "__main__":
