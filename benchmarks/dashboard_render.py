@@ -137,6 +137,19 @@ def api_alone(repeat: int) -> dict[str, list[float]]:
     return out
 
 
+def populate(app: Any, tasks: int, reports: int, rng: np.random.Generator) -> None:
+    """Create the tasks and add their reports."""
+    started, now = time.perf_counter(), time.time()
+    with app.app_context():
+        for index, count in enumerate(shares(tasks, reports)):
+            task = TaskConfig.create(**task_params(index, count))
+            get_store().create_task(StoredTask(task))
+            fill(task, count, rng, now)
+            get_store().buckets(task)  # folds what is staged, as a first estimate would
+    filled = time.perf_counter() - started
+    print(f"filled {tasks} tasks, {reports:,} reports in {filled:.0f} s")
+
+
 def main() -> None:
     """Fill a store, then time every kind of page."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -144,19 +157,16 @@ def main() -> None:
     parser.add_argument("--reports", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--db", type=Path, help="keep the filled SQLite file here (reused if it exists)"
+    )
     args = parser.parse_args()
-    rng = np.random.default_rng(args.seed)
     with tempfile.TemporaryDirectory(prefix="ldp-dashboard-bench-") as folder:
-        app = create_app({"DATABASE": str(Path(folder) / "bench.sqlite3"), "ANALYST_TOKEN": TOKEN})
-        started, now = time.perf_counter(), time.time()
-        with app.app_context():
-            for index, count in enumerate(shares(args.tasks, args.reports)):
-                task = TaskConfig.create(**task_params(index, count))
-                get_store().create_task(StoredTask(task))
-                fill(task, count, rng, now)
-                get_store().buckets(task)  # folds what is staged, as a first estimate would
-        filled = time.perf_counter() - started
-        print(f"filled {args.tasks} tasks, {args.reports:,} reports in {filled:.0f} s")
+        database = args.db or Path(folder) / "bench.sqlite3"
+        filled = database.exists()
+        app = create_app({"DATABASE": str(database), "ANALYST_TOKEN": TOKEN})
+        if not filled:
+            populate(app, args.tasks, args.reports, np.random.default_rng(args.seed))
         client = app.test_client()
         form = client.get("/dashboard/login").text
         csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)  # type: ignore[union-attr]

@@ -48,6 +48,11 @@ class TaskSummary:
         return self.buckets[-1] if self.buckets else None
 
 
+def unbounded(window: Window, total: int) -> int | None:
+    """Return a task's total as the window's report count if the window holds every bucket."""
+    return total if window.start is None and window.end is None else None
+
+
 @dataclass(frozen=True)
 class IngestCounts:
     """Reports accepted per task and rejected per reason since the collector started."""
@@ -73,12 +78,15 @@ class OverTime:
     hidden: int
 
 
+def count(config: TaskConfig) -> int:
+    """Return the reports a task's sums hold, all buckets (the API's ``n`` for no range)."""
+    with get_store().read_sums(config, None, None) as sums:
+        return int(sums.total)
+
+
 def summarize(config: TaskConfig) -> TaskSummary:
     """Return a task's report count (all buckets) and its buckets."""
-    store = get_store()
-    with store.read_sums(config, None, None) as sums:
-        total = int(sums.total)
-    return TaskSummary(config, total, store.buckets(config))
+    return TaskSummary(config, count(config), get_store().buckets(config))
 
 
 def ingest_counts() -> IngestCounts:
@@ -112,10 +120,10 @@ def discovers(config: TaskConfig) -> bool:
     return hasattr(config.mechanism_object, "discover")
 
 
-def bucket_counts(config: TaskConfig, window: Window) -> OverTime:
-    """Return the reports in each bucket of the window (the latest MAX_SERIES_BUCKETS)."""
+def bucket_counts(config: TaskConfig, window: Window, buckets: list[int]) -> OverTime:
+    """Return the reports in each of the task's ``buckets`` in the window (the latest ones)."""
     store = get_store()
-    starts = [b for b in store.buckets(config) if window.holds(b)]
+    starts = [b for b in buckets if window.holds(b)]
     shown = starts[-MAX_SERIES_BUCKETS:]
     answers = []
     for start in shown:
@@ -153,10 +161,15 @@ class Answers:
         question: Hashable,
         window: Window,
         compute: Callable[[], dict[str, Any]],
+        n: int | None = None,
     ) -> dict[str, Any]:
-        """Return ``compute()`` for the window, or the kept answer; raise its problem."""
-        with get_store().read_sums(config, window.start, window.end) as sums:
-            n = int(sums.total)
+        """Return ``compute()`` for the window, or the kept answer; raise its problem.
+
+        ``n``: the window's report count if the caller has just read it.
+        """
+        if n is None:
+            with get_store().read_sums(config, window.start, window.end) as sums:
+                n = int(sums.total)
         key = (config.task_id, config.fingerprint, question, window)
         with self.lock:
             kept = self.kept.get((key, n))
@@ -180,17 +193,21 @@ class Answers:
         return kept[0]
 
 
-def estimate(config: TaskConfig, candidates: list[Any] | None, window: Window) -> dict[str, Any]:
+def estimate(
+    config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
+) -> dict[str, Any]:
     """Return :func:`aggregator.estimates.answer` for the window (reused while exact)."""
     question = ("estimates", None if candidates is None else tuple(candidates))
     return Answers.of_app().get(
-        config, question, window, lambda: estimates.answer(config, candidates, window)
+        config, question, window, lambda: estimates.answer(config, candidates, window), n
     )
 
 
-def over_time(config: TaskConfig, candidates: list[Any] | None, window: Window) -> OverTime:
-    """Return the estimates of each bucket in the window (the latest MAX_SERIES_BUCKETS)."""
-    starts = [b for b in get_store().buckets(config) if window.holds(b)]
+def over_time(
+    config: TaskConfig, candidates: list[Any] | None, window: Window, buckets: list[int]
+) -> OverTime:
+    """Return the estimates of each of the task's ``buckets`` in the window (the latest ones)."""
+    starts = [b for b in buckets if window.holds(b)]
     shown = starts[-MAX_SERIES_BUCKETS:]
     answers = []
     for start in shown:
@@ -213,16 +230,18 @@ def top_estimates(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def range_answer(
-    config: TaskConfig, candidates: list[Any] | None, window: Window
+    config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
 ) -> tuple[dict[str, Any] | None, ApiError | None]:
     """Return the estimates over the whole window, or the problem the API would answer."""
     try:
-        return estimate(config, candidates, window), None
+        return estimate(config, candidates, window, n), None
     except ApiError as error:
         return None, error
 
 
-def discovered(config: TaskConfig, window: Window) -> tuple[dict[str, Any] | None, ApiError | None]:
+def discovered(
+    config: TaskConfig, window: Window, n: int | None = None
+) -> tuple[dict[str, Any] | None, ApiError | None]:
     """Return the heavy-hitters body over the window, or the problem the API would answer."""
     try:
         found = Answers.of_app().get(
@@ -230,6 +249,7 @@ def discovered(config: TaskConfig, window: Window) -> tuple[dict[str, Any] | Non
             ("heavy_hitters", HH_TOP, HH_SURVIVORS),
             window,
             lambda: heavy_hitters.answer(config, HH_TOP, HH_SURVIVORS, window),
+            n,
         )
         return found, None
     except ApiError as error:

@@ -116,7 +116,11 @@ def logout() -> Any:
 @bp.get("/")
 def index() -> str:
     """List every task with its reports, buckets and the collector's ingest counts."""
-    summaries = [figures.summarize(stored.config) for stored in get_store().list_tasks()]
+    # The list reads each task's total only: its buckets are on the task's page (each read
+    # scans the task's sums rows, and the list must stay fast with many large tasks).
+    summaries = [
+        (stored.config, figures.count(stored.config)) for stored in get_store().list_tasks()
+    ]
     return render_template("dashboard/index.html", tasks=summaries, counts=figures.ingest_counts())
 
 
@@ -191,15 +195,16 @@ def task_view(task_id: str) -> TaskView:
     candidates = _candidates(view)
     if candidates is None and figures.needs_candidates(config):
         # No estimates to draw: the reports per bucket alone.
-        counts = figures.bucket_counts(config, window)
+        counts = figures.bucket_counts(config, window, view.summary.buckets)
         view.hidden_buckets = counts.hidden
         view.charts.append(charts.reports_chart(config, counts))
         return view
     # Each bucket's answer says its n too (the problem below min_batch_size as well).
-    series = figures.over_time(config, candidates, window)
+    series = figures.over_time(config, candidates, window, view.summary.buckets)
     view.hidden_buckets = series.hidden
     view.charts.append(charts.reports_chart(config, series))
-    view.range_body, problem = figures.range_answer(config, candidates, window)
+    total = figures.unbounded(window, view.summary.reports)
+    view.range_body, problem = figures.range_answer(config, candidates, window, total)
     if view.range_body is not None:
         view.charts.append(charts.top_chart(config, view.range_body))
     elif problem is not None:
@@ -220,7 +225,8 @@ def hh_view(task_id: str) -> TaskView:
     except forms.FormError as error:
         view.problems.append(str(error))
         return view
-    view.hh_body, problem = figures.discovered(config, window)
+    total = figures.unbounded(window, view.summary.reports)
+    view.hh_body, problem = figures.discovered(config, window, total)
     if view.hh_body is not None:
         view.charts.append(charts.heavy_hitters_chart(config, view.hh_body))
     elif problem is not None:

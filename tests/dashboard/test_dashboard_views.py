@@ -161,7 +161,7 @@ def test_the_task_list_shows_the_reports_the_api_counts(
     rows = dict(zip(tasks, cells(html, "tasks", "reports"), strict=True))
     assert rows == {"fruit": str(sum(PER_BUCKET)), "yes-no": str(sum(PER_BUCKET))}
     assert estimates(client, "yes-no").json["n"] == sum(PER_BUCKET)
-    assert cells(html, "tasks", "buckets") == ["3", "3"]
+    assert cells(html, "tasks", "time_precision") == [str(HOUR), str(HOUR)]
 
 
 def test_the_task_page_shows_the_api_estimates(client: FlaskClient, seeded: dict[str, Any]) -> None:
