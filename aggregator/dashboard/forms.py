@@ -18,9 +18,6 @@ from flask import current_app
 from aggregator.problems import ApiError
 from aggregator.query import Window, check_cost, parse_candidates, parse_window
 from shared import TaskConfig
-from shared.estimates import DEFAULT_LEVEL
-
-TIME_FORMAT = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
 
 
 class FormError(ValueError):
@@ -74,18 +71,6 @@ def checked_candidates(config: TaskConfig, raw: list[str] | None) -> list[Any] |
     except ApiError as error:
         raise FormError(error.detail) from None
     return candidates
-
-
-def level_text(window: Window) -> str:
-    """Return the level as the form shows it."""
-    return f"{window.level:g}" if window.level != DEFAULT_LEVEL else ""
-
-
-def time_value(seconds: int | None) -> str:
-    """Return Unix seconds as a datetime-local value in UTC ("" for none)."""
-    if seconds is None:
-        return ""
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime(TIME_FORMAT)
 
 
 def _time(text: str, name: str) -> int | None:
