@@ -72,7 +72,12 @@ def check_csrf() -> None:
     sent = request.form.get(CSRF_FIELD, "")
     expected = session.get(CSRF_FIELD)
     if not isinstance(expected, str) or not hmac.compare_digest(sent, expected):
-        abort(400, "the form is out of date or not from this dashboard: reload it and retry")
+        abort(
+            400,
+            "the form is out of date or not from this dashboard: reload it and retry (if this "
+            "repeats, the browser is not keeping the session cookie, which is Secure: open the "
+            "dashboard over HTTPS, or see LDP_SESSION_COOKIE_SECURE in the README)",
+        )
 
 
 def safe_next(target: str | None, default: str) -> str:
