@@ -35,10 +35,13 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions[quotas.EXTENSION] = quotas.init_app(
         float(app.config["QUOTA_RATE"]), float(app.config["QUOTA_BURST"])
     )
-    from aggregator import dashboard, estimates, heavy_hitters, ingest, ops, tasks
+    from aggregator import estimates, heavy_hitters, ingest, ops, tasks
 
-    for module in (tasks, ingest, estimates, heavy_hitters, ops, dashboard):
+    for module in (tasks, ingest, estimates, heavy_hitters, ops):
         app.register_blueprint(module.bp)
+    from aggregator import dashboard  # the analyst pages (/dashboard)
+
+    app.register_blueprint(dashboard.bp)
     dashboard.init_app(app)
     return app
 
