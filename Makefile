@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 MIN_VENV := .venv-min
 
-.PHONY: test lint demo demo-cluster bench clean test-min-versions
+.PHONY: test lint demo demo-cluster bench clean test-min-versions screenshot
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # System tools the suite runs for real: curl (the READMEs' examples), nginx and openssl
-# (docs/operations.md's TLS proxy). Installed as root with apt-get when missing; otherwise
-# make test stops and says which.
-TEST_TOOLS = curl nginx openssl
+# (docs/operations.md's TLS proxy), chromium (the dashboard's browser tests, through
+# Playwright: Debian's build, never a downloaded one). Installed as root with apt-get when
+# missing; otherwise make test stops and says which.
+TEST_TOOLS = curl nginx openssl chromium
 test: $(STAMP)
 	@missing=""; for tool in $(TEST_TOOLS); do command -v $$tool >/dev/null \
 	  || [ -x /usr/sbin/$$tool ] || missing="$$missing $$tool"; done; \
@@ -31,6 +32,15 @@ test: $(STAMP)
 # DEMO_ARGS passes options, e.g. make demo DEMO_ARGS="--devices 20000".
 demo: $(STAMP)
 	$(BIN)/python -m demo $(DEMO_ARGS)
+
+# The README's picture of the dashboard, docs/dashboard.png: a throwaway collector seeded
+# over HTTP, logged in to and shot in Debian's Chromium (installed as root when missing).
+screenshot: $(STAMP)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || { echo "make screenshot: install chromium (apt-get install chromium)" >&2; exit 1; }
+	$(BIN)/python -m demo.dashboard --out docs/dashboard.png
 
 # Two collector nodes on one (throwaway, bundled) PostgreSQL, as behind a load balancer.
 demo-cluster: $(STAMP)

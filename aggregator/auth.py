@@ -59,7 +59,11 @@ def parse_bearer(authorization: str | None) -> str | None:
 
 def role_of(token: str) -> str | None:
     """Return the role a token grants, or None."""
-    digest = hash_token(token)
+    return role_of_digest(hash_token(token))
+
+
+def role_of_digest(digest: str) -> str | None:
+    """Return the role a token grants, given by its SHA-256 (a dashboard session keeps that)."""
     for role, configured in current_app.extensions[EXTENSION].items():
         if hmac.compare_digest(digest, configured):
             return role

@@ -62,4 +62,18 @@ DEFAULTS: dict[str, object] = {
     "GROUP_COMMIT_WAIT_MS": 0,
     # Seconds between two collections of expired report ids (per process).
     "COLLECT_INTERVAL": 60,
+    # The dashboard's session cookie (/dashboard) is signed with SECRET_KEY. Unset,
+    # `ldp-aggregator serve` draws one per run and hands it to all its workers (sessions
+    # end when it restarts); any other app draws its own. Set LDP_SECRET_KEY (a long random
+    # string) to keep sessions across restarts and share them between collector nodes.
+    "SECRET_KEY": None,
+    # The cookie is sent over HTTPS only; set LDP_SESSION_COOKIE_SECURE=false to log in over
+    # plain HTTP (a loopback address in tests; browsers treat 127.0.0.1 as secure anyway).
+    "SESSION_COOKIE_SECURE": True,
+    "SESSION_COOKIE_HTTPONLY": True,
+    "SESSION_COOKIE_SAMESITE": "Lax",
+    "SESSION_COOKIE_PATH": "/dashboard",
+    "SESSION_COOKIE_NAME": "ldp_dashboard",
+    # A dashboard login lasts this long (s), however active.
+    "PERMANENT_SESSION_LIFETIME": 8 * 3600,
 }

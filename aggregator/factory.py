@@ -42,6 +42,10 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 
     for module in (tasks, ingest, estimates, heavy_hitters, ops):
         app.register_blueprint(module.bp)
+    from aggregator import dashboard  # the analyst pages (/dashboard)
+
+    app.register_blueprint(dashboard.bp)
+    dashboard.init_app(app)
     return app
 
 

@@ -52,6 +52,10 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
         metrics_dir = str(claim_run_dir(root / "ldp-metrics"))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         os.environ["LDP_OWNED_METRICS_DIR"] = metrics_dir
+    # One dashboard session key for every worker of this run, so a login holds whichever
+    # worker answers: the configured key, else the one this app drew. Quoted: LDP_* values
+    # are read as JSON.
+    os.environ["LDP_SECRET_KEY"] = json.dumps(str(app.config["SECRET_KEY"]))
     os.environ["LDP_WORKERS"] = str(workers)  # each worker takes 1/N of the upload quota
     argv = serving.command(server, "aggregator.wsgi:app", host, port, workers)
     click.echo(
