@@ -234,7 +234,8 @@ class Recorder:  # a store that notes which process committed each upload
 
 
 committer = GroupCommitter(Recorder())
-assert committer.add(SimpleNamespace(envelopes=[1])) == {os.getpid().to_bytes(4, "big")}  # its writer runs
+parent = committer.add(SimpleNamespace(envelopes=[1]))  # the parent's writer thread runs
+assert parent == {os.getpid().to_bytes(4, "big")}
 child = os.fork()
 if child == 0:
     answer = committer.submit(SimpleNamespace(envelopes=[1])).result(timeout=30)
