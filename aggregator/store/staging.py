@@ -6,11 +6,20 @@ committed batch as its stacked payload arrays (numpy ``.npy`` bytes, no pickles)
 task's staged reports in one pass once they pass a size bound, or before an estimate: each
 row is rewritten once per fold instead of once per batch, and the staging area (hence
 memory and disk) stays bounded whatever n is.
+
+A packed batch is ``MAGIC`` then, per array, a small binary header (dtype, shape) and its
+bytes. Until 2026-11 batches were written with ``np.save``; those are still read (stored
+staged and archived rows, exports). Measured: folding 10,486 staged one-report batches
+spent 0.94 s of its 1.07 s parsing ``.npy`` headers (``ast.literal_eval`` per array);
+this header costs a ``struct.unpack``.
 """
 
 from __future__ import annotations
 
+import functools
 import io
+import math
+import struct
 from collections.abc import Sequence
 from dataclasses import fields
 
@@ -25,22 +34,57 @@ def stack(mechanism: Mechanism, payloads: Sequence[Payload]) -> Batch:
     return mechanism.stack(payloads)
 
 
+MAGIC = b"\x00LDPBATCH1"  # an .npy file starts with b"\x93NUMPY": the two cannot be confused
+_HEAD = struct.Struct("<BB")  # length of the dtype string, number of dimensions
+
+
 def pack(batch: Batch) -> bytes:
     """Return a batch's arrays as bytes."""
-    buffer = io.BytesIO()
+    parts = [MAGIC]
     for array in columns(batch):
-        np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
+        array = np.ascontiguousarray(array)
+        if array.dtype.kind not in "biuf":
+            raise TypeError(f"cannot pack an array of dtype {array.dtype}")
+        dtype = array.dtype.str.encode()
+        parts += [
+            _HEAD.pack(len(dtype), array.ndim),
+            dtype,
+            struct.pack(f"<{array.ndim}Q", *array.shape),
+            array.tobytes(),
+        ]
+    return b"".join(parts)
 
 
 def unpack(mechanism: Mechanism, blobs: Sequence[bytes]) -> Batch:
     """Return one batch holding the reports of every packed batch, in order."""
     arity = len(column_names(mechanism))
-    parts = []
-    for blob in blobs:
-        buffer = io.BytesIO(blob)
-        parts.append([np.load(buffer, allow_pickle=False) for _ in range(arity)])
+    parts = [_arrays(blob, arity) for blob in blobs]
     return from_columns(mechanism, [np.concatenate(column) for column in zip(*parts, strict=True)])
+
+
+@functools.lru_cache(maxsize=64)
+def _dtype(name: bytes) -> np.dtype:
+    return np.dtype(name.decode())
+
+
+def _arrays(blob: bytes, arity: int) -> list[np.ndarray]:
+    if not blob.startswith(MAGIC):  # written by np.save
+        buffer = io.BytesIO(blob)
+        return [np.load(buffer, allow_pickle=False) for _ in range(arity)]
+    arrays, offset = [], len(MAGIC)
+    for _ in range(arity):
+        size, ndim = _HEAD.unpack_from(blob, offset)
+        offset += _HEAD.size
+        dtype = _dtype(blob[offset : offset + size])
+        offset += size
+        shape = struct.unpack_from(f"<{ndim}Q", blob, offset)
+        offset += 8 * ndim
+        count = math.prod(shape)
+        arrays.append(np.frombuffer(blob, dtype, count, offset).reshape(shape))
+        offset += count * dtype.itemsize
+    if offset != len(blob):
+        raise ValueError(f"a packed batch has {len(blob) - offset} bytes after its arrays")
+    return arrays
 
 
 def column_names(mechanism: Mechanism) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import tracemalloc
 from dataclasses import astuple
 from pathlib import Path
@@ -70,6 +71,38 @@ def test_packed_batches_unpack_to_the_same_reports(mechanism: str) -> None:
     assert type(both) is type(whole)
     for got, expected in zip(columns(both), columns(whole), strict=True):
         assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("mechanism", ["rr", "cms", "hcms"])
+def test_batches_packed_by_np_save_before_still_unpack(mechanism: str) -> None:
+    # Staged and archived rows written before the compact format were np.save bytes.
+    task = (
+        TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0)
+        if mechanism == "rr"
+        else sketch_task(mechanism)
+    )
+    values = [True, False] * 4 if mechanism == "rr" else WORDS[:8]
+    reports = payloads(task, values, np.random.default_rng(9))
+    mechanism_object = task.mechanism_object
+    legacy = io.BytesIO()
+    for array in columns(stack(mechanism_object, reports[:5])):
+        np.save(legacy, array, allow_pickle=False)
+    mixed = unpack(
+        mechanism_object, [legacy.getvalue(), pack(stack(mechanism_object, reports[5:]))]
+    )
+    for got, expected in zip(
+        columns(mixed), columns(stack(mechanism_object, reports)), strict=True
+    ):
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+def test_a_damaged_packed_batch_is_refused_not_misread() -> None:
+    task = sketch_task("cms")
+    blob = pack(stack(task.mechanism_object, payloads(task, WORDS[:4], np.random.default_rng(1))))
+    with pytest.raises(ValueError):
+        unpack(task.mechanism_object, [blob + b"\x00"])
+    with pytest.raises(ValueError):
+        unpack(task.mechanism_object, [blob[:-1]])
 
 
 def columns(batch: Batch) -> tuple[np.ndarray, ...]:
