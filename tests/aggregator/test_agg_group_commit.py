@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 
 import numpy as np
 import pytest
@@ -77,15 +77,24 @@ def stored_n(store: Store, task: TaskConfig) -> int:
         return int(sums.total)
 
 
-def test_acks_wait_for_the_commit_and_waiting_uploads_share_one(
-    app: Flask, task: TaskConfig
-) -> None:
+def hold_the_writer(
+    app: Flask, first: Upload
+) -> tuple[Store, GatedStore, GroupCommitter, Future[set[bytes]]]:
+    """Return a committer whose writer is held inside the transaction of ``first``, so
+    the uploads submitted next wait together for the one after it."""
     store: Store = app.extensions["ldp_store"]
     gated = GatedStore(store)
     committer = GroupCommitter(gated)  # type: ignore[arg-type]
     gated.gate.clear()
-    first = committer.submit(upload(task, 3, 0))
+    blocker = committer.submit(first)
     assert gated.entered.acquire(timeout=WAIT)  # the writer holds the first transaction
+    return store, gated, committer, blocker
+
+
+def test_acks_wait_for_the_commit_and_waiting_uploads_share_one(
+    app: Flask, task: TaskConfig
+) -> None:
+    store, gated, committer, first = hold_the_writer(app, upload(task, 3, 0))
     rest = [committer.submit(upload(task, 2, seed)) for seed in range(1, 9)]
     assert not any(f.done() for f in [first, *rest])  # nothing answered before a commit
     assert stored_n(store, task) == 0
@@ -111,12 +120,7 @@ def test_acks_wait_for_the_commit_and_waiting_uploads_share_one(
 def test_a_store_fault_answers_every_member_with_it_and_stores_nothing(
     app: Flask, task: TaskConfig
 ) -> None:
-    store: Store = app.extensions["ldp_store"]
-    gated = GatedStore(store)
-    committer = GroupCommitter(gated)  # type: ignore[arg-type]
-    gated.gate.clear()
-    blocker = committer.submit(upload(task, 1, 0))
-    assert gated.entered.acquire(timeout=WAIT)
+    store, gated, committer, blocker = hold_the_writer(app, upload(task, 1, 0))
     members = [committer.submit(upload(task, 2, seed)) for seed in range(1, 6)]
     gated.fail_with = StoreFull("disk full")
     gated.gate.set()
@@ -131,12 +135,7 @@ def test_a_store_fault_answers_every_member_with_it_and_stores_nothing(
 
 
 def test_an_unexpected_error_fails_only_its_own_upload(app: Flask, task: TaskConfig) -> None:
-    store: Store = app.extensions["ldp_store"]
-    gated = GatedStore(store)
-    committer = GroupCommitter(gated)  # type: ignore[arg-type]
-    gated.gate.clear()
-    blocker = committer.submit(upload(task, 1, 0))
-    assert gated.entered.acquire(timeout=WAIT)
+    store, gated, committer, blocker = hold_the_writer(app, upload(task, 1, 0))
     good = [upload(task, 2, seed) for seed in range(1, 5)]
     bad = upload(task, 2, 99)
     gated.poison = {bad.envelopes[0].report_id}
@@ -151,13 +150,8 @@ def test_an_unexpected_error_fails_only_its_own_upload(app: Flask, task: TaskCon
 
 
 def test_an_id_sent_by_two_members_of_a_group_counts_once(app: Flask, task: TaskConfig) -> None:
-    store: Store = app.extensions["ldp_store"]
-    gated = GatedStore(store)
-    committer = GroupCommitter(gated)  # type: ignore[arg-type]
-    gated.gate.clear()
     first = upload(task, 1, 0)
-    blocker = committer.submit(first)
-    assert gated.entered.acquire(timeout=WAIT)
+    store, gated, committer, blocker = hold_the_writer(app, first)
     a = upload(task, 4, 1)
     # b repeats two of a's reports (same group) and adds two; c repeats the blocker's
     b = Upload(task, [*a.envelopes[:2], *upload(task, 2, 2).envelopes], [2**40] * 4)
