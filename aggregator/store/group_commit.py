@@ -179,7 +179,8 @@ class GroupCommitter:
                 end = start + len(handover.uploads)
                 try:
                     handover.deliver(answers[start:end])
-                except RuntimeError as error:  # the waiter's event loop has closed
+                except Exception as error:  # e.g. the waiter's event loop has closed
+                    # the writer must outlive any one waiter: the others still need it
                     log.warning("an upload's answer could not be delivered: %s", error)
                 start = end
             self._collect_expired()
