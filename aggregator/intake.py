@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,10 +94,6 @@ class Intake:
         upload = Upload(task, admitted.envelopes, admitted.expires) if admitted.envelopes else None
         return Checked(task_id, upload, rejected + admitted.rejected)
 
-    def commit(self, checked: Checked) -> Future[set[bytes]] | None:
-        """Hand the upload's reports to the group commit (None: nothing to store)."""
-        return None if checked.upload is None else self.committer.submit(checked.upload)
-
     def answer(self, checked: Checked, replayed: set[bytes]) -> dict[str, Any]:
         """Return the 200 body of a committed upload, and count it in the metrics."""
         sent = [] if checked.upload is None else checked.upload.envelopes
@@ -117,8 +112,8 @@ class Intake:
     def upload(self, task_id: str, headers: Headers, body: bytes, now: float) -> dict[str, Any]:
         """Check, commit (blocking this thread until the group commits) and answer."""
         checked = self.check(task_id, headers, body, now)
-        future = self.commit(checked)
-        return self.answer(checked, set() if future is None else future.result())
+        replayed = set() if checked.upload is None else self.committer.add(checked.upload)
+        return self.answer(checked, replayed)
 
 
 def init_app(store: Store, quotas: Quotas | None, config: Mapping[str, Any]) -> Intake:

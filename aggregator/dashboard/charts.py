@@ -49,6 +49,13 @@ class Chart:
         return out.getvalue()
 
 
+# The first two columns of every per-bucket table.
+BUCKET_COLUMNS = (
+    Column("bucket", "Bucket (UTC)", "text"),
+    Column("bucket_start_unix", "Start (Unix s)", "count"),
+)
+
+
 def reports_chart(config: TaskConfig, series: OverTime) -> Chart:
     """Return the reports in each bucket, against the task's min_batch_size."""
     minimum = config.min_batch_size
@@ -66,8 +73,7 @@ def reports_chart(config: TaskConfig, series: OverTime) -> Chart:
         format_value=lambda value: f"{value:,.0f}",
     )
     columns = [
-        Column("bucket", "Bucket (UTC)", "text"),
-        Column("bucket_start_unix", "Start (Unix s)", "count"),
+        *BUCKET_COLUMNS,
         Column("reports", "Reports", "count"),
         Column("below_min_batch_size", "Below min_batch_size", "text"),
     ]
@@ -100,8 +106,7 @@ def over_time_chart(config: TaskConfig, series: OverTime) -> Chart:
         "estimated count",
     )
     columns = [
-        Column("bucket", "Bucket (UTC)", "text"),
-        Column("bucket_start_unix", "Start (Unix s)", "count"),
+        *BUCKET_COLUMNS,
         Column("value", "Value", "text"),
         Column("n", "Reports", "count"),
         *_estimate_columns(),
