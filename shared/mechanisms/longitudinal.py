@@ -193,8 +193,10 @@ class Longitudinal:
         # What the permanent responses are bound to besides the device's task key.
         self._identity = _CONTEXT + identity.encode() + b"\x00"
         # The permanent layer's configuration as a device's privacy ledger records it: a
-        # digest of every field the permanent responses depend on (PROTOCOL.md §4).
-        self.configuration = hashlib.sha256(identity.encode()).hexdigest()[:32]
+        # digest of the mechanism and every field the permanent responses depend on
+        # (PROTOCOL.md §4). The name too: cms and hcms with equal fields share a seed.
+        digest = hashlib.sha256(f"{permanent.name}\x00{identity}".encode())
+        self.configuration = digest.hexdigest()[:32]
         self._device_key: bytes | None = None
 
     def __repr__(self) -> str:

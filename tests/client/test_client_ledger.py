@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import os
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ from client.ledger import Limits, charge_of
 from client.sqlite_storage import SqliteStorage
 from client.storage import Admission, MemoryStorage, Pending, Slot, Storage
 from shared import TaskConfig
+from shared.wire import canonical_json
 
 DAY = 86_400
 SECRET = bytes(range(32))
@@ -91,6 +94,19 @@ def test_the_configuration_is_what_the_permanent_response_depends_on() -> None:
     other = charge_of(first, SECRET, first.mechanism_object.canonical("b"), 0.0, DAY).permanent
     assert other is not None and other.value_key != charge.permanent.value_key
     assert charge_of(plain(), SECRET, b"\x00\x00\x00\x00", 0.0, DAY).permanent is None
+
+
+def test_the_configuration_digest_is_as_protocol_section_4_says() -> None:
+    # C = the first 32 hex digits of SHA-256(mechanism ‖ "\0" ‖ P), P as PROTOCOL §3.9 says.
+    task = longitudinal()
+    common = {"task_id", "mechanism", "time_precision", "min_batch_size", "fingerprint"}
+    fields = {k: v for k, v in task.to_dict().items() if k not in common and "effective" not in k}
+    hashed = f"{task.mechanism}\x00{canonical_json(fields)}"
+    expected = hashlib.sha256(hashed.encode()).hexdigest()[:32]
+    permanent = charge_of(task, SECRET, b"\x00\x00\x00\x00", 0.0, DAY).permanent
+    assert permanent is not None and permanent.configuration == expected
+    message = b"ldp-telemetry ledger\x00t\x00\x00\x00\x00\x00"
+    assert permanent.value_key == hmac.new(SECRET, message, hashlib.sha256).digest()
 
 
 def test_a_republished_configuration_is_refused_by_default(storage: Storage) -> None:
