@@ -149,22 +149,22 @@ def admit_to(
         ledger.period_epsilon(charge.period), charge.epsilon, limits.max_epsilon_per_period
     ):
         return Admission.EPSILON_EXHAUSTED
-    new_prr = permanent is not None and not ledger.drawn(slot.task_id, permanent)
-    if new_prr:
-        assert permanent is not None
-        if not within(ledger.lifetime_epsilon_inf(), permanent.epsilon_inf, limits.max_epsilon_inf):
-            return Admission.EPSILON_INF_EXHAUSTED
+    # The PRR this record would draw: none without a permanent layer or if drawn already.
+    new_prr = None if permanent is None or ledger.drawn(slot.task_id, permanent) else permanent
+    if new_prr is not None and not within(
+        ledger.lifetime_epsilon_inf(), new_prr.epsilon_inf, limits.max_epsilon_inf
+    ):
+        return Admission.EPSILON_INF_EXHAUSTED
     if not ledger.has_room(0):
         return Admission.FULL  # before privatizing: no noise is drawn for nothing
     pending = make()
     if not ledger.enqueue(pending):
         return Admission.FULL
     ledger.remember(slot, pending)
-    if permanent is not None:
-        if adopt:
-            ledger.adopt(slot.task_id, permanent)
-        if new_prr:
-            ledger.draw(slot.task_id, permanent)
+    if adopt and permanent is not None:
+        ledger.adopt(slot.task_id, permanent)
+    if new_prr is not None:
+        ledger.draw(slot.task_id, new_prr)
     ledger.spend(charge.period, charge.epsilon)
     return Admission.NEW
 
