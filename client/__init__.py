@@ -13,8 +13,10 @@
 Or explicitly: ``c = client.Client(endpoint, ...)``; ``c.record(task_id, value)``;
 ``c.stats()``; ``c.close()``. Values are privatized inside ``record`` with the task's
 mechanism (see :mod:`shared`) before anything is queued; see :mod:`client.budget` for
-the on-device limits and the cumulative epsilon they give, :mod:`client.settings` for
-options and ``LDP_*`` variables, :mod:`client.errors` for the exception tree.
+the on-device limits and the cumulative epsilon they give, :mod:`client.ledger` for the
+privacy ledger a collector cannot reset (re-published tasks, device-wide caps),
+:mod:`client.settings` for options and ``LDP_*`` variables, :mod:`client.errors` for
+the exception tree.
 ``import client`` does not import Flask or the aggregator.
 """
 

@@ -37,8 +37,11 @@ answering two tasks about related facts spends both budgets.
 Longitudinal tasks bound it for ever: each report re-randomizes the device's permanent
 response for the value (derived from the device key by the mechanism, never stored), so
 all reports about one value reveal at most the task's ``effective_epsilon_inf`` however
-many periods pass; a value that changes spends ε∞ per distinct value. A new device secret
-(deleting ``device.key``) draws new permanent responses: a new ε∞ budget.
+many periods pass; a value that changes spends ε∞ per distinct value. A re-published
+configuration (or the same question under a new task id) would draw new permanent
+responses: the privacy ledger (:mod:`client.ledger`) refuses them beyond the app's caps.
+A new device secret (deleting ``device.key``) draws new permanent responses: a new ε∞
+budget.
 
 The memo is looked up by ``HMAC-SHA256(device secret, fingerprint ‖ period ‖ value)``,
 never by the value itself. The secret is 32 random bytes kept in ``<data_dir>/device.key``

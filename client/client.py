@@ -30,6 +30,7 @@ from typing import Any
 from client.budget import canonical_value, device_key, load_secret, lookup_key
 from client.errors import ConfigurationError
 from client.http_transport import HTTPTransport
+from client.ledger import charge_of
 from client.problems import ProblemLog
 from client.settings import (
     DEFAULT,
@@ -49,6 +50,12 @@ from shared.errors import ValueOutOfDomain
 from shared.task import TaskConfig
 
 _live: weakref.WeakSet[Client] = weakref.WeakSet()
+_WHY = {
+    Admission.CONFIG_CHANGED: "config_changed (the collector re-published it with another "
+    "permanent layer; republished_epsilon_inf allows more)",
+    Admission.EPSILON_EXHAUSTED: "epsilon_exhausted (max_epsilon_per_period is spent)",
+    Admission.EPSILON_INF_EXHAUSTED: "epsilon_inf_exhausted (max_epsilon_inf is spent)",
+}
 
 
 class Client:
@@ -79,6 +86,10 @@ class Client:
         max_queue: int | Default = DEFAULT,
         max_queue_bytes: int | Default = DEFAULT,
         reports_per_period: int | Default | None = DEFAULT,
+        republished_epsilon_inf: float | Default | None = DEFAULT,
+        max_epsilon_inf: float | Default | None = DEFAULT,
+        max_epsilon_per_period: float | Default | None = DEFAULT,
+        epsilon_period: int | Default = DEFAULT,
         atexit_timeout: float | Default | None = DEFAULT,
         timeouts: Timeouts | Default = DEFAULT,
         retry: RetryPolicy | Default = DEFAULT,
@@ -92,6 +103,7 @@ class Client:
         if transport is not None and not isinstance(transport, Transport):
             raise ConfigurationError("transport must have handle(request, *, timeout) and close()")
         self.settings = Settings.resolve(arguments, needs_http=transport is None)
+        self._limits = self.settings.limits
         self._clock = clock
         self._counters, self._problems = Counters(), ProblemLog()
         self._secret = load_secret(_prepare(self.settings.data_dir))
@@ -182,13 +194,17 @@ class Client:
                 "ldp-telemetry: task %r is unavailable; records are dropped",
                 task_id if isinstance(task_id, str) else "?",
             )
-        period = task.floor_time(self._clock())
-        lookup = lookup_key(self._secret, task, period, canonical_value(task, value))
+        now = self._clock()
+        period = task.floor_time(now)
+        canonical = canonical_value(task, value)
+        lookup = lookup_key(self._secret, task, period, canonical)
         # Keyed by task id and period, not fingerprint: re-publishing a task with new
-        # parameters gives no fresh budget (see client.budget).
+        # parameters gives no fresh budget (see client.budget), nor a new permanent
+        # response beyond what the app allows (see client.ledger).
         slot = Slot(task.task_id, period, period + task.time_precision, lookup)
+        charge = charge_of(task, self._secret, canonical, now, self._limits.epsilon_period)
         admission = self._storage.admit(
-            slot, self.settings.report_limit, lambda: _privatize(task, self._secret, period, value)
+            slot, charge, self._limits, lambda: _privatize(task, self._secret, period, value)
         )
         if admission in (Admission.NEW, Admission.REUSED):
             self._uploader.notify()
@@ -197,7 +213,7 @@ class Client:
             admission.value,
             "ldp-telemetry: a record of task %r was dropped: %s",
             task_id,
-            admission.value,
+            _WHY.get(admission, admission.value),
         )
 
     def _drop(self, reason: str, message: str, *args: object) -> bool:

@@ -1,20 +1,27 @@
 """Client settings: constructor arguments first, then ``LDP_*`` variables, then defaults.
 
-============================  ==========================  =====================
-argument                      environment variable        default
-============================  ==========================  =====================
-``endpoint``                  ``LDP_ENDPOINT``            (required)
-``upload_key``                ``LDP_UPLOAD_KEY``          none
-``data_dir``                  ``LDP_DATA_DIR``            none (memory only)
-``enabled``                   ``LDP_DISABLED=1`` (off)    on
-``batch_size``                ``LDP_BATCH_SIZE``          500 reports
-``max_batch_bytes``           ``LDP_MAX_BATCH_BYTES``     1 MiB (JSON, before gzip)
-``flush_interval``            ``LDP_FLUSH_INTERVAL``      30 s
-``max_queue``                 ``LDP_MAX_QUEUE``           10,000 reports
-``max_queue_bytes``           ``LDP_MAX_QUEUE_BYTES``     16 MiB
-``reports_per_period``        ``LDP_REPORTS_PER_PERIOD``  1 (``none``: 100,000)
-``atexit_timeout``            ``LDP_ATEXIT_TIMEOUT``      2 s (``none``: no exit flush)
-============================  ==========================  =====================
+===========================  ===============================  =============================
+argument                     environment variable             default
+===========================  ===============================  =============================
+``endpoint``                 ``LDP_ENDPOINT``                 (required)
+``upload_key``               ``LDP_UPLOAD_KEY``               none
+``data_dir``                 ``LDP_DATA_DIR``                 none (memory only)
+``enabled``                  ``LDP_DISABLED=1`` (off)         on
+``batch_size``               ``LDP_BATCH_SIZE``               500 reports
+``max_batch_bytes``          ``LDP_MAX_BATCH_BYTES``          1 MiB (JSON, before gzip)
+``flush_interval``           ``LDP_FLUSH_INTERVAL``           30 s
+``max_queue``                ``LDP_MAX_QUEUE``                10,000 reports
+``max_queue_bytes``          ``LDP_MAX_QUEUE_BYTES``          16 MiB
+``reports_per_period``       ``LDP_REPORTS_PER_PERIOD``       1 (``none``: 100,000)
+``republished_epsilon_inf``  ``LDP_REPUBLISHED_EPSILON_INF``  0 (``none``: no cap)
+``max_epsilon_inf``          ``LDP_MAX_EPSILON_INF``          64 (``none``: no cap)
+``max_epsilon_per_period``   ``LDP_MAX_EPSILON_PER_PERIOD``   none (no cap)
+``epsilon_period``           ``LDP_EPSILON_PERIOD``           86,400 s
+``atexit_timeout``           ``LDP_ATEXIT_TIMEOUT``           2 s (``none``: no exit flush)
+===========================  ===============================  =============================
+
+The privacy ledger's caps (``republished_epsilon_inf``, ``max_epsilon_inf``,
+``max_epsilon_per_period`` per ``epsilon_period``) are explained in :mod:`client.ledger`.
 
 A batch holds at most ``batch_size`` reports and ``max_batch_bytes`` of uncompressed JSON
 (the collector refuses bodies over its ``MAX_BODY_BYTES``, 4 MiB after gzip, and more
@@ -35,6 +42,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from client.errors import ConfigurationError
+from client.ledger import Limits
 
 T = TypeVar("T")
 
@@ -51,7 +59,14 @@ MAX_BATCH_BYTES = 4 << 20  # the aggregator's default MAX_BODY_BYTES (after gzip
 # The memo of a period's reports is kept per value, so even "no limit" (None) has one:
 # it bounds the memo's memory and disk use (about 0.5 KB per report).
 MAX_REPORTS_PER_PERIOD = 100_000
-_NONE_IS_A_VALUE = {"reports_per_period", "atexit_timeout"}
+_NONE_IS_A_VALUE = {
+    "reports_per_period",
+    "atexit_timeout",
+    "republished_epsilon_inf",
+    "max_epsilon_inf",
+    "max_epsilon_per_period",
+}
+MAX_EPSILON_PERIOD = 366 * 86_400
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 
@@ -113,6 +128,10 @@ class Settings:
     max_queue: int = 10_000
     max_queue_bytes: int = 16 << 20
     reports_per_period: int | None = 1
+    republished_epsilon_inf: float | None = 0.0
+    max_epsilon_inf: float | None = 64.0
+    max_epsilon_per_period: float | None = None
+    epsilon_period: int = 86_400
     atexit_timeout: float | None = 2.0
     timeouts: Timeouts = field(default_factory=Timeouts)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -125,6 +144,12 @@ class Settings:
         _int_in("max_queue_bytes", self.max_queue_bytes, 1024, 1 << 40)
         if self.reports_per_period is not None:
             _int_in("reports_per_period", self.reports_per_period, 1, MAX_REPORTS_PER_PERIOD)
+        if self.republished_epsilon_inf is not None:
+            _non_negative("republished_epsilon_inf", self.republished_epsilon_inf)
+        for name in ("max_epsilon_inf", "max_epsilon_per_period"):
+            if getattr(self, name) is not None:
+                _positive_epsilon(name, getattr(self, name))
+        _int_in("epsilon_period", self.epsilon_period, 1, MAX_EPSILON_PERIOD)
         if self.atexit_timeout is not None:
             _positive("atexit_timeout", self.atexit_timeout)
         if not isinstance(self.timeouts, Timeouts):
@@ -138,6 +163,17 @@ class Settings:
         if self.reports_per_period is None:
             return MAX_REPORTS_PER_PERIOD
         return self.reports_per_period
+
+    @property
+    def limits(self) -> Limits:
+        """Return the caps every record is checked against (see :mod:`client.ledger`)."""
+        return Limits(
+            reports_per_period=self.report_limit,
+            republished_epsilon_inf=self.republished_epsilon_inf,
+            max_epsilon_inf=self.max_epsilon_inf,
+            max_epsilon_per_period=self.max_epsilon_per_period,
+            epsilon_period=self.epsilon_period,
+        )
 
     @classmethod
     def resolve(
@@ -225,6 +261,10 @@ _ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "max_queue": ("LDP_MAX_QUEUE", int),
     "max_queue_bytes": ("LDP_MAX_QUEUE_BYTES", int),
     "reports_per_period": ("LDP_REPORTS_PER_PERIOD", _optional_int),
+    "republished_epsilon_inf": ("LDP_REPUBLISHED_EPSILON_INF", _optional_float),
+    "max_epsilon_inf": ("LDP_MAX_EPSILON_INF", _optional_float),
+    "max_epsilon_per_period": ("LDP_MAX_EPSILON_PER_PERIOD", _optional_float),
+    "epsilon_period": ("LDP_EPSILON_PERIOD", int),
     "atexit_timeout": ("LDP_ATEXIT_TIMEOUT", _optional_float),
 }
 
@@ -252,3 +292,13 @@ def _non_negative(name: str, value: object) -> None:
         or value < 0
     ):
         raise ConfigurationError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+def _positive_epsilon(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigurationError(f"{name} must be a finite epsilon > 0 or None, got {value!r}")

@@ -2,7 +2,10 @@
 
 ``<data_dir>/queue.sqlite3`` in WAL mode holds ``ledger`` (the reports of the periods not
 yet ended, per task id, looked up by HMAC key, see :mod:`client.budget`; ``budget`` counts
-them per period) and ``outbox`` (encoded reports not yet delivered, oldest first).
+them per period), the privacy ledger of :mod:`client.ledger` (``configurations`` per task
+id, ``permanent``: one row per PRR drawn, keyed by an HMAC of the value, summed in
+``lifetime``; ``spending``: ε per device period) and ``outbox`` (encoded reports not yet
+delivered, oldest first).
 :meth:`SqliteStorage.admit` runs the budget rule (:func:`client.storage.admit_to`) in one
 ``BEGIN IMMEDIATE`` transaction, so several threads or processes sharing a data_dir
 respect one budget; at ``max_queue`` reports or ``max_bytes`` bytes a new report is
@@ -21,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from client.ledger import Charge, Limits, Permanent
 from client.storage import Admission, Pending, Slot, admit_to, take
 
 FILE_NAME = "queue.sqlite3"
@@ -50,6 +54,18 @@ CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox BEGIN
     UPDATE totals SET count = count + 1, bytes = bytes + NEW.size; END;
 CREATE TRIGGER IF NOT EXISTS outbox_removed AFTER DELETE ON outbox BEGIN
     UPDATE totals SET count = count - 1, bytes = bytes - OLD.size; END;
+CREATE TABLE IF NOT EXISTS configurations (
+    task_id TEXT NOT NULL, seq INTEGER NOT NULL, configuration TEXT NOT NULL,
+    epsilon_inf REAL NOT NULL, PRIMARY KEY (task_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS permanent (
+    task_id TEXT NOT NULL, configuration TEXT NOT NULL, value_key BLOB NOT NULL,
+    epsilon_inf REAL NOT NULL, PRIMARY KEY (task_id, configuration, value_key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lifetime (
+    id INTEGER PRIMARY KEY CHECK (id = 1), epsilon_inf REAL NOT NULL);
+INSERT OR IGNORE INTO lifetime VALUES (1, 0.0);
+CREATE TRIGGER IF NOT EXISTS permanent_added AFTER INSERT ON permanent BEGIN
+    UPDATE lifetime SET epsilon_inf = epsilon_inf + NEW.epsilon_inf; END;
+CREATE TABLE IF NOT EXISTS spending (period INTEGER PRIMARY KEY, epsilon REAL NOT NULL);
 """
 # Before the ledger was keyed by task id, ``memo`` and ``spent`` were keyed by fingerprint.
 # Their rows move to ``ledger`` (period_end unknown: period + 1, so each still counts
@@ -91,10 +107,13 @@ class SqliteStorage:
         os.chmod(self.path, 0o600)
         return db
 
-    def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
+    def admit(
+        self, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
+    ) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._transaction() as db:
-            return admit_to(_DiskLedger(db, self._max_queue, self._max_bytes), slot, limit, make)
+            ledger = _DiskLedger(db, self._max_queue, self._max_bytes)
+            return admit_to(ledger, slot, charge, limits, make)
 
     def peek(self, limit: int, max_bytes: int) -> list[Pending]:
         """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
@@ -217,6 +236,49 @@ class _DiskLedger:
         self._db.execute(
             "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
             (slot.task_id, slot.start, slot.end, slot.lookup, pending.report_id, pending.report),
+        )
+
+    def configurations(self, task_id: str) -> list[tuple[str, float]]:
+        rows = self._db.execute(
+            "SELECT configuration, epsilon_inf FROM configurations WHERE task_id = ? ORDER BY seq",
+            (task_id,),
+        )
+        return [(str(configuration), float(epsilon_inf)) for configuration, epsilon_inf in rows]
+
+    def drawn(self, task_id: str, permanent: Permanent) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM permanent WHERE task_id = ? AND configuration = ? AND value_key = ?",
+            (task_id, permanent.configuration, permanent.value_key),
+        ).fetchone()
+        return row is not None
+
+    def lifetime_epsilon_inf(self) -> float:
+        return float(self._db.execute("SELECT epsilon_inf FROM lifetime").fetchone()[0])
+
+    def period_epsilon(self, period: int) -> float:
+        row = self._db.execute("SELECT epsilon FROM spending WHERE period = ?", (period,))
+        found = row.fetchone()
+        return 0.0 if found is None else float(found[0])
+
+    def adopt(self, task_id: str, permanent: Permanent) -> None:
+        self._db.execute(
+            "INSERT INTO configurations SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
+            "FROM configurations WHERE task_id = ?",
+            (task_id, permanent.configuration, permanent.epsilon_inf, task_id),
+        )
+
+    def draw(self, task_id: str, permanent: Permanent) -> None:
+        self._db.execute(
+            "INSERT INTO permanent VALUES (?, ?, ?, ?)",
+            (task_id, permanent.configuration, permanent.value_key, permanent.epsilon_inf),
+        )
+
+    def spend(self, period: int, epsilon: float) -> None:
+        self._db.execute("DELETE FROM spending WHERE period < ?", (period,))
+        self._db.execute(
+            "INSERT INTO spending VALUES (?, ?) "
+            "ON CONFLICT (period) DO UPDATE SET epsilon = epsilon + excluded.epsilon",
+            (period, epsilon),
         )
 
 

@@ -5,6 +5,11 @@ Drop reasons (``ClientStats.dropped``):
 - ``invalid_value``    the value does not fit the task (wrong type, not in its domain)
 - ``task_unavailable`` the task's configuration could not be obtained
 - ``budget_exhausted`` the task's reports-per-period limit was already reached
+- ``config_changed``   the collector re-published the task with another permanent layer
+                       than the device answered under, and the app's
+                       ``republished_epsilon_inf`` does not allow it (:mod:`client.ledger`)
+- ``epsilon_inf_exhausted`` a new permanent response would pass ``max_epsilon_inf``
+- ``epsilon_exhausted`` the report would pass ``max_epsilon_per_period``
 - ``queue_full``       the queue (in memory or on disk) held ``max_queue`` reports or
                        ``max_queue_bytes`` bytes: the new one is refused
 - ``batch_rejected``   the server refused a whole batch with a 4xx answer (not retried)

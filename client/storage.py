@@ -1,10 +1,12 @@
-"""Where privatized reports wait for upload, next to the budget ledger that admitted them.
+"""Where privatized reports wait for upload, next to the privacy ledger that admitted them.
 
-A :class:`Storage` holds two things that must change together: the ledger of the
-reports made per task id and period (with each one's memo key, see :mod:`client.budget`)
-and the queue of encoded reports not yet delivered. :meth:`Storage.admit` checks and
-updates both in one step, so the budget holds even with several threads (and, on disk,
-several processes). Only encoded, privatized reports are ever stored.
+A :class:`Storage` holds two things that must change together: the ledger (the reports
+made per task id and period, with each one's memo key, see :mod:`client.budget`; the
+permanent-layer configurations, permanent responses and ε spent, see
+:mod:`client.ledger`) and the queue of encoded reports not yet delivered.
+:meth:`Storage.admit` checks and updates both in one step, so the limits hold even with
+several threads (and, on disk, several processes). Only encoded, privatized reports and
+HMAC keys are ever stored, never a value.
 
 The rule is written once, :func:`admit_to`, over a small :class:`Ledger` view that each
 storage provides: :class:`MemoryStorage` (in memory) and
@@ -23,6 +25,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
+
+from client.ledger import Charge, Limits, Permanent, within
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class Admission(enum.Enum):
     NEW = "new"  # privatized now and queued
     REUSED = "reused"  # the period's earlier report, queued again
     EXHAUSTED = "budget_exhausted"  # the period's limit is reached: dropped
+    CONFIG_CHANGED = "config_changed"  # a permanent layer the app does not allow: dropped
+    EPSILON_EXHAUSTED = "epsilon_exhausted"  # the device's ε per period is spent: dropped
+    EPSILON_INF_EXHAUSTED = "epsilon_inf_exhausted"  # the device's lifetime ε∞: dropped
     FULL = "queue_full"  # the queue is full: dropped
 
 
@@ -87,35 +94,111 @@ class Ledger(Protocol):
         """Record a new report in the ledger (and forget periods that have ended)."""
         ...
 
+    def configurations(self, task_id: str) -> list[tuple[str, float]]:
+        """Return the task's adopted permanent configurations and their ε∞, oldest first."""
+        ...
 
-def admit_to(ledger: Ledger, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
-    """The device budget rule, for every storage (see :mod:`client.budget`).
+    def drawn(self, task_id: str, permanent: Permanent) -> bool:
+        """Return whether a PRR of this value was drawn under this configuration."""
+        ...
+
+    def lifetime_epsilon_inf(self) -> float:
+        """Return the ε∞ of every PRR drawn, across tasks."""
+        ...
+
+    def period_epsilon(self, period: int) -> float:
+        """Return the ε of the new reports made in the device period starting at ``period``."""
+        ...
+
+    def adopt(self, task_id: str, permanent: Permanent) -> None:
+        """Add a permanent configuration to the task's adopted ones."""
+        ...
+
+    def draw(self, task_id: str, permanent: Permanent) -> None:
+        """Record that a PRR of this value was drawn under this configuration."""
+        ...
+
+    def spend(self, period: int, epsilon: float) -> None:
+        """Add ε to a device period (and forget the periods before it)."""
+        ...
+
+
+def admit_to(
+    ledger: Ledger, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
+) -> Admission:
+    """Apply the device's privacy rule, in every storage (client.budget, client.ledger).
 
     The same value in the same period resends the report already made (same id, same
-    noise); otherwise a new report is privatized only while the task has fewer than
-    ``limit`` reports in the periods overlapping this one and the queue has room.
+    noise). Otherwise, in this order: the task's permanent configuration must be adopted
+    or adoptable (``config_changed``); the task must have fewer than
+    ``reports_per_period`` reports in the periods overlapping this one; the device
+    period's ε and, for a new PRR, the device's lifetime ε∞ must stay within their caps;
+    the queue must have room. Only then is the value privatized, and everything it
+    spends is recorded with the report.
     """
     earlier = ledger.memo(slot)
     if earlier is not None:
         return Admission.REUSED if ledger.enqueue(earlier) else Admission.FULL
-    if ledger.spent(slot) >= limit:
+    permanent = charge.permanent
+    adopt = _adopts(ledger, slot.task_id, permanent, limits)
+    if adopt is None:
+        return Admission.CONFIG_CHANGED
+    if ledger.spent(slot) >= limits.reports_per_period:
         return Admission.EXHAUSTED
+    if not within(
+        ledger.period_epsilon(charge.period), charge.epsilon, limits.max_epsilon_per_period
+    ):
+        return Admission.EPSILON_EXHAUSTED
+    # The PRR this record would draw: none without a permanent layer or if drawn already.
+    new_prr = None if permanent is None or ledger.drawn(slot.task_id, permanent) else permanent
+    if new_prr is not None and not within(
+        ledger.lifetime_epsilon_inf(), new_prr.epsilon_inf, limits.max_epsilon_inf
+    ):
+        return Admission.EPSILON_INF_EXHAUSTED
     if not ledger.has_room(0):
         return Admission.FULL  # before privatizing: no noise is drawn for nothing
     pending = make()
     if not ledger.enqueue(pending):
         return Admission.FULL
     ledger.remember(slot, pending)
+    if adopt and permanent is not None:
+        ledger.adopt(slot.task_id, permanent)
+    if new_prr is not None:
+        ledger.draw(slot.task_id, new_prr)
+    ledger.spend(charge.period, charge.epsilon)
     return Admission.NEW
+
+
+def _adopts(
+    ledger: Ledger, task_id: str, permanent: Permanent | None, limits: Limits
+) -> bool | None:
+    """Return whether a record adopts its configuration: True, False (known) or None (refused).
+
+    The decision depends on the task's configurations only, never on the value, so a
+    refusal tells the collector nothing about what the device holds.
+    """
+    adopted = ledger.configurations(task_id)
+    if permanent is None:
+        return None if adopted else False  # no permanent layer would mean no lifetime bound
+    if not adopted:
+        return True
+    if any(configuration == permanent.configuration for configuration, _ in adopted):
+        return False
+    later = sum(epsilon_inf for _, epsilon_inf in adopted[1:])
+    if within(later, permanent.epsilon_inf, limits.republished_epsilon_inf):
+        return True
+    return None
 
 
 class Storage(Protocol):
     """The ledger and the queue; every method is thread-safe."""
 
-    def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
+    def admit(
+        self, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
+    ) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed.
 
-        Allowed: fewer than ``limit`` reports of the task in periods overlapping the slot's.
+        Allowed: see :func:`admit_to`.
         """
         ...
 
@@ -158,11 +241,18 @@ class MemoryStorage:
         self._bytes = 0
         # task id -> period (start, end) -> memo key -> report
         self._ledger: dict[str, dict[tuple[int, int], dict[bytes, Pending]]] = {}
+        self._configurations: dict[str, list[tuple[str, float]]] = {}
+        # (task id, configuration, value key) -> the ε∞ its PRR spent
+        self._drawn: dict[tuple[str, str, bytes], float] = {}
+        self._lifetime = 0.0
+        self._periods: dict[int, float] = {}  # device period start -> ε spent in it
 
-    def admit(self, slot: Slot, limit: int, make: Callable[[], Pending]) -> Admission:
+    def admit(
+        self, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
+    ) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._lock:
-            return admit_to(self, slot, limit, make)
+            return admit_to(self, slot, charge, limits, make)
 
     # -- the Ledger view (called with the lock held) -----------------------------------------
 
@@ -184,6 +274,38 @@ class MemoryStorage:
         for ended in [key for key in periods if key[1] <= slot.start]:
             del periods[ended]  # only periods overlapping the present matter
         periods.setdefault((slot.start, slot.end), {})[slot.lookup] = pending
+
+    def configurations(self, task_id: str) -> list[tuple[str, float]]:
+        """Return the task's adopted permanent configurations and their ε∞, oldest first."""
+        return list(self._configurations.get(task_id, []))
+
+    def drawn(self, task_id: str, permanent: Permanent) -> bool:
+        """Return whether a PRR of this value was drawn under this configuration."""
+        return (task_id, permanent.configuration, permanent.value_key) in self._drawn
+
+    def lifetime_epsilon_inf(self) -> float:
+        """Return the ε∞ of every PRR drawn, across tasks."""
+        return self._lifetime
+
+    def period_epsilon(self, period: int) -> float:
+        """Return the ε of the new reports made in the device period starting at ``period``."""
+        return self._periods.get(period, 0.0)
+
+    def adopt(self, task_id: str, permanent: Permanent) -> None:
+        """Add a permanent configuration to the task's adopted ones."""
+        adopted = self._configurations.setdefault(task_id, [])
+        adopted.append((permanent.configuration, permanent.epsilon_inf))
+
+    def draw(self, task_id: str, permanent: Permanent) -> None:
+        """Record that a PRR of this value was drawn under this configuration."""
+        self._drawn[task_id, permanent.configuration, permanent.value_key] = permanent.epsilon_inf
+        self._lifetime += permanent.epsilon_inf
+
+    def spend(self, period: int, epsilon: float) -> None:
+        """Add ε to a device period (and forget the periods before it)."""
+        for ended in [start for start in self._periods if start < period]:
+            del self._periods[ended]
+        self._periods[period] = self.period_epsilon(period) + epsilon
 
     def peek(self, limit: int, max_bytes: int) -> list[Pending]:
         """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""

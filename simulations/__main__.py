@@ -19,6 +19,7 @@ from simulations import (
     longitudinal,
     numeric,
     posterior,
+    republish,
     rr_seed,
     rr_vs_laplace,
     sketch_accuracy,
@@ -48,6 +49,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         heavy_hitters,
         numeric,
         longitudinal,
+        republish,
     )
 }
 

@@ -21,6 +21,7 @@ f_eff = f_prr·(1−f) + (1−f_prr)·f), whose estimator and closed-form varian
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -171,7 +172,8 @@ class Longitudinal:
     ``permanent`` is the mechanism at ε∞; ``instant`` is what one report follows (the two
     layers composed), so the wire format, sums and estimator are the mechanism's own.
     ``epsilon`` and ``effective_epsilon`` are ε₁ (asked, implemented); ``epsilon_inf`` and
-    ``effective_epsilon_inf`` the permanent layer's.
+    ``effective_epsilon_inf`` the permanent layer's; ``configuration`` identifies what the
+    permanent responses are derived from (a device's ledger, ``client.ledger``, keeps it).
     """
 
     def __init__(self, permanent: Rerandomizable, spec: LongitudinalSpec, identity: str) -> None:
@@ -190,6 +192,11 @@ class Longitudinal:
         self.epsilon = spec.epsilon_1 if spec.epsilon_1 is not None else self.effective_epsilon
         # What the permanent responses are bound to besides the device's task key.
         self._identity = _CONTEXT + identity.encode() + b"\x00"
+        # The permanent layer's configuration as a device's privacy ledger records it: a
+        # digest of the mechanism and every field the permanent responses depend on
+        # (PROTOCOL.md §4). The name too: cms and hcms with equal fields share a seed.
+        digest = hashlib.sha256(f"{permanent.name}\x00{identity}".encode())
+        self.configuration = digest.hexdigest()[:32]
         self._device_key: bytes | None = None
 
     def __repr__(self) -> str:

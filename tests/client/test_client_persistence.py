@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from client import Client, InMemoryTransport, Request, Response, TransportError
+from client.ledger import Charge, Limits
 from client.settings import MAX_REPORTS_PER_PERIOD
 from client.sqlite_storage import WAL_PAGES, SqliteStorage
 from client.storage import Admission, MemoryStorage, Pending, Slot
@@ -15,6 +16,7 @@ from shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 MIB = 1 << 20
+FREE = Charge(0.0, 0, None)  # a report of a task without a permanent layer, at ε = 0
 
 
 class DownTransport:
@@ -73,7 +75,8 @@ def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
     for i, task in enumerate(["a", "b", "a"]):
         storage.admit(
             Slot(task, 0, 1, bytes([i])),
-            MAX_REPORTS_PER_PERIOD,
+            FREE,
+            Limits(MAX_REPORTS_PER_PERIOD),
             lambda i=i, t=task: Pending(t, f"id{i}", "{}"),
         )
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id0", "id2"]
@@ -139,14 +142,14 @@ def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:
     old.close()
     storage = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB)
     day = Slot("task", 86400, 2 * 86400, b"\x02")
-    assert storage.admit(day, 1, lambda: pending(1)) is Admission.EXHAUSTED
+    assert storage.admit(day, FREE, Limits(1), lambda: pending(1)) is Admission.EXHAUSTED
     assert (
-        storage.admit(Slot("task", 86400, 2 * 86400, b"\x01"), 1, lambda: pending(2))
+        storage.admit(Slot("task", 86400, 2 * 86400, b"\x01"), FREE, Limits(1), lambda: pending(2))
         is Admission.REUSED
     )
     assert [p.report_id for p in storage.peek(10, MIB)] == ["id-old"]
     next_day = Slot("task", 2 * 86400, 3 * 86400, b"\x03")
-    assert storage.admit(next_day, 1, lambda: pending(3)) is Admission.NEW
+    assert storage.admit(next_day, FREE, Limits(1), lambda: pending(3)) is Admission.NEW
     storage.close()
     SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB).close()
 
@@ -160,7 +163,8 @@ def test_peek_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
         for i, size in enumerate([300, 300, 300, 2000]):
             storage.admit(
                 Slot("task", 0, 1, bytes([i])),
-                MAX_REPORTS_PER_PERIOD,
+                FREE,
+                Limits(MAX_REPORTS_PER_PERIOD),
                 lambda i=i, s=size: pending(i, s),
             )
         assert [p.report_id for p in storage.peek(10, 1000)] == ["id-0", "id-1", "id-2"]

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from client.ledger import Charge, Limits
 from client.sqlite_storage import SqliteStorage
 from client.storage import Admission, MemoryStorage, Pending, Slot, Storage
 
 DAY = 86_400
+FREE = Charge(0.0, 0, None)  # a report of a task without a permanent layer, at ε = 0
 
 
 @pytest.fixture(params=["memory", "disk"])
@@ -40,44 +42,53 @@ def test_the_same_value_in_a_period_reuses_its_report(storage: Storage) -> None:
         made.append("new")
         return report("first")
 
-    assert storage.admit(slot(b"v"), 2, make) is Admission.NEW
-    assert storage.admit(slot(b"v"), 2, lambda: report("second")) is Admission.REUSED
+    assert storage.admit(slot(b"v"), FREE, Limits(2), make) is Admission.NEW
+    assert storage.admit(slot(b"v"), FREE, Limits(2), lambda: report("second")) is Admission.REUSED
     assert made == ["new"] and storage.count() == 1  # no fresh noise, queued once
     storage.remove(["first"])
-    assert storage.admit(slot(b"v"), 2, lambda: report("third")) is Admission.REUSED
+    assert storage.admit(slot(b"v"), FREE, Limits(2), lambda: report("third")) is Admission.REUSED
     assert [p.report_id for p in storage.peek(10, 1 << 20)] == ["first"]  # same bytes again
 
 
 def test_the_limit_counts_every_overlapping_period(storage: Storage) -> None:
-    assert storage.admit(slot(b"a"), 2, lambda: report("a")) is Admission.NEW
-    assert storage.admit(slot(b"b"), 2, lambda: report("b")) is Admission.NEW
-    assert storage.admit(slot(b"c"), 2, lambda: report("c")) is Admission.EXHAUSTED
+    assert storage.admit(slot(b"a"), FREE, Limits(2), lambda: report("a")) is Admission.NEW
+    assert storage.admit(slot(b"b"), FREE, Limits(2), lambda: report("b")) is Admission.NEW
+    assert storage.admit(slot(b"c"), FREE, Limits(2), lambda: report("c")) is Admission.EXHAUSTED
     # A re-published task with hourly periods inside the same day shares that day's budget.
-    assert storage.admit(slot(b"d", 3600, 3600), 2, lambda: report("d")) is Admission.EXHAUSTED
+    assert (
+        storage.admit(slot(b"d", 3600, 3600), FREE, Limits(2), lambda: report("d"))
+        is Admission.EXHAUSTED
+    )
     # The next day is a new budget; the ended day is forgotten.
-    assert storage.admit(slot(b"c", DAY), 2, lambda: report("c2")) is Admission.NEW
+    assert storage.admit(slot(b"c", DAY), FREE, Limits(2), lambda: report("c2")) is Admission.NEW
 
 
 def test_a_full_queue_refuses_new_reports_and_keeps_the_queued_ones(storage: Storage) -> None:
     for i in range(4):
-        assert storage.admit(slot(bytes([i])), 100, lambda i=i: report(f"r{i}")) is Admission.NEW
+        assert (
+            storage.admit(slot(bytes([i])), FREE, Limits(100), lambda i=i: report(f"r{i}"))
+            is Admission.NEW
+        )
     calls: list[int] = []
-    assert storage.admit(slot(b"x"), 100, lambda: calls.append(1) or report("x")) is Admission.FULL
+    assert (
+        storage.admit(slot(b"x"), FREE, Limits(100), lambda: calls.append(1) or report("x"))
+        is Admission.FULL
+    )
     assert calls == []  # refused before privatizing: no noise drawn for nothing
     assert [p.report_id for p in storage.peek(10, 1 << 20)] == ["r0", "r1", "r2", "r3"]
     storage.remove(["r0"])
-    assert storage.admit(slot(b"x"), 100, lambda: report("x")) is Admission.NEW
+    assert storage.admit(slot(b"x"), FREE, Limits(100), lambda: report("x")) is Admission.NEW
 
 
 def test_the_byte_bound_refuses_a_report_that_does_not_fit(storage: Storage) -> None:
-    assert storage.admit(slot(b"a"), 100, lambda: report("a", 900)) is Admission.NEW
-    assert storage.admit(slot(b"b"), 100, lambda: report("b", 200)) is Admission.FULL
-    assert storage.admit(slot(b"c"), 100, lambda: report("c", 50)) is Admission.NEW
+    assert storage.admit(slot(b"a"), FREE, Limits(100), lambda: report("a", 900)) is Admission.NEW
+    assert storage.admit(slot(b"b"), FREE, Limits(100), lambda: report("b", 200)) is Admission.FULL
+    assert storage.admit(slot(b"c"), FREE, Limits(100), lambda: report("c", 50)) is Admission.NEW
     assert storage.count() == 2
 
 
 def test_a_memoized_report_that_no_longer_fits_is_refused(storage: Storage) -> None:
-    assert storage.admit(slot(b"v"), 100, lambda: report("v", 500)) is Admission.NEW
+    assert storage.admit(slot(b"v"), FREE, Limits(100), lambda: report("v", 500)) is Admission.NEW
     storage.remove(["v"])
-    assert storage.admit(slot(b"w"), 100, lambda: report("w", 600)) is Admission.NEW
-    assert storage.admit(slot(b"v"), 100, lambda: report("v2")) is Admission.FULL
+    assert storage.admit(slot(b"w"), FREE, Limits(100), lambda: report("w", 600)) is Admission.NEW
+    assert storage.admit(slot(b"v"), FREE, Limits(100), lambda: report("v2")) is Admission.FULL
