@@ -286,10 +286,8 @@ export class Client {
 }
 
 function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    (t as { unref?: () => void }).unref?.();
-  });
+  // Not unref'd: whoever awaits flush() or waitForTasks() keeps Node running until it settles.
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Return a started client (throws only for a bad configuration). */

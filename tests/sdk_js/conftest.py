@@ -1,0 +1,24 @@
+"""Fixtures of the TypeScript SDK's tests: the SDK built once, a real collector per module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sdkjs_helpers import build, start_server
+
+
+@pytest.fixture(scope="session")
+def sdk() -> None:
+    """Compile and bundle sdk-js once per session."""
+    build()
+
+
+@pytest.fixture(scope="module")
+def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Yield the URL of a real collector (ldp-aggregator serve) on a free loopback port."""
+    server = start_server(tmp_path_factory.mktemp("sdkjs") / "collector.sqlite3")
+    try:
+        yield server.url
+    finally:
+        server.kill()
