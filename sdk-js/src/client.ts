@@ -136,18 +136,17 @@ export class Client {
     await Promise.all((options.taskIds ?? []).map((id) => this.want(id)));
   }
 
-  /** Page lifecycle: upload when the page is hidden or left, and when it is back online. */
+  /** Page lifecycle: upload when the page is hidden or left, shown again, or back online. */
   private listen(): () => void {
     const target = globalThis as unknown as Partial<EventTarget> & { document?: Document };
     if (typeof target.addEventListener !== "function" || !target.document) return () => {};
     const document = target.document;
-    const hidden = () => document.visibilityState === "hidden" && this.upload(true);
     const now = () => this.upload(true);
-    document.addEventListener("visibilitychange", hidden);
+    document.addEventListener("visibilitychange", now);
     target.addEventListener("pagehide", now);
     target.addEventListener("online", now);
     return () => {
-      document.removeEventListener("visibilitychange", hidden);
+      document.removeEventListener("visibilitychange", now);
       target.removeEventListener!("pagehide", now);
       target.removeEventListener!("online", now);
     };
