@@ -131,7 +131,7 @@ export class Client {
         /* a cached task this version refuses: fetched again when recorded */
       }
     }
-    for (const [taskId, periods] of Object.entries(saved.periods)) this.ledger.periods.set(taskId, periods);
+    for (const e of saved.ledger) this.ledger.restore(e.taskId, e.start, e.end, e.lookup, e.pending);
     for (const pending of saved.queue) this.ledger.enqueue(pending, false);
     await Promise.all((options.taskIds ?? []).map((id) => this.want(id)));
   }

@@ -19,7 +19,7 @@ export interface Pending {
 export interface Period {
   start: number;
   end: number;
-  memo: Record<string, Pending>;
+  memo: Map<string, Pending>;
 }
 
 export type Admission = "new" | "reused" | "budget_exhausted" | "queue_full";
@@ -36,7 +36,10 @@ export function lookupKey(secret: Uint8Array, fingerprint: string, period: numbe
 
 /** What a ledger change must persist (IndexedDB in browsers; nothing in memory). */
 export interface Persist {
-  periods(taskId: string, periods: Period[]): void;
+  /** A new report in the ledger: its task id, period and memo key. */
+  remembered(taskId: string, start: number, end: number, lookup: string, pending: Pending): void;
+  /** The task's periods that ended before `before` are forgotten. */
+  forgotten(taskId: string, before: number): void;
   queued(pending: Pending): void;
   removed(ids: string[]): void;
 }
@@ -56,27 +59,37 @@ export class Ledger {
   /** Queue the slot's memoized report, or a new one from make() while the budget allows. */
   admit(taskId: string, start: number, end: number, lookup: string, limit: number, make: () => Pending): Admission {
     const periods = this.periods.get(taskId) ?? [];
-    const earlier = periods.find((p) => p.start === start && p.end === end)?.memo[lookup];
+    const earlier = periods.find((p) => p.start === start && p.end === end)?.memo.get(lookup);
     if (earlier) return this.enqueue(earlier) ? "reused" : "queue_full";
     // Periods overlapping this one, whatever the task's configuration was: a task
     // re-published under the same id gives no fresh budget.
     let spent = 0;
-    for (const p of periods) if (p.start < end && p.end > start) spent += Object.keys(p.memo).length;
+    for (const p of periods) if (p.start < end && p.end > start) spent += p.memo.size;
     if (spent >= limit) return "budget_exhausted";
     if (!this.hasRoom(0)) return "queue_full";
     const pending = make();
     if (!this.enqueue(pending)) return "queue_full";
     const kept = periods.filter((p) => p.end > start);
+    if (kept.length < periods.length) this.persist.forgotten(taskId, start);
     let period = kept.find((p) => p.start === start && p.end === end);
-    if (!period) kept.push((period = { start, end, memo: {} }));
-    period.memo[lookup] = pending;
+    if (!period) kept.push((period = { start, end, memo: new Map() }));
+    period.memo.set(lookup, pending);
     this.periods.set(taskId, kept);
-    this.persist.periods(taskId, kept);
+    this.persist.remembered(taskId, start, end, lookup, pending);
     return "new";
   }
 
   private hasRoom(size: number): boolean {
     return this.queue.size < this.maxQueue && this.bytes + size <= this.maxBytes;
+  }
+
+  /** Put back a report the ledger held before (restored from storage). */
+  restore(taskId: string, start: number, end: number, lookup: string, pending: Pending): void {
+    const periods = this.periods.get(taskId) ?? [];
+    let period = periods.find((p) => p.start === start && p.end === end);
+    if (!period) periods.push((period = { start, end, memo: new Map() }));
+    period.memo.set(lookup, pending);
+    this.periods.set(taskId, periods);
   }
 
   /** Queue a report (a no-op if queued); false if it does not fit. */

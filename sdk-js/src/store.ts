@@ -4,13 +4,22 @@
  * waits). Without IndexedDB (Node) everything lives in memory for the process's life.
  */
 
-import type { Pending, Period, Persist } from "./ledger.js";
+import type { Pending, Persist } from "./ledger.js";
+
+/** One ledger entry as kept: a report made in a period of a task, by memo key. */
+export interface Remembered {
+  taskId: string;
+  start: number;
+  end: number;
+  lookup: string;
+  pending: Pending;
+}
 
 /** What a client restores at start. */
 export interface Saved {
   secret?: Uint8Array;
   tasks: Record<string, unknown>[];
-  periods: Record<string, Period[]>;
+  ledger: Remembered[];
   queue: Pending[];
 }
 
@@ -23,11 +32,12 @@ export interface Store extends Persist {
 /** Keep nothing: the process's memory is the store. */
 export class MemoryStore implements Store {
   async load(): Promise<Saved> {
-    return { tasks: [], periods: {}, queue: [] };
+    return { tasks: [], ledger: [], queue: [] };
   }
   secret(): void {}
   task(): void {}
-  periods(): void {}
+  remembered(): void {}
+  forgotten(): void {}
   queued(): void {}
   removed(): void {}
 }
@@ -46,7 +56,11 @@ function done(request: IDBRequest | IDBTransaction): Promise<void> {
   });
 }
 
-/** One IndexedDB database with one key-value object store ("secret", "task:", "ledger:", "q:"). */
+/**
+ * One IndexedDB database with one key-value object store: "secret", "task:<id>",
+ * "ledger:<task id>:<period end>:<memo key>" (one entry per report made: a record writes one
+ * small entry, never the whole ledger) and "q:<sequence>" (the queue, in order).
+ */
 export class IndexedDBStore implements Store {
   private db: Promise<IDBDatabase>;
   private seq = Date.now() * 1000;
@@ -64,12 +78,12 @@ export class IndexedDBStore implements Store {
     const keys = store.getAllKeys();
     const values = store.getAll();
     await done(values);
-    const saved: Saved = { tasks: [], periods: {}, queue: [] };
+    const saved: Saved = { tasks: [], ledger: [], queue: [] };
     (keys.result as string[]).forEach((key, i) => {
       const value = values.result[i];
       if (key === "secret") saved.secret = value as Uint8Array;
       else if (key.startsWith("task:")) saved.tasks.push(value);
-      else if (key.startsWith("ledger:")) saved.periods[key.slice(7)] = value;
+      else if (key.startsWith("ledger:")) saved.ledger.push(value);
       else if (key.startsWith("q:")) {
         saved.queue.push(value);
         this.keys.set((value as Pending).id, key);
@@ -94,8 +108,14 @@ export class IndexedDBStore implements Store {
   task(json: Record<string, unknown>): void {
     this.write((s) => s.put(json, `task:${String(json["task_id"])}`));
   }
-  periods(taskId: string, periods: Period[]): void {
-    this.write((s) => s.put(periods, `ledger:${taskId}`));
+  remembered(taskId: string, start: number, end: number, lookup: string, pending: Pending): void {
+    const entry: Remembered = { taskId, start, end, lookup, pending };
+    this.write((s) => s.put(entry, `ledger:${taskId}:${String(end).padStart(16, "0")}:${lookup}`));
+  }
+  forgotten(taskId: string, before: number): void {
+    // Entries of periods that ended by `before` sort below this key ("~" follows the hex digits).
+    const range = IDBKeyRange.bound(`ledger:${taskId}:`, `ledger:${taskId}:${String(before).padStart(16, "0")}:~`);
+    this.write((s) => s.delete(range));
   }
   queued(pending: Pending): void {
     // Keys sort in queue order: a page loaded later sends the oldest reports first.
