@@ -43,7 +43,8 @@ MEASURE = """async ([task, records]) => {
 def summary(where: str, times: list[float]) -> str:
     ordered = sorted(times[len(times) // 10 :])  # the first 10% warm the JIT up
     p = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
-    return f"{where}: record() median {p(0.5) * 1000:.0f} µs, p99 {p(0.99) * 1000:.0f} µs, max {ordered[-1] * 1000:.0f} µs"
+    median, p99, worst = (round(x * 1000) for x in (p(0.5), p(0.99), ordered[-1]))
+    return f"{where}: record() median {median} µs, p99 {p99} µs, max {worst} µs"
 
 
 def main() -> None:
@@ -56,13 +57,24 @@ def main() -> None:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page()
-        page.route("http://bench.test/ldp-telemetry.js", lambda r: r.fulfill(body=bundle, content_type="text/javascript"))
-        page.route("http://bench.test/", lambda r: r.fulfill(body="<!doctype html><title>bench</title>", content_type="text/html"))
+        page.route(
+            "http://bench.test/ldp-telemetry.js",
+            lambda r: r.fulfill(body=bundle, content_type="text/javascript"),
+        )
+        page.route(
+            "http://bench.test/",
+            lambda r: r.fulfill(
+                body="<!doctype html><title>bench</title>", content_type="text/html"
+            ),
+        )
         page.goto("http://bench.test/")
         print(summary("Chromium", page.evaluate(MEASURE, [task, args.records])))
         browser.close()
-    script = f"const m = {MEASURE}; console.log(JSON.stringify(await m({json.dumps([task, args.records])})));"
-    script = script.replace('"/ldp-telemetry.js"', json.dumps(str(SDK / "dist" / "ldp-telemetry.js")))
+    call = json.dumps([task, args.records])
+    script = f"const m = {MEASURE}; console.log(JSON.stringify(await m({call})));"
+    script = script.replace(
+        '"/ldp-telemetry.js"', json.dumps(str(SDK / "dist" / "ldp-telemetry.js"))
+    )
     script = script.replace("location.origin", '"http://127.0.0.1:9"')
     node = subprocess.run(
         ["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True

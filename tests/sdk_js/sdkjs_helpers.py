@@ -39,9 +39,17 @@ def build() -> None:
 def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run a command in sdk-js/ and fail with its output unless it succeeds."""
     done = subprocess.run(
-        command, cwd=SDK, capture_output=True, text=True, timeout=NODE_TIMEOUT, check=False, **kwargs
+        command,
+        cwd=SDK,
+        capture_output=True,
+        text=True,
+        timeout=NODE_TIMEOUT,
+        check=False,
+        **kwargs,
     )
-    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(command)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    )
     return done
 
 

@@ -51,10 +51,11 @@ def serve_page(page: Page, url: str) -> None:
 
 
 def set_visibility(page: Page, state: str) -> None:
-    """Make the page report `state` (hidden/visible) and fire visibilitychange, as a tab switch does."""
+    """Make the page report `state` (hidden, visible) and fire visibilitychange, as a tab switch."""
     page.evaluate(
         """state => {
-            Object.defineProperty(document, "visibilityState", {configurable: true, get: () => state});
+            const visibility = {configurable: true, get: () => state};
+            Object.defineProperty(document, "visibilityState", visibility);
             document.dispatchEvent(new Event("visibilitychange"));
         }""",
         state,
@@ -62,7 +63,9 @@ def set_visibility(page: Page, state: str) -> None:
 
 
 def counted(url: str, task_id: str) -> int:
-    return int(estimates(url, task_id, **({} if task_id == "web-rr" else {"candidates": ["w0"]}))["n"])
+    return int(
+        estimates(url, task_id, **({} if task_id == "web-rr" else {"candidates": ["w0"]}))["n"]
+    )
 
 
 def open_page(page: Page, url: str) -> None:
@@ -71,8 +74,12 @@ def open_page(page: Page, url: str) -> None:
     assert page.evaluate("ldp.waitForTasks(['web-cms', 'web-rr'], 20000)") is True
 
 
-def test_offline_hidden_shown_counted_once(page: Page, context: BrowserContext, collector: str) -> None:
-    create_task(collector, task_id="web-cms", mechanism="cms", epsilon=4.0, k=16, m=64, min_batch_size=1)
+def test_offline_hidden_shown_counted_once(
+    page: Page, context: BrowserContext, collector: str
+) -> None:
+    create_task(
+        collector, task_id="web-cms", mechanism="cms", epsilon=4.0, k=16, m=64, min_batch_size=1
+    )
     create_task(collector, task_id="web-rr", mechanism="rr", epsilon=2.0, min_batch_size=1)
     serve_page(page, collector)
     open_page(page, collector)
@@ -97,7 +104,10 @@ def test_offline_hidden_shown_counted_once(page: Page, context: BrowserContext, 
     # Offline again: a new value waits in IndexedDB through a reload; repeats of values
     # already sent (before and after the reload) resend their report, counted once.
     context.set_offline(True)
-    assert page.evaluate("[ldp.record('web-cms', 'late'), ldp.record('web-cms', 'w1')]") == [True, True]
+    assert page.evaluate("[ldp.record('web-cms', 'late'), ldp.record('web-cms', 'w1')]") == [
+        True,
+        True,
+    ]
     page.wait_for_timeout(200)  # IndexedDB writes land behind record()
     page.reload()  # still offline: the page itself is fulfilled by Playwright
     page.wait_for_function("window.ldp !== undefined", timeout=WAIT)

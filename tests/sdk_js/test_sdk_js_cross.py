@@ -44,7 +44,15 @@ TASKS: list[dict[str, Any]] = [
     {"mechanism": "hcms", "longitudinal": {"epsilon_inf": 4.0, "flip": 0.2}, **HCMS},
     {"mechanism": "olh", "epsilon": 2.5, "k": 40, "hash_seed": 99},
     {"mechanism": "hh", "epsilon": 4.0, "alphabet": "bytes", "max_length": 7, **SKETCH},
-    {"mechanism": "hh", "epsilon": 4.0, "alphabet": "abcdé", "max_length": 5, "first": 1, "step": 3, **SKETCH},
+    {
+        "mechanism": "hh",
+        "epsilon": 4.0,
+        "alphabet": "abcdé",
+        "max_length": 5,
+        "first": 1,
+        "step": 3,
+        **SKETCH,
+    },
     {"mechanism": "numeric", "epsilon": 2.0, "lo": 0, "hi": 250, "buckets": 64},
     {"mechanism": "numeric", "epsilon": 1.0, "lo": 1, "hi": 1e-05 + 10_000, "scale": "log"},
     {"mechanism": "numeric", "epsilon": 2.0, "lo": -5, "hi": 5, "buckets": 16, "method": "1bit"},
@@ -79,13 +87,20 @@ def case(number: int, fields: dict[str, Any], secret: bytes) -> dict[str, Any]:
             {
                 "value": value,
                 "memo_key": lookup_key(secret, task, PERIOD, canonical).hex(),
-                "report": {k: v for k, v in wire.items() if k not in ("report_id", "fingerprint", "time")},
+                "report": {
+                    k: v for k, v in wire.items() if k not in ("report_id", "fingerprint", "time")
+                },
                 "permanent": permanent,
             }
         )
     assert values
     threshold = mechanism.threshold if isinstance(mechanism, Longitudinal) else None
-    return {"task": task.to_dict(), "device_key": key.hex(), "threshold": threshold, "values": values}
+    return {
+        "task": task.to_dict(),
+        "device_key": key.hex(),
+        "threshold": threshold,
+        "values": values,
+    }
 
 
 def test_typescript_sdk_matches_the_reference(tmp_path: Path) -> None:

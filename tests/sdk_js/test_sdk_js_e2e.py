@@ -31,9 +31,17 @@ TASKS: dict[str, dict[str, Any]] = {
         "longitudinal": {"epsilon_inf": 4.0, "flip": 0.05},
     },
     "js-cms": {"mechanism": "cms", "epsilon": 4.0, **SKETCH},
-    "js-cms-long": {"mechanism": "cms", "longitudinal": {"epsilon_inf": 5.0, "flip": 0.05}, **SKETCH},
+    "js-cms-long": {
+        "mechanism": "cms",
+        "longitudinal": {"epsilon_inf": 5.0, "flip": 0.05},
+        **SKETCH,
+    },
     "js-hcms": {"mechanism": "hcms", "epsilon": 4.0, **SKETCH},
-    "js-hcms-long": {"mechanism": "hcms", "longitudinal": {"epsilon_inf": 5.0, "flip": 0.05}, **SKETCH},
+    "js-hcms-long": {
+        "mechanism": "hcms",
+        "longitudinal": {"epsilon_inf": 5.0, "flip": 0.05},
+        **SKETCH,
+    },
     "js-olh": {"mechanism": "olh", "epsilon": 3.0, "k": 64},
     "js-hh": {
         "mechanism": "hh",
@@ -89,13 +97,7 @@ def test_every_kind_counted_exactly_and_estimated(collector: str, tmp_path: Path
             assert answer["n"] == DEVICES
             assert within(answer["estimates"][0], float(np.mean(plan[task_id]))), task_id
             continue
-        truth = (
-            {True: 200, False: 100}
-            if kind == "rr"
-            else WORDS
-            if kind == "hh"
-            else FRUIT
-        )
+        truth = {True: 200, False: 100} if kind == "rr" else WORDS if kind == "hh" else FRUIT
         query = {} if kind == "rr" else {"candidates": list(truth)}
         answer = estimates(collector, task_id, **query)
         assert answer["n"] == DEVICES, task_id
