@@ -138,7 +138,8 @@ export class Uploader {
 
   private retry(seconds: number | null): void {
     this.counters.retries++;
-    this.failures++;
+    // Batches failing together (one outage) lengthen the backoff once, not once each.
+    if (Date.now() >= this.waitUntil) this.failures++;
     const { backoff, backoffMax } = this.options;
     const wait = seconds ?? Math.min(backoffMax, backoff * 2 ** (this.failures - 1)) * (0.5 + Math.random());
     this.waitUntil = Math.max(this.waitUntil, Date.now() + wait * 1000);
