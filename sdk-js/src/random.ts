@@ -123,6 +123,11 @@ export class FixedWords implements Words {
 
   constructor(private readonly given: ArrayLike<number>) {}
 
+  /** Return how many words were taken. */
+  get used(): number {
+    return this.at;
+  }
+
   word(): number {
     if (this.at >= this.given.length) throw new RangeError("the fixed words ran out");
     return this.given[this.at++]!;

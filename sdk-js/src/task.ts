@@ -134,12 +134,26 @@ export function parseTask(json: unknown): Task {
   return { id, fingerprint, timePrecision: int(task, "time_precision", 1, 366 * 86400), mechanism, json: task };
 }
 
+/**
+ * Return T_i for `epsilon_1`: the published one under protocol 1.0 (its ε₁ ends in an ln, so
+ * devices do not recompute it; it must lie in [1, limit) and meet ε₁), else the bisection.
+ */
+function epsilon1Threshold(task: Fields, spec: Fields, layer: Permanent<unknown>): number {
+  const epsilon1 = num(spec, "epsilon_1");
+  const published = (task["derived"] as Record<string, unknown> | undefined)?.["T_i"];
+  if (typeof published !== "number") return thresholdFor(layer, epsilon1);
+  if (!Number.isInteger(published) || published < 1 || published >= layer.irrLimit()) {
+    throw new TaskError("the published T_i is out of range");
+  }
+  return published;
+}
+
 function longitudinal(task: Fields, spec: Fields, permanent: Mechanism): Mechanism {
   if (!("irrThreshold" in permanent) || permanent instanceof OptimizedLocalHashing || permanent instanceof HeavyHitters) {
     throw new TaskError("this mechanism takes no longitudinal option");
   }
   const layer = permanent as Permanent<unknown>;
-  const threshold = "flip" in spec ? layer.irrThreshold(num(spec, "flip")) : thresholdFor(layer, num(spec, "epsilon_1"));
+  const threshold = "flip" in spec ? layer.irrThreshold(num(spec, "flip")) : epsilon1Threshold(task, spec, layer);
   const fields: Fields = {};
   for (const [key, value] of Object.entries(task)) {
     if (!COMMON.includes(key) && !UNHASHED.includes(key)) fields[key] = value;

@@ -7,6 +7,7 @@
  */
 
 import type { Ledger, Pending } from "./ledger.js";
+import { PROTOCOL } from "./task.js";
 import { batchBody } from "./wire.js";
 
 export const KEEPALIVE_BYTES = 60_000;
@@ -88,7 +89,7 @@ export class Uploader {
     this.requests++;
     const taskId = batch[0]!.taskId;
     const body = batchBody(batch.map((p) => p.text));
-    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    const headers: Record<string, string> = { "Content-Type": "application/json", "LDP-Protocol": PROTOCOL };
     if (this.options.uploadKey) headers["Authorization"] = `Bearer ${this.options.uploadKey}`;
     try {
       const response = await this.options.fetch(`${this.options.endpoint}/v1/tasks/${encodeURIComponent(taskId)}/reports`, {

@@ -1,5 +1,6 @@
 /** What every mechanism provides the client (PROTOCOL §3), and the errors of a value or task. */
 
+import { wellFormed } from "../bytes.js";
 import type { Words } from "../random.js";
 
 /** A value that does not fit the task (never carries the value itself). */
@@ -53,9 +54,9 @@ export function num(task: Record<string, unknown>, name: string): number {
   return value;
 }
 
-/** Return the string value or throw ValueError. */
+/** Return the string value or throw ValueError (a lone surrogate is not text: PROTOCOL §3.1). */
 export function text(value: unknown): string {
-  if (typeof value !== "string") throw new ValueError("this task takes a string value");
+  if (typeof value !== "string" || !wellFormed(value)) throw new ValueError("this task takes a string value");
   return value;
 }
 
