@@ -8,7 +8,7 @@
  */
 
 import { base64url } from "./bytes.js";
-import { Ledger, type Pending, deviceKey, lookupKey } from "./ledger.js";
+import { type Charge, Ledger, type Limits, type Pending, deviceKey, lookupKey, valueKey } from "./ledger.js";
 import { ValueError } from "./mechanisms/base.js";
 import { SecureWords, randomBytes } from "./random.js";
 import { IndexedDBStore, MemoryStore, type Store } from "./store.js";
@@ -29,8 +29,16 @@ export interface Options {
   secret?: Uint8Array;
   /** The IndexedDB database name, or false for memory only; default "ldp-telemetry" where IndexedDB exists. */
   database?: string | false;
-  /** Reports per task per period (default 1). */
+  /** Reports per task id per period (default 1). */
   reportsPerPeriod?: number;
+  /** The ε∞ a task id may spend on permanent configurations after its first (default 0; null: no cap). */
+  republishedEpsilonInf?: number | null;
+  /** The device's lifetime ε∞ over every permanent response drawn (default 64; null: no cap). */
+  maxEpsilonInf?: number | null;
+  /** The ε of all new reports in one device period (default null: no cap). */
+  maxEpsilonPerPeriod?: number | null;
+  /** The device period of maxEpsilonPerPeriod, seconds (default 86,400). */
+  epsilonPeriod?: number;
   batchSize?: number;
   maxBatchBytes?: number;
   /** Seconds between uploads of what is queued (default 30). */
@@ -52,6 +60,14 @@ export interface Stats extends Counters {
 
 const SECRET_BYTES = 32;
 
+function cap(name: string, value: number | null | undefined, fallback: number | null): number | null {
+  const v = value === undefined ? fallback : value;
+  if (v !== null && !(typeof v === "number" && v >= 0 && Number.isFinite(v))) {
+    throw new TypeError(`ldp-telemetry: ${name} must be a number ≥ 0 or null`);
+  }
+  return v;
+}
+
 function positive(name: string, value: number | undefined, fallback: number, integer = true): number {
   const v = value ?? fallback;
   if (typeof v !== "number" || !(v > 0) || (integer && !Number.isInteger(v))) {
@@ -69,7 +85,7 @@ export class Client {
   private readonly store: Store;
   private readonly counters: Counters = { sent: 0, retries: 0, failedBatches: 0, dropped: {}, rejected: {} };
   private readonly endpoint: string;
-  private readonly limit: number;
+  private readonly limits: Limits;
   private readonly clock: () => number;
   private readonly fetch: typeof fetch;
   private readonly timer: ReturnType<typeof setInterval>;
@@ -88,7 +104,13 @@ export class Client {
       throw new TypeError("ldp-telemetry: secret must be 32 bytes (a Uint8Array)");
     }
     this.endpoint = options.endpoint.replace(/\/+$/, "");
-    this.limit = positive("reportsPerPeriod", options.reportsPerPeriod, 1);
+    this.limits = {
+      reportsPerPeriod: positive("reportsPerPeriod", options.reportsPerPeriod, 1),
+      republishedEpsilonInf: cap("republishedEpsilonInf", options.republishedEpsilonInf, 0),
+      maxEpsilonInf: cap("maxEpsilonInf", options.maxEpsilonInf, 64),
+      maxEpsilonPerPeriod: cap("maxEpsilonPerPeriod", options.maxEpsilonPerPeriod, null),
+      epsilonPeriod: positive("epsilonPeriod", options.epsilonPeriod, 86_400),
+    };
     this.clock = options.clock ?? (() => Date.now() / 1000);
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.enabled = options.enabled ?? true;
@@ -132,6 +154,7 @@ export class Client {
       }
     }
     for (const e of saved.ledger) this.ledger.restore(e.taskId, e.start, e.end, e.lookup, e.pending);
+    this.ledger.restoreLedger(saved.configurations, saved.drawn, saved.period);
     for (const pending of saved.queue) this.ledger.enqueue(pending, false);
     await Promise.all((options.taskIds ?? []).map((id) => this.want(id)));
   }
@@ -208,9 +231,20 @@ export class Client {
         return this.drop("task_unavailable");
       }
       const secret = this.secret;
-      const period = floorTime(this.clock(), task.timePrecision);
-      const lookup = lookupKey(secret, task.fingerprint, period, task.mechanism.canonical(value));
-      const admission = this.ledger.admit(task.id, period, period + task.timePrecision, lookup, this.limit, () =>
+      const now = this.clock();
+      const period = floorTime(now, task.timePrecision);
+      const canonical = task.mechanism.canonical(value);
+      const lookup = lookupKey(secret, task.fingerprint, period, canonical);
+      const charge: Charge = {
+        epsilon: task.epsilon,
+        period: floorTime(now, this.limits.epsilonPeriod),
+        permanent:
+          task.configuration === null || task.epsilonInf === null
+            ? null
+            : { configuration: task.configuration, epsilonInf: task.epsilonInf, valueKey: valueKey(secret, task.id, canonical) },
+      };
+      const end = period + task.timePrecision;
+      const admission = this.ledger.admit(task.id, period, end, lookup, charge, this.limits, () =>
         this.privatize(task, secret, period, value),
       );
       if (admission === "new" || admission === "reused") {

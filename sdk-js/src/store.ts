@@ -20,6 +20,9 @@ export interface Saved {
   secret?: Uint8Array;
   tasks: Record<string, unknown>[];
   ledger: Remembered[];
+  configurations: Record<string, [string, number][]>;
+  drawn: Record<string, number>;
+  period?: { start: number; epsilon: number };
   queue: Pending[];
 }
 
@@ -32,8 +35,11 @@ export interface Store extends Persist {
 /** Keep nothing: the process's memory is the store. */
 export class MemoryStore implements Store {
   async load(): Promise<Saved> {
-    return { tasks: [], ledger: [], queue: [] };
+    return { tasks: [], ledger: [], queue: [], configurations: {}, drawn: {} };
   }
+  adopted(): void {}
+  drew(): void {}
+  spent(): void {}
   secret(): void {}
   task(): void {}
   remembered(): void {}
@@ -59,7 +65,8 @@ function done(request: IDBRequest | IDBTransaction): Promise<void> {
 /**
  * One IndexedDB database with one key-value object store: "secret", "task:<id>",
  * "ledger:<task id>:<period end>:<memo key>" (one entry per report made: a record writes one
- * small entry, never the whole ledger) and "q:<sequence>" (the queue, in order).
+ * small entry, never the whole ledger), the privacy ledger ("cfg:<task id>", "drawn:<key>",
+ * "spent") and "q:<sequence>" (the queue, in order).
  */
 export class IndexedDBStore implements Store {
   private db: Promise<IDBDatabase>;
@@ -78,12 +85,15 @@ export class IndexedDBStore implements Store {
     const keys = store.getAllKeys();
     const values = store.getAll();
     await done(values);
-    const saved: Saved = { tasks: [], ledger: [], queue: [] };
+    const saved: Saved = { tasks: [], ledger: [], queue: [], configurations: {}, drawn: {} };
     (keys.result as string[]).forEach((key, i) => {
       const value = values.result[i];
       if (key === "secret") saved.secret = value as Uint8Array;
       else if (key.startsWith("task:")) saved.tasks.push(value);
       else if (key.startsWith("ledger:")) saved.ledger.push(value);
+      else if (key.startsWith("cfg:")) saved.configurations[key.slice(4)] = value;
+      else if (key.startsWith("drawn:")) saved.drawn[key.slice(6)] = value;
+      else if (key === "spent") saved.period = value;
       else if (key.startsWith("q:")) {
         saved.queue.push(value);
         this.keys.set((value as Pending).id, key);
@@ -111,6 +121,15 @@ export class IndexedDBStore implements Store {
   remembered(taskId: string, start: number, end: number, lookup: string, pending: Pending): void {
     const entry: Remembered = { taskId, start, end, lookup, pending };
     this.write((s) => s.put(entry, `ledger:${taskId}:${String(end).padStart(16, "0")}:${lookup}`));
+  }
+  adopted(taskId: string, configurations: [string, number][]): void {
+    this.write((s) => s.put(configurations, `cfg:${taskId}`));
+  }
+  drew(key: string, epsilonInf: number): void {
+    this.write((s) => s.put(epsilonInf, `drawn:${key}`));
+  }
+  spent(period: number, epsilon: number): void {
+    this.write((s) => s.put({ start: period, epsilon }, "spent"));
   }
   forgotten(taskId: string, before: number): void {
     // Entries of periods that ended by `before` sort below this key ("~" follows the hex digits).

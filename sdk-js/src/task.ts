@@ -5,7 +5,7 @@
  * hash their RFC 8785 form, and are refused when the derived integers differ from ours.
  */
 
-import { ceilDiv, scaled1074 } from "./exact.js";
+import { ceilDiv, logRatio, scaled1074 } from "./exact.js";
 import { hex, utf8 } from "./bytes.js";
 import { type Json, jcs, pythonCanonical } from "./canonical.js";
 import { type Mechanism, type Permanent, TaskError, int, num } from "./mechanisms/base.js";
@@ -32,6 +32,11 @@ export interface Task {
   readonly fingerprint: string;
   readonly timePrecision: number;
   readonly mechanism: Mechanism;
+  /** The ε of one report, and the permanent layer's ε∞ (null: not longitudinal). */
+  readonly epsilon: number;
+  readonly epsilonInf: number | null;
+  /** The permanent configuration a ledger records (PROTOCOL §4), null if not longitudinal. */
+  readonly configuration: string | null;
   /** The task's JSON as served (what is cached). */
   readonly json: Fields;
 }
@@ -101,6 +106,28 @@ export function derivedOf(mechanism: Mechanism): Derived {
   return {};
 }
 
+const BIG = (x: number) => BigInt(x);
+
+/**
+ * Return the ε of one report and (longitudinal) the permanent layer's ε∞, computed from the
+ * implemented thresholds as the reference does (what the device's ledger charges).
+ */
+export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf: number | null } {
+  const m = mechanism as unknown;
+  if (m instanceof Longitudinal) {
+    const layer = m.permanent as Permanent<unknown>;
+    return { epsilon: layer.composedEpsilon(m.threshold), epsilonInf: layer.composedEpsilon(0) };
+  }
+  const S = BIG(SCALE);
+  let epsilon: number;
+  if (m instanceof OptimizedLocalHashing) epsilon = logRatio(S - BIG((m.m - 1) * m.flip), BIG(m.flip));
+  else if (m instanceof HeavyHitters) epsilon = m.sketches[0]!.composedEpsilon(0);
+  else if (m instanceof SquareWave) epsilon = logRatio(BIG(m.near), BIG(m.far));
+  else if (m instanceof OneBitMean) epsilon = logRatio(S - BIG(m.lowWords), BIG(m.lowWords));
+  else epsilon = (m as Permanent<unknown>).composedEpsilon(0);
+  return { epsilon, epsilonInf: null };
+}
+
 /** Return the canonical JSON of an object under the task's protocol. */
 export function canonicalJson(value: Fields, protocol: unknown): string {
   return protocol === PROTOCOL ? jcs(value as Json) : pythonCanonical(value as Json);
@@ -131,7 +158,12 @@ export function parseTask(json: unknown): Task {
   }
   const fingerprint = fingerprintOf(task);
   if (task["fingerprint"] !== fingerprint) throw new TaskError(`task ${id}: its fingerprint cannot be reproduced`);
-  return { id, fingerprint, timePrecision: int(task, "time_precision", 1, 366 * 86400), mechanism, json: task };
+  const configuration =
+    mechanism instanceof Longitudinal
+      ? hex(sha256(utf8(`${String(task["mechanism"])}\0${mechanism.identity}`))).slice(0, 32)
+      : null;
+  const timePrecision = int(task, "time_precision", 1, 366 * 86400);
+  return { id, fingerprint, timePrecision, mechanism, ...epsilonsOf(mechanism), configuration, json: task };
 }
 
 /**

@@ -30,7 +30,7 @@ export class Longitudinal<R> implements Mechanism<R> {
     /** The instantaneous layer's threshold T_i. */
     readonly threshold: number,
     /** The canonical JSON of the task's mechanism fields (P of §3.9). */
-    private readonly identity: string,
+    readonly identity: string,
     private readonly deviceKey: Uint8Array | null = null,
   ) {}
 
