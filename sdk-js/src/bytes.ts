@@ -1,23 +1,10 @@
-/** Byte helpers: UTF-8 as Python's "surrogatepass" encodes it, base64url, hex. */
+/** Byte helpers: UTF-8, base64url, hex, big-endian integers. */
 
-/** Return the UTF-8 bytes of a string; a lone surrogate takes 3 bytes (Python's surrogatepass). */
+const ENCODER = new TextEncoder();
+
+/** Return the UTF-8 bytes of a string (callers refuse lone surrogates first: PROTOCOL §3.1). */
 export function utf8(text: string): Uint8Array {
-  const out: number[] = [];
-  for (let i = 0; i < text.length; i++) {
-    let c = text.charCodeAt(i);
-    if (c >= 0xd800 && c < 0xdc00 && i + 1 < text.length) {
-      const low = text.charCodeAt(i + 1);
-      if (low >= 0xdc00 && low < 0xe000) {
-        c = 0x10000 + ((c - 0xd800) << 10) + (low - 0xdc00);
-        i++;
-      }
-    }
-    if (c < 0x80) out.push(c);
-    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
-    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-  }
-  return Uint8Array.from(out);
+  return ENCODER.encode(text);
 }
 
 /** Return whether a string has no lone surrogate (it is valid Unicode text). */

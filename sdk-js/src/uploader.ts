@@ -1,7 +1,7 @@
 /**
  * The uploader (PROTOCOL §5): batches of one task's oldest reports sent with fetch,
- * `keepalive` for bodies under 60 KB with at most 15 such requests in flight (what browsers
- * let outlive the page); a resend is byte for byte the same; 413 halves the task's batches;
+ * at most 15 requests in flight, `keepalive` while the keepalive bodies in flight stay under
+ * 60 KB (what browsers let outlive the page); a resend is byte for byte the same; 413 halves the task's batches;
  * 408, 429, 5xx and network errors back off (Retry-After when given, else exponential with
  * jitter); any other 4xx drops the batch; an `outdated_config` rejection refetches the task.
  */
@@ -42,6 +42,8 @@ export function retryAfter(header: string | null, now = Date.now()): number | nu
 export class Uploader {
   private readonly inFlight = new Set<string>();
   private requests = 0;
+  /** Bytes of keepalive requests in flight: browsers allow 64 KiB in all. */
+  private keepaliveBytes = 0;
   private caps = new Map<string, number>();
   private failures = 0;
   /** No request starts before this time (ms): a backoff in progress. */
@@ -91,19 +93,19 @@ export class Uploader {
     const body = batchBody(batch.map((p) => p.text));
     const headers: Record<string, string> = { "Content-Type": "application/json", "LDP-Protocol": PROTOCOL };
     if (this.options.uploadKey) headers["Authorization"] = `Bearer ${this.options.uploadKey}`;
+    // keepalive lets the request outlive the page; past the browsers' quota it would fail.
+    const keepalive = this.keepaliveBytes + body.length < KEEPALIVE_BYTES;
+    if (keepalive) this.keepaliveBytes += body.length;
     try {
-      const response = await this.options.fetch(`${this.options.endpoint}/v1/tasks/${encodeURIComponent(taskId)}/reports`, {
-        method: "POST",
-        headers,
-        body,
-        keepalive: body.length < KEEPALIVE_BYTES,
-      });
+      const url = `${this.options.endpoint}/v1/tasks/${encodeURIComponent(taskId)}/reports`;
+      const response = await this.options.fetch(url, { method: "POST", headers, body, keepalive });
       await this.settle(batch, response);
     } catch {
       this.retry(null);
     } finally {
       ids.forEach((id) => this.inFlight.delete(id));
       this.requests--;
+      if (keepalive) this.keepaliveBytes -= body.length;
     }
   }
 
