@@ -11,7 +11,7 @@ import { base64url } from "./bytes.js";
 import { type Charge, Ledger, type Limits, type Pending, deviceKey, lookupKey, valueKey } from "./ledger.js";
 import { ValueError } from "./mechanisms/base.js";
 import { SecureWords, randomBytes } from "./random.js";
-import { IndexedDBStore, MemoryStore, type Store } from "./store.js";
+import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./store.js";
 import { type Task, parseTask } from "./task.js";
 import { type Counters, Uploader } from "./uploader.js";
 import { floorTime, reportText } from "./wire.js";
@@ -143,7 +143,11 @@ export class Client {
   }
 
   private async start(options: Options): Promise<void> {
-    const saved = await this.store.load();
+    // Without a usable IndexedDB (a private window may refuse it) the client goes on in memory.
+    const saved = await this.store.load().catch((): Saved => {
+      this.drop("storage_error");
+      return { tasks: [], ledger: [], queue: [], configurations: {}, drawn: {} };
+    });
     this.secret = options.secret ?? saved.secret ?? randomBytes(SECRET_BYTES);
     if (!options.secret && !saved.secret) this.store.secret(this.secret);
     for (const json of saved.tasks) {
