@@ -80,6 +80,7 @@ export class Client {
   private readonly tasks = new Map<string, Task>();
   private readonly fetching = new Set<string>();
   private readonly words = new SecureWords();
+  private readonly deviceKeys = new Map<string, Uint8Array>();
   private readonly ledger: Ledger;
   private readonly uploader: Uploader;
   private readonly store: Store;
@@ -261,8 +262,15 @@ export class Client {
     }
   }
 
+  /** Return the device key of a task id (cached: an HMAC per record saved). */
+  private deviceKey(secret: Uint8Array, taskId: string): Uint8Array {
+    let key = this.deviceKeys.get(taskId);
+    if (!key) this.deviceKeys.set(taskId, (key = deviceKey(secret, taskId)));
+    return key;
+  }
+
   private privatize(task: Task, secret: Uint8Array, period: number, value: unknown): Pending {
-    const mechanism = task.mechanism.forDevice(deviceKey(secret, task.id));
+    const mechanism = task.mechanism.forDevice(this.deviceKey(secret, task.id));
     const payload = mechanism.encode(mechanism.privatize(value, this.words));
     const id = randomBytes(16);
     return { taskId: task.id, id: base64url(id), text: reportText(id, task.fingerprint, period, payload) };

@@ -57,17 +57,24 @@ def main() -> None:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page()
+        # Cross-origin isolated, so that performance.now() has 5 µs resolution (else 100 µs).
+        isolated = {
+            "Cross-Origin-Opener-Policy": "same-origin",
+            "Cross-Origin-Embedder-Policy": "require-corp",
+        }
         page.route(
-            "http://bench.test/ldp-telemetry.js",
-            lambda r: r.fulfill(body=bundle, content_type="text/javascript"),
+            "http://localhost:9/ldp-telemetry.js",
+            lambda r: r.fulfill(body=bundle, content_type="text/javascript", headers=isolated),
         )
         page.route(
-            "http://bench.test/",
+            "http://localhost:9/",
             lambda r: r.fulfill(
-                body="<!doctype html><title>bench</title>", content_type="text/html"
+                body="<!doctype html><title>bench</title>",
+                content_type="text/html",
+                headers=isolated,
             ),
         )
-        page.goto("http://bench.test/")
+        page.goto("http://localhost:9/")
         print(summary("Chromium", page.evaluate(MEASURE, [task, args.records])))
         browser.close()
     call = json.dumps([task, args.records])
