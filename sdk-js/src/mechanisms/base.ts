@@ -36,6 +36,11 @@ export interface Permanent<R> extends Mechanism<R> {
   composedEpsilon(threshold: number): number;
 }
 
+/** Return the error of an ε whose probabilities round to equal 32-bit thresholds. */
+export function tooSmall(): TaskError {
+  return new TaskError("epsilon is too small to implement with 32-bit thresholds");
+}
+
 /** Return an integer field in [low, high] or throw TaskError. */
 export function int(task: Record<string, unknown>, name: string, low: number, high: number): number {
   const value = task[name];

@@ -7,7 +7,7 @@
 import { bigEndian } from "../bytes.js";
 import { roundHalfEven } from "../exact.js";
 import { SCALE, thresholdAtLeast, type Words } from "../random.js";
-import { type Mechanism, type Payload, TaskError, ValueError, same } from "./base.js";
+import { type Mechanism, type Payload, TaskError, ValueError, same, tooSmall } from "./base.js";
 
 /** The range and buckets every numeric method shares. */
 abstract class Numeric implements Mechanism<number> {
@@ -65,7 +65,7 @@ export class SquareWave extends Numeric {
     const nearCount = 2 * this.w + 1;
     this.far = thresholdAtLeast(1 / (nearCount * e + (d - 1)));
     this.near = Math.floor((SCALE - (d - 1) * this.far) / nearCount);
-    if (this.near <= this.far) throw new TaskError("epsilon is too small to implement with 32-bit thresholds");
+    if (this.near <= this.far) throw tooSmall();
     this.used = (d - 1) * this.far + nearCount * this.near;
   }
 
@@ -91,7 +91,7 @@ export class OneBitMean extends Numeric {
     super(lo, hi, d, false);
     let low = thresholdAtLeast(1 / (Math.exp(epsilon) + 1));
     while ((SCALE - 2 * low) % (2 * d)) low++;
-    if (SCALE - low <= low) throw new TaskError("epsilon is too small to implement with 32-bit thresholds");
+    if (SCALE - low <= low) throw tooSmall();
     this.lowWords = low;
     this.step = (SCALE - 2 * low) / (2 * d);
   }

@@ -3,7 +3,7 @@
 import { bigEndian } from "../bytes.js";
 import { logRatio } from "../exact.js";
 import { SCALE, thresholdAtLeast, type Words } from "../random.js";
-import { type Payload, type Permanent, TaskError, ValueError, same } from "./base.js";
+import { type Payload, type Permanent, TaskError, ValueError, same, tooSmall } from "./base.js";
 
 const S = BigInt(SCALE);
 
@@ -34,7 +34,7 @@ export class RandomizedResponse implements Permanent<number> {
     readonly yes: number,
     readonly no: number,
   ) {
-    if (yes <= no) throw new TaskError("epsilon is too small to implement with 32-bit thresholds");
+    if (yes <= no) throw tooSmall();
   }
 
   /** Return rr at ε: the lie threshold L = ceil(2^32 / (1 + e^ε)). */
@@ -101,7 +101,7 @@ export class GeneralizedRandomizedResponse implements Permanent<number> {
     }
     this.other = thresholdAtLeast(1 / (Math.exp(epsilon) + this.d - 1));
     if (SCALE - (this.d - 1) * this.other <= this.other) {
-      throw new TaskError("epsilon is too small to implement with 32-bit thresholds");
+      throw tooSmall();
     }
   }
 

@@ -4,7 +4,7 @@ import { base64url, utf8 } from "../bytes.js";
 import { logRatio } from "../exact.js";
 import { RowHashes, murmur64 } from "../hashing.js";
 import { SCALE, thresholdAtLeast, type Words } from "../random.js";
-import { type Payload, type Permanent, TaskError, same, text } from "./base.js";
+import { type Payload, type Permanent, TaskError, same, text, tooSmall } from "./base.js";
 import { flipThreshold, otherValue } from "./simple.js";
 
 const S = BigInt(SCALE);
@@ -22,7 +22,7 @@ abstract class Sketch<R> implements Permanent<R> {
     readonly flip: number,
   ) {
     this.hashes = new RowHashes(seed, m);
-    if (SCALE - flip <= flip) throw new TaskError("epsilon is too small to implement with 32-bit thresholds");
+    if (SCALE - flip <= flip) throw tooSmall();
   }
 
   /** Return the task's 64-bit key of a value's bytes. */
@@ -148,7 +148,7 @@ export class OptimizedLocalHashing extends Sketch<HashedReport> {
     const g = Math.min(65536, Math.max(2, Math.floor(e) + 1));
     const other = thresholdAtLeast(1 / (e + g - 1));
     if (SCALE - (g - 1) * other <= other) {
-      throw new TaskError("epsilon is too small to implement with 32-bit thresholds");
+      throw tooSmall();
     }
     return new OptimizedLocalHashing(k, g, seed, other);
   }
