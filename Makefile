@@ -28,6 +28,18 @@ test: $(STAMP)
 	  || { echo "make test: install$$missing (the suite runs them)" >&2; exit 1; }; fi
 	$(BIN)/python -m pytest -q
 
+# The TypeScript SDK's tests (tests/sdk_js) need node and sdk-js/node_modules: Debian's
+# nodejs and npm (apt-get as root when missing), then npm ci from the committed lock file.
+SDK_JS_MODULES := sdk-js/node_modules/.package-lock.json
+test: $(SDK_JS_MODULES)
+$(SDK_JS_MODULES): sdk-js/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] \
+	  && command -v apt-get >/dev/null && apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; } \
+	  || { echo "make test: install nodejs and npm (the TypeScript SDK's tests run them)" >&2; exit 1; }
+	cd sdk-js && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # The whole system end to end: collector, tasks, 100,000 simulated devices, estimates.
 # DEMO_ARGS passes options, e.g. make demo DEMO_ARGS="--devices 20000".
 demo: $(STAMP)

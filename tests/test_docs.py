@@ -11,7 +11,10 @@ a block changes how it runs:
 - ``<!-- docs-test: not run: REASON -->``: too long, recursive (``make test`` inside
   ``make test``) or aimed at a server that is not there. Every command in it must still
   exist: each ``make`` target is dry-run, each program must be found, Python must compile
-  and its imports resolve.
+  and its imports resolve, JavaScript must parse (``node --check``).
+
+``js`` blocks run as ES modules in node, where ``import ... from "ldp-telemetry"`` is the
+TypeScript SDK of this checkout (sdk-js/, built when it is not).
 
 Port 8000 in the documents is replaced by a free port, so the suite never needs a fixed
 one. Blocks without a language (sample output) are not run.
@@ -49,7 +52,8 @@ DOCS = [
 ]
 FENCE = re.compile(r"^```(\w*)\s*$")
 DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*(background|not run:\s*(.+?))\s*-->$")
-RUNNABLE = {"sh", "bash", "shell", "python"}
+RUNNABLE = {"sh", "bash", "shell", "python", "js"}
+SDK_JS = ROOT / "sdk-js"
 SHELL_BUILTINS = {"export", "cd", "unset", "source", "."}
 BLOCK_TIMEOUT = 240  # seconds; the slowest block (a quick simulation) takes a few
 
@@ -124,6 +128,8 @@ class Session:
             script = self.folder / ".docs-test-block.py"
             script.write_text(text)
             command = [str(ROOT / ".venv" / "bin" / "python"), str(script)]
+        elif block.language == "js":
+            command = ["node", str(self.node_script(text))]
         else:
             # Restore the shell variables of the blocks before (a terminal keeps them, exported
             # or not), run, then save variables, environment and folder for the next block.
@@ -156,8 +162,20 @@ class Session:
         assert process.returncode == 0, (
             f"{where} failed ({process.returncode}):\n{text}\n{output.decode(errors='replace')}"
         )
-        if block.language != "python":
+        if block.language not in ("python", "js"):
             self.load_state()
+
+    def node_script(self, text: str) -> Path:
+        """Write a js block as a module that imports this checkout's sdk-js as ldp-telemetry."""
+        if not (SDK_JS / "dist" / "ldp-telemetry.js").exists():
+            subprocess.run(["npm", "run", "--silent", "build"], cwd=SDK_JS, check=True, timeout=240)
+        link = self.folder / "node_modules" / "ldp-telemetry"
+        if not link.exists():
+            link.parent.mkdir(exist_ok=True)
+            link.symlink_to(SDK_JS)
+        script = self.folder / ".docs-test-block.mjs"
+        script.write_text(text)
+        return script
 
     def restore(self) -> str:
         saved = Path(f"{self.state}.vars")
@@ -231,6 +249,17 @@ def check_not_run(block: Block, where: str, path: str) -> None:
                 )
                 for name in names:
                     assert importlib.util.find_spec(name.split(".")[0]), f"{where}: {name}"
+        return
+    if block.language == "js":  # it parses as a module
+        checked = subprocess.run(
+            ["node", "--input-type=module", "--check"],
+            input=block.text,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert checked.returncode == 0, f"{where}: {checked.stderr}"
         return
     for line in block.text.splitlines():
         words = shlex.split(line, comments=True)

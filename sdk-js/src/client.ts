@@ -1,0 +1,341 @@
+/**
+ * The SDK's entry point, as the Python SDK's Client: `record()` privatizes on the caller's
+ * thread with the platform's CSPRNG and queues only the encoded report; it never touches
+ * the network, never waits and never throws. Task configurations are fetched in the
+ * background (a record for a task not known yet is dropped and counted); uploads run from
+ * timers and, in a browser, whenever the page is hidden or left. Only a bad configuration
+ * throws, from `init()`.
+ */
+
+import { base64url } from "./bytes.js";
+import { type Charge, Ledger, type Limits, type Pending, deviceKey, lookupKey, valueKey } from "./ledger.js";
+import { ValueError } from "./mechanisms/base.js";
+import { SecureWords, randomBytes } from "./random.js";
+import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./store.js";
+import { type Task, parseTask } from "./task.js";
+import { type Counters, Uploader } from "./uploader.js";
+import { floorTime, reportText } from "./wire.js";
+
+export interface Options {
+  /** The collector's base URL, e.g. "https://telemetry.example.com". */
+  endpoint: string;
+  /** The upload key of tasks created with upload_key_required. */
+  uploadKey?: string;
+  /** Tasks to fetch at once (others are fetched when first recorded, that record dropped). */
+  taskIds?: string[];
+  /** Task JSON objects to use as given (never fetched). */
+  tasks?: Record<string, unknown>[];
+  /** The 32-byte device secret; default: kept in IndexedDB in a browser, else new per client. */
+  secret?: Uint8Array;
+  /** The IndexedDB database name, or false for memory only; default "ldp-telemetry" where IndexedDB exists. */
+  database?: string | false;
+  /** Reports per task id per period (default 1). */
+  reportsPerPeriod?: number;
+  /** The ε∞ a task id may spend on permanent configurations after its first (default 0; null: no cap). */
+  republishedEpsilonInf?: number | null;
+  /** The device's lifetime ε∞ over every permanent response drawn (default 64; null: no cap). */
+  maxEpsilonInf?: number | null;
+  /** The ε of all new reports in one device period (default null: no cap). */
+  maxEpsilonPerPeriod?: number | null;
+  /** The device period of maxEpsilonPerPeriod, seconds (default 86,400). */
+  epsilonPeriod?: number;
+  batchSize?: number;
+  maxBatchBytes?: number;
+  /** Seconds between uploads of what is queued (default 30). */
+  flushInterval?: number;
+  maxQueue?: number;
+  maxQueueBytes?: number;
+  /** First backoff and its cap, seconds (default 0.5 and 30). */
+  backoff?: number;
+  backoffMax?: number;
+  enabled?: boolean;
+  fetch?: typeof fetch;
+  /** Unix time in seconds (tests). */
+  clock?: () => number;
+}
+
+export interface Stats extends Counters {
+  queued: number;
+}
+
+const SECRET_BYTES = 32;
+
+function cap(name: string, value: number | null | undefined, fallback: number | null): number | null {
+  const v = value === undefined ? fallback : value;
+  if (v !== null && !(typeof v === "number" && v >= 0 && Number.isFinite(v))) {
+    throw new TypeError(`ldp-telemetry: ${name} must be a number ≥ 0 or null`);
+  }
+  return v;
+}
+
+function positive(name: string, value: number | undefined, fallback: number, integer = true): number {
+  const v = value ?? fallback;
+  if (typeof v !== "number" || !(v > 0) || (integer && !Number.isInteger(v))) {
+    throw new TypeError(`ldp-telemetry: ${name} must be a positive ${integer ? "integer" : "number"}`);
+  }
+  return v;
+}
+
+export class Client {
+  private readonly tasks = new Map<string, Task>();
+  private readonly fetching = new Set<string>();
+  private readonly words = new SecureWords();
+  private readonly deviceKeys = new Map<string, Uint8Array>();
+  private readonly ledger: Ledger;
+  private readonly uploader: Uploader;
+  private readonly store: Store;
+  private readonly counters: Counters = { sent: 0, retries: 0, failedBatches: 0, dropped: {}, rejected: {} };
+  private readonly endpoint: string;
+  private readonly limits: Limits;
+  private readonly clock: () => number;
+  private readonly fetch: typeof fetch;
+  private readonly timer: ReturnType<typeof setInterval>;
+  private secret: Uint8Array | null = null;
+  private enabled: boolean;
+  private closed = false;
+  private readonly unlisten: () => void;
+  /** Settles when the saved state is loaded and the named tasks were asked for. */
+  readonly ready: Promise<void>;
+
+  constructor(options: Options) {
+    if (!options || typeof options.endpoint !== "string" || !/^https?:\/\/[^/]/.test(options.endpoint)) {
+      throw new TypeError("ldp-telemetry: endpoint must be an http(s) URL");
+    }
+    if (options.secret !== undefined && !(options.secret instanceof Uint8Array && options.secret.length === SECRET_BYTES)) {
+      throw new TypeError("ldp-telemetry: secret must be 32 bytes (a Uint8Array)");
+    }
+    this.endpoint = options.endpoint.replace(/\/+$/, "");
+    this.limits = {
+      reportsPerPeriod: positive("reportsPerPeriod", options.reportsPerPeriod, 1),
+      republishedEpsilonInf: cap("republishedEpsilonInf", options.republishedEpsilonInf, 0),
+      maxEpsilonInf: cap("maxEpsilonInf", options.maxEpsilonInf, 64),
+      maxEpsilonPerPeriod: cap("maxEpsilonPerPeriod", options.maxEpsilonPerPeriod, null),
+      epsilonPeriod: positive("epsilonPeriod", options.epsilonPeriod, 86_400),
+    };
+    this.clock = options.clock ?? (() => Date.now() / 1000);
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.enabled = options.enabled ?? true;
+    const database = options.database ?? (typeof indexedDB === "undefined" ? false : "ldp-telemetry");
+    this.store = database === false ? new MemoryStore() : new IndexedDBStore(database, () => this.drop("storage_error"));
+    this.ledger = new Ledger(
+      positive("maxQueue", options.maxQueue, 10_000),
+      positive("maxQueueBytes", options.maxQueueBytes, 16 << 20),
+      this.store,
+    );
+    this.uploader = new Uploader(
+      this.ledger,
+      {
+        endpoint: this.endpoint,
+        uploadKey: options.uploadKey,
+        batchSize: positive("batchSize", options.batchSize, 500),
+        maxBatchBytes: positive("maxBatchBytes", options.maxBatchBytes, 60_000),
+        backoff: positive("backoff", options.backoff, 0.5, false),
+        backoffMax: positive("backoffMax", options.backoffMax, 30, false),
+        fetch: this.fetch,
+      },
+      this.counters,
+      (taskId) => this.refetch(taskId),
+    );
+    for (const json of options.tasks ?? []) this.adopt(parseTask(json), false);
+    this.timer = setInterval(() => this.tick(), positive("flushInterval", options.flushInterval, 30, false) * 1000);
+    (this.timer as { unref?: () => void }).unref?.();
+    this.unlisten = this.listen();
+    this.ready = this.start(options).catch(() => void this.drop("storage_error"));
+  }
+
+  private async start(options: Options): Promise<void> {
+    // Without a usable IndexedDB (a private window may refuse it) the client goes on in memory.
+    const saved = await this.store.load().catch((): Saved => {
+      this.drop("storage_error");
+      return { tasks: [], ledger: [], queue: [], configurations: {}, drawn: {} };
+    });
+    this.secret = options.secret ?? saved.secret ?? randomBytes(SECRET_BYTES);
+    if (!options.secret && !saved.secret) this.store.secret(this.secret);
+    for (const json of saved.tasks) {
+      try {
+        if (!this.tasks.has(String(json["task_id"]))) this.adopt(parseTask(json), false);
+      } catch {
+        /* a cached task this version refuses: fetched again when recorded */
+      }
+    }
+    for (const e of saved.ledger) this.ledger.restore(e.taskId, e.start, e.end, e.lookup, e.pending);
+    this.ledger.restoreLedger(saved.configurations, saved.drawn, saved.period);
+    for (const pending of saved.queue) this.ledger.enqueue(pending, false);
+    await Promise.all((options.taskIds ?? []).map((id) => this.want(id)));
+  }
+
+  /** Page lifecycle: upload when the page is hidden or left, shown again, or back online. */
+  private listen(): () => void {
+    const target = globalThis as unknown as Partial<EventTarget> & { document?: Document };
+    if (typeof target.addEventListener !== "function" || !target.document) return () => {};
+    const document = target.document;
+    const now = () => this.upload(true);
+    document.addEventListener("visibilitychange", now);
+    target.addEventListener("pagehide", now);
+    target.addEventListener("online", now);
+    return () => {
+      document.removeEventListener("visibilitychange", now);
+      target.removeEventListener!("pagehide", now);
+      target.removeEventListener!("online", now);
+    };
+  }
+
+  private tick(): void {
+    this.upload(false);
+    for (const id of this.fetching) void this.want(id, true);
+  }
+
+  private upload(force: boolean): void {
+    try {
+      if (this.enabled && !this.closed) this.uploader.pump(force);
+    } catch {
+      this.drop("internal_error", 0);
+    }
+  }
+
+  private drop(reason: string, count = 1): false {
+    this.counters.dropped[reason] = (this.counters.dropped[reason] ?? 0) + count;
+    return false;
+  }
+
+  private adopt(task: Task, save: boolean): void {
+    this.tasks.set(task.id, task);
+    this.fetching.delete(task.id);
+    if (save) this.store.task(task.json);
+  }
+
+  /** Fetch a task's configuration (kept for later tries when it fails). */
+  private async want(taskId: string, again = false): Promise<void> {
+    if (this.tasks.has(taskId) || (this.fetching.has(taskId) && !again) || this.closed) return;
+    this.fetching.add(taskId);
+    try {
+      const response = await this.fetch(`${this.endpoint}/v1/tasks/${encodeURIComponent(taskId)}`);
+      if (response.ok) this.adopt(parseTask(await response.json()), true);
+    } catch {
+      this.drop("task_refused", 0);
+    }
+  }
+
+  private refetch(taskId: string): void {
+    this.tasks.delete(taskId);
+    void this.want(taskId);
+  }
+
+  /**
+   * Privatize `value` for task `taskId` and queue the report; true if queued. The value
+   * must fit the task's kind (a boolean for rr, a domain value for grr, a string for
+   * sketches and hh, a number for numeric). Never throws.
+   */
+  record(taskId: string, value: unknown): boolean {
+    if (!this.enabled) return false;
+    if (this.closed) return this.drop("closed");
+    try {
+      const task = typeof taskId === "string" ? this.tasks.get(taskId) : undefined;
+      if (!task || !this.secret) {
+        if (typeof taskId === "string") void this.want(taskId);
+        return this.drop("task_unavailable");
+      }
+      const secret = this.secret;
+      const now = this.clock();
+      const period = floorTime(now, task.timePrecision);
+      const canonical = task.mechanism.canonical(value);
+      const lookup = lookupKey(secret, task.fingerprint, period, canonical);
+      const charge: Charge = {
+        epsilon: task.epsilon,
+        period: floorTime(now, this.limits.epsilonPeriod),
+        permanent:
+          task.configuration === null || task.epsilonInf === null
+            ? null
+            : { configuration: task.configuration, epsilonInf: task.epsilonInf, valueKey: valueKey(secret, task.id, canonical) },
+      };
+      const end = period + task.timePrecision;
+      const admission = this.ledger.admit(task.id, period, end, lookup, charge, this.limits, () =>
+        this.privatize(task, secret, period, value),
+      );
+      if (admission === "new" || admission === "reused") {
+        if (this.ledger.queue.size >= 500) this.upload(false);
+        return true;
+      }
+      return this.drop(admission);
+    } catch (error) {
+      return this.drop(error instanceof ValueError ? "invalid_value" : "internal_error");
+    }
+  }
+
+  /** Return the device key of a task id (cached: an HMAC per record saved). */
+  private deviceKey(secret: Uint8Array, taskId: string): Uint8Array {
+    let key = this.deviceKeys.get(taskId);
+    if (!key) this.deviceKeys.set(taskId, (key = deviceKey(secret, taskId)));
+    return key;
+  }
+
+  private privatize(task: Task, secret: Uint8Array, period: number, value: unknown): Pending {
+    const mechanism = task.mechanism.forDevice(this.deviceKey(secret, task.id));
+    const payload = mechanism.encode(mechanism.privatize(value, this.words));
+    const id = randomBytes(16);
+    return { taskId: task.id, id: base64url(id), text: reportText(id, task.fingerprint, period, payload) };
+  }
+
+  /** Resolve true once these tasks (default: every task asked for) are known, false after the timeout. */
+  async waitForTasks(taskIds?: string[], timeoutMs = 10_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    await this.ready;
+    for (const id of taskIds ?? []) void this.want(id);
+    for (;;) {
+      const missing = (taskIds ?? [...this.fetching]).filter((id) => !this.tasks.has(id));
+      if (!missing.length) return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(50);
+      for (const id of missing) void this.want(id, true);
+    }
+  }
+
+  /** Send everything queued; resolve true if the queue emptied within the timeout. */
+  async flush(timeoutMs = 5_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    try {
+      await this.ready;
+      for (;;) {
+        if (!this.enabled || this.closed) return !this.closed;
+        if (this.uploader.idle) return true;
+        if (Date.now() >= deadline) return false;
+        this.uploader.pump();
+        await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
+      }
+    } catch {
+      return false;
+    }
+  }
+
+  /** Flush, then stop; resolve true if nothing queued was left. Idempotent. */
+  async close(timeoutMs = 5_000): Promise<boolean> {
+    if (this.closed) return true;
+    const flushed = await this.flush(timeoutMs);
+    this.closed = true;
+    clearInterval(this.timer);
+    this.unlisten();
+    return flushed;
+  }
+
+  /** Turn recording on or off; off deletes every queued report. */
+  setEnabled(enabled: boolean): void {
+    this.enabled = Boolean(enabled);
+    if (!this.enabled) this.drop("disabled", this.ledger.clear());
+  }
+
+  /** Return the counters: sent, retries, failed batches, drops and rejections by reason, queued. */
+  stats(): Stats {
+    const c = this.counters;
+    return { ...c, dropped: { ...c.dropped }, rejected: { ...c.rejected }, queued: this.ledger.queue.size };
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  // Not unref'd: whoever awaits flush() or waitForTasks() keeps Node running until it settles.
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Return a started client (throws only for a bad configuration). */
+export function init(options: Options): Client {
+  return new Client(options);
+}

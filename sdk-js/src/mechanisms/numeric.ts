@@ -1,0 +1,103 @@
+/**
+ * numeric (PROTOCOL §3.8): a number is clipped to [lo, hi], mapped to one of d buckets
+ * (linearly or on a log scale), and the bucket is privatized by the discretized Square Wave
+ * or the one-bit mean.
+ */
+
+import { bigEndian } from "../bytes.js";
+import { roundHalfEven } from "../exact.js";
+import { SCALE, thresholdAtLeast, type Words } from "../random.js";
+import { type Mechanism, type Payload, TaskError, ValueError, same, tooSmall } from "./base.js";
+
+/** The range and buckets every numeric method shares. */
+abstract class Numeric implements Mechanism<number> {
+  private readonly low: number;
+  private readonly high: number;
+
+  constructor(
+    readonly lo: number,
+    readonly hi: number,
+    readonly d: number,
+    readonly log: boolean,
+  ) {
+    if (!(lo < hi) || (log && !(lo > 0))) throw new TaskError("numeric needs lo < hi (and lo > 0 on a log scale)");
+    this.low = this.forward(lo);
+    this.high = this.forward(hi);
+  }
+
+  private forward(x: number): number {
+    return this.log ? Math.log(x) : x;
+  }
+
+  /** Return the bucket of a value (clipped to the range), or throw ValueError. */
+  bucketOf(value: unknown): number {
+    if (typeof value !== "number" || Number.isNaN(value)) throw new ValueError("a numeric task takes a number");
+    const clipped = Math.min(Math.max(value, this.lo), this.hi);
+    const unit = (this.forward(clipped) - this.low) / (this.high - this.low);
+    return Math.min(Math.trunc(unit * this.d), this.d - 1);
+  }
+
+  canonical(value: unknown): Uint8Array {
+    return bigEndian(this.bucketOf(value), 4);
+  }
+
+  encode(report: number): Payload {
+    return { index: report };
+  }
+
+  forDevice = same;
+
+  abstract privatize(value: unknown, rng: Words): number;
+}
+
+/** Square Wave: d + 2w outputs; the 2w + 1 near the bucket have P words each, the rest T. */
+export class SquareWave extends Numeric {
+  readonly w: number;
+  readonly far: number;
+  readonly near: number;
+  readonly used: number;
+
+  constructor(epsilon: number, lo: number, hi: number, d: number, log: boolean) {
+    super(lo, hi, d, log);
+    const e = Math.exp(epsilon);
+    const half = (epsilon * e - e + 1) / (2 * e * (e - 1 - epsilon));
+    this.w = Math.max(0, roundHalfEven(half * d));
+    const nearCount = 2 * this.w + 1;
+    this.far = thresholdAtLeast(1 / (nearCount * e + (d - 1)));
+    this.near = Math.floor((SCALE - (d - 1) * this.far) / nearCount);
+    if (this.near <= this.far) throw tooSmall();
+    this.used = (d - 1) * this.far + nearCount * this.near;
+  }
+
+  privatize(value: unknown, rng: Words): number {
+    const truth = this.bucketOf(value);
+    let word = rng.word();
+    while (word >= this.used) word = rng.word();
+    const lie = (this.d - 1) * this.far;
+    if (word < lie) {
+      const other = Math.floor(word / this.far);
+      return other + (other >= truth ? 2 * this.w + 1 : 0);
+    }
+    return truth + Math.floor((word - lie) / this.near);
+  }
+}
+
+/** The one-bit mean: 1 with probability (L + (2i + 1)S) / 2^32 for bucket i. */
+export class OneBitMean extends Numeric {
+  readonly lowWords: number;
+  readonly step: number;
+
+  constructor(epsilon: number, lo: number, hi: number, d: number) {
+    super(lo, hi, d, false);
+    let low = thresholdAtLeast(1 / (Math.exp(epsilon) + 1));
+    while ((SCALE - 2 * low) % (2 * d)) low++;
+    if (SCALE - low <= low) throw tooSmall();
+    this.lowWords = low;
+    this.step = (SCALE - 2 * low) / (2 * d);
+  }
+
+  privatize(value: unknown, rng: Words): number {
+    const bucket = this.bucketOf(value);
+    return rng.word() < this.lowWords + (2 * bucket + 1) * this.step ? 1 : 0;
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * A task as served by GET /v1/tasks/{id} (PROTOCOL §1): checked, fingerprinted and built
+ * into the mechanism its fields define. The registry (KINDS) is the one place kinds are
+ * named. Protocol 1.0 tasks carry `protocol` and `derived` (the integers a device uses),
+ * hash their RFC 8785 form, and are refused when the derived integers differ from ours.
+ */
+
+import { ceilDiv, logRatio, scaled1074 } from "./exact.js";
+import { hex, utf8 } from "./bytes.js";
+import { type Json, jcs, pythonCanonical } from "./canonical.js";
+import { type Mechanism, type Permanent, TaskError, int, num } from "./mechanisms/base.js";
+import { HeavyHitters } from "./mechanisms/hh.js";
+import { Longitudinal, thresholdFor } from "./mechanisms/longitudinal.js";
+import { OneBitMean, SquareWave } from "./mechanisms/numeric.js";
+import { GeneralizedRandomizedResponse, RandomizedResponse } from "./mechanisms/simple.js";
+import { CountMeanSketch, HadamardCountMeanSketch, OptimizedLocalHashing } from "./mechanisms/sketch.js";
+import { SCALE } from "./random.js";
+import { sha256 } from "./sha256.js";
+
+export const PROTOCOL = "1.0";
+const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived"];
+/** Served beside a task but not fingerprinted. */
+const UNHASHED = ["fingerprint", "effective_epsilon", "effective_epsilon_inf", "upload_key_required", "archive"];
+const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+type Fields = Record<string, unknown>;
+type Derived = Record<string, number | number[]>;
+
+/** A task this SDK can privatize for. */
+export interface Task {
+  readonly id: string;
+  readonly fingerprint: string;
+  readonly timePrecision: number;
+  readonly mechanism: Mechanism;
+  /** The ε of one report, and the permanent layer's ε∞ (null: not longitudinal). */
+  readonly epsilon: number;
+  readonly epsilonInf: number | null;
+  /** The permanent configuration a ledger records (PROTOCOL §4), null if not longitudinal. */
+  readonly configuration: string | null;
+  /** The task's JSON as served (what is cached). */
+  readonly json: Fields;
+}
+
+/** Return the epsilon of a plain task, or (for a longitudinal one) the permanent layer's. */
+function privacy(task: Fields): { epsilon: number; spec: Fields | null } {
+  const spec = task["longitudinal"];
+  if (spec === undefined) return { epsilon: "alpha" in task ? NaN : num(task, "epsilon"), spec: null };
+  if (typeof spec !== "object" || spec === null || "epsilon" in task) {
+    throw new TaskError("longitudinal must be an object, and such a task takes no epsilon");
+  }
+  return { epsilon: num(spec as Fields, "epsilon_inf"), spec: spec as Fields };
+}
+
+/** Return rr's thresholds from alpha and beta, from the floats' exact binary values. */
+function alphaBeta(task: Fields): RandomizedResponse {
+  const alpha = num(task, "alpha");
+  const beta = num(task, "beta");
+  if (!(alpha > 0 && alpha < 1 && beta > 0 && beta < 1)) throw new TaskError("alpha and beta must be in (0, 1)");
+  const unit = 1n << 1074n;
+  const [a, b, s] = [scaled1074(alpha), scaled1074(beta), BigInt(SCALE)];
+  const no = ceilDiv((unit - a) * b * s, unit * unit);
+  const lieYes = ceilDiv((unit - a) * (unit - b) * s, unit * unit);
+  return new RandomizedResponse(SCALE - Number(lieYes), Number(no));
+}
+
+const KINDS: Record<string, (task: Fields, epsilon: number) => Mechanism> = {
+  rr: (task, epsilon) => ("alpha" in task ? alphaBeta(task) : RandomizedResponse.fromEpsilon(epsilon)),
+  grr: (task, epsilon) => {
+    const domain = task["domain"];
+    if (!Array.isArray(domain) || !domain.every((v) => typeof v === "string")) {
+      throw new TaskError("domain must be a list of strings");
+    }
+    return new GeneralizedRandomizedResponse(epsilon, domain as string[]);
+  },
+  cms: (task, epsilon) => CountMeanSketch.fromEpsilon(epsilon, ...sketchSize(task)),
+  hcms: (task, epsilon) => HadamardCountMeanSketch.fromEpsilon(epsilon, ...sketchSize(task)),
+  olh: (task, epsilon) =>
+    OptimizedLocalHashing.fromEpsilon(epsilon, int(task, "k", 1, 1 << 20), int(task, "hash_seed", 0, 2 ** 32 - 1)),
+  hh: (task, epsilon) => new HeavyHitters(task, epsilon),
+  numeric: (task, epsilon) => {
+    const [lo, hi, d] = [num(task, "lo"), num(task, "hi"), int(task, "buckets", 2, 1024)];
+    if (task["method"] === "1bit") return new OneBitMean(epsilon, lo, hi, d);
+    if (task["method"] !== "sw") throw new TaskError("numeric method must be sw or 1bit");
+    if (task["scale"] !== "linear" && task["scale"] !== "log") throw new TaskError("scale must be linear or log");
+    return new SquareWave(epsilon, lo, hi, d, task["scale"] === "log");
+  },
+};
+
+function sketchSize(task: Fields): [number, number, number] {
+  return [int(task, "k", 1, 1 << 20), int(task, "m", 2, 1 << 16), int(task, "hash_seed", 0, 2 ** 32 - 1)];
+}
+
+/** Return the integers a mechanism uses, named as the task JSON publishes them. */
+export function derivedOf(mechanism: Mechanism): Derived {
+  const m = mechanism as unknown;
+  if (m instanceof Longitudinal) return { ...derivedOf(m.permanent), T_i: m.threshold };
+  if (m instanceof RandomizedResponse) return { T_yes: m.yes, T_no: m.no };
+  if (m instanceof GeneralizedRandomizedResponse) return { T: m.other };
+  if (m instanceof OptimizedLocalHashing) return { g: m.m, T: m.flip };
+  if (m instanceof CountMeanSketch || m instanceof HadamardCountMeanSketch) return { T: m.flip };
+  if (m instanceof HeavyHitters) {
+    return { T: m.sketches[0]!.flip, levels: m.lengths, level_seeds: m.sketches.map((s) => s.seed) };
+  }
+  if (m instanceof SquareWave) return { w: m.w, T: m.far, P: m.near, U: m.used };
+  if (m instanceof OneBitMean) return { L: m.lowWords, S: m.step };
+  return {};
+}
+
+const BIG = (x: number) => BigInt(x);
+
+/**
+ * Return the ε of one report and (longitudinal) the permanent layer's ε∞, computed from the
+ * implemented thresholds as the reference does (what the device's ledger charges).
+ */
+export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf: number | null } {
+  const m = mechanism as unknown;
+  if (m instanceof Longitudinal) {
+    const layer = m.permanent as Permanent<unknown>;
+    return { epsilon: layer.composedEpsilon(m.threshold), epsilonInf: layer.composedEpsilon(0) };
+  }
+  const S = BIG(SCALE);
+  let epsilon: number;
+  if (m instanceof OptimizedLocalHashing) epsilon = logRatio(S - BIG((m.m - 1) * m.flip), BIG(m.flip));
+  else if (m instanceof HeavyHitters) epsilon = m.sketches[0]!.composedEpsilon(0);
+  else if (m instanceof SquareWave) epsilon = logRatio(BIG(m.near), BIG(m.far));
+  else if (m instanceof OneBitMean) epsilon = logRatio(S - BIG(m.lowWords), BIG(m.lowWords));
+  else epsilon = (m as Permanent<unknown>).composedEpsilon(0);
+  return { epsilon, epsilonInf: null };
+}
+
+/** Return the canonical JSON of an object under the task's protocol. */
+export function canonicalJson(value: Fields, protocol: unknown): string {
+  return protocol === PROTOCOL ? jcs(value as Json) : pythonCanonical(value as Json);
+}
+
+/** Return the fingerprint of a task's JSON: SHA-256 of its canonical form, 32 hex digits. */
+export function fingerprintOf(task: Fields): string {
+  const hashed: Fields = {};
+  for (const [key, value] of Object.entries(task)) if (!UNHASHED.includes(key)) hashed[key] = value;
+  return hex(sha256(utf8(canonicalJson(hashed, task["protocol"])))).slice(0, 32);
+}
+
+/** Return the task a served JSON object defines, or throw TaskError saying why not. */
+export function parseTask(json: unknown): Task {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new TaskError("a task must be a JSON object");
+  const task = json as Fields;
+  const id = task["task_id"];
+  if (typeof id !== "string" || !TASK_ID.test(id)) throw new TaskError("task_id is not a valid task id");
+  if ("protocol" in task && task["protocol"] !== PROTOCOL) {
+    throw new TaskError(`task ${id} is for protocol ${String(task["protocol"])}; this SDK speaks ${PROTOCOL}`);
+  }
+  const kind = KINDS[String(task["mechanism"])];
+  if (!kind) throw new TaskError(`task ${id} has a mechanism this SDK does not know`);
+  const { epsilon, spec } = privacy(task);
+  const mechanism = spec ? longitudinal(task, spec, kind(task, epsilon)) : kind(task, epsilon);
+  if ("derived" in task && canonicalJson({ d: task["derived"] }, PROTOCOL) !== jcs({ d: derivedOf(mechanism) })) {
+    throw new TaskError(`task ${id} publishes derived integers other than its parameters give here: refused`);
+  }
+  const fingerprint = fingerprintOf(task);
+  if (task["fingerprint"] !== fingerprint) throw new TaskError(`task ${id}: its fingerprint cannot be reproduced`);
+  const configuration =
+    mechanism instanceof Longitudinal
+      ? hex(sha256(utf8(`${String(task["mechanism"])}\0${mechanism.identity}`))).slice(0, 32)
+      : null;
+  const timePrecision = int(task, "time_precision", 1, 366 * 86400);
+  return { id, fingerprint, timePrecision, mechanism, ...epsilonsOf(mechanism), configuration, json: task };
+}
+
+/**
+ * Return T_i for `epsilon_1`: the published one under protocol 1.0 (its ε₁ ends in an ln, so
+ * devices do not recompute it; it must lie in [1, limit) and meet ε₁), else the bisection.
+ */
+function epsilon1Threshold(task: Fields, spec: Fields, layer: Permanent<unknown>): number {
+  const epsilon1 = num(spec, "epsilon_1");
+  const published = (task["derived"] as Record<string, unknown> | undefined)?.["T_i"];
+  if (typeof published !== "number") return thresholdFor(layer, epsilon1);
+  if (!Number.isInteger(published) || published < 1 || published >= layer.irrLimit()) {
+    throw new TaskError("the published T_i is out of range");
+  }
+  return published;
+}
+
+function longitudinal(task: Fields, spec: Fields, permanent: Mechanism): Mechanism {
+  if (!("irrThreshold" in permanent) || permanent instanceof OptimizedLocalHashing || permanent instanceof HeavyHitters) {
+    throw new TaskError("this mechanism takes no longitudinal option");
+  }
+  const layer = permanent as Permanent<unknown>;
+  const threshold = "flip" in spec ? layer.irrThreshold(num(spec, "flip")) : epsilon1Threshold(task, spec, layer);
+  const fields: Fields = {};
+  for (const [key, value] of Object.entries(task)) {
+    if (!COMMON.includes(key) && !UNHASHED.includes(key)) fields[key] = value;
+  }
+  return new Longitudinal(layer, threshold, canonicalJson(fields, task["protocol"]));
+}

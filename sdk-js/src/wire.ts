@@ -1,0 +1,19 @@
+/** Reports and batches on the wire (PROTOCOL §2). */
+
+import { base64url } from "./bytes.js";
+import type { Payload } from "./mechanisms/base.js";
+
+/** Return one report's compact JSON text: the common fields, then the payload. */
+export function reportText(reportId: Uint8Array, fingerprint: string, time: number, payload: Payload): string {
+  return JSON.stringify({ report_id: base64url(reportId), fingerprint, time, ...payload });
+}
+
+/** Return a batch body from report texts (the one place a batch is framed). */
+export function batchBody(reports: readonly string[]): string {
+  return `{"reports":[${reports.join(",")}]}`;
+}
+
+/** Return the start of the time bucket holding `seconds`. */
+export function floorTime(seconds: number, precision: number): number {
+  return Math.floor(seconds / precision) * precision;
+}

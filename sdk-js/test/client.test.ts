@@ -1,0 +1,138 @@
+// The client with a fake collector (fetch): the device rules of PROTOCOL §4 including the
+// privacy ledger, and the uploader's answers to 413, 429 + Retry-After, outdated_config and
+// network errors. Nothing here throws into the caller.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { init, type Options } from "../src/index.js";
+import { retryAfter } from "../src/uploader.js";
+import { fingerprintOf } from "../src/task.js";
+
+type Json = Record<string, unknown>;
+
+function task(fields: Json): Json {
+  const json: Json = { time_precision: 86400, min_batch_size: 1, ...fields };
+  return { ...json, fingerprint: fingerprintOf(json) };
+}
+
+const CMS = { task_id: "c", mechanism: "cms", k: 4, m: 16, hash_seed: 7 };
+const longCms = (flip: number, epsilonInf = 4) => task({ ...CMS, longitudinal: { epsilon_inf: epsilonInf, flip } });
+
+/** A fake collector: answers uploads with `answer(body)`, serves `tasks`, records bodies. */
+function collector(tasks: Json[], answer?: (reports: Json[], n: number) => Response) {
+  const bodies: Json[][] = [];
+  const fetch = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const path = String(url);
+    if (!init?.method) {
+      const found = tasks.find((t) => path.endsWith(`/v1/tasks/${String(t["task_id"])}`));
+      return new Response(JSON.stringify(found ?? {}), { status: found ? 200 : 404 });
+    }
+    const reports = (JSON.parse(String(init.body)) as { reports: Json[] }).reports;
+    bodies.push(reports);
+    return answer?.(reports, bodies.length) ?? Response.json({ accepted: reports.length, rejected: [] });
+  };
+  return { fetch: fetch as typeof globalThis.fetch, bodies };
+}
+
+function client(options: Partial<Options> & { tasks: Json[] }, fetch: typeof globalThis.fetch) {
+  return init({ endpoint: "http://collector.test", database: false, fetch, clock: () => 1_764_028_800, ...options });
+}
+
+test("the ledger refuses config_changed, epsilon_inf_exhausted and epsilon_exhausted", async () => {
+  const secret = new Uint8Array(32).fill(7);
+  let day = 1_764_028_800;
+  const make = (tasks: Json[], options: Partial<Options> = {}) =>
+    init({ endpoint: "http://collector.test", database: false, secret, tasks, clock: () => day, fetch: collector([]).fetch, reportsPerPeriod: 10, ...options });
+  const sdk = make([longCms(0.1, 4), task({ task_id: "p", mechanism: "cms", epsilon: 3, k: 4, m: 16, hash_seed: 1 })], { maxEpsilonInf: 6, maxEpsilonPerPeriod: 10 });
+  await sdk.ready;
+  assert.equal(sdk.record("c", "apple"), true); // a new PRR: lifetime 4
+  assert.equal(sdk.record("c", "apple"), true); // memo
+  assert.equal(sdk.record("c", "pear"), false); // a second PRR would make 8 > 6
+  assert.equal(sdk.stats().dropped["epsilon_inf_exhausted"], 1);
+  assert.equal(sdk.record("p", "x"), true);
+  assert.equal(sdk.record("p", "y"), true);
+  assert.equal(sdk.record("p", "z"), false); // ε of the device period: ~2.83 + 3 + 3 > 10
+  assert.equal(sdk.stats().dropped["epsilon_exhausted"], 1);
+  // The collector re-publishes "c" with another flip: the same ledger refuses it.
+  const ledger = (sdk as unknown as { ledger: unknown }).ledger;
+  const again = make([longCms(0.2, 4)]);
+  await again.ready;
+  (again as unknown as { ledger: unknown }).ledger = ledger;
+  day += 86_400;
+  assert.equal(again.record("c", "apple"), false);
+  assert.equal(again.stats().dropped["config_changed"], 1);
+  const plain = make([task({ ...CMS, epsilon: 4 })]);
+  await plain.ready;
+  (plain as unknown as { ledger: unknown }).ledger = ledger;
+  assert.equal(plain.record("c", "apple"), false); // a permanent layer is never dropped
+  assert.equal(plain.stats().dropped["config_changed"], 1);
+  for (const c of [sdk, again, plain]) await c.close(100);
+});
+
+test("republishedEpsilonInf lets a re-published configuration in, once", async () => {
+  const secret = new Uint8Array(32).fill(9);
+  const first = init({ endpoint: "http://collector.test", database: false, secret, tasks: [longCms(0.1, 4)], fetch: collector([]).fetch, republishedEpsilonInf: 4 });
+  await first.ready;
+  assert.equal(first.record("c", "apple"), true);
+  const ledger = (first as unknown as { ledger: { configurations: Map<string, [string, number][]> } }).ledger;
+  assert.equal(ledger.configurations.get("c")!.length, 1);
+  await first.close(100);
+});
+
+test("413 halves the batch, 429 waits for Retry-After, replayed reports count as delivered", async () => {
+  const tasks = [task({ task_id: "r", mechanism: "rr", epsilon: 1 })];
+  let calls = 0;
+  const fake = collector(tasks, (reports) => {
+    calls++;
+    if (calls === 1) return new Response("{}", { status: 413 });
+    if (calls === 2) return new Response("{}", { status: 429, headers: { "Retry-After": "0" } });
+    return Response.json({ accepted: reports.length - 1, rejected: [{ report_id: "x", reason: "report_replayed" }] });
+  });
+  const sdk = client({ tasks, reportsPerPeriod: 2, backoff: 0.01 }, fake.fetch);
+  await sdk.ready;
+  assert.equal(sdk.record("r", true), true);
+  assert.equal(sdk.record("r", false), true);
+  assert.equal(await sdk.flush(5000), true);
+  assert.deepEqual(fake.bodies.map((b) => b.length), [2, 1, 1, 1]);
+  assert.equal(sdk.stats().sent, 2);
+  assert.equal(sdk.stats().retries, 1);
+  // The batch refused with 429 is sent again byte for byte (same report id, same noise).
+  const refused = fake.bodies[1]!;
+  const resent = fake.bodies.slice(2).find((b) => b[0]!["report_id"] === refused[0]!["report_id"]);
+  assert.deepEqual(resent, refused);
+  await sdk.close(100);
+});
+
+test("outdated_config fetches the task again; network errors and bad answers never throw", async () => {
+  const tasks = [task({ task_id: "r", mechanism: "rr", epsilon: 1 })];
+  let calls = 0;
+  const fake = collector(tasks, () => {
+    calls++;
+    if (calls === 1) throw new TypeError("network down");
+    return Response.json({ accepted: 0, rejected: [{ report_id: "x", reason: "outdated_config" }] });
+  });
+  const sdk = client({ tasks: [], taskIds: ["r"], backoff: 0.01 }, fake.fetch);
+  assert.equal(await sdk.waitForTasks(["r"], 2000), true);
+  assert.equal(sdk.record("r", true), true);
+  assert.equal(sdk.record("r", "not a boolean"), false);
+  assert.equal(sdk.record("unknown", 1), false);
+  assert.equal(await sdk.flush(5000), true);
+  const stats = sdk.stats();
+  assert.equal(stats.rejected["outdated_config"], 1);
+  assert.equal(stats.dropped["invalid_value"], 1);
+  assert.equal(stats.dropped["task_unavailable"], 1);
+  assert.equal(await sdk.waitForTasks(["r"], 2000), true); // fetched again
+  await sdk.close(100);
+});
+
+test("Retry-After takes seconds or an HTTP date", () => {
+  assert.equal(retryAfter("7"), 7);
+  assert.equal(retryAfter(new Date(Date.now() + 30_000).toUTCString()) !== null, true);
+  assert.equal(retryAfter("soon"), null);
+  assert.equal(retryAfter(null), null);
+});
+
+test("bad options throw from init, nothing else does", () => {
+  assert.throws(() => init({ endpoint: "ftp://x" }));
+  assert.throws(() => init({ endpoint: "http://x", secret: new Uint8Array(3) }));
+  assert.throws(() => init({ endpoint: "http://x", maxEpsilonInf: -1 }));
+});

@@ -1,0 +1,72 @@
+// The published protocol 1.0 vectors (protocol/vectors.json, or LDP_VECTORS), bit for bit:
+// canonical JSON, DRBG output, and per task the canonical form, fingerprint, derived
+// integers, device key, hash family, permanent response and each report from fixed words.
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { fromHex, hex, utf8 } from "../src/bytes.js";
+import { type Json, jcs } from "../src/canonical.js";
+import { RowHashes, murmur64 } from "../src/hashing.js";
+import { deviceKey, lookupKey } from "../src/ledger.js";
+import { Longitudinal } from "../src/mechanisms/longitudinal.js";
+import { FixedWords, KeyedStream } from "../src/random.js";
+import { canonicalJson, derivedOf, parseTask } from "../src/task.js";
+import { batchBody, reportText } from "../src/wire.js";
+
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const PATH = process.env["LDP_VECTORS"] ?? `${ROOT}protocol/vectors.json`;
+const skip = !existsSync(PATH) && "protocol/vectors.json is not in this tree";
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const v: any = skip ? null : JSON.parse(readFileSync(PATH, "utf8"));
+const hex64 = (x: bigint) => x.toString(16).padStart(16, "0");
+
+test("RFC 8785 canonical JSON", { skip }, () => {
+  for (const c of v.canonical_json) assert.equal(jcs(JSON.parse(c.json) as Json), c.canonical);
+});
+
+test("HMAC-DRBG generate calls", { skip }, () => {
+  for (const d of v.drbg) {
+    const stream = new KeyedStream(fromHex(d.seed_material));
+    for (const call of d.calls) assert.equal(hex(stream.bytes(call.bytes)), call.output);
+  }
+});
+
+test("tasks, permanent responses and reports", { skip }, () => {
+  const secret = fromHex(v.device_secret);
+  const reportId = fromHex(v.report_id);
+  for (const t of v.tasks) {
+    const id = t.task.task_id;
+    const task = parseTask(t.task);
+    const { fingerprint: _, effective_epsilon: __, effective_epsilon_inf: ___, upload_key_required: _u, archive: _a, ...hashed } = t.task;
+    assert.equal(canonicalJson(hashed, t.task.protocol), t.canonical, id);
+    assert.equal(task.fingerprint, t.fingerprint, id);
+    assert.deepEqual(derivedOf(task.mechanism), t.derived, id);
+    const key = deviceKey(secret, id);
+    assert.equal(hex(key), t.device_key, id);
+    if (t.hash_family) {
+      const hashes = new RowHashes(t.task.hash_seed ?? 0, t.hash_family.m);
+      for (let j = 0; j < t.hash_family.k; j++) {
+        assert.deepEqual(hashes.constants(j).map(hex64), [t.hash_family.a[j], t.hash_family.b[j]], id);
+      }
+    }
+    const mechanism = task.mechanism.forDevice(key);
+    if (t.prr) {
+      const layer = mechanism as Longitudinal<unknown>;
+      const stream = new KeyedStream(fromHex(t.prr.seed_material));
+      for (const call of t.prr.calls) assert.equal(hex(stream.bytes(call.bytes)), call.output, id);
+      assert.deepEqual(layer.permanent.encode(layer.permanentResponse(t.prr.value)), t.prr.permanent_response, id);
+    }
+    for (const r of t.reports) {
+      const where = `${id} ${JSON.stringify(r.value)}`;
+      assert.equal(hex(mechanism.canonical(r.value)), r.canonical, where);
+      assert.equal(lookupKey(secret, task.fingerprint, v.time, mechanism.canonical(r.value)), r.memo_key, where);
+      if (r.key && !r.hashed) assert.equal(hex64(murmur64(utf8(r.value), t.task.hash_seed)), r.key, where);
+      const words = new FixedWords(r.words);
+      const payload = mechanism.encode(mechanism.privatize(r.value, words));
+      assert.deepEqual(payload, r.report, where);
+      assert.equal(words.used, r.words_used, where);
+      assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload)]), r.wire, where);
+    }
+  }
+});

@@ -1,0 +1,122 @@
+"""The TypeScript SDK against the reference implementation, bit for bit.
+
+Python writes a fixture: tasks of every kind (longitudinal ones with ``flip`` and with
+``epsilon_1``), a device secret kept in a data_dir exactly as the Python SDK keeps it
+(``device.key``), and per value its memo key, its whole report drawn from a fixed HMAC-DRBG
+stream, and (longitudinal) the device's permanent response. sdk-js/test/python/cross.ts reads
+the same device.key and must reproduce every byte: one device secret, the same permanent
+responses in both SDKs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sdkjs_helpers import run
+
+from client.budget import canonical_value, device_key, load_secret, lookup_key
+from shared.codec import Envelope, encode_report
+from shared.mechanisms.longitudinal import Longitudinal
+from shared.randomness import KeyedStream
+from shared.task import TaskConfig
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("sdk")]
+STREAM_SEED = bytes(range(40))
+PERIOD = 1764028800
+SKETCH = {"k": 50, "m": 100, "hash_seed": 3651556171}
+HCMS = {"k": 50, "m": 128, "hash_seed": 12345}
+FRUIT = ["apple", "banana", "cherry", "durian"]
+TASKS: list[dict[str, Any]] = [
+    {"mechanism": "rr", "epsilon": 1.5},
+    {"mechanism": "rr", "alpha": 0.3, "beta": 0.7},
+    {"mechanism": "rr", "longitudinal": {"epsilon_inf": 3.0, "epsilon_1": 1.0}},
+    {"mechanism": "grr", "epsilon": 2.0, "domain": FRUIT},
+    {"mechanism": "grr", "domain": FRUIT, "longitudinal": {"epsilon_inf": 4.0, "flip": 0.1}},
+    {"mechanism": "grr", "domain": FRUIT, "longitudinal": {"epsilon_inf": 4.0, "epsilon_1": 2.5}},
+    {"mechanism": "cms", "epsilon": 4.0, **SKETCH},
+    {"mechanism": "cms", "longitudinal": {"epsilon_inf": 4.0, "flip": 0.1}, **SKETCH},
+    {"mechanism": "cms", "longitudinal": {"epsilon_inf": 6.0, "epsilon_1": 2.0}, **SKETCH},
+    {"mechanism": "hcms", "epsilon": 3.0, **HCMS},
+    {"mechanism": "hcms", "longitudinal": {"epsilon_inf": 4.0, "flip": 0.2}, **HCMS},
+    {"mechanism": "olh", "epsilon": 2.5, "k": 40, "hash_seed": 99},
+    {"mechanism": "hh", "epsilon": 4.0, "alphabet": "bytes", "max_length": 7, **SKETCH},
+    {
+        "mechanism": "hh",
+        "epsilon": 4.0,
+        "alphabet": "abcdé",
+        "max_length": 5,
+        "first": 1,
+        "step": 3,
+        **SKETCH,
+    },
+    {"mechanism": "numeric", "epsilon": 2.0, "lo": 0, "hi": 250, "buckets": 64},
+    {"mechanism": "numeric", "epsilon": 1.0, "lo": 1, "hi": 1e-05 + 10_000, "scale": "log"},
+    {"mechanism": "numeric", "epsilon": 2.0, "lo": -5, "hi": 5, "buckets": 16, "method": "1bit"},
+]
+VALUES: dict[str, list[Any]] = {
+    "rr": [True, False],
+    "grr": FRUIT,
+    "cms": ["apple", "", "naïve ☃ 𝄞", "a" * 40],
+    "hcms": ["apple", "", "naïve ☃ 𝄞"],
+    "olh": ["apple", "x" * 17],
+    "hh": ["ab", "abcdé", "é", "dcba"],
+    "numeric": [-3.0, 0.0, 1.5, 42.0, 249.9, 1e9],
+}
+
+
+def case(number: int, fields: dict[str, Any], secret: bytes) -> dict[str, Any]:
+    task = TaskConfig.create(task_id=f"cross-{number}", **fields)
+    key = device_key(secret, task)
+    mechanism = task.mechanism_object.for_device(key)
+    values = []
+    for value in VALUES[task.mechanism]:
+        try:
+            canonical = canonical_value(task, value)
+        except ValueError:
+            continue
+        report = mechanism.privatize(value, KeyedStream(STREAM_SEED[:32], STREAM_SEED[32:]))
+        wire = encode_report(task, Envelope(b"\0" * 16, task.fingerprint, PERIOD, report))
+        permanent = None
+        if isinstance(mechanism, Longitudinal):
+            permanent = mechanism.permanent.encode_payload(mechanism.permanent_response(value))
+        values.append(
+            {
+                "value": value,
+                "memo_key": lookup_key(secret, task, PERIOD, canonical).hex(),
+                "report": {
+                    k: v for k, v in wire.items() if k not in ("report_id", "fingerprint", "time")
+                },
+                "permanent": permanent,
+            }
+        )
+    assert values
+    threshold = mechanism.threshold if isinstance(mechanism, Longitudinal) else None
+    return {
+        "task": task.to_dict(),
+        "device_key": key.hex(),
+        "threshold": threshold,
+        "values": values,
+    }
+
+
+def test_typescript_sdk_matches_the_reference(tmp_path: Path) -> None:
+    data_dir = tmp_path / "device"
+    data_dir.mkdir()
+    secret = load_secret(data_dir)  # what the Python SDK keeps: <data_dir>/device.key
+    fixture = {
+        "data_dir": str(data_dir),
+        "stream_seed": STREAM_SEED.hex(),
+        "period": PERIOD,
+        "cases": [case(i, fields, secret) for i, fields in enumerate(TASKS)],
+    }
+    path = tmp_path / "cross.json"
+    path.write_text(json.dumps(fixture))
+    done = run(
+        ["node", "--test", "build/test/python/cross.js"],
+        env={**os.environ, "LDP_CROSS_FIXTURE": str(path)},
+    )
+    assert f"# pass {len(TASKS)}" in done.stdout and "# fail 0" in done.stdout, done.stdout
