@@ -33,15 +33,39 @@ def snapshot_sums(
         yield _dense(tx, task, where, (task.task_id, low, high))
         return
     args = (task.task_id, low, high)
-    ((total,),) = tx.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}", args)
-    buckets = [b for (b,) in tx.execute(f"SELECT DISTINCT bucket FROM sums {where}", args)]
+    buckets = _buckets(tx, task.task_id, low, high)
     yield StreamedSums(
-        int(total),
+        lambda: _total(tx, where, args),
         rows,
         width,
         lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width),
         lambda: _row_counts(tx, where, args, rows),
+        len(buckets),
     )
+
+
+def _buckets(tx: Tx, task_id: str, low: int, high: int) -> list[int]:
+    """Return the stored buckets in [low, high): one index seek per bucket.
+
+    A sums row (a sketch row's counters) fills a page, so a scan of the table for its
+    distinct buckets would read every row's page; seeking the next bucket reads a few.
+    """
+    found: list[int] = []
+    while True:
+        ((bucket,),) = tx.execute(
+            "SELECT MIN(bucket) FROM sums WHERE task_id = ? AND bucket >= ? AND bucket < ?",
+            (task_id, low, high),
+        )
+        if bucket is None:
+            return found
+        found.append(int(bucket))
+        low = int(bucket) + 1
+
+
+def _total(tx: Tx, where: str, args: tuple[str, int, int]) -> int:
+    """Return the number of reports in the window (reads every row's n)."""
+    ((total,),) = tx.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}", args)
+    return int(total)
 
 
 def _dense(tx: Tx, task: TaskConfig, where: str, args: tuple[str, int, int]) -> Sums:

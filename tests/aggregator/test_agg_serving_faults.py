@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +19,7 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from agg_server import Server
+from agg_server import Server, free_port
 
 from shared import TaskConfig, encode_batch
 
@@ -177,3 +181,54 @@ def test_hundreds_of_bodiless_requests_leave_uploads_prompt(
             latencies.append(time.monotonic() - started)
             time.sleep(0.05)
     assert max(latencies) < 1.0, f"slowest upload {max(latencies):.2f} s of {len(latencies)}"
+
+
+CRASHING_APP = """
+import os
+import pathlib
+
+if pathlib.Path(os.environ["CRASH_FLAG"]).exists():
+    os._exit(3)  # a worker that dies as it starts, as on a fault that outlives respawns
+
+
+def app(environ, start_response):
+    start_response("200 OK", [("content-type", "text/plain")])
+    return [b"ok"]
+"""
+
+
+def test_a_crash_loop_does_not_end_the_server(tmp_path: Path) -> None:
+    (tmp_path / "crashing_app.py").write_text(CRASHING_APP)
+    flag = tmp_path / "crash"
+    flag.touch()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "CRASH_FLAG": str(flag)}
+    log = tmp_path / "granian.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "aggregator.granian_conf", "--port", str(port)]
+            + ["--workers", "1", "crashing_app:app"],
+            env=env,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while b"serving again" not in log.read_bytes():  # granian gave up at least once
+            assert process.poll() is None, log.read_text()[-2000:]
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        flag.unlink()  # the fault ends
+        while True:
+            with suppress(requests.ConnectionError):
+                if requests.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok":
+                    break
+            assert process.poll() is None, log.read_text()[-2000:]
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+    assert process.returncode == 0  # a signal still ends it, cleanly
