@@ -206,8 +206,14 @@ def test_a_crash_loop_does_not_end_the_server(tmp_path: Path) -> None:
     log = tmp_path / "granian.log"
     with open(log, "wb") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "aggregator.granian_conf", "--port", str(port)]
-            + ["--workers", "1", "crashing_app:app"],
+            [
+                sys.executable,
+                "-m",
+                "aggregator.granian_conf",
+                "--port",
+                str(port),
+                "crashing_app:app",
+            ],
             env=env,
             stdout=output,
             stderr=output,
