@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import sqlite3
 import tracemalloc
 from dataclasses import astuple
@@ -208,7 +209,7 @@ def test_a_read_adds_the_staged_reports_to_the_folded_ones_exactly(
     reports = payloads(task, values, np.random.default_rng(4))
     day = task.floor_time(1.7e9)
     cuts = [*range(0, len(reports) - 5, 90), len(reports) - 5, len(reports)]  # 5 stay staged
-    for first, last in zip(cuts, cuts[1:], strict=False):
+    for first, last in itertools.pairwise(cuts):
         chunk = envelopes(task, reports[first:last], day + DAY * min(2, first // 300))
         store.add_reports(task, chunk, [0] * len(chunk))
     dense = task.mechanism_object.new_sums()
