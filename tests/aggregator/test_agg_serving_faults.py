@@ -45,13 +45,11 @@ def test_an_upload_is_answered_while_an_analysts_query_runs(
     assert one_upload(server, task, rng).status_code == 200
     candidates = [f"c{i}" for i in range(10_000)]
     spans: list[tuple[float, float]] = []
-    stop = threading.Event()
 
-    def analyst() -> None:
-        while not stop.is_set() and len(spans) < 6:
-            started = time.monotonic()
-            assert estimates(server.url, "big", candidates=candidates).status_code == 200
-            spans.append((started, time.monotonic()))
+    def analyst() -> None:  # one estimate: about 1.5 s on an idle 2-core machine
+        started = time.monotonic()
+        assert estimates(server.url, "big", candidates=candidates).status_code == 200
+        spans.append((started, time.monotonic()))
 
     thread = threading.Thread(target=analyst, daemon=True)
     thread.start()
@@ -63,7 +61,6 @@ def test_an_upload_is_answered_while_an_analysts_query_runs(
             uploads.append((started, time.monotonic()))
             time.sleep(0.05)
     finally:
-        stop.set()
         thread.join(timeout=120)
     slow = [end - start for start, end in spans if end - start >= 0.5]
     assert slow, f"no estimate took 0.5 s ({spans}): nothing to stand beside"
