@@ -38,6 +38,9 @@ DEFAULTS: dict[str, object] = {
     # Largest estimate: candidates × sketch rows (hash lookups). 10,000 candidates on a
     # k = 65,536 sketch (6.6e8) took 1.5 s (CMS) / 2.7 s (HCMS) on 2 cores.
     "MAX_ESTIMATE_WORK": 10_000 * 65_536,
+    # Largest table read by one estimate: k · m counters × the window's stored buckets
+    # (docs/operations.md: the worst case it admits). Tasks larger than this are refused.
+    "MAX_ESTIMATE_CELLS": 1 << 27,
     # Reports whose time bucket ended longer ago than this are refused (report_expired);
     # their ids are forgotten after it, so a replay can never count twice.
     "ACCEPTANCE_WINDOW": 7 * DAY,

@@ -10,7 +10,7 @@ from flask import Blueprint, current_app
 from aggregator.auth import require_role
 from aggregator.body import json_body
 from aggregator.problems import ApiError
-from aggregator.query import Window, check_cost, parse_query
+from aggregator.query import Window, check_cost, check_scan, parse_query
 from aggregator.store import SumsSource, SumsView, get_store
 from aggregator.tasks import find_task
 from shared import TaskConfig
@@ -37,11 +37,15 @@ def answer(
 ) -> dict[str, Any]:
     """Return the estimates body for checked candidates and window (the view and the CLI).
 
-    ``source``: where the sums come from (default: the store; the CLI may give a sums file).
+    ``source``: where the sums come from (default: the store, read within the collector's
+    MAX_ESTIMATE_CELLS; the CLI may give a sums file).
     """
+    max_cells = int(current_app.config["MAX_ESTIMATE_CELLS"]) if source is None else None
     source = source or get_store()
     mechanism = task.mechanism_object
     with source.read_sums(task, window.start, window.end) as sums:
+        if max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
+            check_scan(task, getattr(sums, "buckets", 1), max_cells)
         check_min_batch(task, sums, "estimates")
         result = mechanism.estimate(sums, candidates, level=window.level)
     extra = {}

@@ -4,16 +4,22 @@
 ``ldp-aggregator serve`` (default server) executes. SIGTERM or SIGINT stop accepting
 connections and let every in-flight request finish (its upload commits and is answered)
 before the workers exit; a worker still busy after ``GRACEFUL_SECONDS`` is killed.
+
+A worker that dies is respawned; when respawned workers keep dying (granian then stops,
+"Worker crash loop detected"), the server is started again after ``RESTART_SECONDS``, for
+as long as the fault lasts: only a signal ends it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
 import shutil
 import signal
 import sys
+import time
 from typing import Any
 
 from granian.constants import HTTPModes, Interfaces
@@ -54,6 +60,7 @@ def build(target: str, host: str, port: int, workers: int, wsgi: bool) -> MPServ
     )
 
 
+RESTART_SECONDS = 5.0  # after a crash loop: long enough not to spin, short enough to serve
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _SERVER_PID = "LDP_GRANIAN_SERVER_PID"
 
@@ -90,20 +97,47 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("target")
     args = parser.parse_args(argv)
-    server = build(args.target, args.host, args.port, args.workers, args.wsgi)
     os.environ[_SERVER_PID] = str(os.getpid())  # inherited by the workers
     try:
-        if args.wsgi:
-            server.serve(target_loader=_load_wsgi)
-        else:
-            # an RSGI app is an object with __rsgi__, not the callable granian annotates
-            server.serve(target_loader=_load_bridged)  # type: ignore[arg-type]
+        while True:
+            server = build(args.target, args.host, args.port, args.workers, args.wsgi)
+            with contextlib.suppress(SystemExit):  # granian exits 1 after a crash loop
+                _serve(server, args.wsgi)
+            if not _restart_after(server):
+                break
     finally:
         # Remove the metrics folder if `serve` created it for this run (after kill -9 the
         # next `serve` removes it: aggregator.metrics.claim_run_dir).
         owned = os.environ.get("LDP_OWNED_METRICS_DIR")
         if owned and owned == os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             shutil.rmtree(owned, ignore_errors=True)
+
+
+def _serve(server: MPServer, wsgi: bool) -> None:
+    if wsgi:
+        server.serve(target_loader=_load_wsgi)
+    else:
+        # an RSGI app is an object with __rsgi__, not the callable granian annotates
+        server.serve(target_loader=_load_bridged)  # type: ignore[arg-type]
+
+
+def _restart_after(server: MPServer) -> bool:
+    """Wait ``RESTART_SECONDS`` after granian stopped on its own; False if a signal stopped it.
+
+    granian's handlers stay installed after it returns: a SIGTERM meanwhile sets the same
+    flag, so the wait ends at once.
+    """
+    deadline = time.monotonic() + RESTART_SECONDS
+    while not server.interrupt_signal and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if server.interrupt_signal:
+        return False
+    print(
+        f"ldp-aggregator: the workers kept dying; serving again after {RESTART_SECONDS:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return True
 
 
 if __name__ == "__main__":

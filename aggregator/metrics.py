@@ -5,9 +5,10 @@ With several worker processes, ``ldp-aggregator serve`` sets
 writes its samples there and ``/metrics`` sums all workers (prometheus_client's
 multiprocess mode; gauges are not used, so nothing is lost in that mode).
 
-That folder is one per run (:func:`claim_run_dir`), under a root next to the database, and
-never leaks: a server removes it when it exits, and a run killed with ``kill -9`` leaves a
-folder whose lock nobody holds, which the next ``serve`` removes.
+That folder is one per run (:func:`claim_run_dir`), under a root on another file system than
+the database's (:func:`metrics_root`), and never leaks: a server removes it when it exits,
+and a run killed with ``kill -9`` leaves a folder whose lock nobody holds, which the next
+``serve`` removes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ REQUESTS = Histogram(
     "Time to answer a request.",
     ["endpoint", "method", "status"],
 )
+# Requests that ended without a complete exchange (aggregator.rsgi_bridge): a client that
+# closed or broke its connection mid-body, a body that did not arrive in time, an answer
+# the client was no longer there to take. The client's problem, counted, never logged.
+ABORTED = Counter(
+    "ldp_http_aborted",
+    "Requests ended by the client's connection, by reason.",
+    ["reason"],
+)
 # Group commit (aggregator.store.group_commit): how much each store transaction carried.
 GROUP_UPLOADS = Histogram(
     "ldp_group_commit_uploads",
@@ -67,6 +76,30 @@ STORE_LOCK_WAIT = Histogram(
 RUN_PREFIX = "run-"
 LOCK_NAME = "owner.lock"  # MultiProcessCollector reads only *.db files
 STARTING_GRACE = 60.0  # s: a folder without its lock yet may be a run starting now
+
+
+# Where the run folders go, first choice first: memory, then the temporary folder.
+ROOT_CANDIDATES = (Path("/dev/shm"), Path(tempfile.gettempdir()))
+
+
+def metrics_root(database_folder: Path) -> Path:
+    """Return a folder for the metrics files on a file system other than the database's.
+
+    prometheus_client's files are memory maps: writing a page of one on a full file system
+    is a SIGBUS that kills the worker, and its respawn, until granian gives up (measured: a
+    full disk under the database ended the collector for good). The database's disk is the
+    one that fills; the metrics must not share it. Falls back to the database's folder if
+    every candidate is on its file system or unwritable.
+    """
+    device = database_folder.stat().st_dev
+    for candidate in ROOT_CANDIDATES:
+        try:
+            usable = candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+            if usable and candidate.stat().st_dev != device:
+                return candidate / f"ldp-metrics-{os.getuid()}"
+        except OSError:
+            continue
+    return database_folder / "ldp-metrics"
 
 
 def claim_run_dir(root: Path) -> Path:

@@ -78,6 +78,26 @@ def check_cost(task: TaskConfig, candidates: list[Any] | None, max_work: int) ->
         )
 
 
+def check_scan(task: TaskConfig, buckets: int, max_cells: int) -> None:
+    """Refuse (422 ``query_too_large``) an estimate whose table read passes max_cells.
+
+    An estimate reads every row of the table once per stored bucket of its window:
+    k · m · buckets counters (a 2^20 × 2^16 sketch is 2^36 of them, a minute of work
+    even empty). Checked once the window's buckets are known, before any row is read.
+    """
+    rows, width = task.mechanism_object.sums_shape
+    cells = rows * width * max(1, buckets)
+    if cells > max_cells:
+        raise ApiError(
+            422,
+            "query_too_large",
+            f"{max(1, buckets)} bucket(s) of {rows:,} × {width:,} counters = {cells:,} to read, "
+            f"above this collector's limit of {max_cells:,} (MAX_ESTIMATE_CELLS): "
+            "narrow the range (start, end)",
+            limit=max_cells,
+        )
+
+
 def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQuery:
     """Return the query a JSON body asks for, or raise a 400 problem naming the fix."""
     if not isinstance(body, dict):

@@ -4,15 +4,23 @@ granian's own WSGI interface reads the body from the app's thread: a client that
 its headers and then dribbles the body holds that thread (measured: 40 such clients stop a
 2-worker collector). Here the body is read on the worker's event loop, where waiting costs
 nothing, within ``BODY_TIMEOUT`` seconds and ``max_body + 1`` bytes; only a complete body
-is handed to the WSGI app, which runs on the event loop's thread (``APP_THREADS = 0``) or on
-a thread pool. A body over the limit is cut
-at ``max_body + 1`` bytes so the app answers its own 413; a late one is answered 408.
+is handed to the WSGI app. A body over the limit is cut at ``max_body + 1`` bytes so the
+app answers its own 413; a late one is answered 408. While more than ``BODY_WAIT_SLOTS``
+requests of a worker wait for their bodies, a newcomer's body gets ``CROWDED_BODY_TIMEOUT``:
+hundreds of connections that send headers and never a body cannot hold the worker.
 
 Uploads (``POST /v1/tasks/<task_id>/reports``) of the collector take a fast path: the
 bridge runs :class:`aggregator.intake.Intake` itself, without Flask's per-request
 machinery, and awaits the group commit on the loop, so while one upload's transaction
 runs the loop goes on reading and checking others, which join the next transaction. The
 answers are byte for byte those of the Flask view (same code, same problem documents).
+Every other request of the collector (estimates, heavy hitters, the dashboard, /metrics,
+admin) runs on a pool of ``serving.APP_THREADS`` threads, never on the loop: an analyst's
+query never stands between the loop and the next upload.
+
+A client that closes its connection mid-body, or is gone before its answer, is its own
+problem: counted in ``ldp_http_aborted_total``, answered 400 if anything can still be
+sent, never logged as an error.
 
 The environ carries no client address (REMOTE_ADDR): the collector never sees it.
 """
@@ -30,19 +38,31 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
+from granian.rsgi import ProtocolClosed, ProtocolError
+
 from aggregator import serving
 from aggregator.intake import EXTENSION as INTAKE
 from aggregator.intake import ROUTE, Headers, Intake
-from aggregator.metrics import observe_request
+from aggregator.metrics import ABORTED, observe_request
 from aggregator.problems import ApiError, internal_error, problem_parts
 from aggregator.store import StoreUnavailable, unavailable_error
 from shared.contract import problem
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
+# While this many requests of a worker wait for their bodies, a newcomer's body must come
+# within CROWDED_BODY_TIMEOUT: a device sends its body with its headers (it is ready), so
+# only connections that hold a request open without a body pay for the crowding.
+BODY_WAIT_SLOTS = 64
+CROWDED_BODY_TIMEOUT = 1.0  # s
 TIMEOUT_BODY = json.dumps(
-    problem(408, "request_timeout", "the request body did not arrive within 10 s; send it again")
+    problem(408, "request_timeout", "the request body did not arrive in time; send it again")
 ).encode()
+INCOMPLETE_BODY = json.dumps(
+    problem(400, "incomplete_body", "the connection ended before the request body did")
+).encode()
+PROBLEM_CLOSE = [("content-type", "application/problem+json"), ("connection", "close")]
+ABORT_REASONS = ("body_timeout", "closed_mid_body", "gone_before_answer")
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 UPLOAD_PATH = re.compile(r"/v1/tasks/([^/]+)/reports")  # Flask's <task_id>: no slash
 JSON_HEADERS = [("content-type", "application/json")]
@@ -79,6 +99,9 @@ class RsgiBridge:
         self.max_body = max_body
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi") if threads else None
         self.intake = intake  # the collector's uploads (None: every request goes to the app)
+        self.waiting = 0  # requests awaiting their bodies (the loop's only thread counts)
+        # Every series exists from the start: no metrics file grows on a fault's first hit.
+        self.aborted = {reason: ABORTED.labels(reason) for reason in ABORT_REASONS}
 
     async def __rsgi__(self, scope: Any, protocol: Any) -> None:
         if scope.proto != "http":
@@ -91,22 +114,15 @@ class RsgiBridge:
         elif declared == "0" or (declared is None and scope.method in _NO_BODY):
             body = b""
         else:
-            try:
-                async with _deadline(BODY_TIMEOUT):
-                    # Content-Length (bounded above): one read in Rust; else capped chunks
-                    body = await (protocol() if declared is not None else self._read(protocol))
-            except asyncio.TimeoutError:
-                protocol.response_bytes(
-                    408,
-                    [("content-type", "application/problem+json"), ("connection", "close")],
-                    TIMEOUT_BODY,
-                )
-                return
+            read = await self._body(protocol, declared)
+            if read is None:
+                return  # answered already, or the client is gone
+            body = read
         if self.intake is not None and scope.method == "POST" and not too_large:
             upload = UPLOAD_PATH.fullmatch(scope.path)
             if upload is not None:
                 status, headers, payload = await self._upload(upload.group(1), scope, body)
-                protocol.response_bytes(status, headers, payload)
+                self._respond(protocol, status, headers, payload)
                 observe_request(ROUTE, "POST", status, time.perf_counter() - started)
                 return
         environ = _environ(scope, body, declared if not body and declared else None)
@@ -115,7 +131,35 @@ class RsgiBridge:
         else:
             loop = asyncio.get_running_loop()
             status, headers, payload = await loop.run_in_executor(self.pool, self._call, environ)
-        protocol.response_bytes(status, headers, payload)
+        self._respond(protocol, status, headers, payload)
+
+    async def _body(self, protocol: Any, declared: str | None) -> bytes | None:
+        """Return the request body, or answer (408, 400) and return None if it never came."""
+        crowded = self.waiting >= BODY_WAIT_SLOTS
+        self.waiting += 1
+        try:
+            async with _deadline(CROWDED_BODY_TIMEOUT if crowded else BODY_TIMEOUT):
+                # Content-Length (bounded above): one read in Rust; else capped chunks
+                body: bytes = await (protocol() if declared is not None else self._read(protocol))
+                return body
+        except asyncio.TimeoutError:
+            self.aborted["body_timeout"].inc()
+            self._respond(protocol, 408, PROBLEM_CLOSE, TIMEOUT_BODY)
+        except (ProtocolClosed, ProtocolError):  # the client closed or broke its connection
+            self.aborted["closed_mid_body"].inc()
+            self._respond(protocol, 400, PROBLEM_CLOSE, INCOMPLETE_BODY)
+        finally:
+            self.waiting -= 1
+        return None
+
+    def _respond(
+        self, protocol: Any, status: int, headers: list[tuple[str, str]], payload: bytes
+    ) -> None:
+        """Send an answer, unless the client is gone (then count it: nothing to log)."""
+        try:
+            protocol.response_bytes(status, headers, payload)
+        except (ProtocolClosed, ProtocolError):
+            self.aborted["gone_before_answer"].inc()
 
     async def _upload(
         self, task_id: str, scope: Any, body: bytes
@@ -230,8 +274,10 @@ def load(target: str) -> RsgiBridge:
     """
     app = import_app(target)
     config = getattr(app, "config", {})
+    intake = getattr(app, "extensions", {}).get(INTAKE)
     return RsgiBridge(
         app,
         int(config.get("MAX_BODY_BYTES", 4 * 1024 * 1024)),
-        intake=getattr(app, "extensions", {}).get(INTAKE),
+        threads=serving.APP_THREADS if intake is not None else 0,
+        intake=intake,
     )

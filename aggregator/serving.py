@@ -29,17 +29,22 @@ DEFAULT_SERVER = "granian"
 HEADER_TIMEOUT_MS = 5000
 KEEPALIVE_SECONDS = 5  # gunicorn: idle keep-alive connections are closed after this
 THREADS = 8  # gunicorn gthread / granian-wsgi: app threads per worker process
-# granian: requests in flight per worker (bodies still arriving included; each costs an
-# await, not a thread); connections beyond wait in the kernel's accept queue (BACKLOG).
-BACKPRESSURE = 256
+# granian: connections served at once per worker (a request awaiting its body included;
+# each costs a tokio task and an await, not a thread); more wait in the kernel's accept
+# queue (BACKLOG). Large, so that hundreds of connections holding a request without its
+# body do not queue the others: the bridge bounds how long those may wait
+# (rsgi_bridge.BODY_WAIT_SLOTS, CROWDED_BODY_TIMEOUT).
+BACKPRESSURE = 1024
 BACKLOG = 2048
-# granian: the app (every request but uploads) runs on each worker's event loop thread,
-# one request at a time (0), or on a pool of this many threads. Measured (2 workers, 1
-# report per request): the pool hop costs ~100 µs a request and its GIL handoffs raise p99
-# from ~60 ms to ~540 ms, while this CPU-bound app gains nothing from threads: bodies are
-# already complete when it runs. Uploads take the bridge's fast path: checked on the loop,
-# committed by the worker's group-commit writer thread (aggregator/store/group_commit.py).
-APP_THREADS = 0
+# granian: every request but uploads (estimates, heavy hitters, the dashboard, /metrics,
+# admin) runs on a pool of this many threads per worker, never on the event loop that
+# accepts and answers uploads: measured (2 workers, 1-report uploads, an analyst looping
+# estimates of 10,000 candidates on k = 65,536), on the loop one estimate stalled every
+# upload of its worker for seconds (p99 8.6 -> 91.6 ms, max 6.8 s). Uploads take the
+# bridge's fast path: checked on the loop, committed by the worker's group-commit writer
+# thread (aggregator/store/group_commit.py). An app without the fast path (the
+# benchmark's no-op) runs on the loop.
+APP_THREADS = 2
 MAX_CONNECTIONS = 1000  # gunicorn gthread: open client connections per worker
 GRACEFUL_SECONDS = 30  # SIGTERM: in-flight requests get this long to finish and commit
 LIMIT_REQUEST_LINE = 4094

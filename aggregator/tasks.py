@@ -104,6 +104,7 @@ def build_task(params: Any) -> tuple[StoredTask, str | None]:
     except (LdpError, TypeError, ValueError, OverflowError) as error:
         raise ApiError(400, "invalid_task", str(error)) from None
     _check_open_buckets(task)
+    _check_table_size(task)
     upload_key = new_token() if needs_key else None
     key_hash = hash_token(upload_key) if upload_key else None
     return StoredTask(task, key_hash, archive), upload_key
@@ -126,6 +127,19 @@ def _check_open_buckets(task: TaskConfig) -> None:
             f"time_precision must be at least {shortest} s: reports are accepted for "
             f"{window} s, and a task may have at most {limit} buckets open "
             "(MAX_BUCKETS_PER_TASK)",
+        )
+
+
+def _check_table_size(task: TaskConfig) -> None:
+    """Refuse a task whose one bucket's table is more than an estimate may read."""
+    rows, width = task.mechanism_object.sums_shape
+    limit = int(current_app.config["MAX_ESTIMATE_CELLS"])
+    if rows * width > limit:
+        raise ApiError(
+            400,
+            "invalid_task",
+            f"a table of {rows:,} × {width:,} = {rows * width:,} counters is more than one "
+            f"estimate may read ({limit:,}, MAX_ESTIMATE_CELLS): choose a smaller k or m",
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import http_ingest, ours, serving_bench, table
+from benchmarks import dashboard_render, http_ingest, ours, serving_bench, table
 from benchmarks.baseline import BaselineSession, BaselineUnavailable, baseline_python
 from benchmarks.settings import MODES, Sizes
 
@@ -146,6 +147,12 @@ def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> di
         results["serving"] = serving_bench.measure(
             sizes.serving_servers, sizes.serving_seconds, sizes.slow_seconds, rng
         )
+        _log("ours: heavy-hitter discovery")
+        results["hh_discovery"] = {
+            **dashboard_render.hh_discovery(sizes.hh_store_reports, 3, rng),
+            "store_reports": sizes.hh_store_reports,
+            "loadavg": os.getloadavg()[0],
+        }
     except (OSError, RuntimeError, ImportError, subprocess.SubprocessError) as error:
         notes.append(f"HTTP ingest and server memory: not available - {error}")
         return {}
@@ -186,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         table.timed_rows(mine, baseline)
         + table.http_rows(http)
         + table.serving_rows(http.get("serving", {}))
+        + table.hh_rows(http.get("hh_discovery"))
         + table.accuracy_rows(mine, baseline)
     )
     report = table.render(rows, notes, args.mode)

@@ -27,7 +27,7 @@ import numpy as np
 import requests
 
 from benchmarks import http_ingest, loadgen
-from benchmarks.serving_bench import upload_template
+from benchmarks.serving_bench import upload_templates
 from demo.postgres import PostgresServer
 
 CONNECTIONS = 16
@@ -51,7 +51,7 @@ def load(nodes: list[http_ingest.Server], batch: int, seconds: float, folder: Pa
     """Post ``batch``-report uploads to the nodes for ``seconds``; return rates and checks."""
     task_id = f"bench-{batch}-{secrets.token_hex(3)}"
     task = _task(nodes[0], task_id)
-    body = upload_template(task, batch, np.random.default_rng(batch))  # type: ignore[arg-type]
+    body = upload_templates(task, batch, np.random.default_rng(batch))  # type: ignore[arg-type]
     results: list[loadgen.Load] = []
 
     def one(node: http_ingest.Server, index: int) -> None:

@@ -137,6 +137,26 @@ def api_alone(repeat: int) -> dict[str, list[float]]:
     return out
 
 
+def hh_discovery(store_reports: int, repeat: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Return the seconds heavy-hitter discovery (top 20) takes on the hh task of the store
+    ``main`` fills with ``store_reports`` reports (that task alone: a fifth of them, 24
+    buckets, folded), each of ``repeat`` times."""
+    with tempfile.TemporaryDirectory(prefix="ldp-hh-bench-") as folder:
+        app = create_app({"DATABASE": str(Path(folder) / "hh.sqlite3")})
+        with app.app_context():
+            task = TaskConfig.create(**task_params(1, 0))
+            get_store().create_task(StoredTask(task))
+            count = shares(3, store_reports)[1]
+            fill(task, count, rng, time.time())
+            get_store().fold_staged(task)
+            seconds = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                heavy_hitters.answer(task, 20, 64, Window())
+                seconds.append(time.perf_counter() - started)
+    return {"reports": count, "buckets": BUCKETS, "seconds": seconds}
+
+
 def populate(app: Any, tasks: int, reports: int, rng: np.random.Generator) -> None:
     """Create the tasks and add their reports."""
     started, now = time.perf_counter(), time.time()
@@ -145,7 +165,7 @@ def populate(app: Any, tasks: int, reports: int, rng: np.random.Generator) -> No
             task = TaskConfig.create(**task_params(index, count))
             get_store().create_task(StoredTask(task))
             fill(task, count, rng, now)
-            get_store().buckets(task)  # folds what is staged, as a first estimate would
+            get_store().fold_staged(task)  # the sums hold every report, as after ingest's folds
     filled = time.perf_counter() - started
     print(f"filled {tasks} tasks, {reports:,} reports in {filled:.0f} s")
 

@@ -1,10 +1,14 @@
 """Load generators for the serving benchmark: wrk when present, else Python threads.
 
-Every upload carries fresh report ids, so the collector does its full work (a replayed
-id would be rejected early and cheaply). A body template holds each report's id as a
-13-character slot plus a suffix unique to its position; per request the generator fills
-the slot with one random prefix (wrk: LuaJIT, 72 random bits after a thread tag; Python:
-``os.urandom``), so every id is new and still canonical base64url.
+Traffic as devices send it: the generator cycles through a pool of body templates whose
+reports were each privatized by the SDK's mechanism from its own Zipf-drawn value (their
+own rows, bits and values; serving_bench.upload_templates), so successive uploads dirty
+different sketch rows, as real devices' do. Every upload also carries fresh report ids, so
+the collector does its full work (a replayed id would be rejected early and cheaply). A
+template holds each report's id as a 13-character slot plus a suffix unique to its
+position; per request the generator fills the slot with one random prefix (wrk: LuaJIT, 72
+random bits after a thread tag; Python: ``os.urandom``), so every id is new and still
+canonical base64url.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 THREADS = 2  # wrk threads (one per core); connections are spread over them
 
 LUA = r"""
-local template, path, prefix
+local templates, path, prefix
+local next_template = 0
 local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 local counter = 0
 function setup(thread)
@@ -35,11 +40,13 @@ function setup(thread)
 end
 function init(args)
   path = args[1]
-  local file = assert(io.open(args[2], "rb"))
-  template = file:read("*a")
-  file:close()
+  templates = {}
+  for line in io.lines(args[2]) do  -- one JSON body per line
+    templates[#templates + 1] = line
+  end
   math.randomseed(os.time() * 1000 + (tag or 0) * 7919 + math.floor(os.clock() * 1e6))
   prefix = alphabet:sub((tag or 0) + 1, (tag or 0) + 1)
+  next_template = math.random(0, #templates - 1)  -- threads start at different bodies
 end
 function request()
   local chars = {prefix}
@@ -47,7 +54,8 @@ function request()
     local n = math.random(1, 64)
     chars[i] = alphabet:sub(n, n)
   end
-  local body = template:gsub("~~~~~~~~~~~~~", table.concat(chars))
+  next_template = next_template % #templates + 1
+  local body = templates[next_template]:gsub("~~~~~~~~~~~~~", table.concat(chars))
   return wrk.format("POST", path, {["Content-Type"] = "application/json"}, body)
 end
 """
@@ -82,20 +90,20 @@ def have_wrk() -> bool:
 
 
 def run(
-    url: str, path: str, body_template: bytes, connections: int, seconds: float, folder: Path
+    url: str, path: str, templates: list[bytes], connections: int, seconds: float, folder: Path
 ) -> Load:
     """Post fresh uploads for ``seconds`` over ``connections`` keep-alive connections."""
     if have_wrk():
-        return _wrk(url, path, body_template, connections, seconds, folder)
-    return python_load(url, path, body_template, connections, seconds)
+        return _wrk(url, path, templates, connections, seconds, folder)
+    return python_load(url, path, templates, connections, seconds)
 
 
 def _wrk(
-    url: str, path: str, body_template: bytes, connections: int, seconds: float, folder: Path
+    url: str, path: str, templates: list[bytes], connections: int, seconds: float, folder: Path
 ) -> Load:
-    script, body_file = folder / "upload.lua", folder / "template.json"
+    script, body_file = folder / "upload.lua", folder / "templates.jsonl"
     script.write_text(LUA, encoding="utf-8")
-    body_file.write_bytes(body_template)
+    body_file.write_bytes(b"\n".join(templates) + b"\n")
     command = [
         "wrk",
         "-t",
@@ -133,7 +141,7 @@ def _wrk(
 def python_load(
     url: str,
     path: str,
-    body_template: bytes,
+    templates: list[bytes],
     connections: int,
     seconds: float,
     fresh_connections: bool = False,
@@ -149,11 +157,13 @@ def python_load(
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
 
-    def worker() -> None:
+    def worker(first: int) -> None:
         connection = None
         mine: list[float] = []
+        turn = first
         while time.monotonic() < deadline:
-            body = body_template.replace(SLOT.encode(), _prefix())
+            turn += 1
+            body = templates[turn % len(templates)].replace(SLOT.encode(), _prefix())
             started = time.monotonic()
             try:
                 if connection is None:
@@ -180,7 +190,10 @@ def python_load(
             latencies.extend(mine)
 
     started = time.monotonic()
-    threads = [threading.Thread(target=worker) for _ in range(connections)]
+    threads = [
+        threading.Thread(target=worker, args=(i * len(templates) // connections,))
+        for i in range(connections)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +41,12 @@ CONNECTIONS = 16
 WORKERS = 2
 TASK_K = TASK_M = 1024
 SLOW_DRIBBLE, SLOW_IDLE, SLOW_CLIENTS = 200, 200, 4
+POOL_REPORTS, POOL_BODIES = 100_000, 4_000  # distinct privatized reports / bodies per size
+# Uploads beside an analyst: a large sketch holding ANALYST_REPORTS reports, one analyst
+# asking estimates of ANALYST_CANDIDATES candidates in a loop, DEVICES threads sending
+# 1-report uploads every DEVICE_PAUSE s (a steady pace, not a saturating load).
+ANALYST_K, ANALYST_M, ANALYST_REPORTS, ANALYST_CANDIDATES = 65_536, 1_024, 100_000, 10_000
+DEVICES, DEVICE_PAUSE = 4, 0.01
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -66,17 +73,27 @@ def running_noop(server: str) -> Iterator[http_ingest.Server]:
             http_ingest._stop(process)
 
 
-def upload_template(task: TaskConfig, batch: int, rng: np.random.Generator) -> bytes:
-    """Return the body template of one upload of ``batch`` reports (loadgen.template)."""
+def upload_templates(task: TaskConfig, batch: int, rng: np.random.Generator) -> list[bytes]:
+    """Return body templates of uploads of ``batch`` reports (loadgen.template), every
+    report privatized by the SDK's mechanism from its own Zipf-drawn value, as devices do.
+
+    ``POOL_REPORTS`` reports in all (at most ``POOL_BODIES`` bodies): the load generator
+    cycles through them, filling fresh ids into every request.
+    """
     mechanism = task.mechanism_object
     if not isinstance(mechanism, CountMeanSketch):
         raise TypeError(f"expected a CMS task, got {task.mechanism}")
-    reports = mechanism.privatize_many(zipf_values(batch, rng), rng)
+    bodies = max(1, min(POOL_BODIES, POOL_REPORTS // batch))
+    reports = mechanism.privatize_many(zipf_values(bodies * batch, rng), rng)
     now = task.floor_time(time.time())
-    envelopes = [
-        Envelope(new_report_id(), task.fingerprint, now, reports.report(i)) for i in range(batch)
-    ]
-    return loadgen.template(encode_batch(task, envelopes))
+    templates = []
+    for first in range(0, bodies * batch, batch):
+        envelopes = [
+            Envelope(new_report_id(), task.fingerprint, now, reports.report(i))
+            for i in range(first, first + batch)
+        ]
+        templates.append(loadgen.template(encode_batch(task, envelopes)))
+    return templates
 
 
 def accepted(url: str, task_id: str) -> int:
@@ -104,7 +121,7 @@ def measure(
                 for batch in BATCHES:
                     task_id = f"bench-{batch}"
                     task = _cms_task(collector, task_id)
-                    templates[batch] = (task_id, upload_template(task, batch, rng))
+                    templates[batch] = (task_id, upload_templates(task, batch, rng))
                     path = f"/v1/tasks/{task_id}/reports"
                     load = loadgen.run(
                         collector.url, path, templates[batch][1], CONNECTIONS, seconds, folder
@@ -116,6 +133,8 @@ def measure(
                         "expected": load.requests * batch,
                     }
                 found["slow"] = _slow(collector, templates[1], slow_seconds)
+                if server == serving.DEFAULT_SERVER:
+                    found["analyst"] = beside_analyst(collector, slow_seconds, rng)
             with running_noop(server) as noop:
                 for batch in BATCHES:
                     load = loadgen.run(
@@ -153,12 +172,14 @@ def describe(results: dict[str, Any], seconds: float) -> str:
     )
 
 
-def _cms_task(server: http_ingest.Server, task_id: str) -> TaskConfig:
+def _cms_task(
+    server: http_ingest.Server, task_id: str, k: int = TASK_K, m: int = TASK_M
+) -> TaskConfig:
     response = requests.post(
         f"{server.url}/v1/tasks",
         timeout=30,
         headers={"Authorization": f"Bearer {server.admin}"},
-        json={"task_id": task_id, "mechanism": "cms", "epsilon": 4.0, "k": TASK_K, "m": TASK_M},
+        json={"task_id": task_id, "mechanism": "cms", "epsilon": 4.0, "k": k, "m": m},
     )
     if response.status_code != 201:
         raise RuntimeError(f"creating the task failed: {response.status_code} {response.text}")
@@ -167,7 +188,9 @@ def _cms_task(server: http_ingest.Server, task_id: str) -> TaskConfig:
     return TaskConfig.from_dict(body)
 
 
-def _slow(server: http_ingest.Server, upload: tuple[str, bytes], seconds: float) -> dict[str, Any]:
+def _slow(
+    server: http_ingest.Server, upload: tuple[str, list[bytes]], seconds: float
+) -> dict[str, Any]:
     """Normal uploads on fresh connections while the attack process holds its connections."""
     port = server.url.rsplit(":", 1)[1]
     attacker = subprocess.Popen(
@@ -206,6 +229,92 @@ def _slow(server: http_ingest.Server, upload: tuple[str, bytes], seconds: float)
             attacker.kill()
             attacker.wait(timeout=30)
     return {**dataclasses.asdict(load), "loadavg": os.getloadavg()[0], "attack": out.strip()}
+
+
+def beside_analyst(
+    server: http_ingest.Server, seconds: float, rng: np.random.Generator
+) -> dict[str, Any]:
+    """Return device uploads' latencies alone, then beside an analyst looping estimates."""
+    task = _cms_task(server, "analyst-big", ANALYST_K, ANALYST_M)
+    for template in upload_templates(task, 5000, rng)[: ANALYST_REPORTS // 5000]:
+        body = template.replace(loadgen.SLOT.encode(), loadgen._prefix())
+        _post(server, task.task_id, body).raise_for_status()
+    devices = upload_templates(task, 1, rng)
+    alone = _devices(server, task.task_id, devices, seconds)
+    stop, spans = threading.Event(), []
+    candidates = {"candidates": [f"item-{i}" for i in range(ANALYST_CANDIDATES)]}
+
+    def analyst() -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            requests.post(
+                f"{server.url}/v1/tasks/{task.task_id}/estimates",
+                json=candidates,
+                headers={"Authorization": f"Bearer {server.analyst}"},
+                timeout=600,
+            ).raise_for_status()
+            spans.append(time.perf_counter() - started)
+
+    thread = threading.Thread(target=analyst, daemon=True)
+    thread.start()
+    time.sleep(0.5)  # the first estimate is under way
+    beside = _devices(server, task.task_id, devices, seconds)
+    stop.set()
+    thread.join(timeout=600)
+    return {"alone": alone, "beside": beside, "estimates_s": spans, "loadavg": os.getloadavg()[0]}
+
+
+def _post(server: http_ingest.Server, task_id: str, body: bytes) -> requests.Response:
+    return requests.post(
+        f"{server.url}/v1/tasks/{task_id}/reports",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
+
+
+def _devices(
+    server: http_ingest.Server, task_id: str, templates: list[bytes], seconds: float
+) -> dict[str, Any]:
+    """Return p50/p99/max (ms) of 1-report uploads sent by DEVICES paced threads."""
+    latencies: list[float] = []
+    failed = [0]
+    deadline = time.monotonic() + seconds
+
+    def device(first: int) -> None:
+        session, turn = requests.Session(), first
+        while time.monotonic() < deadline:
+            turn += 1
+            body = templates[turn % len(templates)].replace(
+                loadgen.SLOT.encode(), loadgen._prefix()
+            )
+            started = time.perf_counter()
+            try:
+                ok = session.post(
+                    f"{server.url}/v1/tasks/{task_id}/reports",
+                    data=body,
+                    headers={"Content-Type": "application/json"},
+                    timeout=60,
+                ).ok
+            except requests.RequestException:
+                ok = False
+            latencies.append(time.perf_counter() - started)
+            failed[0] += not ok
+            time.sleep(DEVICE_PAUSE)
+
+    threads = [threading.Thread(target=device, args=(i * 997,)) for i in range(DEVICES)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ordered = sorted(latencies)
+    return {
+        "uploads": len(ordered),
+        "failed": failed[0],
+        "p50_ms": loadgen._percentile(ordered, 0.5) * 1e3,
+        "p99_ms": loadgen._percentile(ordered, 0.99) * 1e3,
+        "max_ms": (ordered[-1] if ordered else float("nan")) * 1e3,
+    }
 
 
 def main() -> None:

@@ -39,6 +39,7 @@ class Sizes:
     serving_servers: tuple[str, ...]  # server models measured (benchmarks/serving_bench.py)
     serving_seconds: float  # per load run (1, 10, 500 reports per request; no-op and ours)
     slow_seconds: float  # uploads timed while the slow clients attack
+    hh_store_reports: int  # the dashboard store whose hh task (a fifth) discovery reads
 
 
 MODES: dict[str, Sizes] = {
@@ -61,6 +62,7 @@ MODES: dict[str, Sizes] = {
         serving_servers=SERVERS,
         serving_seconds=10.0,
         slow_seconds=15.0,
+        hh_store_reports=1_000_000,
     ),
     "quick": Sizes(
         repeats=3,
@@ -81,6 +83,7 @@ MODES: dict[str, Sizes] = {
         serving_servers=SERVERS,
         serving_seconds=4.0,
         slow_seconds=6.0,
+        hh_store_reports=200_000,
     ),
     "smoke": Sizes(
         repeats=1,
@@ -101,5 +104,6 @@ MODES: dict[str, Sizes] = {
         serving_servers=(DEFAULT_SERVER,),
         serving_seconds=1.0,
         slow_seconds=2.0,
+        hh_store_reports=10_000,
     ),
 }

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import http_ingest, loadgen
-from benchmarks.serving_bench import upload_template
+from benchmarks.serving_bench import upload_templates
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
     ):
         assert server.db is not None
         task = http_ingest.create_task(server, "wal")
-        body = upload_template(task, 500, np.random.default_rng(7))
+        body = upload_templates(task, 500, np.random.default_rng(7))
         sizes: list[int] = []
         done = threading.Event()
 

@@ -41,15 +41,15 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
     app = open_app(db)  # creates the database and its schema before the workers start
     db = str(app.config["DATABASE"])
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from aggregator.metrics import claim_run_dir
+        from aggregator.metrics import claim_run_dir, metrics_root
         from aggregator.store.backends import split_url
 
-        # Next to a database file (a folder the collector must be able to write anyway),
-        # else in the instance folder: one folder per run that this run removes on exit and
-        # the next run removes after kill -9.
+        # Off the database's file system (a full disk there must not kill the workers), one
+        # folder per run that this run removes on exit and the next run removes after kill -9.
         scheme, location = split_url(db)
-        root = Path(location).parent if scheme == "sqlite" else Path(app.instance_path)
-        metrics_dir = str(claim_run_dir(root / "ldp-metrics"))
+        folder = Path(location).parent if scheme == "sqlite" else Path(app.instance_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        metrics_dir = str(claim_run_dir(metrics_root(folder)))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         os.environ["LDP_OWNED_METRICS_DIR"] = metrics_dir
     # One dashboard session key for every worker of this run, so a login holds whichever

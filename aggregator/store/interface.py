@@ -116,6 +116,9 @@ class Store(Protocol):
     def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:
         """Yield (bucket, packed batch) of every report an archiving task accepted, in order."""
 
+    def fold_staged(self, task: TaskConfig) -> None:
+        """Fold a task's staged reports into its sums now (reads need not: they add them)."""
+
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose window closed before ``now``; return how many."""
 

@@ -2,8 +2,10 @@
 
 A single-row mechanism's sums are loaded whole; a sketch's rows are streamed block by block
 (:mod:`aggregator.store.streamed`) through the same transaction, so memory depends on the
-block, not on k or n. The caller opens the snapshot (SQLite: a read transaction on the
-WAL; PostgreSQL: REPEATABLE READ) and closes it after the ``with`` block.
+block, not on k or n. The reports still staged in that snapshot are added in memory
+(:mod:`aggregator.store.staged_view`): a read writes nothing. The caller opens the snapshot
+(SQLite: a read transaction on the WAL; PostgreSQL: REPEATABLE READ) and closes it after
+the ``with`` block.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 
 from aggregator.store.interface import SumsView
 from aggregator.store.sql import COUNTER, Tx
+from aggregator.store.staged_view import StagedRows
 from aggregator.store.streamed import StreamedSums
 from shared import Sums, TaskConfig
 
@@ -28,43 +31,84 @@ def snapshot_sums(
     """Yield the sums over buckets starting in [start, end), read through ``tx``."""
     low, high = _bounds(start, end)
     where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
+    args = (task.task_id, low, high)
+    staged = StagedRows(
+        task.mechanism_object,
+        tx.execute(f"SELECT bucket, data FROM staged {where} ORDER BY id", args),
+    )
     rows, width = task.mechanism_object.sums_shape
     if rows == 1:  # a single small row: load it whole
-        yield _dense(tx, task, where, (task.task_id, low, high))
+        yield _dense(tx, task, where, args, staged)
         return
-    args = (task.task_id, low, high)
-    ((total,),) = tx.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}", args)
-    buckets = [b for (b,) in tx.execute(f"SELECT DISTINCT bucket FROM sums {where}", args)]
+    buckets = stored_buckets(tx, task.task_id, low, high)
     yield StreamedSums(
-        int(total),
+        lambda: _total(tx, where, args) + staged.total,
         rows,
         width,
-        lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width),
-        lambda: _row_counts(tx, where, args, rows),
+        lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width, staged),
+        lambda: _row_counts(tx, where, args, rows, staged),
+        len(staged.buckets.union(buckets)),
     )
 
 
-def _dense(tx: Tx, task: TaskConfig, where: str, args: tuple[str, int, int]) -> Sums:
+def stored_buckets(tx: Tx, task_id: str, low: int, high: int) -> list[int]:
+    """Return the stored buckets in [low, high): one index seek per bucket.
+
+    A sums row (a sketch row's counters) fills a page, so a scan of the table for its
+    distinct buckets would read every row's page; seeking the next bucket reads a few.
+    """
+    found: list[int] = []
+    while True:
+        ((bucket,),) = tx.execute(
+            "SELECT MIN(bucket) FROM sums WHERE task_id = ? AND bucket >= ? AND bucket < ?",
+            (task_id, low, high),
+        )
+        if bucket is None:
+            return found
+        found.append(int(bucket))
+        low = int(bucket) + 1
+
+
+def _total(tx: Tx, where: str, args: tuple[str, int, int]) -> int:
+    """Return the number of reports in the window (reads every row's n)."""
+    ((total,),) = tx.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}", args)
+    return int(total)
+
+
+def _dense(
+    tx: Tx, task: TaskConfig, where: str, args: tuple[str, int, int], staged: StagedRows
+) -> Sums:
     sums = task.mechanism_object.new_sums()
     for row, count, blob in tx.execute(f"SELECT row, n, counters FROM sums {where}", args):
         sums.n[row] += count
         sums.table[row] += np.frombuffer(blob, dtype=COUNTER)
+    staged.add_dense(sums.n, sums.table)
     return sums
 
 
-def _row_counts(tx: Tx, where: str, args: tuple[str, int, int], rows: int) -> np.ndarray:
+def _row_counts(
+    tx: Tx, where: str, args: tuple[str, int, int], rows: int, staged: StagedRows
+) -> np.ndarray:
     """Return each row's report count over the window (the n column only: no counters)."""
     n = np.zeros(rows, dtype=np.int64)
     for row, count in tx.execute(f"SELECT row, SUM(n) FROM sums {where} GROUP BY row", args):
         n[row] = count
+    staged.add_n(n)
     return n
 
 
 def _row_block(
-    tx: Tx, task_id: str, buckets: list[int], start: int, stop: int, width: int
+    tx: Tx,
+    task_id: str,
+    buckets: list[int],
+    start: int,
+    stop: int,
+    width: int,
+    staged: StagedRows,
 ) -> np.ndarray:
     """Return rows [start, stop) summed over the buckets (index range scans, one per bucket)."""
     block = np.zeros((stop - start, width), dtype=np.int64)
+    staged.add_block(block, start)
     for bucket in buckets:
         for row, blob in tx.execute(
             "SELECT row, counters FROM sums WHERE task_id = ? AND bucket = ? AND row >= ? "

@@ -6,7 +6,8 @@ database's single writer lock): check and record the ids, stage the new reports 
 (:mod:`aggregator.store.staging`), and, once a task's staged bytes pass ``staged_bytes``, fold
 them into the rows they touch (read, add, write back), then commit. Workers therefore
 serialize their read-modify-writes and any number of them give the same sums as one. The
-view answers only after ``COMMIT`` returns. Estimates fold what is staged first.
+view answers only after ``COMMIT`` returns. Reads add what is staged in memory, from their
+own snapshot (:mod:`aggregator.store.staged_view`): an analyst never takes the write lock.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from aggregator.store.interface import (
     TaskExists,
     Upload,
 )
-from aggregator.store.reads import snapshot_sums
+from aggregator.store.reads import NO_LIMIT, snapshot_sums, stored_buckets
 from aggregator.store.sql import (
     CHUNK,
     COUNTER,
@@ -285,8 +286,11 @@ class SqliteStore:
 
     @contextmanager
     def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
-        """Yield the task's sums over buckets starting in [start, end), from one snapshot."""
-        self.fold_staged(task)  # every report acknowledged so far is in the sums
+        """Yield the task's sums over buckets starting in [start, end), from one snapshot.
+
+        Every report acknowledged so far is in it: the sums and, added in memory, what is
+        staged (nothing is written, so no write lock is waited for or held).
+        """
         conn = self._connection()
         conn.execute("BEGIN")  # one WAL snapshot for n and every row block; writers go on
         try:
@@ -323,14 +327,17 @@ class SqliteStore:
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""
-        self.fold_staged(task)
-        return [
-            int(b)
-            for (b,) in self._connection().execute(
-                "SELECT DISTINCT bucket FROM sums WHERE task_id = ? ORDER BY bucket",
-                (task.task_id,),
+        conn = self._connection()
+        conn.execute("BEGIN")  # one snapshot: a fold moving staged rows to sums meanwhile
+        try:
+            staged = conn.execute(
+                "SELECT DISTINCT bucket FROM staged WHERE task_id = ?", (task.task_id,)
             )
-        ]
+            found = {int(b) for (b,) in staged}
+            found.update(stored_buckets(conn, task.task_id, *NO_LIMIT))
+        finally:
+            conn.execute("COMMIT")
+        return sorted(found)
 
     def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
         """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""

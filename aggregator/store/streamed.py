@@ -35,15 +35,32 @@ class StreamedSums:
 
     ``n`` (one count per row: small) is read the first time an estimator asks for it (a
     heavy-hitter search needs each level's exact report count); ``table`` block by block.
+    ``total`` is read when first asked for (after a caller could check ``buckets``, how many
+    stored buckets each row is summed over: what a full read costs).
     """
 
     def __init__(
-        self, total: int, rows: int, width: int, read: RowReader, read_n: Callable[[], np.ndarray]
+        self,
+        total: Callable[[], int],
+        rows: int,
+        width: int,
+        read: RowReader,
+        read_n: Callable[[], np.ndarray],
+        buckets: int = 1,
     ) -> None:
-        self.total = total
+        self._read_total = total
+        self._total: int | None = None
+        self.buckets = buckets
         self.table = RowBlocks(rows, width, read)
         self._read_n = read_n
         self._n: np.ndarray | None = None
+
+    @property
+    def total(self) -> int:
+        """Return the number of reports."""
+        if self._total is None:
+            self._total = self._read_total()
+        return self._total
 
     @property
     def n(self) -> np.ndarray:

@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from agg_reports import envelopes, payloads
-from agg_server import ADMIN, ANALYST, bearer
+import requests
+from agg_reports import create_task, envelopes, estimates, payloads, post_reports
+from agg_server import ADMIN, ANALYST, Server, bearer
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -27,15 +30,14 @@ from shared import TaskConfig, encode_batch
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """Yield a 2 MiB tmpfs, unmounted afterwards."""
-    mount = tmp_path / "small-disk"
+@contextmanager
+def small_disk(mount: Path, size: str) -> Iterator[Path]:
+    """Mount a tmpfs of ``size`` (e.g. "2m") at ``mount``; unmount it afterwards."""
     mount.mkdir()
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+        pytest.fail("mounting a tmpfs needs root (CI runs as root): run the suite as root")
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
         check=False,
@@ -46,6 +48,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """Yield a 2 MiB tmpfs, unmounted afterwards."""
+    with small_disk(tmp_path / "small-disk", "2m") as mount:
+        yield mount
 
 
 def collector(db: Path) -> tuple[Flask, FlaskClient]:
@@ -164,3 +173,57 @@ def test_an_unwritable_database_answers_503_and_readyz_turns_unready(tmp_path: P
         subprocess.run(["chattr", "-i", *files], check=True)
     assert upload(http, task, 50, 3)[0] == 200
     assert counted(http) == 100  # the refused batch left nothing behind
+
+
+def _children(pid: int) -> set[int]:
+    """Return the pids of a process's children (the server's workers)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_the_default_server_answers_a_full_disk_507_and_keeps_every_ack(
+    tmp_path: Path, server_factory: Callable[..., Server]
+) -> None:
+    with small_disk(tmp_path / "disk", "8m") as disk:
+        # metrics where serve puts them (off this disk); the log beside the test, not on it
+        server = server_factory(str(disk / "c.sqlite3"), workers=2, own_metrics_dir=True)
+        task = create_task(
+            server.url, task_id="words", mechanism="cms", epsilon=4, k=64, m=256, min_batch_size=1
+        )
+        workers = _children(server.process.pid)
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * max(0, shutil.disk_usage(disk).free - (256 << 10)))
+        rng = np.random.default_rng(4)
+        acked, refused = 0, 0
+        for _ in range(300):
+            values = [f"w{i % 7}" for i in range(200)]
+            body = encode_batch(task, envelopes(task, payloads(task, values, rng)))
+            answer = post_reports(server.url, "words", body)  # a dropped connection raises
+            if answer.status_code == 200:
+                assert refused == 0, "a 200 after the disk was full"
+                acked += answer.json()["accepted"]
+                continue
+            assert answer.status_code == 507, answer.text
+            assert answer.json()["type"].endswith(":insufficient_storage")
+            assert int(answer.headers["Retry-After"]) > 0
+            refused += 1
+            if refused == 20:
+                break
+        assert refused == 20, f"the disk never filled ({acked} reports acked)"
+        assert requests.get(server.url + "/healthz", timeout=30).status_code == 200
+        assert server.process.poll() is None and _children(server.process.pid) == workers
+        filler.unlink()
+        deadline = time.monotonic() + 30
+        while requests.get(server.url + "/readyz", timeout=30).status_code != 200:
+            assert time.monotonic() < deadline, "never ready again after space was freed"
+            time.sleep(0.2)
+        answer = estimates(server.url, "words", candidates=["w0"])
+        assert answer.status_code == 200 and answer.json()["n"] == acked  # each ack, once
+        server.kill()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import itertools
+import sqlite3
 import tracemalloc
 from dataclasses import astuple
 from pathlib import Path
@@ -188,3 +190,44 @@ def test_admission_window_edges() -> None:
     ]
     skewed = admit(task, [batch[1]], hour + 3600 - 60, acceptance_window=0, clock_skew=600)
     assert len(skewed.envelopes) == 1  # a device clock a minute ahead is tolerated
+
+
+@pytest.mark.parametrize("mechanism", ["rr", "cms", "hcms"])
+def test_a_read_adds_the_staged_reports_to_the_folded_ones_exactly(
+    tmp_path: Path, mechanism: str
+) -> None:
+    path = str(tmp_path / "mixed.sqlite3")
+    store = SqliteStore(path, staged_bytes=600, busy_timeout=0.5)  # folds every few uploads
+    store.initialize()
+    task = (
+        TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0, min_batch_size=1)
+        if mechanism == "rr"
+        else sketch_task(mechanism)
+    )
+    store.create_task(StoredTask(task))
+    values = [True, False] * 350 if mechanism == "rr" else WORDS
+    reports = payloads(task, values, np.random.default_rng(4))
+    day = task.floor_time(1.7e9)
+    cuts = [*range(0, len(reports) - 5, 90), len(reports) - 5, len(reports)]  # 5 stay staged
+    for first, last in itertools.pairwise(cuts):
+        chunk = envelopes(task, reports[first:last], day + DAY * min(2, first // 300))
+        store.add_reports(task, chunk, [0] * len(chunk))
+    dense = task.mechanism_object.new_sums()
+    for report in reports:
+        dense.add(report)  # type: ignore[arg-type]
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        staged, folded = (
+            writer.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in ("staged", "sums")
+        )
+        assert staged and folded  # some reports folded, some still staged
+        writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock: a read
+        with store.read_sums(task, None, None) as sums:  # must not wait for it
+            rows = task.mechanism_object.sums_shape[0]
+            assert sums.total == len(values)
+            assert np.array_equal(sums.n, dense.n)  # type: ignore[attr-defined]
+            assert np.array_equal(sums.table[0:rows], dense.table)  # type: ignore[attr-defined]
+        assert store.buckets(task) == [day, day + DAY, day + 2 * DAY]
+    finally:
+        writer.close()
