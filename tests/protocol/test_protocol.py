@@ -214,6 +214,13 @@ def test_the_collector_counts_the_independent_clients_reports(tmp_path: Path) ->
                     row,
                     expected,
                 )
+        refused = requests.post(  # the served fast path reads LDP-Protocol too
+            f"{server.url}/v1/tasks/indep-rr/reports",
+            data=b'{"reports": []}',
+            headers={"Content-Type": "application/json", "LDP-Protocol": "2.0"},
+            timeout=10,
+        )
+        assert refused.status_code == 400 and "unsupported_protocol" in refused.json()["type"]
     finally:
         server.kill()
 
