@@ -16,6 +16,7 @@ import json
 import math
 import os
 import secrets
+import unicodedata
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -186,6 +187,33 @@ def olh(task: dict[str, Any], value: str) -> dict[str, Any]:
     return {"row": row, "index": grr_index(truth, g, t, word())}
 
 
+def hh_levels(task: dict[str, Any]) -> dict[str, list[int]]:
+    """§3.7: the prefix lengths and each level's hash seed."""
+    first, step, top = task["first"], task["step"], task["max_length"]
+    levels = [*range(first, top, step), top]
+    words = splitmix64(task["hash_seed"], len(levels))
+    seeds = [task["hash_seed"]] + [words[g] & 0xFFFFFFFF for g in range(1, len(levels))]
+    return {"levels": levels, "level_seeds": seeds}
+
+
+def hh(task: dict[str, Any], value: str, secret: bytes) -> dict[str, Any]:
+    """§3.7: NFC, symbols, the device's level, the item read as Latin-1, one CMS report."""
+    text = unicodedata.normalize("NFC", value)
+    if task["alphabet"] == "bytes":
+        symbols = [bytes([b]) for b in text.encode("utf-8")]
+    else:
+        assert all(c in task["alphabet"] for c in text)
+        symbols = [c.encode("utf-8") for c in text]
+    assert 1 <= len(symbols) <= task["max_length"]
+    derived = task["derived"]
+    level = int.from_bytes(device_key(secret, task["task_id"]), "big") % len(derived["levels"])
+    length = derived["levels"][level]
+    item = b"".join(symbols[:length]) + (b"\xff" if len(symbols) < length else b"")
+    hashed = item.decode("latin-1")  # each byte one code point; its UTF-8 is what is hashed
+    level_task = {**task, "hash_seed": derived["level_seeds"][level]}
+    return {"level": level, **cms(level_task, hashed)}
+
+
 def numeric_bucket(task: dict[str, Any], value: float) -> int:
     """§3.8: clip, map through the scale, floor into one of d buckets."""
     lo, hi, d = task["lo"], task["hi"], task["buckets"]
@@ -301,6 +329,16 @@ def permanent_cms(task: dict[str, Any], secret: bytes, value: str) -> dict[str, 
     family = HashFamily(task["hash_seed"], k, m)
     bits[family.bucket(family.key(value), row)] ^= 1
     return {"row": row, "bits": b64url(pack_bits(bits))}
+
+
+def reflip_cms(report: dict[str, Any], m: int, t_i: int) -> dict[str, Any]:
+    """§3.9: each of the m bits flips when its own fresh word is below T_i."""
+    bits = base64.urlsafe_b64decode(report["bits"] + "=" * (-len(report["bits"]) % 4))
+    flips = [int(word() < t_i) for _ in range(m)]
+    return {
+        "row": report["row"],
+        "bits": b64url(bytes(a ^ b for a, b in zip(bits, pack_bits(flips), strict=True))),
+    }
 
 
 def get_task(base_url: str, task_id: str) -> dict[str, Any]:

@@ -77,6 +77,7 @@ def test_the_independent_client_imports_nothing_of_the_project() -> None:
         "typing",
         "collections",
         "hmac",
+        "unicodedata",
         "mmh3",
         "rfc8785",
     }
@@ -257,3 +258,30 @@ def test_the_independent_numeric_client_is_the_implementation(spec: dict[str, An
         first_used = next(w for w in words if w < used)
         theirs = mechanism._from_words(np.array([bucket]), np.array([first_used]))  # type: ignore[attr-defined]
         assert ours == int(theirs[0])
+
+
+def test_the_independent_client_makes_the_hh_and_longitudinal_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§3.7 (levels, NFC, items) and §3.9 (PRR by the DRBG, then the IRR's fresh words)."""
+    secret = bytes.fromhex(VECTORS["device_secret"])
+    checked = 0
+    for case in VECTORS["tasks"]:
+        task = case["task"]
+        hh = task["mechanism"] == "hh"
+        if not hh and not (task["mechanism"] == "cms" and "longitudinal" in task):
+            continue
+        if hh:
+            assert ic.hh_levels(task) == {k: case["derived"][k] for k in ("levels", "level_seeds")}
+        for vector in case["reports"]:
+            words = iter(vector["words"])
+            monkeypatch.setattr(ic, "word", words.__next__)
+            monkeypatch.setattr(ic, "below", lambda n, words=words: _below(words, n))
+            if hh:
+                report = ic.hh(task, vector["value"], secret)
+            else:
+                permanent = ic.permanent_cms(task, secret, vector["value"])
+                report = ic.reflip_cms(permanent, task["m"], task["derived"]["T_i"])
+            assert report == vector["report"], (task["task_id"], vector["value"])
+            checked += 1
+    assert checked >= 8
