@@ -160,7 +160,7 @@ def _prr(task: TaskConfig, key: bytes, value: Any) -> dict[str, Any]:
     assert permanent == expected, "the vector's PRR is not the implementation's"
     return {
         "value": value,
-        "P": identity,
+        "F": identity,
         "seed_material": (key + context).hex(),
         "calls": [{"bytes": size, "output": out.hex()} for size, out in stream.calls],
         "permanent_response": mechanism.encode_payload(permanent),
