@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import numpy as np
@@ -177,6 +178,17 @@ TASKS: dict[str, dict[str, Any]] = {
         "words": _words(11),
     },
 }
+
+
+def payload_detail(payload: dict[str, Any], hashing: dict[str, Any], m: int | None) -> Any:
+    """Return what a payload encodes, spelled out: a sketch's m bits, an HCMS entry's sign."""
+    if "bits" in payload and m is not None:
+        raw = base64.urlsafe_b64decode(payload["bits"] + "=" * (-len(payload["bits"]) % 4))
+        return {"bit_string": "".join(f"{byte:08b}" for byte in raw)[:m]}
+    if "col" in payload:  # the Hadamard entry H[col, h_row(key)] is +1 when plus
+        bucket = hashing["buckets"][payload["row"]]
+        return {"plus": (payload["col"] & bucket).bit_count() % 2 == 0}
+    return {}
 
 
 def hashing_of(device: Any, value: Any) -> dict[str, Any]:

@@ -135,14 +135,16 @@ def _report(task: TaskConfig, key: bytes, value: Any, words: list[int]) -> dict[
     report = device.privatize(value, source)
     payload = device.encode_payload(report)
     body = encode_batch(task, [Envelope(REPORT_ID, task.fingerprint, TIME, report)])
+    hashing = cases.hashing_of(device, value)
     return {
         "value": value,
         "canonical": canonical.hex(),
         "memo_key": lookup_key(SECRET, task, TIME, canonical).hex(),
-        **cases.hashing_of(device, value),
+        **hashing,
         "words": words,
         "words_used": source.used,
         "report": payload,
+        **cases.payload_detail(payload, hashing, task.params.to_fields().get("m")),
         "wire": body.decode("utf-8"),
     }
 
