@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from agg_server import ADMIN, bearer
-from conftest import BACKENDS, database, make_app
+from flask import Flask
 
+from aggregator import create_app
 from aggregator.store import get_store
 from shared import ParameterError, TaskConfig
 
@@ -46,12 +46,10 @@ def execute(db: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
             conn.execute(sql, args)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_tasks_of_an_old_database_are_refingerprinted(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    db = database(backend, tmp_path, request)
-    client = make_app(db).test_client()
+def test_tasks_of_an_old_database_are_refingerprinted(app: Flask) -> None:
+    """``app``: a fresh database of each backend (conftest), migrated to the latest."""
+    db = str(app.config["DATABASE"])
+    client = app.test_client()
     for spec in TASKS:
         assert client.post("/v1/tasks", json=spec, headers=bearer(ADMIN)).status_code == 201
     tasks = [TaskConfig.from_dict(client.get(f"/v1/tasks/{s['task_id']}").json) for s in TASKS]
@@ -67,7 +65,7 @@ def test_tasks_of_an_old_database_are_refingerprinted(
         ]
         + [("DELETE FROM schema_version WHERE version >= 3", ())],
     )
-    migrated = make_app(db)
+    migrated = create_app({"TESTING": True, "DATABASE": db})
     with migrated.app_context():
         assert get_store().schema_change[0] == 2  # type: ignore[attr-defined]
     for task in tasks:
