@@ -68,7 +68,7 @@ bench: $(STAMP)
 	  || echo "make bench: wrk not installed; the serving rows use the Python load generator"
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
-LINTED = shared client aggregator simulations demo benchmarks tests ldp_scripts.py .ci
+LINTED = shared client aggregator simulations demo benchmarks protocol tests ldp_scripts.py .ci
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
@@ -82,7 +82,7 @@ test-min-versions:
 	$(MIN_VENV)/bin/python -m pip install --quiet -r $(MIN_VENV)/requirements.txt \
 		pytest pytest-timeout hypothesis scipy pgserver
 	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps -e .
-	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|mmh3|requests|urllib3|flask|gunicorn|granian|prometheus.client|pyarrow|psycopg|psycopg.pool|dask|distributed)=='
+	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|mmh3|rfc8785|requests|urllib3|flask|gunicorn|granian|prometheus.client|pyarrow|psycopg|psycopg.pool|dask|distributed)=='
 	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/shared tests/client tests/aggregator
 
 clean:

@@ -51,7 +51,7 @@ def task_of(path: str | Path) -> TaskConfig:
     metadata = pq.read_schema(path).metadata or {}
     if TASK_KEY not in metadata:
         raise ValueError(f"{path} was not written by ldp-aggregator (no task in its metadata)")
-    return TaskConfig.from_dict(json.loads(metadata[TASK_KEY]))
+    return TaskConfig.from_stored(json.loads(metadata[TASK_KEY]))
 
 
 # -- reports -----------------------------------------------------------------------------

@@ -56,7 +56,10 @@ def decode_json(
     if encoding == "gzip":
         raw = _inflate(raw, limit)
     try:
-        return json.loads(raw)
+        # UTF-8 only (RFC 8259 §8.1): decoded here, since json.loads(bytes) would also take
+        # UTF-16/32 and skip a BOM; a BOM is then refused as not JSON. Duplicate keys: the
+        # last wins, as in ECMAScript's JSON.parse (PROTOCOL.md §2).
+        return json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
         raise ApiError(
             400, "invalid_json", f"the body is not valid UTF-8 JSON: {str(error)[:200]}"

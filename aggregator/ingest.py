@@ -12,6 +12,7 @@ from typing import Any
 from flask import Blueprint, current_app, request
 
 from aggregator.intake import EXTENSION, Headers, Intake
+from shared.contract import PROTOCOL_HEADER
 
 bp = Blueprint("ingest", __name__, url_prefix="/v1/tasks")
 
@@ -24,5 +25,6 @@ def upload(task_id: str) -> dict[str, Any]:
         request.headers.get("Content-Type"),
         request.headers.get("Content-Encoding"),
         request.headers.get("Authorization"),
+        request.headers.get(PROTOCOL_HEADER),
     )
     return intake.upload(task_id, headers, request.stream.read(intake.max_body + 1), time.time())

@@ -24,7 +24,8 @@ from aggregator.store import Store, Upload
 from aggregator.store.group_commit import GroupCommitter
 from aggregator.tasks import find_task
 from shared import DecodeError, Rejection, decode_batch
-from shared.contract import replays, upload_answer
+from shared.contract import PROTOCOL_HEADER, replays, speaks, upload_answer
+from shared.task import PROTOCOL_VERSION
 
 EXTENSION = "ldp_intake"
 ROUTE = "/v1/tasks/<task_id>/reports"  # the upload endpoint (metrics label, Flask route)
@@ -46,6 +47,7 @@ class Headers:
     content_type: str | None = None
     content_encoding: str | None = None
     authorization: str | None = None
+    protocol: str | None = None  # LDP-Protocol (None: a client from before protocol 1.0)
 
 
 class Intake:
@@ -67,6 +69,14 @@ class Intake:
     def check(self, task_id: str, headers: Headers, body: bytes, now: float) -> Checked:
         """Validate an upload (``body``: at most MAX_BODY_BYTES + 1 bytes of it) or raise
         the ApiError that answers it."""
+        if headers.protocol is not None and not speaks(headers.protocol):
+            raise ApiError(
+                400,
+                "unsupported_protocol",
+                f"{PROTOCOL_HEADER} {headers.protocol[:20]!r} is not spoken here; this "
+                f"collector speaks protocol {PROTOCOL_VERSION} (PROTOCOL.md)",
+                supported=[PROTOCOL_VERSION],
+            )
         stored = find_task(task_id, self.store)
         check_upload_key(stored.upload_key_hash, parse_bearer(headers.authorization))
         batch = decode_json(headers.content_type, headers.content_encoding, body, self.max_body)

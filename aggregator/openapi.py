@@ -21,6 +21,14 @@ def _ok(description: str, schema: str | None = None) -> dict[str, Any]:
 
 
 TASK_ID = {"name": "task_id", "in": "path", "required": True, "schema": {"type": "string"}}
+PROTOCOL = {
+    "name": "LDP-Protocol",
+    "in": "header",
+    "required": False,
+    "description": "The protocol version the client follows (PROTOCOL.md §2); another "
+    "major version is refused with 400 unsupported_protocol.",
+    "schema": {"type": "string", "example": "1.0"},
+}
 
 PATHS: dict[str, Any] = {
     "/v1/tasks": {
@@ -57,7 +65,7 @@ PATHS: dict[str, Any] = {
             "summary": "Upload a batch of privatized reports (gzip allowed)",
             "description": "Each report id is counted once within its acceptance "
             "window; the answer is sent after the commit.",
-            "parameters": [TASK_ID],
+            "parameters": [TASK_ID, PROTOCOL],
             "security": [{}, {"bearer": []}],
             "requestBody": {"required": True, **_json("Batch")},
             "responses": {

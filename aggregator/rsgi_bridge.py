@@ -46,7 +46,7 @@ from aggregator.intake import ROUTE, Headers, Intake
 from aggregator.metrics import ABORTED, observe_request
 from aggregator.problems import ApiError, internal_error, problem_parts
 from aggregator.store import StoreUnavailable, unavailable_error
-from shared.contract import problem
+from shared.contract import PROTOCOL_HEADER, problem
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
@@ -174,6 +174,7 @@ class RsgiBridge:
                     headers.get("content-type"),
                     headers.get("content-encoding"),
                     headers.get("authorization"),
+                    headers.get(PROTOCOL_HEADER.lower()),
                 ),
                 body,
                 time.time(),

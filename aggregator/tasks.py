@@ -29,13 +29,14 @@ def list_tasks() -> Response:
     The ETag digests every task's id and fingerprint: it changes exactly when a task is
     added (tasks are immutable).
     """
-    tasks = [stored.config for stored in get_store().list_tasks()]
+    stored = get_store().list_tasks()
+    tasks = [s.config for s in stored]
     digest = hashlib.sha256("\n".join(f"{t.task_id} {t.fingerprint}" for t in tasks).encode())
     etag = digest.hexdigest()[:32]
     if request.if_none_match.contains(etag):
         response = Response(status=304)
     else:
-        response = jsonify(tasks=[task.to_dict() for task in tasks])
+        response = jsonify(tasks=[served(s) for s in stored])
     response.set_etag(etag)
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
@@ -44,9 +45,9 @@ def list_tasks() -> Response:
 @bp.get("/<task_id>")
 def get_task(task_id: str) -> Response:
     """Return one task's public configuration; 304 if the client's copy is current."""
-    task = find_task(task_id).config
-    response = jsonify(task.to_dict())
-    response.set_etag(task.fingerprint)
+    stored = find_task(task_id)
+    response = jsonify(served(stored))
+    response.set_etag(stored.config.fingerprint)
     response.headers["Cache-Control"] = CACHE_CONTROL
     response.make_conditional(request)
     return response
@@ -71,13 +72,25 @@ def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
     return body, 201, {"Location": location}
 
 
+def served(stored: StoredTask) -> dict[str, Any]:
+    """Return a task's public JSON: its configuration and this collector's policy for it.
+
+    ``upload_key_required`` and ``archive`` (the collector keeps the privatized reports it
+    accepts) are served so that a device knows them before its first upload; they are not
+    part of the fingerprint (PROTOCOL.md §1).
+    """
+    return {
+        **stored.config.to_dict(),
+        "upload_key_required": stored.upload_key_hash is not None,
+        "archive": stored.archive,
+    }
+
+
 def created_body(stored: StoredTask, upload_key: str | None) -> dict[str, Any]:
-    """Return what creating a task answers: its configuration, and what only its creator sees."""
-    body = stored.config.to_dict()
+    """Return what creating a task answers: its public JSON, and the upload key once."""
+    body = served(stored)
     if upload_key is not None:
         body["upload_key"] = upload_key  # shown once: only its hash is stored
-    if stored.archive:
-        body["archive"] = True  # the collector keeps the privatized reports it accepts
     return body
 
 

@@ -115,6 +115,7 @@ class Client:
             pinned=tasks or (),
             timeout=self.settings.timeouts.config,
             problems=self._problems,
+            counters=self._counters,
             cache_dir=self.settings.data_dir,
             wake=lambda: self._uploader.wake(),
         )

@@ -27,12 +27,17 @@ from client.storage import Pending, Storage
 from client.tasks import TaskRegistry
 from client.transport import Request, Response, Transport
 from shared.codec import batch_body
-from shared.contract import problem_code
+from shared.contract import PROTOCOL_HEADER, problem_code
+from shared.task import PROTOCOL_VERSION
 
 _TRANSIENT = frozenset({408, 429})
 _TOO_LARGE = 413
 _ENVELOPE = len('{"reports":[]}')  # the body's bytes around the reports
-_HEADERS = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+_HEADERS = {
+    "Content-Type": "application/json",
+    "Content-Encoding": "gzip",
+    PROTOCOL_HEADER: PROTOCOL_VERSION,
+}
 
 
 class Outcome(enum.Enum):

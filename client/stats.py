@@ -20,6 +20,11 @@ Drop reasons (``ClientStats.dropped``):
 
 ``rejected`` counts the server's per-report reasons (``report_expired``, ...);
 ``report_replayed`` is not among them: it means the report was already delivered.
+
+``refused_tasks`` counts task configurations the client refused, by reason:
+``derived_mismatch`` (the integers the task publishes are not the ones its parameters give
+here, PROTOCOL.md §1), ``invalid`` (anything else: a fingerprint it cannot reproduce, a
+protocol version it does not speak, bad parameters).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class ClientStats:
     failed_batches: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     rejected: dict[str, int] = field(default_factory=dict)
+    refused_tasks: dict[str, int] = field(default_factory=dict)
 
     @property
     def dropped_total(self) -> int:
@@ -54,6 +60,7 @@ class Counters:
         self._sent = self._retries = self._failed_batches = 0
         self._dropped: Counter[str] = Counter()
         self._rejected: Counter[str] = Counter()
+        self._refused_tasks: Counter[str] = Counter()
 
     def after_fork(self) -> None:
         """Replace the lock (another thread may have held it at fork time)."""
@@ -74,6 +81,11 @@ class Counters:
         """Count one report the server refused, by its reason."""
         with self._lock:
             self._rejected[reason] += 1
+
+    def refuse_task(self, reason: str) -> None:
+        """Count one task configuration refused, by its reason."""
+        with self._lock:
+            self._refused_tasks[reason] += 1
 
     def retried(self, count: int) -> None:
         """Count retries a transport made."""
@@ -96,4 +108,5 @@ class Counters:
                 failed_batches=self._failed_batches,
                 dropped=dict(self._dropped),
                 rejected=dict(self._rejected),
+                refused_tasks=dict(self._refused_tasks),
             )

@@ -11,9 +11,10 @@ until they are known, by its own choice.
 The uploader thread also revalidates known configurations when their ``max-age`` has
 passed (``If-None-Match`` with the ETag, a 304 keeps it) and retries failed fetches every
 ``RETRY_FAILED`` seconds. A stale configuration stays in use while the server is
-unreachable. An answer is checked: a valid task with the asked id and a fingerprint
-matching its parameters, else it is refused (and so is a cached file that does not pass
-the same checks).
+unreachable. An answer is checked: a valid task with the asked id, of the protocol
+version this SDK speaks, whose fingerprint and published derived integers (thresholds,
+g, levels…) are the ones its parameters give here; else it is refused and counted in
+``stats().refused_tasks`` (and so is a cached file that does not pass the same checks).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from pathlib import Path
 
 from client.errors import ConfigurationError, TaskUnavailableError, TransportError
 from client.problems import ProblemLog
+from client.stats import Counters
 from client.transport import Request, Response, Transport
 from shared.errors import LdpError
-from shared.task import TASK_ID, TaskConfig
+from shared.task import TASK_ID, DerivedMismatch, TaskConfig
 
 CACHE_FILE = "tasks.json"
 DEFAULT_MAX_AGE = 60.0
@@ -57,6 +59,7 @@ class TaskRegistry:
         pinned: Iterable[TaskConfig] = (),
         timeout: float,
         problems: ProblemLog,
+        counters: Counters | None = None,
         cache_dir: Path | None = None,
         wake: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
@@ -64,6 +67,7 @@ class TaskRegistry:
         self._transport = transport
         self._timeout = timeout
         self._problems = problems
+        self._counters = counters or Counters()
         self._clock = clock
         self._wake = wake
         self._pinned = _check_pinned(pinned)
@@ -219,12 +223,26 @@ class TaskRegistry:
             return _Entry(old.task, old.etag, due)
         if response.status != 200:
             raise TaskUnavailableError(f"the server answered {response.status}")
-        return _Entry(_parse_task(task_id, response), response.header("ETag"), due)
+        return _Entry(self._parse_task(task_id, response), response.header("ETag"), due)
+
+    def _parse_task(self, task_id: str, response: Response) -> TaskConfig:
+        try:
+            return _parse_task(task_id, response)
+        except DerivedMismatch:
+            self._counters.refuse_task("derived_mismatch")
+            raise TaskUnavailableError(
+                "the task's published derived integers disagree with this SDK's: refused"
+            ) from None
+        except TaskUnavailableError:
+            self._counters.refuse_task("invalid")
+            raise
 
 
 def _parse_task(task_id: str, response: Response) -> TaskConfig:
     try:
         task = TaskConfig.from_dict(json.loads(response.body))
+    except DerivedMismatch:
+        raise
     except (ValueError, LdpError, TypeError):
         raise TaskUnavailableError("the server's task configuration is invalid") from None
     if task.task_id != task_id:

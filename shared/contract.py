@@ -15,7 +15,11 @@ from dataclasses import asdict
 from typing import Any
 
 from shared.codec import Rejection, b64encode
+from shared.task import PROTOCOL_VERSION
 
+# Uploads name the protocol version they follow (PROTOCOL.md §2); a collector refuses a
+# major version it does not speak. Absent: a client from before 1.0, still accepted.
+PROTOCOL_HEADER = "LDP-Protocol"
 PROBLEM_TYPE = "urn:ldp-telemetry:problem:"
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 CACHE_CONTROL = "public, max-age=60"
@@ -52,6 +56,12 @@ def problem_code(body: Any) -> str:
     """Return the code of a problem document's ``type`` ('' if it is not one)."""
     kind = body.get("type") if isinstance(body, dict) else None
     return kind.removeprefix(PROBLEM_TYPE) if isinstance(kind, str) else ""
+
+
+def speaks(version: str) -> bool:
+    """Return True if an upload's ``LDP-Protocol`` names a version this code speaks."""
+    major, _, minor = version.strip().partition(".")
+    return major == PROTOCOL_VERSION.partition(".")[0] and minor.isdigit()
 
 
 def task_etag(fingerprint: str) -> str:

@@ -5,7 +5,9 @@ holds that mechanism's parameter object, the width of its time buckets and the s
 number of reports an estimate may be released for. Its fingerprint hashes all of them, so
 a report made under other parameters is recognised and refused; changing anything means a
 new task. On the wire (and in the fingerprint) a task is one flat JSON object: the common
-fields beside the mechanism's own.
+fields beside the mechanism's own, the protocol version and ``derived``, every integer a
+device derives from the parameters (PROTOCOL.md §1). The fingerprint is the SHA-256 of the
+object's RFC 8785 canonical form, so any language reproduces it.
 """
 
 from __future__ import annotations
@@ -26,11 +28,20 @@ from shared.wire import canonical_json
 
 DAY = 86_400
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+PROTOCOL_VERSION = "1.0"  # PROTOCOL.md's version, served in every task's JSON
 _COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "fingerprint")
 # Every mechanism's parameter names: read as task attributes (None where not taken).
 PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())
 TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
 PUBLISHED = ("effective_epsilon", "effective_epsilon_inf")  # computed: not fingerprinted
+# The collector's policy for a task: served beside it, not fingerprinted (a device needs
+# them to upload, not to privatize).
+SERVED = ("upload_key_required", "archive")
+CHECKED = ("protocol", "derived")  # fingerprinted; a device checks them against its own
+
+
+class DerivedMismatch(ParameterError):
+    """A task's published derived integers are not the ones its parameters give."""
 
 
 @dataclass(frozen=True, init=False)
@@ -104,13 +115,41 @@ class TaskConfig:
         """Return the task a :meth:`to_dict` produced (its fingerprint is checked)."""
         if not isinstance(data, dict):
             raise ParameterError("a task must be a JSON object")
-        _check_field_names(data, allowed=set(PUBLISHED))
-        return cls(**{key: value for key, value in data.items() if key in TASK_FIELDS})
+        _check_field_names(data, allowed={*PUBLISHED, *SERVED, *CHECKED})
+        protocol = data.get("protocol", PROTOCOL_VERSION)  # absent: a stored pre-1.0 task
+        if protocol != PROTOCOL_VERSION:
+            raise ParameterError(
+                f"the task is for protocol {protocol!r}; this implementation speaks "
+                f"{PROTOCOL_VERSION!r}: upgrade ldp-telemetry"
+            )
+        task = cls(**{key: value for key, value in data.items() if key in TASK_FIELDS})
+        if "derived" in data and data["derived"] != task.derived:
+            raise DerivedMismatch(
+                f"task {task.task_id!r} publishes derived integers {data['derived']!r}; its "
+                f"parameters give {task.derived!r} here: refused"
+            )
+        return task
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> TaskConfig:
+        """Return a task a collector kept, re-fingerprinting one kept before protocol 1.0.
+
+        A record without ``protocol`` was fingerprinted from Python's float repr; its
+        parameters are what they were, so its fingerprint is computed anew (RFC 8785).
+        """
+        if isinstance(data, dict) and "protocol" not in data:
+            data = {key: value for key, value in data.items() if key != "fingerprint"}
+        return cls.from_dict(data)
 
     @cached_property
     def mechanism_object(self) -> Mechanism:
         """Return the mechanism these parameters define."""
         return self.params.build()
+
+    @property
+    def derived(self) -> dict[str, Any]:
+        """Return every integer a device derives from the parameters (PROTOCOL.md §1)."""
+        return self.mechanism_object.derived()
 
     @property
     def asked_epsilon(self) -> float:
@@ -143,14 +182,19 @@ class TaskConfig:
             **self.params.to_fields(),
             "time_precision": self.time_precision,
             "min_batch_size": self.min_batch_size,
+            "protocol": PROTOCOL_VERSION,
+            "derived": self.derived,
             "fingerprint": self.fingerprint,
         }
 
-    def _compute_fingerprint(self) -> str:
+    def canonical_form(self) -> str:
+        """Return the RFC 8785 text the fingerprint hashes: every fingerprinted field."""
         fields = self._set_fields()
         fields.pop("fingerprint", None)  # what is hashed cannot include the hash
-        canonical = canonical_json(fields)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+        return canonical_json(fields)
+
+    def _compute_fingerprint(self) -> str:
+        return hashlib.sha256(self.canonical_form().encode("utf-8")).hexdigest()[:32]
 
 
 def _check_field_names(params: dict[str, Any], allowed: set[str]) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import rfc8785
 
 from shared.errors import DecodeError
 
@@ -57,8 +58,14 @@ def integer(obj: Mapping[str, Any], name: str, low: int, high: int) -> int:
 
 
 def canonical_json(obj: Mapping[str, Any]) -> str:
-    """Return an object as canonical JSON: keys sorted, no spaces, non-ASCII escaped.
+    """Return an object as RFC 8785 canonical JSON (JCS; its UTF-8 bytes are what is hashed).
 
-    What a task's fingerprint hashes, and what binds a permanent response to a task.
+    What a task's fingerprint hashes, and what binds a permanent response to a task. JCS
+    writes numbers as ECMAScript does (4.0 and 4 are both ``4``, 1e-05 is ``0.00001``), sorts
+    keys by UTF-16 code units and escapes only what JSON requires, so every language's SDK
+    reproduces it (PROTOCOL.md §1); integers beyond ±(2^53 − 1) are refused.
     """
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    try:
+        return rfc8785.dumps(obj).decode("utf-8")
+    except rfc8785.CanonicalizationError as error:
+        raise ValueError(f"not canonicalizable JSON: {error}") from None

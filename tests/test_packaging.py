@@ -22,7 +22,7 @@ def names(requirements: list[str]) -> set[str]:
 
 
 def test_the_sdk_installs_no_web_server_and_no_plotting() -> None:
-    assert names(PROJECT["dependencies"]) == {"numpy", "mmh3", "requests", "urllib3"}
+    assert names(PROJECT["dependencies"]) == {"numpy", "mmh3", "requests", "urllib3", "rfc8785"}
     assert {"flask", "gunicorn", "prometheus-client"} <= names(
         PROJECT["optional-dependencies"]["server"]
     )

@@ -75,6 +75,14 @@ class Mechanism(Protocol):
         """Return privatized reports of many values as a batch."""
         ...
 
+    def derived(self) -> dict[str, Any]:
+        """Return every integer a device derives from the parameters (thresholds, g, …).
+
+        The task JSON publishes them (``derived``, fingerprinted) so that no device computes
+        them with its own libm; a device checks them against its own computation.
+        """
+        ...
+
     def for_device(self, device_key: bytes) -> Mechanism:
         """Return the mechanism as one device uses it (``device_key``: secret to the device).
 

@@ -96,6 +96,10 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
     def __repr__(self) -> str:
         return f"GeneralizedRandomizedResponse(epsilon={self.epsilon!r}, d={self.d})"
 
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.3)."""
+        return {"T": self.threshold_other}
+
     def index_of(self, value: object) -> int:
         """Return the domain index of a value, or raise ValueOutOfDomain."""
         try:

@@ -99,6 +99,15 @@ class HeavyHitters:
         self.device_level = device_level
         LevelSearch.check_bounds(len(self.symbols), self.lengths, survivors=1)
 
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.7):
+        the CMS threshold, each level's prefix length and each level's hash seed."""
+        return {
+            "T": self.sketches[0].flip_threshold,
+            "levels": list(self.lengths),
+            "level_seeds": [sketch.hash_seed for sketch in self.sketches],
+        }
+
     def __repr__(self) -> str:
         return (
             f"HeavyHitters(epsilon={self.epsilon!r}, k={self.k}, m={self.m}, "

@@ -202,6 +202,10 @@ class Longitudinal:
     def __repr__(self) -> str:
         return f"Longitudinal({self.permanent!r}, {self.spec.to_json()})"
 
+    def derived(self) -> dict[str, Any]:
+        """Return the permanent layer's integers (at ε∞) and the instantaneous T_i."""
+        return {**self.permanent.derived(), "T_i": self.threshold}
+
     def for_device(self, device_key: bytes) -> Longitudinal:
         """Return the mechanism bound to a device's task key (its permanent responses)."""
         if not isinstance(device_key, bytes | bytearray) or len(device_key) < 16:

@@ -143,6 +143,10 @@ class NumericBase(SingleRowMechanism):
     def _from_words(self, truth: np.ndarray, words: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (each method defines them)."""
+        raise NotImplementedError
+
     def output_probability(self, value: float, report: int) -> Fraction:
         """Return P(report | value) exactly (each method defines it)."""
         raise NotImplementedError
@@ -184,6 +188,10 @@ class SquareWave(NumericBase):
 
     def __repr__(self) -> str:
         return f"SquareWave(epsilon={self.epsilon!r}, d={self.d}, w={self.w})"
+
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.8)."""
+        return {"w": self.w, "T": self.far_words, "P": self.near_words, "U": self.used_words}
 
     def _redraw(self, words: np.ndarray, rng: Rng) -> np.ndarray:
         """Replace the words past ``used_words`` by fresh ones until none is left."""
@@ -272,6 +280,10 @@ class OneBitMean(NumericBase):
 
     def __repr__(self) -> str:
         return f"OneBitMean(epsilon={self.epsilon!r}, d={self.d})"
+
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.8)."""
+        return {"L": self.low_words, "S": self.step_words}
 
     def one_words(self, bucket: Any) -> Any:
         """Return the words (out of 2^32) for which bucket reports 1."""

@@ -112,6 +112,10 @@ class OptimizedLocalHashing(Sketch):
         self.p, self.q = self.threshold_keep / SCALE, self.threshold_other / SCALE
         self.report_bits = (g - 1).bit_length() + (self.k - 1).bit_length()
 
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.6)."""
+        return {"g": self.g, "T": self.threshold_other}
+
     def __repr__(self) -> str:
         return (
             f"OptimizedLocalHashing(epsilon={self.epsilon!r}, k={self.k}, g={self.g}, "

@@ -108,6 +108,10 @@ class RandomizedResponse(SingleRowMechanism):
     def __repr__(self) -> str:
         return f"RandomizedResponse(epsilon={self.epsilon!r})"
 
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.2)."""
+        return {"T_yes": self.threshold_yes, "T_no": self.threshold_no}
+
     def privatize(self, value: bool, rng: Rng = None) -> int:
         """Return the privatized answer (0 or 1) to a yes/no value."""
         threshold = self.threshold_yes if check_answer(value) else self.threshold_no

@@ -79,6 +79,11 @@ class Sketch:
             f"hash_seed={self.hash_seed})"
         )
 
+    def derived(self) -> dict[str, Any]:
+        """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.4,
+        §3.5): the threshold of a noisy bit."""
+        return {"T": self.flip_threshold}
+
     changes = 1  # coordinates in which two values' reports differ before noise (cms: 2)
 
     def set_flip(self, epsilon: float) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from client import InMemoryTransport, Request, Response
 from client.problems import ProblemLog
+from client.stats import Counters
 from client.tasks import DEFAULT_MAX_AGE, RETRY_FAILED, TaskRegistry
 from shared import TaskConfig
 
@@ -136,6 +137,23 @@ class Answers:
 def test_an_invalid_answer_is_refused(body: bytes) -> None:
     known = registry(Answers(Response(200, {"ETag": '"x"'}, body)), Clock())
     assert fetched(known, "t-rr") is None
+
+
+def test_a_task_whose_published_integers_disagree_is_refused_and_counted() -> None:
+    """The SDK recomputes every derived integer; one that differs refuses the task."""
+    task = TaskConfig(task_id="t-rr", mechanism="rr", epsilon=1.0).to_dict()
+    lie = {**task, "derived": {"T_yes": task["derived"]["T_yes"], "T_no": 1 << 31}}
+    counters = Counters()
+    known = registry(
+        Answers(Response(200, {}, json.dumps(lie).encode())), Clock(), counters=counters
+    )
+    assert fetched(known, "t-rr") is None
+    other = TaskConfig(task_id="t-x", mechanism="rr", epsilon=1.0).to_dict()
+    refused = registry(
+        Answers(Response(200, {}, json.dumps(other).encode())), Clock(), counters=counters
+    )
+    assert fetched(refused, "t-rr") is None  # another task's answer: invalid
+    assert counters.snapshot(0).refused_tasks == {"derived_mismatch": 1, "invalid": 1}
 
 
 def test_a_valid_answer_with_mixed_case_headers(tasks: dict[str, TaskConfig]) -> None:

@@ -1,22 +1,28 @@
 """A second device-side implementation, written only from PROTOCOL.md.
 
-It imports nothing of this project (a test checks): the standard library and mmh3 (the
-MurmurHash3 the protocol names). It fetches a task, checks its fingerprint, privatizes
-values for rr, grr, cms, hcms and olh, and uploads batches. Randomness is the OS CSPRNG.
+It imports nothing of this project (a test checks): the standard library, mmh3 (the
+MurmurHash3 the protocol names) and rfc8785 (the JSON Canonicalization Scheme it names).
+It fetches a task, checks its protocol version, fingerprint and derived integers,
+privatizes values for rr, grr, cms, hcms, olh and numeric with the published integers,
+derives permanent responses by HMAC-DRBG, and uploads batches. Randomness is the OS CSPRNG.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import math
 import os
 import secrets
+import unicodedata
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import mmh3
+import rfc8785
 
 MASK64 = (1 << 64) - 1
 SCALE = 1 << 32
@@ -25,11 +31,19 @@ SCALE = 1 << 32
 # -- §1 tasks ---------------------------------------------------------------------------
 
 
+NOT_FINGERPRINTED = (
+    "fingerprint",
+    "effective_epsilon",
+    "effective_epsilon_inf",
+    "upload_key_required",
+    "archive",
+)
+
+
 def fingerprint(task: dict[str, Any]) -> str:
-    """SHA-256 of the sorted, compact, ASCII-escaped JSON without the two derived fields."""
-    fields = {k: v for k, v in task.items() if k not in ("fingerprint", "effective_epsilon")}
-    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    """SHA-256 of the RFC 8785 form of the task without the fields §1 leaves out."""
+    fields = {k: v for k, v in task.items() if k not in NOT_FINGERPRINTED}
+    return hashlib.sha256(rfc8785.dumps(fields)).hexdigest()[:32]
 
 
 # -- §2 reports -------------------------------------------------------------------------
@@ -98,30 +112,46 @@ class HashFamily:
 # -- §3.2-3.6 mechanisms --------------------------------------------------------------------
 
 
+def own_derived(task: dict[str, Any]) -> dict[str, Any]:
+    """§3: the integers of a (non-longitudinal) rr, grr, cms, hcms, olh or numeric task."""
+    eps, kind = task.get("epsilon"), task["mechanism"]
+    if kind == "rr":
+        lie = threshold(1.0 / (1.0 + math.exp(eps)))
+        return {"T_yes": SCALE - lie, "T_no": lie}
+    if kind == "grr":
+        return {"T": threshold(1.0 / (math.exp(eps) + len(task["domain"]) - 1))}
+    if kind == "cms":
+        return {"T": threshold(1.0 / (1.0 + math.exp(eps / 2)))}
+    if kind == "hcms":
+        return {"T": threshold(1.0 / (1.0 + math.exp(eps)))}
+    if kind == "olh":
+        g = olh_buckets(eps)
+        return {"g": g, "T": threshold(1.0 / (math.exp(eps) + g - 1))}
+    return numeric_derived(task)
+
+
 def rr(task: dict[str, Any], answer: bool) -> dict[str, Any]:
-    lie = threshold(1.0 / (1.0 + math.exp(task["epsilon"])))
-    return {"bit": int(word() < (SCALE - lie if answer else lie))}
+    derived = task["derived"]
+    return {"bit": int(word() < (derived["T_yes"] if answer else derived["T_no"]))}
 
 
-def grr_index(truth: int, d: int, epsilon: float) -> int:
-    t = threshold(1.0 / (math.exp(epsilon) + d - 1))
-    w = word()
-    if w < (d - 1) * t:
-        other = w // t
+def grr_index(truth: int, d: int, t: int, r: int) -> int:
+    if r < (d - 1) * t:
+        other = r // t
         return other + (other >= truth)
     return truth
 
 
 def grr(task: dict[str, Any], value: str) -> dict[str, Any]:
     domain = task["domain"]
-    return {"index": grr_index(domain.index(value), len(domain), task["epsilon"])}
+    return {"index": grr_index(domain.index(value), len(domain), task["derived"]["T"], word())}
 
 
 def cms(task: dict[str, Any], value: str) -> dict[str, Any]:
     k, m = task["k"], task["m"]
     family = HashFamily(task["hash_seed"], k, m)
     row = below(k)
-    t = threshold(1.0 / (1.0 + math.exp(task["epsilon"] / 2)))
+    t = task["derived"]["T"]
     bits = [int(word() < t) for _ in range(m)]
     bits[family.bucket(family.key(value), row)] ^= 1
     return {"row": row, "bits": b64url(pack_bits(bits))}
@@ -141,7 +171,7 @@ def hcms(task: dict[str, Any], value: str) -> dict[str, Any]:
     family = HashFamily(task["hash_seed"], k, m)
     row, col = below(k), below(m)
     plus = bin(col & family.bucket(family.key(value), row)).count("1") % 2 == 0
-    flipped = word() < threshold(1.0 / (1.0 + math.exp(task["epsilon"])))
+    flipped = word() < task["derived"]["T"]
     return {"row": row, "col": col, "bit": int(plus != flipped)}
 
 
@@ -150,11 +180,38 @@ def olh_buckets(epsilon: float) -> int:
 
 
 def olh(task: dict[str, Any], value: str) -> dict[str, Any]:
-    g = olh_buckets(task["epsilon"])
+    g, t = task["derived"]["g"], task["derived"]["T"]
     family = HashFamily(task["hash_seed"], task["k"], g)
     row = below(task["k"])
     truth = family.bucket(family.key(value), row)
-    return {"row": row, "index": grr_index(truth, g, task["epsilon"])}
+    return {"row": row, "index": grr_index(truth, g, t, word())}
+
+
+def hh_levels(task: dict[str, Any]) -> dict[str, list[int]]:
+    """§3.7: the prefix lengths and each level's hash seed."""
+    first, step, top = task["first"], task["step"], task["max_length"]
+    levels = [*range(first, top, step), top]
+    words = splitmix64(task["hash_seed"], len(levels))
+    seeds = [task["hash_seed"]] + [words[g] & 0xFFFFFFFF for g in range(1, len(levels))]
+    return {"levels": levels, "level_seeds": seeds}
+
+
+def hh(task: dict[str, Any], value: str, secret: bytes) -> dict[str, Any]:
+    """§3.7: NFC, symbols, the device's level, the item read as Latin-1, one CMS report."""
+    text = unicodedata.normalize("NFC", value)
+    if task["alphabet"] == "bytes":
+        symbols = [bytes([b]) for b in text.encode("utf-8")]
+    else:
+        assert all(c in task["alphabet"] for c in text)
+        symbols = [c.encode("utf-8") for c in text]
+    assert 1 <= len(symbols) <= task["max_length"]
+    derived = task["derived"]
+    level = int.from_bytes(device_key(secret, task["task_id"]), "big") % len(derived["levels"])
+    length = derived["levels"][level]
+    item = b"".join(symbols[:length]) + (b"\xff" if len(symbols) < length else b"")
+    hashed = item.decode("latin-1")  # each byte one code point; its UTF-8 is what is hashed
+    level_task = {**task, "hash_seed": derived["level_seeds"][level]}
+    return {"level": level, **cms(level_task, hashed)}
 
 
 def numeric_bucket(task: dict[str, Any], value: float) -> int:
@@ -165,20 +222,27 @@ def numeric_bucket(task: dict[str, Any], value: float) -> int:
     return min(math.floor(u * d), d - 1)
 
 
-def numeric_output(task: dict[str, Any], bucket: int, draw: Any = word) -> int:
-    """§3.8: the report of a bucket, from uniform 32-bit words ``draw()``."""
+def numeric_derived(task: dict[str, Any]) -> dict[str, int]:
+    """§3.8: the integers of a numeric task (L, S for 1bit; w, T, P, U for sw)."""
     eps, d = task["epsilon"], task["buckets"]
     if task["method"] == "1bit":
         low = threshold(1.0 / (1.0 + math.exp(eps)))
         while (SCALE - 2 * low) % (2 * d):
             low += 1
-        step = (SCALE - 2 * low) // (2 * d)
-        return int(draw() < low + (2 * bucket + 1) * step)
+        return {"L": low, "S": (SCALE - 2 * low) // (2 * d)}
     e = math.exp(eps)
     w = round((eps * e - e + 1) / (2 * e * (e - 1 - eps)) * d)
     far = threshold(1.0 / ((2 * w + 1) * e + d - 1))
     near = (SCALE - (d - 1) * far) // (2 * w + 1)
-    used = (d - 1) * far + (2 * w + 1) * near
+    return {"w": w, "T": far, "P": near, "U": (d - 1) * far + (2 * w + 1) * near}
+
+
+def numeric_output(task: dict[str, Any], bucket: int, draw: Any = word) -> int:
+    """§3.8: the report of a bucket, from uniform 32-bit words ``draw()``."""
+    d, derived = task["buckets"], task["derived"]
+    if task["method"] == "1bit":
+        return int(draw() < derived["L"] + (2 * bucket + 1) * derived["S"])
+    w, far, near, used = derived["w"], derived["T"], derived["P"], derived["U"]
     x = draw()
     while x >= used:
         x = draw()
@@ -189,7 +253,7 @@ def numeric_output(task: dict[str, Any], bucket: int, draw: Any = word) -> int:
 
 
 def numeric(task: dict[str, Any], value: float) -> dict[str, Any]:
-    return {"index": numeric_output(task, numeric_bucket(task, value))}
+    return {"index": numeric_output(task, numeric_bucket(task, value), word)}
 
 
 PRIVATIZE = {"rr": rr, "grr": grr, "cms": cms, "hcms": hcms, "olh": olh, "numeric": numeric}
@@ -198,11 +262,94 @@ PRIVATIZE = {"rr": rr, "grr": grr, "cms": cms, "hcms": hcms, "olh": olh, "numeri
 # -- HTTP -------------------------------------------------------------------------------------
 
 
+# -- §3.9 permanent responses ------------------------------------------------------------
+
+
+def drbg(seed_material: bytes) -> Callable[[int], bytes]:
+    """HMAC-DRBG (SHA-256, no reseed): instantiate, then one generate call per use."""
+    state = {"k": bytes(32), "v": b"\x01" * 32}
+
+    def h(key: bytes, data: bytes) -> bytes:
+        return hmac.new(key, data, hashlib.sha256).digest()
+
+    def update(provided: bytes) -> None:
+        state["k"] = h(state["k"], state["v"] + b"\x00" + provided)
+        state["v"] = h(state["k"], state["v"])
+        if provided:
+            state["k"] = h(state["k"], state["v"] + b"\x01" + provided)
+            state["v"] = h(state["k"], state["v"])
+
+    def generate(size: int) -> bytes:
+        out = b""
+        while len(out) < size:
+            state["v"] = h(state["k"], state["v"])
+            out += state["v"]
+        update(b"")
+        return out[:size]
+
+    update(seed_material)
+    return generate
+
+
+def device_key(secret: bytes, task_id: str) -> bytes:
+    return hmac.new(secret, b"ldp-telemetry device key\x00" + task_id.encode(), "sha256").digest()
+
+
+def prr_seed(secret: bytes, task: dict[str, Any], value_bytes: bytes) -> bytes:
+    """§3.9: K ‖ context ‖ P ‖ 0x00 ‖ V, P the RFC 8785 form of the mechanism fields."""
+    common = ("task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived")
+    fields = {k: v for k, v in task.items() if k not in common + NOT_FINGERPRINTED}
+    return (
+        device_key(secret, task["task_id"])
+        + b"ldp-telemetry permanent response\x00"
+        + rfc8785.dumps(fields)
+        + b"\x00"
+        + value_bytes
+    )
+
+
+def drbg_words(generate: Callable[[int], bytes], count: int) -> list[int]:
+    raw = generate(4 * count)
+    return [int.from_bytes(raw[i : i + 4], "little") for i in range(0, len(raw), 4)]
+
+
+def drbg_below(generate: Callable[[int], bytes], n: int) -> int:
+    while True:
+        for r in drbg_words(generate, 5):
+            if r < SCALE - SCALE % n:
+                return r % n
+
+
+def permanent_cms(task: dict[str, Any], secret: bytes, value: str) -> dict[str, Any]:
+    """§3.9: a cms task's permanent response (row, then m words), by the DRBG."""
+    generate = drbg(prr_seed(secret, task, value.encode("utf-8")))
+    k, m, t = task["k"], task["m"], task["derived"]["T"]
+    row = drbg_below(generate, k)
+    bits = [int(r < t) for r in drbg_words(generate, m)]
+    family = HashFamily(task["hash_seed"], k, m)
+    bits[family.bucket(family.key(value), row)] ^= 1
+    return {"row": row, "bits": b64url(pack_bits(bits))}
+
+
+def reflip_cms(report: dict[str, Any], m: int, t_i: int) -> dict[str, Any]:
+    """§3.9: each of the m bits flips when its own fresh word is below T_i."""
+    bits = base64.urlsafe_b64decode(report["bits"] + "=" * (-len(report["bits"]) % 4))
+    flips = [int(word() < t_i) for _ in range(m)]
+    return {
+        "row": report["row"],
+        "bits": b64url(bytes(a ^ b for a, b in zip(bits, pack_bits(flips), strict=True))),
+    }
+
+
 def get_task(base_url: str, task_id: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{base_url}/v1/tasks/{task_id}", timeout=10) as answer:
         task: dict[str, Any] = json.load(answer)
+    if task.get("protocol") != "1.0":
+        raise ValueError(f"task {task_id!r} is not for protocol 1.0")
     if fingerprint(task) != task["fingerprint"]:
         raise ValueError(f"cannot reproduce the fingerprint of task {task_id!r}")
+    if own_derived(task) != task["derived"]:
+        raise ValueError(f"task {task_id!r} publishes other derived integers than §3 gives")
     return task
 
 
@@ -211,7 +358,7 @@ def upload(base_url: str, task_id: str, reports: list[dict[str, Any]]) -> dict[s
         f"{base_url}/v1/tasks/{task_id}/reports",
         method="POST",
         data=json.dumps({"reports": reports}).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "LDP-Protocol": "1.0"},
     )
     with urllib.request.urlopen(request, timeout=30) as answer:
         result: dict[str, Any] = json.load(answer)

@@ -1,12 +1,11 @@
-"""PROTOCOL.md holds: golden vectors, and a client written from it alone that the collector
-accepts and counts correctly."""
+"""PROTOCOL.md holds: the published vectors (protocol/vectors.json) are what the
+implementation generates, and a client written from PROTOCOL.md alone reproduces them and
+is accepted and counted correctly by the collector."""
 
 from __future__ import annotations
 
 import ast
-import base64
 import json
-import math
 import sys
 import time
 from collections import Counter
@@ -22,20 +21,34 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' server helper
 
 import independent_client as ic  # noqa: E402
-import vectors  # noqa: E402
 from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
+from protocol import generate  # noqa: E402
 from shared import TaskConfig  # noqa: E402
 
-VECTORS: dict[str, Any] = json.loads(vectors.FILE.read_text(encoding="utf-8"))
-PROJECT_PACKAGES = {"shared", "client", "aggregator", "simulations", "benchmarks", "demo"}
+VECTORS: dict[str, Any] = json.loads(generate.FILE.read_text(encoding="utf-8"))
+PROJECT_PACKAGES = {
+    "shared",
+    "client",
+    "aggregator",
+    "simulations",
+    "benchmarks",
+    "demo",
+    "protocol",
+}
 
 
-def test_the_implementation_matches_the_golden_vectors() -> None:
-    assert vectors.build() == VECTORS, (
-        "the wire protocol changed: if on purpose, run python tests/protocol/vectors.py "
-        "--write --force and say so in PROTOCOL.md"
+def test_the_published_vectors_are_what_the_implementation_generates() -> None:
+    """Bit for bit: the committed file is a fresh generation's text."""
+    assert generate.text() == generate.FILE.read_text(encoding="utf-8"), (
+        "the protocol changed: if on purpose, run python -m protocol.generate --write "
+        "--force and say so in PROTOCOL.md"
     )
+
+
+def test_protocol_md_publishes_the_vectors_file() -> None:
+    text = (HERE.parents[1] / "PROTOCOL.md").read_text(encoding="utf-8")
+    assert "protocol/vectors.json" in text and f"Protocol {VECTORS['protocol']}" in text
 
 
 def test_the_independent_client_imports_nothing_of_the_project() -> None:
@@ -62,7 +75,11 @@ def test_the_independent_client_imports_nothing_of_the_project() -> None:
         "secrets",
         "urllib",
         "typing",
+        "collections",
+        "hmac",
+        "unicodedata",
         "mmh3",
+        "rfc8785",
     }
 
 
@@ -79,25 +96,63 @@ def test_the_independent_client_reproduces_the_vectors() -> None:
         hashes = ic.HashFamily(case["seed"], len(case["rows"]), case["m"])
         key = hashes.key(case["value"])
         assert [hashes.bucket(key, j) for j in range(len(case["rows"]))] == case["rows"]
+    for case in VECTORS["canonical_json"]:
+        assert ic.rfc8785.dumps(json.loads(case["json"])).decode() == case["canonical"]
     for case in VECTORS["tasks"]:
-        assert ic.fingerprint(case["task"]) == case["fingerprint"], case["task"]["task_id"]
-    for row in VECTORS["thresholds"]:
-        e = row["epsilon"]
-        assert ic.threshold(1 / (1 + math.exp(e))) == row["rr_lie"] == row["hcms_flip"]
-        assert ic.threshold(1 / (math.exp(e) + 2)) == row["grr_d3_other"]
-        assert ic.threshold(1 / (1 + math.exp(e / 2))) == row["cms_flip"]
-        g = ic.olh_buckets(e)
-        assert g == row["olh_g"] and ic.threshold(1 / (math.exp(e) + g - 1)) == row["olh_other"]
+        task = case["task"]
+        assert ic.fingerprint(task) == case["fingerprint"], task["task_id"]
+        assert ic.device_key(bytes(range(32)), task["task_id"]).hex() == case["device_key"]
+        if "epsilon" in task and task["mechanism"] != "hh":  # not alpha/beta, not ε∞
+            assert ic.own_derived(task) == case["derived"], task["task_id"]
+    for case in VECTORS["drbg"]:
+        generate_bytes = ic.drbg(bytes.fromhex(case["seed_material"]))
+        for call in case["calls"]:
+            assert generate_bytes(call["bytes"]).hex() == call["output"]
 
 
-def test_the_packing_rule_matches_the_vector() -> None:
-    cms = next(c for c in VECTORS["tasks"] if c["task"]["mechanism"] == "cms")
-    bits = [0] * cms["task"]["m"]
-    for position in (0, 2, 19):  # what vectors.REPORTS sets for the cms task
-        bits[position] = 1
-    sent = json.loads(cms["batch_body"])["reports"][0]["bits"]
-    assert ic.b64url(ic.pack_bits(bits)) == sent
-    assert base64.urlsafe_b64decode(sent + "=") == bytes([0b10100000, 0, 0b00010000])
+def test_the_independent_client_makes_the_vectors_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fixed words in, the exact report out: §3's rules, for the kinds the client has."""
+    for case in VECTORS["tasks"]:
+        task = case["task"]
+        if "longitudinal" in task or task["mechanism"] not in ic.PRIVATIZE:
+            continue
+        for vector in case["reports"]:
+            words = iter(vector["words"])
+            monkeypatch.setattr(ic, "word", words.__next__)
+            monkeypatch.setattr(ic, "below", lambda n, words=words: _below(words, n))
+            report = ic.PRIVATIZE[task["mechanism"]](task, vector["value"])
+            assert report == vector["report"], (task["task_id"], vector["value"])
+            envelope = {
+                "report_id": ic.b64url(bytes(range(16))),
+                "fingerprint": task["fingerprint"],
+                "time": VECTORS["time"],
+                **report,
+            }
+            wire = json.dumps({"reports": [envelope]}, separators=(",", ":"), ensure_ascii=False)
+            assert wire == vector["wire"]
+
+
+def _below(words: Any, n: int) -> int:
+    """§3: one word at a time, the first below 2^32 − 2^32 mod n, mod n."""
+    for r in words:
+        if r < 2**32 - 2**32 % n:
+            return int(r % n)
+    raise AssertionError("the vector gives too few words")
+
+
+def test_the_independent_client_derives_the_permanent_responses() -> None:
+    for case in VECTORS["tasks"]:
+        task = case["task"]
+        if task["mechanism"] != "cms" or "longitudinal" not in task:
+            continue
+        prr = case["prr"]
+        assert (
+            ic.prr_seed(bytes(range(32)), task, prr["value"].encode()).hex()
+            == (prr["seed_material"])
+        )
+        assert ic.permanent_cms(task, bytes(range(32)), prr["value"]) == prr["permanent_response"]
 
 
 POPULATION = {
@@ -160,6 +215,13 @@ def test_the_collector_counts_the_independent_clients_reports(tmp_path: Path) ->
                     row,
                     expected,
                 )
+        refused = requests.post(  # the served fast path reads LDP-Protocol too
+            f"{server.url}/v1/tasks/indep-rr/reports",
+            data=b'{"reports": []}',
+            headers={"Content-Type": "application/json", "LDP-Protocol": "2.0"},
+            timeout=10,
+        )
+        assert refused.status_code == 400 and "unsupported_protocol" in refused.json()["type"]
     finally:
         server.kill()
 
@@ -196,3 +258,30 @@ def test_the_independent_numeric_client_is_the_implementation(spec: dict[str, An
         first_used = next(w for w in words if w < used)
         theirs = mechanism._from_words(np.array([bucket]), np.array([first_used]))  # type: ignore[attr-defined]
         assert ours == int(theirs[0])
+
+
+def test_the_independent_client_makes_the_hh_and_longitudinal_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§3.7 (levels, NFC, items) and §3.9 (PRR by the DRBG, then the IRR's fresh words)."""
+    secret = bytes.fromhex(VECTORS["device_secret"])
+    checked = 0
+    for case in VECTORS["tasks"]:
+        task = case["task"]
+        hh = task["mechanism"] == "hh"
+        if not hh and not (task["mechanism"] == "cms" and "longitudinal" in task):
+            continue
+        if hh:
+            assert ic.hh_levels(task) == {k: case["derived"][k] for k in ("levels", "level_seeds")}
+        for vector in case["reports"]:
+            words = iter(vector["words"])
+            monkeypatch.setattr(ic, "word", words.__next__)
+            monkeypatch.setattr(ic, "below", lambda n, words=words: _below(words, n))
+            if hh:
+                report = ic.hh(task, vector["value"], secret)
+            else:
+                permanent = ic.permanent_cms(task, secret, vector["value"])
+                report = ic.reflip_cms(permanent, task["m"], task["derived"]["T_i"])
+            assert report == vector["report"], (task["task_id"], vector["value"])
+            checked += 1
+    assert checked >= 8

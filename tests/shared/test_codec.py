@@ -54,27 +54,27 @@ TIME_A, TIME_B = 1_700_006_400, 1_700_006_400 - 3 * 86_400
 
 GOLDEN = {  # the exact bytes every client must send for golden_envelopes(name)
     "cms": (
-        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"8fd8ccdd6adc6'
-        b'24e83b147f165a3b0a2","time":1700006400,"row":3,"bits":"slA"},{"report_id":"__7'
-        b'9_Pv6-fj39vX08_Lx8A","fingerprint":"8fd8ccdd6adc624e83b147f165a3b0a2","time":1'
+        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"819cea0d1f9c9'
+        b'15dede41d07cc8109d8","time":1700006400,"row":3,"bits":"slA"},{"report_id":"__7'
+        b'9_Pv6-fj39vX08_Lx8A","fingerprint":"819cea0d1f9c915dede41d07cc8109d8","time":1'
         b'699747200,"row":0,"bits":"__A"}]}'
     ),
     "grr": (
-        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"992d41b47adf7'
-        b'8efa6123a4689306aa3","time":1700006400,"index":2},{"report_id":"__79_Pv6-fj39v'
-        b'X08_Lx8A","fingerprint":"992d41b47adf78efa6123a4689306aa3","time":1699747200,"'
+        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"986418514dee9'
+        b'89979964d14ba215fc9","time":1700006400,"index":2},{"report_id":"__79_Pv6-fj39v'
+        b'X08_Lx8A","fingerprint":"986418514dee989979964d14ba215fc9","time":1699747200,"'
         b'index":0}]}'
     ),
     "hcms": (
-        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"ceb36753f4895'
-        b'29c1caf16af10e8c442","time":1700006400,"row":3,"col":15,"bit":1},{"report_id":'
-        b'"__79_Pv6-fj39vX08_Lx8A","fingerprint":"ceb36753f489529c1caf16af10e8c442","tim'
+        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"c5aa83799c07c'
+        b'8c4571b12e295dfbdb4","time":1700006400,"row":3,"col":15,"bit":1},{"report_id":'
+        b'"__79_Pv6-fj39vX08_Lx8A","fingerprint":"c5aa83799c07c8c4571b12e295dfbdb4","tim'
         b'e":1699747200,"row":0,"col":0,"bit":0}]}'
     ),
     "rr": (
-        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"a72bd0931a77e'
-        b'320fb8bea122631cfca","time":1700006400,"bit":1},{"report_id":"__79_Pv6-fj39vX0'
-        b'8_Lx8A","fingerprint":"a72bd0931a77e320fb8bea122631cfca","time":1699747200,"bi'
+        b'{"reports":[{"report_id":"AAECAwQFBgcICQoLDA0ODw","fingerprint":"efb170fc34397'
+        b'14239f9020232396bf7","time":1700006400,"bit":1},{"report_id":"__79_Pv6-fj39vX0'
+        b'8_Lx8A","fingerprint":"efb170fc3439714239f9020232396bf7","time":1699747200,"bi'
         b't":0}]}'
     ),
 }

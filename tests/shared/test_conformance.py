@@ -163,6 +163,15 @@ def check_output_probability_is_positive(case: Case, mechanism: Any) -> None:
         assert min(mechanism.output_probability(value, o) for o in all_outputs(mechanism)) > 0
 
 
+def check_derived_integers_are_published(case: Case, mechanism: Any) -> None:
+    """PROTOCOL.md §1.3: every integer a device uses, as JSON integers below 2^32."""
+    derived = mechanism.derived()
+    assert derived and all(isinstance(name, str) for name in derived)
+    for value in derived.values():
+        for number in value if isinstance(value, list) else [value]:
+            assert type(number) is int and 0 <= number < 2**32
+
+
 CHECKS: list[Callable[..., None]] = [
     check_parameters,
     check_seeded_runs_repeat,
@@ -174,6 +183,7 @@ CHECKS: list[Callable[..., None]] = [
     check_output_probability_is_positive,
     check_stack_rebuilds_privatize_many_batches,
     check_estimate_without_candidates,
+    check_derived_integers_are_published,
 ]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import rfc8785
 from shared_cases import STRINGS, all_outputs, fraction_log, worst_case_ratio
 
 from shared import (
@@ -262,7 +263,6 @@ def test_the_permanent_response_is_derived_as_protocol_md_says() -> None:
     """PROTOCOL.md §3.9 re-implemented from its text (own HMAC-DRBG) for rr and cms."""
     import hashlib
     import hmac
-    import json
 
     def drbg(seed: bytes) -> Callable[[int], bytes]:
         state = {"k": bytes(32), "v": b"\x01" * 32}
@@ -310,9 +310,9 @@ def test_the_permanent_response_is_derived_as_protocol_md_says() -> None:
     ):
         task = TaskConfig(task_id="lt", mechanism=kind, **fields)
         key = hmac.new(secret, b"ldp-telemetry device key\x00lt", hashlib.sha256).digest()
-        identity = json.dumps(task.params.to_fields(), sort_keys=True, separators=(",", ":"))
+        identity = rfc8785.dumps(task.params.to_fields())  # P: RFC 8785, as the fingerprint
         generate = drbg(
-            key + b"ldp-telemetry permanent response\x00" + identity.encode() + b"\x00" + canonical
+            key + b"ldp-telemetry permanent response\x00" + identity + b"\x00" + canonical
         )
         mechanism = task.mechanism_object
         assert isinstance(mechanism, Longitudinal)

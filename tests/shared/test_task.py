@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from typing import Any
 
 import numpy as np
 import pytest
+import rfc8785
 
 from shared import (
     CountMeanSketch,
@@ -17,6 +19,7 @@ from shared import (
     RandomizedResponse,
     TaskConfig,
 )
+from shared.task import PROTOCOL_VERSION, DerivedMismatch
 
 VALID: dict[str, dict[str, Any]] = {
     "rr": {"task_id": "t-rr", "mechanism": "rr", "epsilon": 1.0},
@@ -207,3 +210,63 @@ def test_numpy_scalars_are_stored_as_plain_numbers() -> None:
     json.dumps(task.to_dict())
     with pytest.raises(ParameterError, match="must be an integer"):
         TaskConfig.create(**{**VALID["hcms"], "k": np.bool_(True)})
+
+
+# -- Protocol 1.0: RFC 8785 fingerprints, the protocol version, derived integers ----------
+
+
+def test_the_fingerprint_is_sha256_of_the_rfc8785_form() -> None:
+    task = TaskConfig.create(**VALID["grr"] | {"domain": ["ä", "😂", "\x7f"]})
+    served = task.to_dict()
+    fields = {k: v for k, v in served.items() if k not in ("fingerprint", "effective_epsilon")}
+    canonical = rfc8785.dumps(fields)
+    assert task.canonical_form().encode() == canonical
+    assert task.fingerprint == hashlib.sha256(canonical).hexdigest()[:32]
+    assert b'"epsilon":2,' in canonical and "😂".encode() in canonical  # JCS, not repr
+
+
+def test_a_client_that_reparses_numbers_reproduces_the_fingerprint() -> None:
+    """JavaScript's JSON.parse keeps no int/float distinction: neither does the fingerprint."""
+    numeric = {"task_id": "n", "mechanism": "numeric", "epsilon": 1, "lo": 0, "hi": 1000}
+    task = TaskConfig.create(**numeric)
+    as_doubles = json.loads(json.dumps(task.to_dict()), parse_int=float)
+    assert isinstance(as_doubles["buckets"], float)
+    fields = {k: v for k, v in as_doubles.items() if k not in ("fingerprint", "effective_epsilon")}
+    assert hashlib.sha256(rfc8785.dumps(fields)).hexdigest()[:32] == task.fingerprint
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+def test_the_task_publishes_its_protocol_and_derived_integers(name: str) -> None:
+    served = TaskConfig.create(**VALID[name]).to_dict()
+    assert served["protocol"] == PROTOCOL_VERSION == "1.0"
+    for value in served["derived"].values():
+        for number in value if isinstance(value, list) else [value]:
+            assert type(number) is int and 0 <= number < 2**32
+
+
+def test_a_task_whose_derived_integers_disagree_is_refused() -> None:
+    data = TaskConfig.create(**VALID["cms"]).to_dict()
+    wrong = {**data, "derived": {"T": data["derived"]["T"] + 1}}
+    with pytest.raises(DerivedMismatch, match="derived integers"):
+        TaskConfig.from_dict(wrong)
+
+
+def test_a_task_of_another_protocol_is_refused() -> None:
+    data = TaskConfig.create(**VALID["rr"]).to_dict()
+    with pytest.raises(ParameterError, match=r"protocol '2\.0'"):
+        TaskConfig.from_dict({**data, "protocol": "2.0"})
+
+
+def test_the_collectors_policy_fields_are_served_but_not_fingerprinted() -> None:
+    task = TaskConfig.create(**VALID["hcms"])
+    served = {**task.to_dict(), "upload_key_required": True, "archive": True}
+    assert TaskConfig.from_dict(served).fingerprint == task.fingerprint
+
+
+def test_a_task_kept_before_protocol_1_0_is_refingerprinted() -> None:
+    task = TaskConfig.create(**VALID["cms"])
+    old = {k: v for k, v in task.to_dict().items() if k not in ("protocol", "derived")}
+    old["fingerprint"] = "0" * 32  # what Python's repr gave: not reproducible now
+    with pytest.raises(ParameterError, match="fingerprint"):
+        TaskConfig.from_dict(old)
+    assert TaskConfig.from_stored(old).fingerprint == task.fingerprint

@@ -1,0 +1,194 @@
+"""Write protocol/vectors.json: Protocol 1.0's conformance vectors, from this implementation.
+
+``python -m protocol.generate`` prints them; ``--write`` writes the file (refused when it
+exists and differs, unless ``--force``: a change there is a protocol change). The vectors
+are part of the protocol (PROTOCOL.md §8): an SDK that does not reproduce every one of
+them is wrong. 64-bit numbers are lowercase hexadecimal strings (JSON numbers are doubles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from client.budget import device_key, lookup_key
+from protocol import cases
+from protocol.words import FixedWords, RecordingStream
+from shared import Envelope, TaskConfig, encode_batch
+from shared.hashing import RowHashes, splitmix64, value_key
+from shared.mechanisms.longitudinal import Longitudinal
+from shared.task import PROTOCOL_VERSION
+from shared.wire import canonical_json
+
+FILE = Path(__file__).with_name("vectors.json")
+SECRET = bytes(range(32))  # the device secret of every device vector
+REPORT_ID = bytes(range(16))
+TIME = 1764028800  # every report's floored time, and the memo key's period
+SEED = cases.SEED
+
+
+def build() -> dict[str, Any]:
+    """Return every vector as JSON-ready data."""
+    return {
+        "protocol": PROTOCOL_VERSION,
+        "generated_by": "python -m protocol.generate --write",
+        "device_secret": SECRET.hex(),
+        "report_id": REPORT_ID.hex(),
+        "time": TIME,
+        "canonical_json": [
+            {"json": text, "canonical": canonical_json(json.loads(text))}
+            for text in cases.CANONICAL_JSON
+        ],
+        "splitmix64": {"seed": SEED, "words": [f"{w:016x}" for w in splitmix64(SEED, 8)]},
+        "row_constants": _row_constants(),
+        "keys": [
+            {
+                "value": v,
+                "utf8": v.encode().hex(),
+                "seed": SEED,
+                "key": f"{value_key(v, SEED):016x}",
+            }
+            for v in cases.VALUES
+        ],
+        "buckets": [
+            {"value": v, "seed": SEED, "m": m, "rows": _rows(v, SEED, 4, m)}
+            for m in (2, 20, 1000, 1024, 65536)
+            for v in cases.VALUES
+        ],
+        "drbg": [_drbg(entropy, nonce, sizes) for entropy, nonce, sizes in cases.DRBG],
+        "tasks": [_task(name, spec) for name, spec in cases.TASKS.items()],
+    }
+
+
+def _key(value: str) -> str:
+    return f"{value_key(value, SEED):016x}"
+
+
+def _row_constants() -> dict[str, Any]:
+    family = RowHashes(SEED, 4, 1000)
+    return {
+        "seed": SEED,
+        "k": 4,
+        "a": [f"{int(a):016x}" for a in family.a],
+        "b": [f"{int(b):016x}" for b in family.b],
+    }
+
+
+def _rows(value: str, seed: int, k: int, m: int) -> list[int]:
+    hashes, key = RowHashes(seed, k, m), value_key(value, seed)
+    return [hashes.bucket(key, j) for j in range(k)]
+
+
+def _drbg(entropy: bytes, nonce: bytes, sizes: list[int]) -> dict[str, Any]:
+    stream = RecordingStream(entropy, nonce)
+    for size in sizes:
+        stream.bytes(size)
+    return {
+        "seed_material": (entropy + nonce).hex(),
+        "calls": [{"bytes": size, "output": out.hex()} for size, out in stream.calls],
+    }
+
+
+def _task(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    spec = dict(spec)
+    values, words = spec.pop("values"), spec.pop("words")
+    task = TaskConfig(task_id=name, **spec)
+    key = device_key(SECRET, task)
+    mechanism = task.mechanism_object
+    served = {**task.to_dict(), "upload_key_required": False, "archive": False}
+    return {
+        "task": served,
+        "canonical": task.canonical_form(),
+        "fingerprint": task.fingerprint,
+        "derived": task.derived,
+        "device_key": key.hex(),
+        "reports": [
+            _report(task, key, value, words[i % len(words)]) for i, value in enumerate(values)
+        ],
+        **({"hash_family": _hash_family(task)} if "hash_seed" in task.params.to_fields() else {}),
+        **({"prr": _prr(task, key, values[0])} if isinstance(mechanism, Longitudinal) else {}),
+    }
+
+
+def _hash_family(task: TaskConfig) -> dict[str, Any]:
+    """Return the keys and row buckets of the task's values under its own hash family."""
+    mechanism: Any = task.mechanism_object
+    sketch = getattr(mechanism, "permanent", mechanism)
+    if not hasattr(sketch, "hashes"):  # hh: each level's family is in its report vectors
+        return {"level_seeds": task.derived["level_seeds"]}
+    return {
+        "k": sketch.k,
+        "m": sketch.m,
+        "a": [f"{int(a):016x}" for a in sketch.hashes.a],
+        "b": [f"{int(b):016x}" for b in sketch.hashes.b],
+    }
+
+
+def _report(task: TaskConfig, key: bytes, value: Any, words: list[int]) -> dict[str, Any]:
+    """Return one device vector: a value and fixed words in, the exact report out."""
+    device = task.mechanism_object.for_device(key)
+    canonical = device.canonical(value)
+    source = FixedWords(words)
+    report = device.privatize(value, source)
+    payload = device.encode_payload(report)
+    body = encode_batch(task, [Envelope(REPORT_ID, task.fingerprint, TIME, report)])
+    hashing = cases.hashing_of(device, value)
+    return {
+        "value": value,
+        "canonical": canonical.hex(),
+        "memo_key": lookup_key(SECRET, task, TIME, canonical).hex(),
+        **hashing,
+        "words": words,
+        "words_used": source.used,
+        "report": payload,
+        **cases.payload_detail(payload, hashing, task.params.to_fields().get("m")),
+        "wire": body.decode("utf-8"),
+    }
+
+
+def _prr(task: TaskConfig, key: bytes, value: Any) -> dict[str, Any]:
+    """Return the permanent response of a value: its DRBG seed material, calls and report."""
+    mechanism = task.mechanism_object
+    assert isinstance(mechanism, Longitudinal)
+    identity = canonical_json(task.params.to_fields())
+    context = b"ldp-telemetry permanent response\x00" + identity.encode() + b"\x00"
+    context += mechanism.canonical(value)
+    stream = RecordingStream(key, context)
+    permanent = mechanism.permanent.privatize(value, stream)
+    expected = mechanism.for_device(key).permanent_response(value)
+    assert permanent == expected, "the vector's PRR is not the implementation's"
+    return {
+        "value": value,
+        "F": identity,
+        "seed_material": (key + context).hex(),
+        "calls": [{"bytes": size, "output": out.hex()} for size, out in stream.calls],
+        "permanent_response": mechanism.encode_payload(permanent),
+    }
+
+
+def text() -> str:
+    """Return the file's text (what ``--write`` writes)."""
+    return json.dumps(build(), indent=1, ensure_ascii=False) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true", help="write protocol/vectors.json")
+    parser.add_argument("--force", action="store_true", help="overwrite a different file")
+    args = parser.parse_args()
+    new = text()
+    if not args.write:
+        print(new, end="")
+        return 0
+    if FILE.exists() and FILE.read_text(encoding="utf-8") != new and not args.force:
+        print(f"{FILE} differs: that changes the protocol; add --force", file=sys.stderr)
+        return 1
+    FILE.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
