@@ -56,7 +56,9 @@ class Collector:
     def republish(self, **changes: Any) -> str:
         """Rewrite the task with changed fields, as a malicious operator; return its fingerprint."""
         old = requests.get(f"{self.url}/v1/tasks/{TASK}", timeout=10).json()
-        task = TaskConfig.from_dict({**old, **changes, "fingerprint": ""})
+        # The published integers follow the new fields (a stale T_i would be refused).
+        fields = {k: v for k, v in old.items() if k != "derived"}
+        task = TaskConfig.from_dict({**fields, **changes, "fingerprint": ""})
         with sqlite3.connect(self.database) as db:
             db.execute(
                 "UPDATE tasks SET config = ? WHERE task_id = ?",

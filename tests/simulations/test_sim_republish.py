@@ -15,8 +15,9 @@ def rows_by(rows: list[dict], scenario: str) -> dict[str, dict]:
 
 
 def test_the_ledger_keeps_every_posterior_within_its_bound() -> None:
-    rows = republish.simulate(40, np.random.default_rng(11))
-    assert rows == republish.simulate(40, np.random.default_rng(11))  # seeded
+    # 100 devices: the mean posterior of 40 sat within 0.04 of the bound's margin.
+    rows = republish.simulate(100, np.random.default_rng(11))
+    assert rows == republish.simulate(100, np.random.default_rng(11))  # seeded
     same = rows_by(rows, "same task id, flip changed daily")
     new = rows_by(rows, "new task id daily")
     default = same["ledger, SDK defaults"]
