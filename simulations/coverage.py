@@ -15,8 +15,9 @@ interval holds the truth. Per row:
   over answers; 1 when the SE is honest);
 - ``coverage``: the share of 95 % intervals that hold the truth (pooled; ``min`` the worst
   answer's), and the share of answers flagged unreliable when the estimates carry a flag;
-- ``ok``: coverage 95 ± 3 % (or every miss flagged unreliable), |mean z| < 0.3 and SE/SD in
-  [0.9, 1.15]: the issue's targets (the bias: max |z̄| < 0.3).
+- ``ok``: ``yes`` when the row meets the issue's targets (coverage 95 ± 3 %, max |z̄| <
+  0.3, SE/SD in [0.9, 1.15]), ``≈`` when it misses them by less than its own Monte-Carlo
+  error, ``flagged`` when every answer said unreliable, else ``NO`` (:func:`verdict`).
 
 Count kinds give one row per case (their candidates pooled); numeric gives one row per
 statistic (mean, percentiles, clipped shares), the truth being the population's own
@@ -114,26 +115,48 @@ def summarize(runs: Runs, columns: Sequence[int]) -> dict[str, Any]:
         sd = float(np.sqrt(np.mean(e.var(axis=0, ddof=1))))
         ratio = float(np.sqrt(np.mean(s**2))) / sd if sd > 0 else float("inf")
     mean_z = float(np.mean(z)) if np.all(np.isfinite(z)) else float("nan")
-    worst = float(np.max(np.abs(np.mean(z, axis=0))))
-    coverage = float(held.mean())
+    trusted = held[~unreliable]
     row: dict[str, Any] = {
         "mean_z": mean_z,
-        "worst_z": worst,
+        "worst_z": float(np.max(np.abs(np.mean(z, axis=0)))),
         "se_over_sd": ratio,
-        "coverage": coverage,
+        "coverage": float(held.mean()),
         "min_coverage": float(held.mean(axis=0).min()),
         "unreliable": float(unreliable.mean()),
+        "reliable_coverage": float(trusted.mean()) if trusted.size else float("nan"),
+        "reps": len(e),
     }
-    row["ok"] = "yes" if meets(row, bool(np.all(held | unreliable))) else "NO"
+    row["ok"] = verdict(row)
     return row
 
 
-def meets(row: dict[str, Any], misses_flagged: bool) -> bool:
-    """Return whether a row meets the issue's targets."""
-    covered = abs(row["coverage"] - TARGET_COVERAGE) <= COVERAGE_SLACK or misses_flagged
-    bias = np.isfinite(row["worst_z"]) and row["worst_z"] < MAX_BIAS
-    honest = SE_RATIO[0] <= row["se_over_sd"] <= SE_RATIO[1]
-    return bool(covered and bias and (honest or misses_flagged))
+def verdict(row: dict[str, Any]) -> str:
+    """Return whether a row meets the targets: yes, ≈ (a miss within its own noise), NO.
+
+    ``flagged``: every answer said unreliable. Otherwise the coverage of the answers not
+    flagged must be within 95 ± 3 % and, when none was flagged, max |z̄| below 0.3 and
+    SE/SD within [0.9, 1.15]. ``≈``: missed, but each miss is within 2 Monte-Carlo
+    standard errors of the row (coverage sqrt(0.95·0.05/runs), z̄ 1/sqrt(runs), SD
+    relative 1/sqrt(2(runs − 1)); pooled answers counted once, as they may be dependent).
+    """
+    if row["unreliable"] >= 1.0:
+        return "flagged"
+    if _meets(row, 0.0):
+        return "yes"
+    return "≈" if _meets(row, 2.0) else "NO"
+
+
+def _meets(row: dict[str, Any], noise: float) -> bool:
+    reps = float(row["reps"])
+    slack = noise * np.sqrt(TARGET_COVERAGE * (1 - TARGET_COVERAGE) / reps)
+    covered = abs(row["reliable_coverage"] - TARGET_COVERAGE) <= COVERAGE_SLACK + slack
+    if row["unreliable"] > 0:
+        return bool(covered)
+    bias = np.isfinite(row["worst_z"]) and row["worst_z"] - noise / np.sqrt(reps) < MAX_BIAS
+    spread = noise / np.sqrt(2 * (reps - 1))
+    ratio = row["se_over_sd"]
+    honest = ratio * (1 - spread) <= SE_RATIO[1] and ratio * (1 + spread) >= SE_RATIO[0]
+    return bool(covered and bias and honest)
 
 
 def compute(sizes: Sizes, rng: np.random.Generator, show: bool) -> list[dict[str, Any]]:
@@ -142,12 +165,7 @@ def compute(sizes: Sizes, rng: np.random.Generator, show: bool) -> list[dict[str
     for case in progress(cases(sizes.devices, rng), "coverage cases", show):
         reps = sizes.numeric_reps if case.numeric else sizes.reps
         runs = run_case(case, reps, rng)
-        head: dict[str, Any] = {
-            "kind": case.kind,
-            "setting": case.setting,
-            "population": case.population,
-        }
-        head |= {"reps": reps}
+        head = {"kind": case.kind, "setting": case.setting, "population": case.population}
         if case.numeric:
             for i, name in enumerate(runs.names):
                 rows.append({**head, "statistic": name, **summarize(runs, [i])})
@@ -173,13 +191,15 @@ def table(rows: list[dict[str, Any]], sizes: Sizes) -> Table:
             Column("coverage", "coverage", "{:.1%}"),
             Column("min_coverage", "min", "{:.1%}"),
             Column("unreliable", "unreliable", "{:.0%}"),
+            Column("reliable_coverage", "coverage (reliable)", "{:.3f}", in_markdown=False),
             Column("ok", "ok"),
         ],
         rows,
         notes=(
             f"n = {sizes.devices:,} devices per population; counts pooled over the candidates "
-            "asked (min: the worst one's coverage). ok: coverage 95 ± 3 % (or every miss "
-            "flagged unreliable), max |z̄| < 0.3, SE/SD in [0.9, 1.15]."
+            "asked (min: the worst one's coverage). ok: coverage 95 ± 3 % (of the answers "
+            "not flagged unreliable), max |z̄| < 0.3, SE/SD in [0.9, 1.15]; ≈: a miss within "
+            "2 Monte-Carlo SEs of the row; flagged: every answer said unreliable."
         ),
     )
 
