@@ -49,14 +49,14 @@ MAX_BIAS, SE_RATIO = 0.3, (0.9, 1.15)
 
 @dataclass(frozen=True)
 class Sizes:
-    """Devices per population and repetitions per case (numeric ones cost an EMS fit)."""
+    """Devices per population and repetitions per case (costly ones: an EMS fit each)."""
 
     devices: int
     reps: int
-    numeric_reps: int
+    costly_reps: int
 
 
-QUICK, FULL = Sizes(devices=4_000, reps=40, numeric_reps=12), Sizes(10_000, 150, 40)
+QUICK, FULL = Sizes(devices=4_000, reps=40, costly_reps=12), Sizes(10_000, 150, 40)
 
 
 @dataclass
@@ -163,7 +163,7 @@ def compute(sizes: Sizes, rng: np.random.Generator, show: bool) -> list[dict[str
     """Return one row per count case and per numeric (case, statistic)."""
     rows = []
     for case in progress(cases(sizes.devices, rng), "coverage cases", show):
-        reps = sizes.numeric_reps if case.numeric else sizes.reps
+        reps = sizes.costly_reps if case.costly else sizes.reps
         runs = run_case(case, reps, rng)
         head = {"kind": case.kind, "setting": case.setting, "population": case.population}
         if case.numeric:

@@ -13,6 +13,7 @@ Longitudinal variants are every kind whose parameters take ``longitudinal``.
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ class Case:
     truth: Callable[[Sequence[Any]], np.ndarray]  # answer names → true values
     repeats: int = 1  # buckets each device reports in (longitudinal: one PRR)
     numeric: bool = False  # answers are statistics, not counts
+    costly: bool = False  # an estimate costs a reconstruction (fewer runs)
 
 
 def builder(kind: str, fields: dict[str, Any]) -> Callable[[int], Mechanism]:
@@ -107,6 +109,8 @@ def counting_cases(
 ) -> list[Case]:
     """Return the count cases of a kind: one per population."""
     values_kind = VALUES[kind]
+    if "m" in fields and "m" not in params_class(kind).fields():  # olh: g buckets, not m
+        setting = setting.replace(f" m={fields['m']}", "")
     build = builder(kind, fields)
     out = []
     if values_kind == "bool":
@@ -188,7 +192,10 @@ def numeric_cases(
     for name, make in populations.items():
         values = make()
         truth = _numeric_truth(values, lo, hi)
-        out.append(Case("numeric", setting, name, build, values, None, truth, numeric=True))
+        costly = fields.get("method", "sw") == "sw"  # EMS and its bootstrap refits
+        out.append(
+            Case("numeric", setting, name, build, values, None, truth, numeric=True, costly=costly)
+        )
     return out
 
 
@@ -236,14 +243,4 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
 
 
 def _with(case: Case, kind: str, repeats: int) -> Case:
-    return Case(
-        kind,
-        case.setting,
-        case.population,
-        case.build,
-        case.values,
-        case.candidates,
-        case.truth,
-        repeats,
-        case.numeric,
-    )
+    return dataclasses.replace(case, kind=kind, repeats=repeats)
