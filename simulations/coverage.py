@@ -19,9 +19,11 @@ interval holds the truth. Per row:
   0.3, SE/SD in [0.9, 1.15]), ``≈`` when it misses them by less than its own Monte-Carlo
   error, ``flagged`` when every answer said unreliable, else ``NO`` (:func:`verdict`).
 
-Count kinds give one row per case (their candidates pooled); numeric gives one row per
-statistic (mean, percentiles, clipped shares), the truth being the population's own
-statistic of its values clipped into [lo, hi] (clipped shares: the share outside).
+Count kinds give one row per case (their candidates pooled); a kind that discovers also
+gives one row of its top strings found without a list (truth: each string's own count);
+numeric gives one row per statistic (mean, percentiles, clipped shares), the truth being
+the population's own statistic of its values clipped into [lo, hi] (clipped shares: the
+share outside).
 """
 
 from __future__ import annotations
@@ -69,45 +71,52 @@ class Runs:
     low: np.ndarray
     high: np.ndarray
     unreliable: np.ndarray
-    truth: np.ndarray
+    truth: np.ndarray  # (repetitions, answers): a discovery's answers differ per run
+    selected: bool = False  # answers chosen by the data (a discovery's top strings)
 
 
 def run_case(case: Case, reps: int, rng: np.random.Generator) -> Runs:
     """Return the answers of ``reps`` independent runs of one case."""
-    found: dict[str, list[np.ndarray]] = {k: [] for k in ("e", "s", "lo", "hi", "u")}
+    found: dict[str, list[np.ndarray]] = {k: [] for k in ("e", "s", "lo", "hi", "u", "t")}
     names: list[Any] = []
-    values = case.values if case.numeric or case.kind.startswith("rr") else list(case.values)
+    values = case.values
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        values = list(values)  # strings: the sketches take a sequence of str
     for _ in range(reps):
         mechanism: Any = case.build(int(rng.integers(0, MAX_SEED + 1)))
         sums = mechanism.new_sums()
         if case.repeats == 1:
             sums.add_many(mechanism.privatize_many(values, rng))
         else:  # one permanent response per device, re-randomized in every bucket
-            permanent = mechanism.permanent.privatize_many(values, rng)
+            prr = mechanism.permanent.privatize_many(values, rng)
             for _ in range(case.repeats):
-                sums.add_many(mechanism.permanent.reflip_many(permanent, mechanism.threshold, rng))
-        answer = mechanism.estimate(sums, case.candidates)
+                sums.add_many(mechanism.permanent.reflip_many(prr, mechanism.threshold, rng))
+        if case.discover:
+            discovery = mechanism.discover(sums, top=case.discover)
+            answer, flags = discovery.estimates, discovery.reliable
+        else:
+            answer = mechanism.estimate(sums, case.candidates)
+            flags = getattr(answer, "reliable", None)
         if case.repeats > 1:
             answer = mechanism.over_buckets(answer, case.repeats)
         names = list(answer.values)
-        flags = getattr(answer, "reliable", None)
         for key, column in (
             ("e", answer.estimate),
             ("s", answer.std_error),
             ("lo", answer.ci_low),
             ("hi", answer.ci_high),
             ("u", np.zeros(len(names), bool) if flags is None else ~np.asarray(flags, bool)),
+            ("t", case.truth(names) * case.repeats),
         ):
             found[key].append(np.asarray(column))
-    truth = case.truth(names) * case.repeats
-    arrays = {key: np.array(rows) for key, rows in found.items()}
-    return Runs(names, arrays["e"], arrays["s"], arrays["lo"], arrays["hi"], arrays["u"], truth)
+    a = {key: np.array(rows) for key, rows in found.items()}
+    return Runs(names, a["e"], a["s"], a["lo"], a["hi"], a["u"], a["t"], bool(case.discover))
 
 
 def summarize(runs: Runs, columns: Sequence[int]) -> dict[str, Any]:
     """Return one table row's numbers over the answers ``columns`` of a case's runs."""
     cols = list(columns)
-    e, s, truth = runs.estimate[:, cols], runs.std_error[:, cols], runs.truth[cols]
+    e, s, truth = runs.estimate[:, cols], runs.std_error[:, cols], runs.truth[:, cols]
     held = (runs.low[:, cols] <= truth) & (truth <= runs.high[:, cols])
     unreliable = runs.unreliable[:, cols]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -125,7 +134,10 @@ def summarize(runs: Runs, columns: Sequence[int]) -> dict[str, Any]:
         "unreliable": float(unreliable.mean()),
         "reliable_coverage": float(trusted.mean()) if trusted.size else float("nan"),
         "reps": len(e),
+        "selected": runs.selected,
     }
+    if runs.selected:  # different strings per run: no SD to compare, z̄ has a winner's bias
+        row["se_over_sd"] = row["worst_z"] = float("nan")
     row["ok"] = verdict(row)
     return row
 
@@ -135,9 +147,10 @@ def verdict(row: dict[str, Any]) -> str:
 
     ``flagged``: every answer said unreliable. Otherwise the coverage of the answers not
     flagged must be within 95 ± 3 % and, when none was flagged, max |z̄| below 0.3 and
-    SE/SD within [0.9, 1.15]. ``≈``: missed, but each miss is within 2 Monte-Carlo
-    standard errors of the row (coverage sqrt(0.95·0.05/runs), z̄ 1/sqrt(runs), SD
-    relative 1/sqrt(2(runs − 1)); pooled answers counted once, as they may be dependent).
+    SE/SD within [0.9, 1.15] (a discovery's top strings differ per run: coverage only).
+    ``≈``: missed, but each miss is within 2 Monte-Carlo standard errors of the row
+    (coverage sqrt(0.95·0.05/runs), z̄ 1/sqrt(runs), SD relative 1/sqrt(2(runs − 1));
+    pooled answers counted once, as they may be dependent).
     """
     if row["unreliable"] >= 1.0:
         return "flagged"
@@ -150,7 +163,7 @@ def _meets(row: dict[str, Any], noise: float) -> bool:
     reps = float(row["reps"])
     slack = noise * np.sqrt(TARGET_COVERAGE * (1 - TARGET_COVERAGE) / reps)
     covered = abs(row["reliable_coverage"] - TARGET_COVERAGE) <= COVERAGE_SLACK + slack
-    if row["unreliable"] > 0:
+    if row["unreliable"] > 0 or row.get("selected"):
         return bool(covered)
     bias = np.isfinite(row["worst_z"]) and row["worst_z"] - noise / np.sqrt(reps) < MAX_BIAS
     spread = noise / np.sqrt(2 * (reps - 1))
@@ -169,6 +182,9 @@ def compute(sizes: Sizes, rng: np.random.Generator, show: bool) -> list[dict[str
         if case.numeric:
             for i, name in enumerate(runs.names):
                 rows.append({**head, "statistic": name, **summarize(runs, [i])})
+        elif case.discover:
+            label = f"top {case.discover}"
+            rows.append({**head, "statistic": label, **summarize(runs, range(case.discover))})
         else:
             label = f"{len(runs.names)} counts"
             rows.append({**head, "statistic": label, **summarize(runs, range(len(runs.names)))})

@@ -62,6 +62,7 @@ REPEATS = 5  # buckets a longitudinal device reports in (the same permanent resp
 DOMAIN = 16  # distinct values of the categorical populations
 ABSENT = "absent"  # a value nobody holds, asked of every sketch
 HH_ALPHABET = string.ascii_lowercase
+DISCOVER_TOP = 5  # strings a discovery case asks for
 
 
 @dataclass(frozen=True)
@@ -78,15 +79,17 @@ class Case:
     repeats: int = 1  # buckets each device reports in (longitudinal: one PRR)
     numeric: bool = False  # answers are statistics, not counts
     costly: bool = False  # an estimate costs a reconstruction (fewer runs)
+    discover: int = 0  # > 0: the answer is the top this many strings found without a list
 
 
 def builder(kind: str, fields: dict[str, Any]) -> Callable[[int], Mechanism]:
     """Return hash seed → the mechanism a task with ``fields`` builds (via the registry)."""
     params = params_class(kind)
+    taken = {name: value for name, value in fields.items() if name in params.fields()}
     seeded = "hash_seed" in params.fields()
 
     def build(seed: int) -> Mechanism:
-        return params.from_fields({**fields, **({"hash_seed": seed} if seeded else {})}).build()
+        return params.from_fields({**taken, **({"hash_seed": seed} if seeded else {})}).build()
 
     return build
 
@@ -212,7 +215,9 @@ def _numeric_truth(
             return float(np.mean(values < lo))
         if name == "clipped_high":
             return float(np.mean(values > hi))
-        return float(np.percentile(inside, float(name[1:])))
+        if name.startswith("p") and name[1:].replace(".", "", 1).isdigit():
+            return float(np.percentile(inside, float(name[1:])))
+        return float("nan")  # a statistic this table has no truth for (shown as a miss)
 
     return lambda names: np.array([one(name) for name in names])
 
@@ -229,6 +234,11 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
                 out += numeric_cases(setting, fields, n, rng)
             else:
                 out += counting_cases(kind, setting, fields, n, rng)
+    out += [  # what a kind that discovers answers without a list: its top strings
+        dataclasses.replace(case, kind=f"{case.kind} discover", discover=DISCOVER_TOP)
+        for case in out
+        if not case.numeric and hasattr(case.build(1), "discover")
+    ]
     for kind in MECHANISMS:
         if "longitudinal" not in params_class(kind).fields():
             continue

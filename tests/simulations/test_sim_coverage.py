@@ -35,7 +35,7 @@ def test_summaries_of_known_errors() -> None:
             estimate - 1.959964 * s,
             estimate + 1.959964 * s,
             np.zeros(estimate.shape, bool),
-            np.array([10.0, 10.0]),
+            np.full(estimate.shape, 10.0),
         )
         row = coverage.summarize(runs, [0, 1])
         assert row["coverage"] == pytest.approx(expected, abs=0.01)
@@ -50,7 +50,7 @@ def test_summaries_of_known_errors() -> None:
         shifted - 1.959964,
         shifted + 1.959964,
         np.zeros(shifted.shape, bool),
-        np.array([10.0]),
+        np.full(shifted.shape, 10.0),
     )
     row = coverage.summarize(biased, [0])
     assert row["worst_z"] == pytest.approx(0.5, abs=0.05) and row["ok"] == "NO"
@@ -69,3 +69,15 @@ def test_seeded_small_runs_of_the_count_kinds_are_honest(kind: str) -> None:
     assert 0.91 <= row["coverage"] <= 0.99, row
     assert row["worst_z"] < 0.35, row
     assert 0.85 <= row["se_over_sd"] <= 1.2, row
+
+
+def test_a_discovery_is_judged_on_the_coverage_of_its_reliable_rows() -> None:
+    rng = np.random.default_rng(13)
+    case = next(c for c in cases(2_000, rng) if c.discover and c.population == "bimodal")
+    assert case.kind == "hh discover"
+    runs = coverage.run_case(case, 30, rng)
+    assert runs.selected and runs.truth.shape == runs.estimate.shape == (30, case.discover)
+    row = coverage.summarize(runs, range(case.discover))
+    assert np.isnan(row["se_over_sd"]) and np.isnan(row["worst_z"])
+    assert row["unreliable"] < 1.0 and row["reliable_coverage"] >= 0.85, row
+    assert row["ok"] in ("yes", "≈")
