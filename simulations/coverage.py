@@ -137,7 +137,7 @@ def summarize(runs: Runs, columns: Sequence[int]) -> dict[str, Any]:
         "selected": runs.selected,
     }
     if runs.selected:  # different strings per run: no SD to compare, z̄ has a winner's bias
-        row["se_over_sd"] = row["worst_z"] = float("nan")
+        row["se_over_sd"] = row["worst_z"] = None
     row["ok"] = verdict(row)
     return row
 
@@ -207,7 +207,7 @@ def table(rows: list[dict[str, Any]], sizes: Sizes) -> Table:
             Column("coverage", "coverage", "{:.1%}"),
             Column("min_coverage", "min", "{:.1%}"),
             Column("unreliable", "unreliable", "{:.0%}"),
-            Column("reliable_coverage", "coverage (reliable)", "{:.3f}", in_markdown=False),
+            Column("reliable_coverage", "reliable: coverage", "{:.1%}"),
             Column("ok", "ok"),
         ],
         rows,

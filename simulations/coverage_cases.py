@@ -25,6 +25,8 @@ from shared.mechanisms.base import Mechanism
 from shared.mechanisms.registry import MECHANISMS, params_class
 from simulations.population import apportion
 
+AZ = string.ascii_lowercase  # the alphabet of the hh settings that declare one
+
 # What values each registered kind takes: booleans, a categorical domain, free strings
 # (sketches), symbol strings (heavy hitters), or numbers.
 VALUES = {
@@ -44,8 +46,12 @@ SETTINGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
         ("ε=4 k=128 m=512", {"epsilon": 4.0, "k": 128, "m": 512}),
     ),
     "words": (
-        ("ε=2 a-z L=6", {"epsilon": 2.0, "k": 64, "m": 256, "max_length": 6}),
-        ("ε=4 a-z L=8 s=1", {"epsilon": 4.0, "k": 128, "m": 512, "max_length": 8, "step": 1}),
+        ("ε=2 a-z L=6", {"epsilon": 2.0, "k": 64, "m": 256, "max_length": 6, "alphabet": AZ}),
+        (
+            "ε=4 a-z L=8 s=1",
+            {"epsilon": 4.0, "k": 128, "m": 512, "max_length": 8, "step": 1, "alphabet": AZ},
+        ),
+        ("ε=4 bytes L=6 (defaults)", {"epsilon": 4.0, "k": 128, "m": 512, "max_length": 6}),
     ),
     "numbers": (
         ("sw ε=1 [0,100] 64", {"epsilon": 1.0, "lo": 0.0, "hi": 100.0, "buckets": 64}),
@@ -61,7 +67,6 @@ LONGITUDINAL = (("ε∞=4 flip=0.1", {"epsilon_inf": 4.0, "flip": 0.1}),)
 REPEATS = 5  # buckets a longitudinal device reports in (the same permanent response)
 DOMAIN = 16  # distinct values of the categorical populations
 ABSENT = "absent"  # a value nobody holds, asked of every sketch
-HH_ALPHABET = string.ascii_lowercase
 DISCOVER_TOP = 5  # strings a discovery case asks for
 
 
@@ -142,7 +147,7 @@ def _names(values_kind: str, rng: np.random.Generator) -> tuple[str, ...]:
     words: dict[str, None] = {}
     while len(words) < DOMAIN:
         length = int(rng.integers(2, 7))
-        words["".join(rng.choice(list(HH_ALPHABET), length))] = None
+        words["".join(rng.choice(list(AZ), length))] = None
     return tuple(words)
 
 
