@@ -15,6 +15,7 @@ from typing import Protocol
 
 from simulations import (
     choose_mechanism,
+    coverage,
     heavy_hitters,
     longitudinal,
     numeric,
@@ -50,6 +51,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         numeric,
         longitudinal,
         republish,
+        coverage,
     )
 }
 

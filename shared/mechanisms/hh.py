@@ -47,7 +47,7 @@ from shared.mechanisms.hh_reports import (
     LevelReport,
     check_alphabet,
 )
-from shared.mechanisms.hh_search import Discovery, LevelSearch, search
+from shared.mechanisms.hh_search import DEFAULT_SURVIVORS, Discovery, LevelSearch, search
 from shared.mechanisms.sketch import SketchParams, with_hash_seed
 from shared.randomness import Rng, uniform_below, uniform_below_many
 from shared.sums import RowSums, check_shape
@@ -290,7 +290,11 @@ class HeavyHitters:
         )
 
     def discover(
-        self, sums: Any, top: int = 20, survivors: int = 64, level: float = DEFAULT_LEVEL
+        self,
+        sums: Any,
+        top: int = 20,
+        survivors: int = DEFAULT_SURVIVORS,
+        level: float = DEFAULT_LEVEL,
     ) -> Discovery:
         """Find the ``top`` most frequent strings without a dictionary."""
         check_int("top", top, 1, 10_000)
@@ -340,20 +344,49 @@ class HeavyHitterParams(ParamsBase):
         ),
         Option("max_length", "integer", "hh: longest value, in symbols."),
         Option("first", "integer", "hh: prefix length of level 0 (default 2)."),
-        Option("step", "integer", "hh: symbols added per level (default 2)."),
+        Option(
+            "step",
+            "integer",
+            "hh: symbols added per level (default 2; 1 when 2 cannot be searched, e.g. bytes).",
+        ),
     )
 
     @classmethod
     def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
-        """Draw a random hash seed unless one is given."""
-        return with_hash_seed(given)
+        """Draw a random hash seed unless one is given; refuse what cannot be searched.
+
+        A new task whose default heavy-hitters query (``DEFAULT_SURVIVORS`` survivors)
+        would be refused is refused now, with the fix. Only new tasks: a stored task is
+        loaded as it was published.
+        """
+        given = with_hash_seed(given)
+        try:
+            mechanism = cls.from_fields(given).build()
+        except (ParameterError, ValueOutOfDomain):
+            return given  # the task's own validation names the problem
+        try:
+            LevelSearch.check_bounds(len(mechanism.symbols), mechanism.lengths, DEFAULT_SURVIVORS)
+        except ParameterError as error:
+            raise ParameterError(
+                f"hh: the default heavy-hitters query ({DEFAULT_SURVIVORS} survivors) "
+                f"could not run: {str(error).split(':')[0]}; use step 1, a smaller first, "
+                "or declare a smaller alphabet"
+            ) from None
+        return given
 
     def validate(self) -> None:
-        """Fill the defaults (bytes, L0 = 2, s = 2) and check every parameter is given."""
+        """Fill the defaults (bytes, L0 = 2, s = 2 or 1) and check every parameter is given.
+
+        The step defaults to 2 unless the default search would then not fit (the bytes
+        alphabet: 64 survivors × 59,293 extensions), and then to 1.
+        """
         object.__setattr__(self, "epsilon", as_float(self.epsilon))
-        for name, default in (("alphabet", BYTES), ("first", 2), ("step", 2)):
+        for name, default in (("alphabet", BYTES), ("first", 2)):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, default)
+        if self.step is None:
+            symbols = len(UTF8_BYTES) if self.alphabet == BYTES else len(str(self.alphabet))
+            object.__setattr__(self, "step", LevelSearch.default_step(symbols))
         self.require("epsilon")
         self.require("k", "m", "hash_seed", "alphabet", "max_length", "first", "step")
 

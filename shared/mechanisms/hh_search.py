@@ -1,12 +1,14 @@
 """Level-by-level discovery of frequent strings over the hh sums (pure numpy, no IO).
 
-Level 0: estimate every item of length L0 (and every shorter string + END); keep the top
-``survivors``. Level g: a surviving open prefix p is extended by every w of Σ^d
+Level 0: estimate every item of length L0 (and every shorter string + END); keep the
+``survivors`` of highest lower bound (estimate − z·SE, z Bonferroni-corrected over the
+level's candidates). Level g: a surviving open prefix p is extended by every w of Σ^d
 (d = ℓ_g − ℓ_{g−1}) and every shorter w + END; an ended string (it holds END) is carried
 as it is, since its devices at level g report it too. Each level's candidates are hashed
 and gathered in chunks of ``CHUNK`` with a running top-``survivors``, so memory is bounded
 by the chunk and the sketch's row blocks whatever n is; the number of candidates per level
-is bounded by ``MAX_LEVEL_CANDIDATES`` (a ``bytes`` alphabet allows few survivors at s=2).
+is bounded by ``MAX_LEVEL_CANDIDATES`` (``bytes`` at s = 2 fits only 17 survivors, so a new
+task's step defaults to 1 when 2 would not fit ``DEFAULT_SURVIVORS``).
 
 A level's count f̂_g estimates the devices of level g only (about n/G of them), so a
 string's count is G·f̂_g with variance G²·Var_g (CMS noise and collisions at n_g reports)
@@ -30,11 +32,17 @@ from shared.mechanisms.cms import CountMeanSketch
 
 MAX_LEVEL_CANDIDATES = 1 << 20  # per level: about 2 s of gathering at k = 2048
 CHUNK = 1 << 16  # candidates hashed and gathered at once
+DEFAULT_SURVIVORS = 64  # what a query keeps per level unless it asks otherwise
 
 
 @dataclass(frozen=True)
 class Discovery:
-    """Discovered strings, most frequent first, with the search's bookkeeping."""
+    """Discovered strings, ranked by lower bound, with the search's bookkeeping.
+
+    The rank key is estimate − reliable_z·std_error (a one-sided lower confidence bound at
+    the family-wise level), so every ``reliable`` row comes before every other, and a
+    noisy long string never outranks a string whose count is known better.
+    """
 
     estimates: Estimates
     reliable: np.ndarray  # estimate ≥ z·SE, z Bonferroni-corrected over the last level
@@ -68,14 +76,32 @@ class LevelSearch:
 
     @staticmethod
     def check_bounds(symbols: int, lengths: Sequence[int], survivors: int) -> None:
-        """Raise ParameterError if some level would examine too many candidates."""
-        counts = [_words_up_to(symbols, lengths[0])]
-        counts += [survivors * _words_up_to(symbols, b - a) for a, b in itertools.pairwise(lengths)]
-        if max(counts) > MAX_LEVEL_CANDIDATES:
-            raise ParameterError(
-                f"this search would examine {max(counts):,} candidates at one level (at most "
-                f"{MAX_LEVEL_CANDIDATES:,}): use a smaller alphabet, first, step or survivors"
-            )
+        """Raise ParameterError if some level would examine too many candidates.
+
+        The message names the most survivors (and so the largest top) that would fit.
+        """
+        first = _words_up_to(symbols, lengths[0])
+        widest = max((b - a for a, b in itertools.pairwise(lengths)), default=0)
+        per_survivor = _words_up_to(symbols, widest) if widest else 0
+        largest = max(first, survivors * per_survivor)
+        if largest <= MAX_LEVEL_CANDIDATES:
+            return
+        fit = MAX_LEVEL_CANDIDATES // per_survivor if per_survivor else 0
+        fix = (
+            f"ask for at most {fit} survivors (and top), or "
+            if first <= MAX_LEVEL_CANDIDATES and fit >= 1
+            else ""
+        )
+        raise ParameterError(
+            f"this search would examine {largest:,} candidates at one level (at most "
+            f"{MAX_LEVEL_CANDIDATES:,}): {fix}use a task with a smaller alphabet, first or step"
+        )
+
+    @staticmethod
+    def default_step(symbols: int) -> int:
+        """Return the step of a new task: 2, unless the default search would then not fit."""
+        fits = DEFAULT_SURVIVORS * _words_up_to(symbols, 2) <= MAX_LEVEL_CANDIDATES
+        return 2 if fits else 1
 
     def level_n(self, g: int) -> float:
         """Return level g's report count: exact from per-row n, else estimated.
@@ -150,6 +176,14 @@ class LevelSearch:
         variance = scale**2 * variance + np.maximum(estimate, 0) * (scale - 1)
         return Estimates.from_variance(values, estimate, variance, int(self.sums.total), level)
 
+    def level_size(self, g: int, kept: Sequence[bytes]) -> int:
+        """Return how many candidates level g examines after ``kept`` survived level g − 1."""
+        if g == 0:
+            return _words_up_to(len(self.symbols), self.lengths[0]) - 1
+        ended = sum(1 for c in kept if c.endswith(self.end))
+        width = self.lengths[g] - self.lengths[g - 1]
+        return ended + (len(kept) - ended) * _words_up_to(len(self.symbols), width)
+
     def first_level(self) -> Iterator[bytes]:
         """Yield level 0's candidates: every word of length L0, every shorter one + END."""
         return (c for c in self.extend([b""], self.lengths[0]) if c != self.end)
@@ -186,10 +220,15 @@ def search(
             ended = [c for c in kept if c.endswith(levels.end)]
             open_ = [c for c in kept if not c.endswith(levels.end)]
             candidates = itertools.chain(ended, levels.extend(open_, width))
-        kept, count, history = _top_of(levels, g, candidates, survivors, history)
+        z = family_z(level, levels.level_size(g, kept))
+        kept, count, history = _top_of(levels, g, candidates, survivors, history, z)
         examined.append(count)
     result = levels.final([split(c) for c in kept], [decode(c) for c in kept], level)
-    order = np.argsort(-result.estimate, kind="stable")[:top]
+    z = family_z(level, examined[-1])
+    # Rank by the lower bound (then the estimate): the reliable rows first, and among
+    # the others a string known to be frequent before a larger but noisier one.
+    bound = result.estimate - z * result.std_error
+    order = np.lexsort((-result.estimate, -bound))[:top]
     chosen = Estimates(
         tuple(result.values[i] for i in order),
         result.estimate[order],
@@ -199,10 +238,16 @@ def search(
         result.n,
         result.level,
     )
-    # One-sided: the question is whether the count is above 0, at family-wise level.
-    z = NormalDist().inv_cdf(1.0 - (1.0 - level) / max(1, examined[-1]))
     reliable = chosen.estimate >= z * chosen.std_error
     return Discovery(chosen, reliable & (chosen.estimate > 0), tuple(examined), z, levels.levels)
+
+
+def family_z(level: float, candidates: int) -> float:
+    """Return the one-sided z of a lower bound at ``level`` family-wise (Bonferroni).
+
+    One-sided: the question is whether a count is above 0, for every candidate at once.
+    """
+    return NormalDist().inv_cdf(1.0 - (1.0 - level) / max(1, candidates))
 
 
 def _top_of(
@@ -211,15 +256,18 @@ def _top_of(
     candidates: Iterator[bytes],
     survivors: int,
     history: dict[bytes, tuple[float, int]],
+    z: float,
 ) -> tuple[list[bytes], int, dict[bytes, tuple[float, int]]]:
     """Return the ``survivors`` items of highest score, chunk by chunk, and how many were seen.
 
-    An open prefix scores its f̂_g. An ended string is whole at this level and at every
-    earlier one it survived, so it scores the mean of those f̂_h: a short frequent string
-    is not lost to one level's noise after it has ended.
+    An open prefix's estimate is its f̂_g. An ended string is whole at this level and at
+    every earlier one it survived, so its estimate is the mean of those f̂_h, whose noise
+    is smaller: a short frequent string is not lost to one level's noise after it has
+    ended. The score is the lower bound estimate − z·SE (SE of the level's CMS noise).
     """
     best: list[bytes] = []
     best_scores, best_sums, best_levels = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
+    sketch, n_g = levels.sketches[g], levels.level_n(g)
     seen = 0
     while chunk := list(itertools.islice(candidates, CHUNK)):
         seen += len(chunk)
@@ -227,8 +275,10 @@ def _top_of(
         before = [history.get(item, (0.0, 0)) for item in chunk]
         sums = counts + np.array([b[0] for b in before])
         used = 1 + np.array([b[1] for b in before], dtype=np.int64)
+        mean = sums / used
+        noise = sketch.noise_variance(round(n_g), np.clip(mean, 0, n_g))
         pool = best + chunk
-        scores = np.concatenate([best_scores, sums / used])
+        scores = np.concatenate([best_scores, mean - z * np.sqrt(noise / used)])
         sums, used = np.concatenate([best_sums, sums]), np.concatenate([best_levels, used])
         keep = _highest(pool, scores, survivors)
         best, best_scores = [pool[i] for i in keep], scores[keep]

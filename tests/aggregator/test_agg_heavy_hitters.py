@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import requests
 from agg_reports import TIMEOUT, create_task, envelopes, estimates, upload
-from agg_server import ANALYST, Server, bearer
+from agg_server import ADMIN, ANALYST, Server, bearer
 from flask.testing import FlaskClient
 
 from client.budget import device_key
@@ -89,8 +89,6 @@ def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
 
 
 def test_heavy_hitters_refuses_what_it_cannot_answer(client: FlaskClient) -> None:
-    from agg_server import ADMIN
-
     admin, analyst = bearer(ADMIN), bearer(ANALYST)
     for params in (
         {"task_id": "words", **TASK},
@@ -114,3 +112,38 @@ def test_heavy_hitters_refuses_what_it_cannot_answer(client: FlaskClient) -> Non
         assert response.status_code == 400, body
     assert client.post(url.format("words"), json={}).status_code == 401
     assert client.post(url.format("nope"), json={}, headers=analyst).status_code == 404
+
+
+def test_a_task_given_only_max_length_is_searchable_with_the_defaults(server: Server) -> None:
+    """bytes, first 2 and the default step: the default query runs (step 2 is refused)."""
+    plain = {"mechanism": "hh", "epsilon": 4.0, "k": 64, "m": 256, "max_length": 6}
+    refused = requests.post(
+        f"{server.url}/v1/tasks",
+        json={"task_id": "hh-step2", **plain, "step": 2},
+        headers=bearer(ADMIN),
+        timeout=TIMEOUT,
+    )
+    assert refused.status_code == 400, refused.text
+    assert "3,794,752 candidates" in refused.json()["detail"]
+    assert "use step 1" in refused.json()["detail"]
+
+    task = create_task(server.url, task_id="hh-bytes", min_batch_size=100, **plain)
+    assert (task.alphabet, task.first, task.step) == ("bytes", 2, 1)
+    rng = np.random.default_rng(7)
+    heavy = {"hello": 5000, "café": 4000, "ok": 3000}  # "café" is 5 bytes
+    letters = np.array(list(LETTERS))
+    values = [w for w, count in heavy.items() for _ in range(count)]
+    values += ["".join(rng.choice(letters, size=rng.integers(3, 7))) for _ in range(4000)]
+    batch = task.mechanism_object.privatize_many(  # type: ignore[call-arg]
+        values, rng, levels=device_levels(task, len(values))
+    )
+    reports = [batch.report(i) for i in range(len(values))]
+    assert upload(server.url, task, envelopes(task, reports), size=2000) == len(values)
+
+    response = heavy_hitters(server.url, task.task_id)  # the defaults: top 20, 64 survivors
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["levels"] == 5 and body["examined"][0] == 243**2 + 243
+    rows = body["heavy_hitters"]
+    assert {row["value"] for row in rows[:3]} == set(heavy)
+    assert all(row["reliable"] for row in rows[:3])

@@ -110,21 +110,32 @@ def test_values_are_normalised_and_checked_without_echoing_them() -> None:
 
 def test_parameters_defaults_wire_and_bounds() -> None:
     task = TaskConfig.create(task_id="words", mechanism="hh", epsilon=4, k=16, m=32, max_length=6)
-    assert (task.alphabet, task.first, task.step) == ("bytes", 2, 2)
+    # bytes at step 2 would fit only 17 survivors: a new task's step defaults to 1
+    assert (task.alphabet, task.first, task.step) == ("bytes", 2, 1)
     assert TaskConfig.from_dict(task.to_dict()) == task
-    assert task.mechanism_object.sums_shape == (3 * 16, 32)
+    assert task.mechanism_object.sums_shape == (5 * 16, 32)
+    small = TaskConfig.create(
+        task_id="w", mechanism="hh", epsilon=4, k=16, m=32, max_length=6, alphabet=LETTERS
+    )
+    assert small.step == 2 and small.mechanism_object.sums_shape == (3 * 16, 32)
+    with pytest.raises(ParameterError, match=r"3,794,752 candidates.*use step 1"):
+        TaskConfig.create(task_id="w", mechanism="hh", epsilon=4, k=16, m=32, max_length=6, step=2)
+    # A task published before (stored with step 2) still loads: only new tasks are refused.
+    stored = {**task.to_dict(), "step": 2}
+    stored.pop("fingerprint")
+    assert TaskConfig.from_dict(stored).step == 2
     device = task.mechanism_object.for_device(key_of(1))
     report = device.privatize("hi", np.random.default_rng(1))
     envelope = Envelope(new_report_id(), task.fingerprint, 0, report)
     assert decode_report(task, encode_report(task, envelope)).payload == report
     wire = encode_report(task, envelope)
-    wire["level"] = 3
+    wire["level"] = 5  # levels 0 … 4
     with pytest.raises(DecodeError):
         decode_report(task, wire)
     with pytest.raises(ParameterError, match="candidates at one level"):
         HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet="bytes", max_length=8, first=3)
     wide = HeavyHitters(epsilon=4.0, k=8, m=16, hash_seed=1, alphabet="bytes", max_length=8)
-    with pytest.raises(ParameterError, match="survivors"):
+    with pytest.raises(ParameterError, match="at most 17 survivors"):
         wide.discover(wide.new_sums(), survivors=64)  # 64 × 243² extensions
     for alphabet in ("a", "abca", 7):
         with pytest.raises(ParameterError):
@@ -227,3 +238,23 @@ def test_chunked_search_equals_one_chunk(monkeypatch: pytest.MonkeyPatch) -> Non
     assert np.array_equal(chunked.estimates.estimate, whole.estimates.estimate)
     assert chunked.examined == whole.examined
     assert whole.reliable_z == pytest.approx(NormalDist().inv_cdf(1 - 0.05 / whole.examined[-1]))
+
+
+def test_discovery_ranks_by_lower_bound_reliable_first() -> None:
+    """A long string (whole at one level of four: a large SE) does not outrank by noise."""
+    rng = np.random.default_rng(2)
+    hh = HeavyHitters(epsilon=2.0, k=32, m=64, hash_seed=5, alphabet="ab", max_length=8)
+    values = ["a"] * 1500 + ["abbabbab"] * 1500 + ["b"] * 3000
+    letters = np.array(list("ab"))
+    values += ["".join(rng.choice(letters, size=rng.integers(3, 9))) for _ in range(10_000)]
+    sums = hh.new_sums()
+    sums.add_many(hh.privatize_many(values, rng))
+    found = hh.discover(sums, top=8, survivors=16)
+    rows = found.rows()
+    bounds = [r["estimate"] - found.reliable_z * r["std_error"] for r in rows]
+    assert bounds == sorted(bounds, reverse=True)
+    flags = [r["reliable"] for r in rows]
+    assert flags == sorted(flags, reverse=True)  # every reliable row first
+    assert [r["value"] for r in rows[:3]] == ["b", "a", "abbabbab"]
+    # Here the point estimates disagree: "abbabbab" is above "a" but twice as noisy.
+    assert rows[2]["estimate"] > rows[1]["estimate"]

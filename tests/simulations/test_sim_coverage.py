@@ -1,0 +1,83 @@
+"""The coverage experiment: every kind covered, its summaries right, seeded runs honest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shared.mechanisms.registry import MECHANISMS, params_class
+from simulations import coverage
+from simulations.coverage_cases import REPEATS, cases
+
+
+def test_every_registered_kind_and_longitudinal_variant_has_cases() -> None:
+    found = {(c.kind, c.repeats) for c in cases(500, np.random.default_rng(1))}
+    kinds = {kind for kind, _ in found}
+    assert set(MECHANISMS) <= kinds
+    for name in MECHANISMS:
+        if "longitudinal" in params_class(name).fields():
+            assert (f"{name}+longitudinal", 1) in found
+            assert (f"{name}+longitudinal ×{REPEATS} buckets", REPEATS) in found
+    populations = {c.population for c in cases(500, np.random.default_rng(1)) if c.numeric}
+    assert populations == {"uniform", "lognormal", "bimodal", "point mass", "clipped 5%+5%"}
+
+
+def test_summaries_of_known_errors() -> None:
+    """Estimates N(truth, 1) with SE 1 cover 95 %; with SE 0.5 about 68 %, SE/SD 0.5."""
+    rng = np.random.default_rng(3)
+    estimate = rng.normal(10.0, 1.0, (4000, 2))
+    for se, expected in ((1.0, 0.95), (0.5, 0.683)):
+        s = np.full_like(estimate, se)
+        runs = coverage.Runs(
+            ["a", "b"],
+            estimate,
+            s,
+            estimate - 1.959964 * s,
+            estimate + 1.959964 * s,
+            np.zeros(estimate.shape, bool),
+            np.full(estimate.shape, 10.0),
+        )
+        row = coverage.summarize(runs, [0, 1])
+        assert row["coverage"] == pytest.approx(expected, abs=0.01)
+        assert row["se_over_sd"] == pytest.approx(se, rel=0.03)
+        assert abs(row["mean_z"]) < 0.05 / se
+        assert row["ok"] == ("yes" if se == 1.0 else "NO")
+    shifted = estimate[:, :1] + 0.5  # half an SE too high, SE 1
+    biased = coverage.Runs(
+        ["a"],
+        shifted,
+        np.ones_like(shifted),
+        shifted - 1.959964,
+        shifted + 1.959964,
+        np.zeros(shifted.shape, bool),
+        np.full(shifted.shape, 10.0),
+    )
+    row = coverage.summarize(biased, [0])
+    assert row["worst_z"] == pytest.approx(0.5, abs=0.05) and row["ok"] == "NO"
+
+
+@pytest.mark.parametrize("kind", ["rr", "grr", "olh", "hh", "cms+longitudinal"])
+def test_seeded_small_runs_of_the_count_kinds_are_honest(kind: str) -> None:
+    """200 runs at 2,000 devices: coverage, bias and SE/SD near the targets (seeded)."""
+    rng = np.random.default_rng(11)
+    case = next(
+        c for c in cases(2_000, rng) if c.kind == kind and c.population in ("zipf", "p=0.05")
+    )
+    runs = coverage.run_case(case, 200, rng)
+    row = coverage.summarize(runs, range(len(runs.names)))
+    # 200 runs pooled over the answers: the coverage's SE is under 1.5 points.
+    assert 0.91 <= row["coverage"] <= 0.99, row
+    assert row["worst_z"] < 0.35, row
+    assert 0.85 <= row["se_over_sd"] <= 1.2, row
+
+
+def test_a_discovery_is_judged_on_the_coverage_of_its_reliable_rows() -> None:
+    rng = np.random.default_rng(13)
+    case = next(c for c in cases(2_000, rng) if c.discover and c.population == "bimodal")
+    assert case.kind == "hh discover"
+    runs = coverage.run_case(case, 30, rng)
+    assert runs.selected and runs.truth.shape == runs.estimate.shape == (30, case.discover)
+    row = coverage.summarize(runs, range(case.discover))
+    assert row["se_over_sd"] is None and row["worst_z"] is None  # shown as a dash
+    assert row["unreliable"] < 1.0 and row["reliable_coverage"] >= 0.85, row
+    assert row["ok"] in ("yes", "≈")
