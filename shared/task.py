@@ -30,7 +30,9 @@ _COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "fingerpr
 # Every mechanism's parameter names: read as task attributes (None where not taken).
 PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())
 TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
-PUBLISHED = ("effective_epsilon", "effective_epsilon_inf")  # computed: not fingerprinted
+# Computed from the parameters, so not fingerprinted; a mechanism may publish more through
+# ``published()`` (its integer thresholds, the attack success of one report).
+PUBLISHED = ("effective_epsilon", "effective_epsilon_inf", "thresholds", "attack_success")
 
 
 @dataclass(frozen=True, init=False)
@@ -133,6 +135,9 @@ class TaskConfig:
         mechanism = self.mechanism_object
         if isinstance(mechanism, Longitudinal):  # one report spends ε₁; a value ε∞ for ever
             data["effective_epsilon_inf"] = mechanism.effective_epsilon_inf
+        published = getattr(mechanism, "published", None)
+        if published is not None:
+            data.update(published())
         return data
 
     def _set_fields(self) -> dict[str, Any]:

@@ -32,6 +32,8 @@ from shared import (
     OptimizedLocalHashing,
     RandomizedResponse,
 )
+from shared.mechanisms.oue import OptimizedUnaryEncoding
+from shared.mechanisms.ss import SubsetSelection
 
 PrivacyCase = tuple[Callable[[], Any], tuple[Any, ...]]
 
@@ -71,6 +73,18 @@ CASES: dict[str, PrivacyCase] = {
     ),
     "olh-k2-eps1": (lambda: OptimizedLocalHashing(epsilon=1.0, k=2, hash_seed=3), STRINGS),
     "olh-k3-eps2.3": (lambda: OptimizedLocalHashing(epsilon=2.3, k=3, hash_seed=8), STRINGS[:5]),
+    "oue-d3-eps0.5": (
+        lambda: OptimizedUnaryEncoding(epsilon=0.5, domain=STRINGS[:3]),
+        STRINGS[:3],
+    ),
+    "oue-d5-eps3.3": (
+        lambda: OptimizedUnaryEncoding(epsilon=3.3, domain=STRINGS[:5]),
+        STRINGS[:5],
+    ),
+    "ss-d5-eps0.5": (lambda: SubsetSelection(epsilon=0.5, domain=STRINGS[:5]), STRINGS[:5]),
+    "ss-d7-eps0.1": (lambda: SubsetSelection(epsilon=0.1, domain=STRINGS), STRINGS),
+    "ss-d6-eps1.2": (lambda: SubsetSelection(epsilon=1.2, domain=STRINGS[:6]), STRINGS[:6]),
+    "ss-d4-eps6": (lambda: SubsetSelection(epsilon=6.0, domain=STRINGS[:4]), STRINGS[:4]),
     # Unbound hh (level drawn per report): each output is one level's CMS report.
     "hh-G3-k2-m3-eps1": (lambda: tiny_heavy_hitters(epsilon=1.0, hash_seed=3), HH_VALUES),
     "hh-G3-k2-m3-eps4": (
@@ -125,6 +139,11 @@ def test_effective_epsilon_never_exceeds_the_epsilon_asked(epsilon: float) -> No
         GeneralizedRandomizedResponse(epsilon=epsilon, domain=[str(i) for i in range(d)])
         for d in (3, 7, 100)
         if epsilon > 0.01
+    ] + [
+        kind(epsilon=epsilon, domain=[str(i) for i in range(d)])
+        for kind in (OptimizedUnaryEncoding, SubsetSelection)
+        for d in (2, 9, 300)
+        if epsilon > 0.01
     ]
     for mechanism in mechanisms:
         assert 0 < mechanism.effective_epsilon <= mechanism.epsilon
@@ -132,7 +151,7 @@ def test_effective_epsilon_never_exceeds_the_epsilon_asked(epsilon: float) -> No
         # about d/T of epsilon; anything more means the thresholds are mis-derived.
         smallest = min(
             getattr(mechanism, name)
-            for name in ("threshold_no", "threshold_other", "flip_threshold")
+            for name in ("threshold_no", "threshold_other", "flip_threshold", "threshold_out")
             if hasattr(mechanism, name)
         )
         width = getattr(mechanism, "d", 2)
