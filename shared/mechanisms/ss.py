@@ -79,7 +79,10 @@ class SubsetSelection(DomainMechanism):
         self.omega = omega
         e = math.exp(self.epsilon)
         self.threshold_out = threshold_at_least((d - omega) / (omega * e + d - omega))
-        ratio_num, ratio_den = (SCALE - self.threshold_out) * (d - omega), self.threshold_out * omega
+        ratio_num, ratio_den = (
+            (SCALE - self.threshold_out) * (d - omega),
+            self.threshold_out * omega,
+        )
         if ratio_num <= ratio_den:
             raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
         self.effective_epsilon = log_ratio(ratio_num, ratio_den)

@@ -130,21 +130,25 @@ def test_output_probabilities_sum_to_exactly_one(case: tuple[Any, Any]) -> None:
     "epsilon", [1e-3, 0.1, 0.5, math.log(3), 1.0, 2.0, 4.0, 8.0, 12.5, 19.99, 20.0]
 )
 def test_effective_epsilon_never_exceeds_the_epsilon_asked(epsilon: float) -> None:
-    mechanisms: list[Any] = [
-        RandomizedResponse(epsilon=epsilon),
-        CountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
-        HadamardCountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
-        OptimizedLocalHashing(epsilon=epsilon, k=4, hash_seed=1),
-    ] + [
-        GeneralizedRandomizedResponse(epsilon=epsilon, domain=[str(i) for i in range(d)])
-        for d in (3, 7, 100)
-        if epsilon > 0.01
-    ] + [
-        kind(epsilon=epsilon, domain=[str(i) for i in range(d)])
-        for kind in (OptimizedUnaryEncoding, SubsetSelection)
-        for d in (2, 9, 300)
-        if epsilon > 0.01
-    ]
+    mechanisms: list[Any] = (
+        [
+            RandomizedResponse(epsilon=epsilon),
+            CountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
+            HadamardCountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
+            OptimizedLocalHashing(epsilon=epsilon, k=4, hash_seed=1),
+        ]
+        + [
+            GeneralizedRandomizedResponse(epsilon=epsilon, domain=[str(i) for i in range(d)])
+            for d in (3, 7, 100)
+            if epsilon > 0.01
+        ]
+        + [
+            kind(epsilon=epsilon, domain=[str(i) for i in range(d)])
+            for kind in (OptimizedUnaryEncoding, SubsetSelection)
+            for d in (2, 9, 300)
+            if epsilon > 0.01
+        ]
+    )
     for mechanism in mechanisms:
         assert 0 < mechanism.effective_epsilon <= mechanism.epsilon
         # Rounding the smallest threshold T up by < 1 (each of d−1 times for grr) costs
