@@ -25,9 +25,18 @@ SCALE = 1 << 32
 # -- §1 tasks ---------------------------------------------------------------------------
 
 
+DERIVED = (
+    "fingerprint",
+    "effective_epsilon",
+    "effective_epsilon_inf",
+    "thresholds",
+    "attack_success",
+)
+
+
 def fingerprint(task: dict[str, Any]) -> str:
-    """SHA-256 of the sorted, compact, ASCII-escaped JSON without the two derived fields."""
-    fields = {k: v for k, v in task.items() if k not in ("fingerprint", "effective_epsilon")}
+    """SHA-256 of the sorted, compact, ASCII-escaped JSON without the derived fields."""
+    fields = {k: v for k, v in task.items() if k not in DERIVED}
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -192,7 +201,40 @@ def numeric(task: dict[str, Any], value: float) -> dict[str, Any]:
     return {"index": numeric_output(task, numeric_bucket(task, value))}
 
 
-PRIVATIZE = {"rr": rr, "grr": grr, "cms": cms, "hcms": hcms, "olh": olh, "numeric": numeric}
+def oue(task: dict[str, Any], value: str) -> dict[str, Any]:
+    """§3.10: bit i set with 1/2, every other bit with T/2^32."""
+    domain = task["domain"]
+    truth, t = domain.index(value), threshold(1.0 / (math.exp(task["epsilon"]) + 1.0))
+    bits = [int(word() < (SCALE // 2 if j == truth else t)) for j in range(len(domain))]
+    return {"bits": b64url(pack_bits(bits))}
+
+
+def ss_size(epsilon: float, d: int) -> int:
+    return min(d - 1, max(1, math.floor(d / (math.exp(epsilon) + 1.0) + 0.5)))
+
+
+def ss(task: dict[str, Any], value: str) -> dict[str, Any]:
+    """§3.11: the value with 1 − T/2^32, the rest a uniform subset of the others."""
+    domain, epsilon = task["domain"], task["epsilon"]
+    d, truth = len(domain), domain.index(value)
+    omega = ss_size(epsilon, d)
+    t = threshold((d - omega) / (omega * math.exp(epsilon) + d - omega))
+    keep = word() >= t
+    others = [j for j in range(d) if j != truth]
+    picked = [others.pop(below(len(others))) for _ in range(omega - keep)]
+    return {"indices": sorted(picked + ([truth] if keep else []))}
+
+
+PRIVATIZE = {
+    "rr": rr,
+    "grr": grr,
+    "cms": cms,
+    "hcms": hcms,
+    "olh": olh,
+    "numeric": numeric,
+    "oue": oue,
+    "ss": ss,
+}
 
 
 # -- HTTP -------------------------------------------------------------------------------------

@@ -88,6 +88,23 @@ def test_the_independent_client_reproduces_the_vectors() -> None:
         assert ic.threshold(1 / (1 + math.exp(e / 2))) == row["cms_flip"]
         g = ic.olh_buckets(e)
         assert g == row["olh_g"] and ic.threshold(1 / (math.exp(e) + g - 1)) == row["olh_other"]
+        assert ic.threshold(1 / (math.exp(e) + 1)) == row["oue_other"]
+        omega = ic.ss_size(e, 10)
+        exclude = ic.threshold((10 - omega) / (omega * math.exp(e) + 10 - omega))
+        assert omega == row["ss_d10_size"] and exclude == row["ss_d10_exclude"]
+    for case in VECTORS["tasks"]:
+        if "thresholds" in case["task"]:  # oue, ss: what the device derives, published
+            task = case["task"]
+            e, d = task["epsilon"], len(task["domain"])
+            if task["mechanism"] == "oue":
+                expected = {"keep": 1 << 31, "other": ic.threshold(1 / (math.exp(e) + 1))}
+            else:
+                omega = ic.ss_size(e, d)
+                expected = {
+                    "subset_size": omega,
+                    "exclude": ic.threshold((d - omega) / (omega * math.exp(e) + d - omega)),
+                }
+            assert task["thresholds"] == expected
 
 
 def test_the_packing_rule_matches_the_vector() -> None:
@@ -106,6 +123,8 @@ POPULATION = {
     "hcms": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
     "olh": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
     "rr": [True] * 700 + [False] * 300,
+    "oue": ["red"] * 500 + ["grün"] * 300 + ["🔵"] * 200,
+    "ss": ["red"] * 500 + ["grün"] * 300 + ["🔵"] * 200,
 }
 TASK_SPECS = {
     "grr": {"epsilon": 4.0, "domain": ["red", "grün", "🔵", "gelb"]},
@@ -113,6 +132,8 @@ TASK_SPECS = {
     "hcms": {"epsilon": 6.0, "k": 64, "m": 256},
     "olh": {"epsilon": 6.0, "k": 64},
     "rr": {"epsilon": 3.0},
+    "oue": {"epsilon": 3.0, "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa"]},
+    "ss": {"epsilon": 1.0, "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa"]},
 }
 
 
@@ -140,7 +161,7 @@ def test_the_collector_counts_the_independent_clients_reports(tmp_path: Path) ->
                     reports[start : start + 400]
                 )
             truth = Counter(values)
-            candidates = None if mechanism in ("rr", "grr") else sorted(truth)
+            candidates = None if mechanism in ("rr", "grr", "oue", "ss") else sorted(truth)
             body = {} if candidates is None else {"candidates": candidates}
             estimates = requests.post(
                 f"{server.url}/v1/tasks/{task_id}/estimates",

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from shared import Envelope, TaskConfig, encode_batch  # noqa: E402
+from shared.task import PUBLISHED  # noqa: E402
 from shared.hashing import RowHashes, splitmix64, value_key  # noqa: E402
 from shared.mechanisms.cms import SketchReport  # noqa: E402
 from shared.mechanisms.hcms import HadamardReport  # noqa: E402
@@ -31,6 +32,7 @@ VALUES = ["hello", "", "naïve", "😂", "a much longer value with spaces"]
 REPORT_ID = bytes(range(16))
 TIME = 1764028800
 
+DIGITS = [str(i) for i in range(10)]
 TASKS: list[dict[str, Any]] = [
     {"task_id": "yes-no", "mechanism": "rr", "epsilon": 1.0986122886681098},
     {"task_id": "yes-no-ab", "mechanism": "rr", "alpha": 0.5, "beta": 0.25},
@@ -45,6 +47,8 @@ TASKS: list[dict[str, Any]] = [
     {"task_id": "words", "mechanism": "cms", "epsilon": 4.0, "k": 4, "m": 20, "hash_seed": SEED},
     {"task_id": "words-h", "mechanism": "hcms", "epsilon": 4.0, "k": 4, "m": 16, "hash_seed": SEED},
     {"task_id": "words-o", "mechanism": "olh", "epsilon": 3.0, "k": 4, "hash_seed": SEED},
+    {"task_id": "levels-u", "mechanism": "oue", "epsilon": 1.0, "domain": DIGITS},
+    {"task_id": "levels-s", "mechanism": "ss", "epsilon": 1.0, "domain": DIGITS},
 ]
 # One fixed report per task (the noise drawn is a device's business; its encoding is not).
 REPORTS: dict[str, Any] = {
@@ -54,6 +58,8 @@ REPORTS: dict[str, Any] = {
     "words": SketchReport(3, bytes([0b10100000, 0, 0b00010000])),
     "words-h": HadamardReport(2, 13, 1),
     "words-o": HashedReport(1, 17),
+    "levels-u": bytes([0b10000000, 0b01000000]),  # bits 0 and 9 of d = 10
+    "levels-s": (2, 5, 9),  # omega = 3 at d = 10, epsilon = 1
 }
 
 
@@ -94,9 +100,7 @@ def build() -> dict[str, Any]:
             )
     for spec in TASKS:
         task = TaskConfig(**spec)
-        fields = {
-            k: v for k, v in task.to_dict().items() if k not in ("fingerprint", "effective_epsilon")
-        }
+        fields = {k: v for k, v in task.to_dict().items() if k not in ("fingerprint", *PUBLISHED)}
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         body = encode_batch(
             task, [Envelope(REPORT_ID, task.fingerprint, TIME, REPORTS[task.task_id])]
@@ -131,6 +135,12 @@ def thresholds() -> list[dict[str, Any]]:
             "olh": TaskConfig(
                 task_id="t", mechanism="olh", epsilon=epsilon, k=1, hash_seed=0
             ).mechanism_object,
+            "oue": TaskConfig(
+                task_id="t", mechanism="oue", epsilon=epsilon, domain=DIGITS
+            ).mechanism_object,
+            "ss": TaskConfig(
+                task_id="t", mechanism="ss", epsilon=epsilon, domain=DIGITS
+            ).mechanism_object,
         }
         m: Any = mechanisms
         rows.append(
@@ -142,6 +152,9 @@ def thresholds() -> list[dict[str, Any]]:
                 "hcms_flip": int(m["hcms"].flip_threshold),
                 "olh_g": int(m["olh"].g),
                 "olh_other": int(m["olh"].threshold_other),
+                "oue_other": int(m["oue"].threshold_other),
+                "ss_d10_size": int(m["ss"].omega),
+                "ss_d10_exclude": int(m["ss"].threshold_out),
             }
         )
     return rows
