@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from shared.errors import ParameterError
+from shared.mechanisms import auto
 from shared.mechanisms.base import Mechanism, ParamsBase
 from shared.mechanisms.longitudinal import Longitudinal
 from shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
@@ -32,7 +33,14 @@ PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fie
 TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
 # Computed from the parameters, so not fingerprinted; a mechanism may publish more through
 # ``published()`` (its integer thresholds, the attack success of one report).
-PUBLISHED = ("effective_epsilon", "effective_epsilon_inf", "thresholds", "attack_success")
+# ``selection`` records how a task created with ``mechanism: "auto"`` was chosen.
+PUBLISHED = (
+    "effective_epsilon",
+    "effective_epsilon_inf",
+    "thresholds",
+    "attack_success",
+    "selection",
+)
 
 
 @dataclass(frozen=True, init=False)
@@ -51,6 +59,7 @@ class TaskConfig:
     time_precision: int = DAY
     min_batch_size: int = 100
     fingerprint: str = field(default="", compare=False)
+    selection: dict[str, Any] | None = field(default=None, compare=False)
 
     def __init__(
         self,
@@ -60,6 +69,7 @@ class TaskConfig:
         time_precision: int = DAY,
         min_batch_size: int = 100,
         fingerprint: str = "",
+        selection: dict[str, Any] | None = None,
         **parameters: Any,
     ) -> None:
         # fullmatch: with match, "$" also matches before a trailing newline ("id\n").
@@ -87,6 +97,9 @@ class TaskConfig:
         if fingerprint and fingerprint != expected:
             raise ParameterError("fingerprint does not match the task's parameters")
         object.__setattr__(self, "fingerprint", expected)
+        if selection is not None and not isinstance(selection, dict):
+            raise ParameterError("selection must be a JSON object")
+        object.__setattr__(self, "selection", selection)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names that are not attributes: a parameter of some mechanism.
@@ -95,11 +108,19 @@ class TaskConfig:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
-    def create(cls, **params: Any) -> TaskConfig:
-        """Return a new task; what the mechanism draws for a new task (a hash seed) is drawn."""
+    def create(cls, selection: dict[str, Any] | None = None, **params: Any) -> TaskConfig:
+        """Return a new task; what the mechanism draws for a new task (a hash seed) is drawn.
+
+        ``mechanism="auto"`` chooses the kind (:mod:`shared.mechanisms.auto`) from
+        ``epsilon``, ``domain`` or ``expected_distinct``, and ``max_report_bytes``, and
+        records the comparison as ``selection``.
+        """
+        if params.get("mechanism") == auto.AUTO:
+            _check_field_names(params, allowed=set(auto.AUTO_FIELDS))
+            params, selection = auto.resolve(params)
         _check_field_names(params, allowed=set())
         kind = KINDS.get(params["mechanism"]) if isinstance(params["mechanism"], str) else None
-        return cls(**(kind.defaults_for_new_task(params) if kind else params))
+        return cls(**(kind.defaults_for_new_task(params) if kind else params), selection=selection)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskConfig:
@@ -107,7 +128,8 @@ class TaskConfig:
         if not isinstance(data, dict):
             raise ParameterError("a task must be a JSON object")
         _check_field_names(data, allowed=set(PUBLISHED))
-        return cls(**{key: value for key, value in data.items() if key in TASK_FIELDS})
+        fields = {key: value for key, value in data.items() if key in TASK_FIELDS}
+        return cls(**fields, selection=data.get("selection"))
 
     @cached_property
     def mechanism_object(self) -> Mechanism:
@@ -138,6 +160,8 @@ class TaskConfig:
         published = getattr(mechanism, "published", None)
         if published is not None:
             data.update(published())
+        if self.selection is not None:
+            data["selection"] = self.selection
         return data
 
     def _set_fields(self) -> dict[str, Any]:

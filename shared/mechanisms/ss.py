@@ -19,6 +19,7 @@ Var = [f·p(1−p) + (n−f)·q(1−q)]/(p−q)².
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -185,7 +186,7 @@ def _is_subset(report: Any, omega: int, d: int) -> bool:
         return False
     if any(isinstance(i, bool) or not isinstance(i, int) for i in report):
         return False
-    return 0 <= report[0] and report[-1] < d and all(a < b for a, b in zip(report, report[1:]))
+    return report[0] >= 0 and report[-1] < d and all(a < b for a, b in itertools.pairwise(report))
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 from agg_reports import create_task, envelopes, estimates, upload
-from agg_server import Server
+from agg_server import ADMIN, Server, bearer
 
 from client import Client
 
@@ -98,3 +99,29 @@ def test_the_sdk_records_through_the_collector(
     truth = Counter(values)
     for row in answer["estimates"]:
         assert abs(row["estimate"] - truth[row["value"]]) <= 4 * row["std_error"], row
+
+
+def test_auto_records_its_choice_over_http(server: Server) -> None:
+    task = create_task(
+        server.url,
+        task_id="auto-countries",
+        mechanism="auto",
+        epsilon=2.0,
+        domain=[f"c{i}" for i in range(64)],
+        min_batch_size=10,
+    )
+    assert task.mechanism == "ss" and task.selection is not None
+    assert task.selection["mechanism"] == "ss" and task.selection["max_report_bytes"] == 512
+    public = requests.get(f"{server.url}/v1/tasks/auto-countries", timeout=10).json()
+    assert public["selection"] == task.selection and public["mechanism"] == "ss"
+    assert 0 < public["attack_success"] < 1
+
+
+def test_auto_names_what_it_needs(server: Server) -> None:
+    answer = requests.post(
+        f"{server.url}/v1/tasks",
+        json={"task_id": "auto-bad", "mechanism": "auto", "epsilon": 2.0},
+        headers=bearer(ADMIN),
+        timeout=10,
+    )
+    assert answer.status_code == 400 and "expected_distinct" in answer.json()["detail"]

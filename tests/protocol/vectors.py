@@ -20,11 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from shared import Envelope, TaskConfig, encode_batch  # noqa: E402
-from shared.task import PUBLISHED  # noqa: E402
 from shared.hashing import RowHashes, splitmix64, value_key  # noqa: E402
 from shared.mechanisms.cms import SketchReport  # noqa: E402
 from shared.mechanisms.hcms import HadamardReport  # noqa: E402
 from shared.mechanisms.olh import HashedReport  # noqa: E402
+from shared.task import PUBLISHED  # noqa: E402
 
 FILE = Path(__file__).with_name("vectors.json")
 SEED = 3651556171
