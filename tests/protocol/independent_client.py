@@ -31,6 +31,7 @@ DERIVED = (
     "effective_epsilon_inf",
     "thresholds",
     "attack_success",
+    "selection",
 )
 
 
