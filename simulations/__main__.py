@@ -15,6 +15,7 @@ from typing import Protocol
 
 from simulations import (
     choose_mechanism,
+    domain_kinds,
     heavy_hitters,
     longitudinal,
     numeric,
@@ -48,6 +49,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         heavy_hitters,
         numeric,
         longitudinal,
+        domain_kinds,
     )
 }
 
