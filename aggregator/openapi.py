@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.mechanisms.base import Option
 from shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES
+from shared.mechanisms.base import Option
 from shared.mechanisms.registry import MECHANISMS, all_options
 from shared.task import TASK_ID as TASK_ID_PATTERN
 
