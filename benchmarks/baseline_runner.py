@@ -148,7 +148,7 @@ def accuracy_results(spec: dict[str, Any]) -> dict[str, Result]:
 def domain_client_results(spec: dict[str, Any]) -> dict[str, Result]:
     """Time one OUE privatise call per value (pure-ldp's items are 1 … d)."""
     params = spec["domain_client"]
-    items = [1 + i for i in load_values(spec, params["indices"])]
+    items = [1 + int(i) for i in load_values(spec, params["indices"])]
     client = UEClient(params["epsilon"], params["d"], use_oue=True)
     seconds = cpu_median(partial(privatise_each, client, items), spec["repeats"])
     return {"oue_privatize": {"seconds": seconds / len(items)}}

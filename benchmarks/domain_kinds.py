@@ -45,7 +45,7 @@ def client(sizes: Sizes, folder: Path, rng: np.random.Generator) -> tuple[Result
         mech = mechanism(kind)
         seconds = cpu_median(partial(privatize_each, mech, values), sizes.repeats, warmup=True)
         results[f"{kind}_privatize"] = {"seconds": seconds / len(values)}
-        seconds = cpu_median(lambda m=mech: m.privatize_many(batch), sizes.repeats)
+        seconds = cpu_median(partial(mech.privatize_many, batch), sizes.repeats)
         results[f"{kind}_privatize_many"] = {"seconds": seconds / len(batch)}
     spec = {
         "indices": write_json(folder, "domain_indices.json", [int(i) for i in indices]),
