@@ -2,9 +2,9 @@
 
 Each mechanism's ``Plan.attack_success`` is the chance that a Bayes adversary with a
 uniform prior over d values names a device's value from one report (its closed form is in
-the mechanism's module; DESIGN §16, after ldp-toolbox, Arcolezi et al., PVLDB 2023). Here:
-the lift of that chance over a blind guess, and the bound any ε-LDP report puts on an
-adversary's posterior.
+the mechanism's module; docs/design.md, Attackability, after ldp-toolbox, Arcolezi et
+al., PVLDB 2023). Here: the lift of that chance over a blind guess, and the bound any
+ε-LDP report puts on an adversary's posterior.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Mid-size domains: every frequency kind's variance against its closed form, the crossover
-map, and subset selection's gain at the crossover (DESIGN §15).
+map, and subset selection's gain at the crossover (docs/design.md, Mid-size domains).
 
 For each (ε, d) n reports are spread evenly over d values and each kind the auto choice
 compares (grr, ss, oue, olh, cms, hcms; :mod:`shared.mechanisms.auto`) is built from its
@@ -135,7 +135,7 @@ def ss_gain(variances: dict[str, float]) -> float:
 
 
 def rare_value_gain(epsilon: float, d: int) -> float:
-    """Return SS's gain from DESIGN §15's rare-value closed forms (n·Var at f → 0)."""
+    """Return SS's gain from docs/design.md's rare-value closed forms (n·Var at f → 0)."""
     e = math.exp(epsilon)
     omega = max(1, math.floor(d / (e + 1) + 0.5))
     p = omega * e / (omega * e + d - omega)
@@ -164,7 +164,7 @@ def gains_table(cells: list[Cell]) -> Table:
     columns = [
         Column("epsilon", "ε", "{:.3g}"),
         Column("d", "d", "{:,}"),
-        Column("rare", "gain, rare value (DESIGN)", "{:.1%}"),
+        Column("rare", "gain, rare value (docs/design.md)", "{:.1%}"),
         Column("theory", "gain, even spread (planner)", "{:.1%}"),
         Column("simulated", "gain, simulated", "{:.1%}"),
     ]

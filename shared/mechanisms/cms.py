@@ -102,7 +102,8 @@ class CountMeanSketch(Sketch):
 
         Values whose bucket bit is 1 are e^ε likelier: the adversary guesses among them
         (the truth's bit stays 1 with 1 − f, each other's turns 1 with f), or among all d
-        when no bit is set: (1−f)·(1−(1−f)^d)/(d·f) + f(1−f)^(d−1)/d (DESIGN §16).
+        when no bit is set: (1−f)·(1−(1−f)^d)/(d·f) + f(1−f)^(d−1)/d (docs/design.md,
+        Attackability).
         """
         f, d = self.flip, domain_size
         return (1 - f) * (1 - (1 - f) ** d) / (d * f) + f * (1 - f) ** (d - 1) / d

@@ -173,7 +173,7 @@ class HadamardCountMeanSketch(Sketch):
 
         The reported sign matches the truth's Hadamard entry with 1 − flip and each other
         value's with ½: the adversary guesses among the matching values,
-        (1 − flip)·(1 − 2^−d)/(d/2) (DESIGN §16).
+        (1 − flip)·(1 − 2^−d)/(d/2) (docs/design.md, Attackability).
         """
         d = domain_size
         return (1 - self.flip) * (1 - 2.0**-d) / (d / 2)

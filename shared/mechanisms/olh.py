@@ -172,7 +172,8 @@ class OptimizedLocalHashing(Sketch):
         """Return the Bayes adversary's top-1 success over d values.
 
         The adversary guesses among the values hashing to the reported bucket (among all
-        when none does): p(1 − (1−1/g)^d)/(d/g) + (1−p)(1−1/g)^(d−1)/d (DESIGN §16).
+        when none does): p(1 − (1−1/g)^d)/(d/g) + (1−p)(1−1/g)^(d−1)/d (docs/design.md,
+        Attackability).
         """
         d, g, p = domain_size, self.g, self.p
         return p * (1 - (1 - 1 / g) ** d) / (d / g) + (1 - p) * (1 - 1 / g) ** (d - 1) / d

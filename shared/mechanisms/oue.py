@@ -143,7 +143,10 @@ class OptimizedUnaryEncoding(DomainMechanism):
 
 
 def oue_attack_success(q: float, d: int) -> float:
-    """Return (1/(2d))·(1−q)^(d−1) + Σ_{i=1..d} (1/(2i))·Bin(i−1; d−1, q) (DESIGN §16)."""
+    """Return (1/(2d))·(1−q)^(d−1) + Σ_{i=1..d} (1/(2i))·Bin(i−1; d−1, q).
+
+    docs/design.md, Attackability.
+    """
     others = binomial_pmf(d - 1, q)
     return (1 - q) ** (d - 1) / (2 * d) + float(
         sum(others[i - 1] / (2 * i) for i in range(1, d + 1))

@@ -1,6 +1,6 @@
 """auto's choice against the closed forms, and attackability against Monte Carlo.
 
-The variances here are DESIGN §15's rare-value forms, written out independently of the
+The variances here are docs/design.md's rare-value forms, written out independently of the
 mechanisms; the attack rates are simulated with each kind's Bayes guess (uniform prior:
 guess uniformly among the values the report favours most).
 """
@@ -21,7 +21,7 @@ DIGITS = [str(i) for i in range(16)]
 
 
 def closed_form_variances(epsilon: float, d: int) -> dict[str, float]:
-    """Return n·Var of a rare value's count for grr, oue and ss (DESIGN §15)."""
+    """Return n·Var of a rare value's count for grr, oue and ss (docs/design.md)."""
     e = math.exp(epsilon)
     omega = max(1, math.floor(d / (e + 1) + 0.5))
     p = omega * e / (omega * e + d - omega)
@@ -95,7 +95,7 @@ def test_the_selection_survives_the_store_round_trip() -> None:
 
 
 def test_attack_success_is_design_s_reference() -> None:
-    # DESIGN §16 at d = 128, ε = 4 (three decimals; olh's g is an integer here).
+    # docs/design.md (Attackability) at d = 128, ε = 4 (three decimals; olh's g is an integer here).
     rates = {name: p.attack_success for name, p in plan(4.0, 128, 10**5)}
     expected = {"grr": 0.301, "ss": 0.232, "oue": 0.196, "olh": 0.197, "cms": 0.058, "hcms": 0.015}
     for name, rate in expected.items():

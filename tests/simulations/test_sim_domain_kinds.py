@@ -19,7 +19,7 @@ def test_simulated_variances_match_the_closed_forms() -> None:
         # 600 squared errors: the variance estimate's relative SD is about sqrt(2/600) = 6%.
         assert cell.simulated / cell.theory == pytest.approx(1.0, abs=0.25), cell
     gain = domain_kinds.gains_table(cells).rows[0]
-    assert gain["rare"] == pytest.approx(0.185, abs=0.005)  # DESIGN: 19% at (2, 24)
+    assert gain["rare"] == pytest.approx(0.185, abs=0.005)  # docs/design.md: 19% at (2, 24)
     assert gain["simulated"] == pytest.approx(gain["theory"], abs=0.12)
 
 
