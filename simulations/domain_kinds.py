@@ -15,6 +15,7 @@ over min(GRR, OUE) is reported from both at the crossover points d ≈ 3e^ε + 2
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from shared.mechanisms.auto import AUTO_KINDS, compare
+from shared.mechanisms.base import Plan
 from shared.mechanisms.registry import KINDS, plan
 from shared.mechanisms.sketch import plan_sketch
 from simulations import plotting
@@ -49,16 +51,18 @@ class Sizes:
     domains: tuple[int, ...]
     n: int
     samples: int
+    hashing_reps: int  # at most this many repetitions of olh, cms, hcms (slow to sample)
     map_epsilons: int
     map_domains: int
 
 
-QUICK = Sizes((1.0,), (10,), n=2_000, samples=200, map_epsilons=4, map_domains=6)
+QUICK = Sizes((1.0,), (10,), n=2_000, samples=200, hashing_reps=20, map_epsilons=4, map_domains=6)
 FULL = Sizes(
     (1.0, 2.0, 4.0),
     (4, 10, 24, 64, 166, 512),
     n=10_000,
     samples=4_000,
+    hashing_reps=150,
     map_epsilons=36,
     map_domains=48,
 )
@@ -78,12 +82,23 @@ class Cell:
 
 def params(kind: str, epsilon: float, population: Population, seed: int) -> Any:
     """Return the kind's parameters: the planner's, over the population (k = SIM_K rows)."""
-    fields = dict(dict(plan(epsilon, len(population.values), 1))[kind].fields)
+    fields = planner_fields(kind, epsilon, len(population.values))
     if "domain" in fields:
         fields["domain"] = list(population.values)
     else:
         fields.update(hash_seed=seed, k=SIM_K)
     return KINDS[kind].from_fields(fields)
+
+
+@functools.cache
+def planned(epsilon: float, d: int, n: int) -> dict[str, Plan]:
+    """Return every kind's plan at (ε, d) for n reports (computed once per cell)."""
+    return dict(plan(epsilon, d, n))
+
+
+def planner_fields(kind: str, epsilon: float, d: int) -> dict[str, Any]:
+    """Return a copy of the planner's fields of a kind at (ε, d)."""
+    return dict(planned(epsilon, d, 1)[kind].fields)
 
 
 def closed_form(kind: str, epsilon: float, population: Population) -> float:
@@ -92,7 +107,7 @@ def closed_form(kind: str, epsilon: float, population: Population) -> float:
     d, n = len(population.values), population.n
     if "hash_seed" in kind_params.fields():
         return plan_sketch(kind_params, d, n).std_error ** 2
-    return dict(plan(epsilon, d, n))[kind].std_error ** 2
+    return planned(epsilon, d, n)[kind].std_error ** 2
 
 
 def sums_of(kind: str, mechanism: Any, population: Population, rng: np.random.Generator) -> Any:
@@ -113,6 +128,8 @@ def measure_cell(kind: str, epsilon: float, d: int, sizes: Sizes, rng: np.random
     """Return one kind's closed-form and simulated variance of a count at (ε, d)."""
     population = uniform_population(sizes.n, d)
     reps = max(2, math.ceil(sizes.samples / d))
+    if "hash_seed" in KINDS[kind].fields():
+        reps = min(reps, sizes.hashing_reps)
     squares = []
     for _ in range(reps):
         mechanism = params(kind, epsilon, population, int(rng.integers(0, 2**32))).build()

@@ -12,7 +12,9 @@ from simulations.domain_kinds import QUICK, Sizes
 
 
 def test_simulated_variances_match_the_closed_forms() -> None:
-    sizes = Sizes((2.0,), (24,), n=2_000, samples=600, map_epsilons=2, map_domains=2)
+    sizes = Sizes(
+        (2.0,), (24,), n=2_000, samples=600, hashing_reps=25, map_epsilons=2, map_domains=2
+    )
     cells = domain_kinds.compute(sizes, np.random.default_rng(3))
     assert sorted(c.mechanism for c in cells) == sorted(domain_kinds.AUTO_KINDS)
     for cell in cells:
