@@ -216,20 +216,36 @@ def variance_table(cells: list[Cell], sizes: Sizes) -> Table:
     return Table("Each kind's variance against its closed form", columns, rows, notes)
 
 
-def crossover_map(sizes: Sizes) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
-    """Return the ε and d grids and the least-variance kind at each (closed forms)."""
+@dataclass(frozen=True)
+class CrossoverMap:
+    """The (ε, d) grid; the least-variance kind besides ss at each; ss's gain over it."""
+
+    epsilons: np.ndarray
+    domains: np.ndarray
+    best_other: list[list[str]]
+    ss_gain: np.ndarray
+
+
+def crossover_map(sizes: Sizes) -> CrossoverMap:
+    """Return the least-variance kind other than ss at each (ε, d), and ss's gain over it."""
     epsilons = np.linspace(0.5, 8.0, sizes.map_epsilons)
     domains = np.unique(np.geomspace(3, 4096, sizes.map_domains).round().astype(int))
-    best = [
-        [compare(float(e), int(d), max_report_bytes=1 << 20)[0].mechanism for d in domains]
-        for e in epsilons
-    ]
-    return epsilons, domains, best
+    best, gain = [], np.zeros((len(epsilons), len(domains)))
+    for i, epsilon in enumerate(epsilons):
+        row = []
+        for j, d in enumerate(domains):
+            table = compare(float(epsilon), int(d), max_report_bytes=1 << 20)
+            variances = {c.mechanism: c.variance_per_report for c in table}
+            other = next(c.mechanism for c in table if c.mechanism != "ss")
+            row.append(other)
+            gain[i, j] = 1.0 - variances["ss"] / variances[other]
+        best.append(row)
+    return CrossoverMap(epsilons, domains, best, gain)
 
 
 def plot(cells: list[Cell], sizes: Sizes, path: Path) -> Path:
-    """Draw simulated/closed-form variance per kind, and the crossover map."""
-    fig, (ratio, chart) = plotting.figure(panels=2, width=6.0, height=4.6)
+    """Draw simulated/closed-form variance per kind, the crossover map and ss's gain."""
+    fig, (ratio, chart, saving) = plotting.figure(panels=3, width=5.4, height=4.6)
     for index, kind in enumerate(AUTO_KINDS):
         mine = [c for c in cells if c.mechanism == kind]
         ratio.plot(
@@ -245,19 +261,29 @@ def plot(cells: list[Cell], sizes: Sizes, path: Path) -> Path:
     ratio.set_ylabel("simulated variance / closed form")
     ratio.set_title(f"n = {sizes.n:,}, ε in {', '.join(f'{e:g}' for e in sizes.epsilons)}")
     ratio.legend(fontsize=8)
-    epsilons, domains, best = crossover_map(sizes)
-    codes = np.array([[AUTO_KINDS.index(k) for k in row] for row in best])
-    chart.pcolormesh(domains, epsilons, codes, cmap="tab10", vmin=0, vmax=9, shading="nearest")
+    grid = crossover_map(sizes)
+    codes = np.array([[AUTO_KINDS.index(k) for k in row] for row in grid.best_other])
+    chart.pcolormesh(
+        grid.domains, grid.epsilons, codes, cmap="tab10", vmin=0, vmax=9, shading="nearest"
+    )
     for index, kind in enumerate(AUTO_KINDS):
         if (codes == index).any():
             chart.plot([], [], "s", color=f"C{index}", label=kind)
-    chart.plot(3 * np.exp(epsilons) + 2, epsilons, color="white", label="d = 3e^ε + 2")
-    chart.set_xscale("log")
-    chart.set_xlim(domains[0], domains[-1])
-    chart.set_xlabel("domain size d")
-    chart.set_ylabel("ε")
-    chart.set_title("least-variance kind (closed forms)")
+    for axes in (chart, saving):
+        axes.plot(3 * np.exp(grid.epsilons) + 2, grid.epsilons, color="white", label="d = 3e^ε + 2")
+        axes.set_xscale("log")
+        axes.set_xlim(grid.domains[0], grid.domains[-1])
+        axes.set_xlabel("domain size d")
+        axes.set_ylabel("ε")
+    chart.set_title("least-variance kind besides ss (closed forms)")
     chart.legend(fontsize=8, loc="upper left")
+    mesh = saving.pcolormesh(
+        grid.domains, grid.epsilons, 100 * grid.ss_gain, cmap="viridis", shading="nearest"
+    )
+    fig.colorbar(mesh, ax=saving, label="ss's variance saving, %")
+    for epsilon, d in CROSSOVERS:
+        saving.plot([d], [epsilon], "o", color="red", markerfacecolor="none")
+    saving.set_title("ss's saving over the best other kind")
     return plotting.save(fig, path)
 
 
