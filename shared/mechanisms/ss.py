@@ -101,7 +101,7 @@ class SubsetSelection(DomainMechanism):
         """Return the privatized report of one value: ω sorted domain indices."""
         truth = self.index_of(value)
         include = uniform_word(rng) >= self.threshold_out
-        others = _floyd(self.d - 1, self.omega - include, rng)
+        others = _floyd(self.d - 1, self.omega - int(include), rng)
         chosen = [i + (i >= truth) for i in others] + ([truth] if include else [])
         return tuple(sorted(chosen))
 
