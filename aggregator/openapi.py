@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES
 from shared.mechanisms.base import Option
 from shared.mechanisms.registry import MECHANISMS, all_options
 from shared.task import TASK_ID as TASK_ID_PATTERN
@@ -149,7 +150,15 @@ SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "properties": {
             "task_id": {"type": "string", "pattern": TASK_ID_PATTERN.pattern},
-            "mechanism": {"enum": list(MECHANISMS)},
+            "mechanism": {"enum": [*MECHANISMS, AUTO]},
+            "expected_distinct": {
+                **_INTEGER,
+                "description": "auto, for a task without a domain: distinct values expected",
+            },
+            "max_report_bytes": {
+                **_INTEGER,
+                "description": f"auto: the largest report (default {DEFAULT_MAX_REPORT_BYTES})",
+            },
             **{option.name: _option_schema(option) for option in all_options().values()},
             "time_precision": _INTEGER,
             "min_batch_size": _INTEGER,
@@ -171,6 +180,13 @@ SCHEMAS: dict[str, Any] = {
             "hash_seed": _INTEGER,
             "effective_epsilon": _NUMBER,
             "effective_epsilon_inf": _NUMBER,
+            "thresholds": {"type": "object", "description": "the integer thresholds (oue, ss)"},
+            "attack_success": {
+                **_NUMBER,
+                "description": "the chance that one report names the value to an adversary "
+                "holding every domain value equally likely",
+            },
+            "selection": {"type": "object", "description": "how auto chose the mechanism"},
             "upload_key": {"type": "string"},
         },
     },

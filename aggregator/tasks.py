@@ -14,12 +14,15 @@ from aggregator.problems import ApiError
 from aggregator.store import Store, StoredTask, TaskExists, get_store
 from shared import LdpError, TaskConfig
 from shared.contract import CACHE_CONTROL
+from shared.mechanisms.auto import AUTO_FIELDS
 from shared.task import TASK_FIELDS
 
 bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
 # hash_seed is normally left out (the server draws it); giving it recreates a sketch task's
 # hash family exactly, e.g. on a second collector whose sums will be merged with this one's.
-CREATE_FIELDS = (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required", "archive"}
+CREATE_FIELDS = (
+    (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required", "archive"} | set(AUTO_FIELDS)
+)
 
 
 @bp.get("")

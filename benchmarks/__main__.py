@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import dashboard_render, http_ingest, ours, serving_bench, table
+from benchmarks import dashboard_render, domain_kinds, http_ingest, ours, serving_bench, table
 from benchmarks.baseline import BaselineSession, BaselineUnavailable, baseline_python
 from benchmarks.settings import MODES, Sizes
 
@@ -91,10 +91,10 @@ def measure_client(
     theirs: list[dict[str, Any]] = []
     for _ in range(sizes.repeats):
         found, spec = ours.client(once, folder, rng)
-        mine.append(found)
-        theirs.append(
-            ask_baseline(session, {"repeats": 1, "workdir": str(folder), "client": spec}, notes)
-        )
+        domain_found, domain_spec = domain_kinds.client(once, folder, rng)
+        mine.append({**found, **domain_found})
+        ask = {"repeats": 1, "workdir": str(folder), "client": spec, "domain_client": domain_spec}
+        theirs.append(ask_baseline(session, ask, notes))
     return _medians(mine), _medians([run for run in theirs if run])
 
 
@@ -111,6 +111,7 @@ def measure_servers(
     spec: dict[str, Any] = {"repeats": sizes.repeats, "workdir": str(folder)}
     for name, section in (
         ("aggregate", lambda: ours.aggregate(sizes, folder, rng)),
+        ("domain_aggregate", lambda: domain_kinds.aggregate(sizes, folder, rng)),
         ("estimate", lambda: ours.estimate(sizes, rng)),
         ("accuracy", lambda: ours.accuracy(sizes, folder, seed)),
     ):

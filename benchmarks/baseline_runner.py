@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from pure_ldp.frequency_oracles.apple_cms import CMSClient, CMSServer
 from pure_ldp.frequency_oracles.direct_encoding import DEClient
+from pure_ldp.frequency_oracles.unary_encoding import UEClient, UEServer
 
 Result = dict[str, Any]
 
@@ -144,9 +145,32 @@ def accuracy_results(spec: dict[str, Any]) -> dict[str, Result]:
     return results
 
 
+def domain_client_results(spec: dict[str, Any]) -> dict[str, Result]:
+    """Time one OUE privatise call per value (pure-ldp's items are 1 … d)."""
+    params = spec["domain_client"]
+    items = [1 + int(i) for i in load_values(spec, params["indices"])]
+    client = UEClient(params["epsilon"], params["d"], use_oue=True)
+    seconds = cpu_median(partial(privatise_each, client, items), spec["repeats"])
+    return {"oue_privatize": {"seconds": seconds / len(items)}}
+
+
+def domain_aggregate_results(spec: dict[str, Any]) -> dict[str, Result]:
+    """Time OUE ``server.aggregate`` per report on the same reports as ours (0/1 vectors)."""
+    results = {}
+    for case in spec["domain_aggregate"]:
+        data = np.load(os.path.join(spec["workdir"], case["file"]))
+        reports = list(np.unpackbits(data["bits"], axis=1, count=case["d"]).astype(np.int64))
+        server = UEServer(case["epsilon"], case["d"], use_oue=True)
+        seconds = cpu_median(partial(server.aggregate_all, reports), spec["repeats"])
+        results[case["name"]] = {"seconds": seconds / len(reports), "reports": len(reports)}
+    return results
+
+
 SECTIONS = {
     "client": client_results,
+    "domain_client": domain_client_results,
     "aggregate": aggregate_results,
+    "domain_aggregate": domain_aggregate_results,
     "estimate": estimate_results,
     "accuracy": accuracy_results,
 }

@@ -15,6 +15,7 @@ SKETCH_M = 1024
 CANDIDATES = 10_000
 HTTP_BATCH = 500
 ACCURACY_K, ACCURACY_M = 1024, 1024
+DOMAIN_D = 256  # oue and ss: a mid-size domain (e.g. countries)
 
 
 @dataclass(frozen=True)

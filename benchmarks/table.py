@@ -73,6 +73,12 @@ TIMED = [
         "≥ 1,000,000/s",
         lambda ours, ratio: ours >= 1e6,
     ),
+    Metric("oue_privatize", "OUE privatize, 1 value/call (d=256), µs", "call"),
+    Metric("ss_privatize", "SS privatize, 1 value/call (d=256; pure-ldp has none), µs", "call"),
+    Metric("oue_privatize_many", "OUE privatize_many (d=256), µs/report", "call"),
+    Metric("ss_privatize_many", "SS privatize_many (d=256), µs/report", "call"),
+    Metric("oue_aggregate", "OUE aggregation d=256, reports/s/core", "rate"),
+    Metric("ss_aggregate", "SS aggregation d=256 (pure-ldp has none), reports/s/core", "rate"),
     Metric("hcms_aggregate_k2048", "HCMS aggregation k=2048, m=1024, reports/s/core", "rate"),
     Metric("hcms_aggregate_k65536", "HCMS aggregation k=65536, m=1024, reports/s/core", "rate"),
     Metric(

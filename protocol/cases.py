@@ -146,6 +146,20 @@ TASKS: dict[str, dict[str, Any]] = {
         "values": [25.0, 99.5],
         "words": _words(9),
     },
+    "oue": {
+        "mechanism": "oue",
+        "epsilon": 2.0,
+        "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa", "weiß", "grau", "blau", "rot"],
+        "values": ["red", "🔵", "rot"],
+        "words": _words(7, size=16),
+    },
+    "ss": {
+        "mechanism": "ss",
+        "epsilon": 1.0,
+        "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa", "weiß", "grau", "blau", "rot"],
+        "values": ["red", "🔵", "rot"],
+        "words": _words(8, first=(0,), size=16),  # the first report leaves its value out
+    },
     "rr-longitudinal": {
         "mechanism": "rr",
         "longitudinal": {"epsilon_inf": 2.0, "flip": 0.1},

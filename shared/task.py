@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from shared.errors import ParameterError
+from shared.mechanisms import auto
 from shared.mechanisms.base import Mechanism, ParamsBase
 from shared.mechanisms.longitudinal import Longitudinal
 from shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
@@ -33,7 +34,10 @@ _COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "fingerpr
 # Every mechanism's parameter names: read as task attributes (None where not taken).
 PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())
 TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
-PUBLISHED = ("effective_epsilon", "effective_epsilon_inf")  # computed: not fingerprinted
+# Computed from the parameters, so not fingerprinted; a mechanism may publish more through
+# ``published()`` (the attack success of one report). ``selection`` records how a task
+# created with ``mechanism: "auto"`` was chosen.
+PUBLISHED = ("effective_epsilon", "effective_epsilon_inf", "attack_success", "selection")
 # The collector's policy for a task: served beside it, not fingerprinted (a device needs
 # them to upload, not to privatize).
 SERVED = ("upload_key_required", "archive")
@@ -60,6 +64,7 @@ class TaskConfig:
     time_precision: int = DAY
     min_batch_size: int = 100
     fingerprint: str = field(default="", compare=False)
+    selection: dict[str, Any] | None = field(default=None, compare=False)
 
     def __init__(
         self,
@@ -69,6 +74,7 @@ class TaskConfig:
         time_precision: int = DAY,
         min_batch_size: int = 100,
         fingerprint: str = "",
+        selection: dict[str, Any] | None = None,
         **parameters: Any,
     ) -> None:
         # fullmatch: with match, "$" also matches before a trailing newline ("id\n").
@@ -96,6 +102,9 @@ class TaskConfig:
         if fingerprint and fingerprint != expected:
             raise ParameterError("fingerprint does not match the task's parameters")
         object.__setattr__(self, "fingerprint", expected)
+        if selection is not None and not isinstance(selection, dict):
+            raise ParameterError("selection must be a JSON object")
+        object.__setattr__(self, "selection", selection)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names that are not attributes: a parameter of some mechanism.
@@ -104,11 +113,19 @@ class TaskConfig:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
-    def create(cls, **params: Any) -> TaskConfig:
-        """Return a new task; what the mechanism draws for a new task (a hash seed) is drawn."""
+    def create(cls, selection: dict[str, Any] | None = None, **params: Any) -> TaskConfig:
+        """Return a new task; what the mechanism draws for a new task (a hash seed) is drawn.
+
+        ``mechanism="auto"`` chooses the kind (:mod:`shared.mechanisms.auto`) from
+        ``epsilon``, ``domain`` or ``expected_distinct``, and ``max_report_bytes``, and
+        records the comparison as ``selection``.
+        """
+        if params.get("mechanism") == auto.AUTO:
+            _check_field_names(params, allowed=set(auto.AUTO_FIELDS))
+            params, selection = auto.resolve(params)
         _check_field_names(params, allowed=set())
         kind = KINDS.get(params["mechanism"]) if isinstance(params["mechanism"], str) else None
-        return cls(**(kind.defaults_for_new_task(params) if kind else params))
+        return cls(**(kind.defaults_for_new_task(params) if kind else params), selection=selection)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskConfig:
@@ -122,7 +139,8 @@ class TaskConfig:
                 f"the task is for protocol {protocol!r}; this implementation speaks "
                 f"{PROTOCOL_VERSION!r}: upgrade ldp-telemetry"
             )
-        task = cls(**{key: value for key, value in data.items() if key in TASK_FIELDS})
+        fields = {key: value for key, value in data.items() if key in TASK_FIELDS}
+        task = cls(**fields, selection=data.get("selection"))
         if "derived" in data and data["derived"] != task.derived:
             raise DerivedMismatch(
                 f"task {task.task_id!r} publishes derived integers {data['derived']!r}; its "
@@ -172,6 +190,11 @@ class TaskConfig:
         mechanism = self.mechanism_object
         if isinstance(mechanism, Longitudinal):  # one report spends ε₁; a value ε∞ for ever
             data["effective_epsilon_inf"] = mechanism.effective_epsilon_inf
+        published = getattr(mechanism, "published", None)
+        if published is not None:
+            data.update(published())
+        if self.selection is not None:
+            data["selection"] = self.selection
         return data
 
     def _set_fields(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Protocol
 from simulations import (
     choose_mechanism,
     coverage,
+    domain_kinds,
     heavy_hitters,
     longitudinal,
     numeric,
@@ -52,6 +53,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         longitudinal,
         republish,
         coverage,
+        domain_kinds,
     )
 }
 

@@ -8,7 +8,9 @@ from typing import Any
 import click
 
 from aggregator.cli.context import database_option, open_app
+from shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES, compare
 from shared.mechanisms.registry import MECHANISMS, all_options, plan
+from shared.risk import lift, posterior_bound
 
 
 class JsonObjectType(click.ParamType):
@@ -56,8 +58,18 @@ def mechanism_options(command: Any) -> Any:
 @tasks.command("create")
 @database_option
 @click.option("--task-id", required=True)
-@click.option("--mechanism", required=True, type=click.Choice(MECHANISMS))
+@click.option("--mechanism", required=True, type=click.Choice((*MECHANISMS, AUTO)))
 @mechanism_options
+@click.option(
+    "--expected-distinct",
+    type=click.IntRange(2, None),
+    help="auto, for a task without a domain: how many distinct values to expect.",
+)
+@click.option(
+    "--max-report-bytes",
+    type=click.IntRange(1, None),
+    help=f"auto: the largest report allowed (default {DEFAULT_MAX_REPORT_BYTES}).",
+)
 @click.option("--time-precision", type=int, help="Bucket width in seconds (default 1 day).")
 @click.option("--min-batch-size", type=int)
 @click.option("--upload-key-required", is_flag=True, help="Print an upload key once.")
@@ -113,38 +125,74 @@ def list_tasks() -> None:
 )
 @click.option("--epsilon", required=True, type=click.FloatRange(0, 20, min_open=True))
 @click.option(
+    "--max-report-bytes",
+    type=click.IntRange(1, None),
+    default=DEFAULT_MAX_REPORT_BYTES,
+    show_default=True,
+    help="The report-size cap auto applies.",
+)
+@click.option(
+    "--prior",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="An adversary's prior belief in one value, for the posterior bound.",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-def plan_task(domain_size: int, devices: int, epsilon: float, fmt: str) -> None:
-    """Print each mechanism's expected standard error for a workload and recommend one.
+def plan_task(
+    domain_size: int, devices: int, epsilon: float, max_report_bytes: int, prior: float, fmt: str
+) -> None:
+    """Print each mechanism's expected standard error and risk for a workload.
 
     From the closed-form variances, with the devices spread evenly over the domain (hash
-    collisions included); the most accurate mechanism comes first.
+    collisions included); the most accurate mechanism comes first. "attack" is the chance
+    that an adversary who sees one report, holding all values equally likely beforehand,
+    names the device's value; "lift" is that chance over a blind guess's 1/d.
     """
     plans = plan(epsilon, domain_size, devices)
+    table = compare(epsilon, domain_size, max_report_bytes=max_report_bytes)
+    chosen = table[0].mechanism if table and table[0].excluded is None else None
+    bound = posterior_bound(prior, epsilon)
     if fmt == "json":
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "mechanism": name,
-                        "std_error": p.std_error,
-                        "report_bits": p.report_bits,
-                        "parameters": p.fields,
-                    }
-                    for name, p in plans
-                ],
-                indent=2,
-            )
-        )
+        rows = [
+            {
+                "mechanism": name,
+                "std_error": p.std_error,
+                "report_bits": p.report_bits,
+                "attack_success": p.attack_success,
+                "lift": None if p.attack_success is None else lift(p.attack_success, domain_size),
+                "posterior_bound": bound,
+                "chosen_by_auto": name == chosen,
+                "parameters": p.fields,
+            }
+            for name, p in plans
+        ]
+        click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12}  parameters")
+    click.echo(
+        f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12} "
+        f"{'attack':>7} {'lift':>6}  parameters"
+    )
     for name, p in plans:
         fields = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in p.fields.items())
-        click.echo(f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,}  {fields}")
+        risk = (
+            f"{p.attack_success:>7.3f} {lift(p.attack_success, domain_size):>5.1f}x"
+            if p.attack_success is not None
+            else f"{'-':>7} {'-':>6}"
+        )
+        click.echo(f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,} {risk}  {fields}")
     best = plans[0][1]
     click.echo(
         f"\nrecommended: {plans[0][0]} (a count's 95% interval is about "
         f"±{1.96 * best.std_error:,.0f} of {devices:,} reports, "
         f"{1.96 * best.std_error / devices:.2%})"
+    )
+    if chosen is not None:
+        click.echo(f"auto (reports up to {max_report_bytes} bytes) chooses: {chosen}")
+    click.echo(
+        f"attack: the chance that whoever sees one report guesses the value (a blind guess: "
+        f"{1 / domain_size:.4f}); whatever the mechanism, an adversary who gave one value "
+        f"{prior:.0%} beforehand believes it at most {bound:.3f} after one report."
     )

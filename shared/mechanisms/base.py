@@ -140,12 +140,15 @@ class Plan:
 
     ``std_error`` is the closed-form standard error of one value's count when ``devices``
     reports are spread evenly over ``domain_size`` values (hash collisions included for
-    the hashing mechanisms); ``report_bits`` is the payload's size on the wire.
+    the hashing mechanisms); ``report_bits`` is the payload's size on the wire;
+    ``attack_success`` the chance that a Bayes adversary with a uniform prior over the
+    ``domain_size`` values guesses a device's value from one report (None: not derived).
     """
 
     fields: dict[str, Any]
     std_error: float
     report_bits: int
+    attack_success: float | None = None
 
 
 class JsonObject:

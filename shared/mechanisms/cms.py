@@ -97,6 +97,17 @@ class CountMeanSketch(Sketch):
         self.report_bytes = (self.m + 7) // 8
         self.report_bits = self.m + (self.k - 1).bit_length()
 
+    def attack_success(self, domain_size: int) -> float:
+        """Return the Bayes adversary's top-1 success over d values (rows ignored, d ≪ m).
+
+        Values whose bucket bit is 1 are e^ε likelier: the adversary guesses among them
+        (the truth's bit stays 1 with 1 − f, each other's turns 1 with f), or among all d
+        when no bit is set: (1−f)·(1−(1−f)^d)/(d·f) + f(1−f)^(d−1)/d (docs/design.md,
+        Attackability).
+        """
+        f, d = self.flip, domain_size
+        return (1 - f) * (1 - (1 - f) ** d) / (d * f) + f * (1 - f) ** (d - 1) / d
+
     def offset_of(self, c_eps: float) -> float:
         """Return (c_ε − 1)/2: the expected share of flipped −1 bits, debiased."""
         return (c_eps - 1.0) / 2.0

@@ -270,7 +270,9 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
         )
         variance = grr_count_variance(devices, devices / domain_size, grr.p, grr.q)
         fields = {"epsilon": epsilon, "domain": f"<your {domain_size} values>"}
-        return Plan(fields, math.sqrt(float(variance)), math.ceil(math.log2(domain_size)))
+        bits = math.ceil(math.log2(domain_size))
+        # The Bayes adversary guesses the reported value: right with p = e^ε/(e^ε+d−1).
+        return Plan(fields, math.sqrt(float(variance)), bits, attack_success=grr.p)
 
 
 def other_value(truth: Any, words: Any, threshold: int) -> Any:

@@ -168,6 +168,16 @@ class HadamardCountMeanSketch(Sketch):
         """Return the privatization noise variance of each count's estimate."""
         return hcms_count_variance(n, counts, self.m, self.flip)
 
+    def attack_success(self, domain_size: int) -> float:
+        """Return the Bayes adversary's top-1 success over d values (d ≪ m).
+
+        The reported sign matches the truth's Hadamard entry with 1 − flip and each other
+        value's with ½: the adversary guesses among the matching values,
+        (1 − flip)·(1 − 2^−d)/(d/2) (docs/design.md, Attackability).
+        """
+        d = domain_size
+        return (1 - self.flip) * (1 - 2.0**-d) / (d / 2)
+
 
 class HadamardCountMeanSketchParams(SketchParams):
     """hcms: epsilon, k, m (a power of two) and the hash seed."""

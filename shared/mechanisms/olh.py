@@ -172,6 +172,16 @@ class OptimizedLocalHashing(Sketch):
         """Turn each candidate's Σ_j C[j, h_j(d)] into an unbiased count."""
         return (gathered - n / self.g) / (self.p - 1.0 / self.g)
 
+    def attack_success(self, domain_size: int) -> float:
+        """Return the Bayes adversary's top-1 success over d values.
+
+        The adversary guesses among the values hashing to the reported bucket (among all
+        when none does): p(1 − (1−1/g)^d)/(d/g) + (1−p)(1−1/g)^(d−1)/d (docs/design.md,
+        Attackability).
+        """
+        d, g, p = domain_size, self.g, self.p
+        return p * (1 - (1 - 1 / g) ** d) / (d / g) + (1 - p) * (1 - 1 / g) ** (d - 1) / d
+
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""
         return olh_count_variance(n, counts, self.g, self.p)

@@ -14,7 +14,9 @@ from shared.mechanisms.hcms import HadamardCountMeanSketchParams
 from shared.mechanisms.hh import HeavyHitterParams
 from shared.mechanisms.numeric import NumericParams
 from shared.mechanisms.olh import OptimizedLocalHashingParams
+from shared.mechanisms.oue import OptimizedUnaryEncodingParams
 from shared.mechanisms.rr import RandomizedResponseParams
+from shared.mechanisms.ss import SubsetSelectionParams
 
 KINDS: dict[str, type[ParamsBase]] = {
     "rr": RandomizedResponseParams,
@@ -24,6 +26,8 @@ KINDS: dict[str, type[ParamsBase]] = {
     "olh": OptimizedLocalHashingParams,
     "hh": HeavyHitterParams,
     "numeric": NumericParams,
+    "oue": OptimizedUnaryEncodingParams,
+    "ss": SubsetSelectionParams,
 }
 MECHANISMS = tuple(KINDS)
 

@@ -240,7 +240,9 @@ class RandomizedResponseParams(ParamsBase):
             return None
         rr = RandomizedResponse(epsilon=epsilon)
         variance = rr_count_variance(devices, devices / 2, rr.p11, rr.p10)
-        return Plan({"epsilon": epsilon}, math.sqrt(float(variance)), 1)
+        # The Bayes adversary guesses the answer sent: right with (P11 + 1 − P10)/2.
+        success = (rr.p11 + 1 - rr.p10) / 2
+        return Plan({"epsilon": epsilon}, math.sqrt(float(variance)), 1, attack_success=success)
 
 
 def check_answer(value: object) -> bool:

@@ -105,6 +105,11 @@ class Sketch:
         """Return the estimator's offset for c_ε (0 unless a sketch says otherwise)."""
         return 0.0
 
+    def attack_success(self, domain_size: int) -> float | None:
+        """Return the uniform-prior Bayes adversary's top-1 success from one report over
+        ``domain_size`` values (None: no closed form); each sketch gives its own."""
+        return None
+
     # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
 
     def irr_threshold(self, flip: float) -> int:
@@ -308,7 +313,12 @@ def plan_sketch(params: ParamsBase, domain_size: int, devices: int) -> Plan:
     others = (domain_size - 1) * count * max(count - 1.0, 0.0)
     collisions = others / (sketch.k * (sketch.m - 1))
     fields = {k: v for k, v in params.to_fields().items() if k != "hash_seed"}  # drawn
-    return Plan(fields, float(np.sqrt(noise + collisions)), sketch.report_bits)
+    return Plan(
+        fields,
+        float(np.sqrt(noise + collisions)),
+        sketch.report_bits,
+        attack_success=sketch.attack_success(domain_size),
+    )
 
 
 def with_hash_seed(given: dict[str, Any]) -> dict[str, Any]:

@@ -189,3 +189,35 @@ def test_heavy_hitters_reads_the_store(tmp_path: Path) -> None:
     assert code != 0 and "cannot list" in out
     code, out = run(db, "heavy-hitters", "nope")
     assert code != 0 and "no task" in out
+
+
+def test_tasks_plan_shows_attackability_and_auto() -> None:
+    args = ["tasks", "plan", "--domain-size", "128", "--devices", "100000", "--epsilon", "4"]
+    table = CliRunner().invoke(main, args)
+    assert table.exit_code == 0, table.output
+    grr = next(line for line in table.output.splitlines() if line.startswith("grr "))
+    assert "0.301" in grr and "38.5x" in grr
+    assert "auto (reports up to 512 bytes) chooses: ss" in table.output
+    assert "at most 0.355 after one report" in table.output
+    rows = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).output)
+    assert [r["mechanism"] for r in rows if r["chosen_by_auto"]] == ["ss"]
+    assert {r["mechanism"]: round(r["attack_success"], 3) for r in rows}["hcms"] == 0.015
+
+
+def test_tasks_create_auto(tmp_path: Path) -> None:
+    code, out = run(
+        tmp_path / "cli.sqlite3",
+        "tasks",
+        "create",
+        "--task-id",
+        "auto",
+        "--mechanism",
+        "auto",
+        "--epsilon",
+        "4",
+        "--expected-distinct",
+        "5000",
+    )
+    assert code == 0, out
+    created = json.loads(out)
+    assert created["mechanism"] == created["selection"]["mechanism"] == "olh"

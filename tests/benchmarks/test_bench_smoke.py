@@ -26,6 +26,10 @@ def test_smoke_run_writes_the_table(tmp_path: Path, capsys: pytest.CaptureFixtur
         "Uploads of 1 report(s)/request",
         "Uploads of 500 report(s)/request",
         "Slow clients",
+        "OUE privatize, 1 value/call",
+        "SS privatize_many",
+        "OUE aggregation d=256",
+        "SS aggregation d=256",
     ):
         assert label in written, label
     assert "not available" not in written

@@ -267,6 +267,10 @@ def test_the_planner_shows_the_figures_of_tasks_plan(client: FlaskClient) -> Non
     assert [float(v) for v in cells(html, "plans", "std_error")] == [
         p["std_error"] for p in expected
     ]
+    assert [float(v) for v in cells(html, "plans", "attack_success")] == [
+        p["attack_success"] for p in expected
+    ]
+    assert 'id="attack-note"' in html
     bad = client.get("/dashboard/plan", query_string={**args, "epsilon": "0"})
     assert "ε must be in (0, 20]" in bad.text
 

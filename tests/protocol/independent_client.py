@@ -37,6 +37,8 @@ NOT_FINGERPRINTED = (
     "effective_epsilon_inf",
     "upload_key_required",
     "archive",
+    "attack_success",
+    "selection",
 )
 
 
@@ -127,6 +129,13 @@ def own_derived(task: dict[str, Any]) -> dict[str, Any]:
     if kind == "olh":
         g = olh_buckets(eps)
         return {"g": g, "T": threshold(1.0 / (math.exp(eps) + g - 1))}
+    if kind == "oue":
+        return {"keep": SCALE // 2, "other": threshold(1.0 / (math.exp(eps) + 1.0))}
+    if kind == "ss":
+        d = len(task["domain"])
+        omega = ss_size(eps, d)
+        exclude = threshold((d - omega) / (omega * math.exp(eps) + d - omega))
+        return {"subset_size": omega, "exclude": exclude}
     return numeric_derived(task)
 
 
@@ -256,7 +265,43 @@ def numeric(task: dict[str, Any], value: float) -> dict[str, Any]:
     return {"index": numeric_output(task, numeric_bucket(task, value), word)}
 
 
-PRIVATIZE = {"rr": rr, "grr": grr, "cms": cms, "hcms": hcms, "olh": olh, "numeric": numeric}
+def oue(task: dict[str, Any], value: str) -> dict[str, Any]:
+    """§3.11: every bit with `other`, then the value's bit again with `keep`."""
+    domain, derived = task["domain"], task["derived"]
+    truth = domain.index(value)
+    bits = [int(word() < derived["other"]) for _ in domain]
+    bits[truth] = int(word() < derived["keep"])
+    return {"bits": b64url(pack_bits(bits))}
+
+
+def ss_size(epsilon: float, d: int) -> int:
+    return min(d - 1, max(1, math.floor(d / (math.exp(epsilon) + 1.0) + 0.5)))
+
+
+def ss(task: dict[str, Any], value: str) -> dict[str, Any]:
+    """§3.12: the value in unless a word is below `exclude`, the rest by Floyd's algorithm."""
+    derived, d = task["derived"], len(task["domain"])
+    truth = task["domain"].index(value)
+    keep = word() >= derived["exclude"]
+    chosen: list[int] = []
+    size = derived["subset_size"] - keep
+    for j in range(d - 1 - size, d - 1):
+        t = below(j + 1)
+        chosen.append(j if t in chosen else t)
+    values = [c + (c >= truth) for c in chosen] + ([truth] if keep else [])
+    return {"indices": sorted(values)}
+
+
+PRIVATIZE = {
+    "rr": rr,
+    "grr": grr,
+    "cms": cms,
+    "hcms": hcms,
+    "olh": olh,
+    "numeric": numeric,
+    "oue": oue,
+    "ss": ss,
+}
 
 
 # -- HTTP -------------------------------------------------------------------------------------

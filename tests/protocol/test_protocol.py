@@ -161,6 +161,8 @@ POPULATION = {
     "hcms": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
     "olh": ["hello"] * 500 + ["naïve"] * 300 + ["😂"] * 200,
     "rr": [True] * 700 + [False] * 300,
+    "oue": ["red"] * 500 + ["grün"] * 300 + ["🔵"] * 200,
+    "ss": ["red"] * 500 + ["grün"] * 300 + ["🔵"] * 200,
 }
 TASK_SPECS = {
     "grr": {"epsilon": 4.0, "domain": ["red", "grün", "🔵", "gelb"]},
@@ -168,6 +170,8 @@ TASK_SPECS = {
     "hcms": {"epsilon": 6.0, "k": 64, "m": 256},
     "olh": {"epsilon": 6.0, "k": 64},
     "rr": {"epsilon": 3.0},
+    "oue": {"epsilon": 3.0, "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa"]},
+    "ss": {"epsilon": 1.0, "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa"]},
 }
 
 
@@ -195,7 +199,7 @@ def test_the_collector_counts_the_independent_clients_reports(tmp_path: Path) ->
                     reports[start : start + 400]
                 )
             truth = Counter(values)
-            candidates = None if mechanism in ("rr", "grr") else sorted(truth)
+            candidates = None if mechanism in ("rr", "grr", "oue", "ss") else sorted(truth)
             body = {} if candidates is None else {"candidates": candidates}
             estimates = requests.post(
                 f"{server.url}/v1/tasks/{task_id}/estimates",

@@ -31,6 +31,8 @@ from shared.mechanisms.hh import HeavyHitters, LevelReport
 from shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
 from shared.mechanisms.numeric import NumericBase, SquareWave
 from shared.mechanisms.numeric_estimate import DEFAULT_QUERY
+from shared.mechanisms.oue import OptimizedUnaryEncoding
+from shared.mechanisms.ss import SubsetSelection
 
 Mechanism = Any  # one of the mechanism classes
 STRINGS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape")
@@ -79,6 +81,8 @@ def conformance_cases() -> list[Case]:
             queries=("mean", "p50", "p90"),
             default_queries=DEFAULT_QUERY,
         ),
+        Case("oue", lambda: OptimizedUnaryEncoding(epsilon=1.5, domain=STRINGS[:4]), STRINGS[:4]),
+        Case("ss", lambda: SubsetSelection(epsilon=0.5, domain=STRINGS[:5]), STRINGS[:5]),
         *(
             Case(f"{case.name}-longitudinal", _longitudinal(case.build), case.values)
             for case in (
@@ -135,6 +139,13 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
         return list(range(mechanism.outputs))
     if isinstance(mechanism, GeneralizedRandomizedResponse):
         return list(range(mechanism.d))
+    if isinstance(mechanism, OptimizedUnaryEncoding):
+        return [
+            np.packbits(np.array(bits, dtype=np.uint8)).tobytes()
+            for bits in itertools.product((0, 1), repeat=mechanism.d)
+        ]
+    if isinstance(mechanism, SubsetSelection):
+        return list(itertools.combinations(range(mechanism.d), mechanism.omega))
     if isinstance(mechanism, CountMeanSketch):
         return [
             SketchReport(row, np.packbits(np.array(bits, dtype=np.uint8)).tobytes())
@@ -164,8 +175,10 @@ def all_outputs(mechanism: Mechanism) -> list[Any]:
 
 def output_key(mechanism: Mechanism, report: Any) -> Any:
     """Return a hashable key identifying one report (for counting outcomes)."""
-    if isinstance(report, SketchReport | HadamardReport | HashedReport | LevelReport):
+    if isinstance(report, SketchReport | HadamardReport | HashedReport | LevelReport | tuple):
         return report
+    if isinstance(report, bytes | np.ndarray):  # oue: packed bits
+        return bytes(report)
     return int(report)
 
 
@@ -177,6 +190,10 @@ def batch_reports(mechanism: Mechanism, batch: Any) -> list[Any]:
         mechanism, CountMeanSketch | HadamardCountMeanSketch | OptimizedLocalHashing | HeavyHitters
     ):
         return [batch.report(i) for i in range(len(batch))]
+    if isinstance(mechanism, OptimizedUnaryEncoding):
+        return [row.tobytes() for row in batch]
+    if isinstance(mechanism, SubsetSelection):
+        return [tuple(int(i) for i in row) for row in batch]
     return [int(x) for x in batch]
 
 

@@ -32,6 +32,8 @@ from shared import (
     OptimizedLocalHashing,
     RandomizedResponse,
 )
+from shared.mechanisms.oue import OptimizedUnaryEncoding
+from shared.mechanisms.ss import SubsetSelection
 
 PrivacyCase = tuple[Callable[[], Any], tuple[Any, ...]]
 
@@ -71,6 +73,18 @@ CASES: dict[str, PrivacyCase] = {
     ),
     "olh-k2-eps1": (lambda: OptimizedLocalHashing(epsilon=1.0, k=2, hash_seed=3), STRINGS),
     "olh-k3-eps2.3": (lambda: OptimizedLocalHashing(epsilon=2.3, k=3, hash_seed=8), STRINGS[:5]),
+    "oue-d3-eps0.5": (
+        lambda: OptimizedUnaryEncoding(epsilon=0.5, domain=STRINGS[:3]),
+        STRINGS[:3],
+    ),
+    "oue-d5-eps3.3": (
+        lambda: OptimizedUnaryEncoding(epsilon=3.3, domain=STRINGS[:5]),
+        STRINGS[:5],
+    ),
+    "ss-d5-eps0.5": (lambda: SubsetSelection(epsilon=0.5, domain=STRINGS[:5]), STRINGS[:5]),
+    "ss-d7-eps0.1": (lambda: SubsetSelection(epsilon=0.1, domain=STRINGS), STRINGS),
+    "ss-d6-eps1.2": (lambda: SubsetSelection(epsilon=1.2, domain=STRINGS[:6]), STRINGS[:6]),
+    "ss-d4-eps6": (lambda: SubsetSelection(epsilon=6.0, domain=STRINGS[:4]), STRINGS[:4]),
     # Unbound hh (level drawn per report): each output is one level's CMS report.
     "hh-G3-k2-m3-eps1": (lambda: tiny_heavy_hitters(epsilon=1.0, hash_seed=3), HH_VALUES),
     "hh-G3-k2-m3-eps4": (
@@ -116,23 +130,32 @@ def test_output_probabilities_sum_to_exactly_one(case: tuple[Any, Any]) -> None:
     "epsilon", [1e-3, 0.1, 0.5, math.log(3), 1.0, 2.0, 4.0, 8.0, 12.5, 19.99, 20.0]
 )
 def test_effective_epsilon_never_exceeds_the_epsilon_asked(epsilon: float) -> None:
-    mechanisms: list[Any] = [
-        RandomizedResponse(epsilon=epsilon),
-        CountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
-        HadamardCountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
-        OptimizedLocalHashing(epsilon=epsilon, k=4, hash_seed=1),
-    ] + [
-        GeneralizedRandomizedResponse(epsilon=epsilon, domain=[str(i) for i in range(d)])
-        for d in (3, 7, 100)
-        if epsilon > 0.01
-    ]
+    mechanisms: list[Any] = (
+        [
+            RandomizedResponse(epsilon=epsilon),
+            CountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
+            HadamardCountMeanSketch(epsilon=epsilon, k=4, m=16, hash_seed=1),
+            OptimizedLocalHashing(epsilon=epsilon, k=4, hash_seed=1),
+        ]
+        + [
+            GeneralizedRandomizedResponse(epsilon=epsilon, domain=[str(i) for i in range(d)])
+            for d in (3, 7, 100)
+            if epsilon > 0.01
+        ]
+        + [
+            kind(epsilon=epsilon, domain=[str(i) for i in range(d)])
+            for kind in (OptimizedUnaryEncoding, SubsetSelection)
+            for d in (2, 9, 300)
+            if epsilon > 0.01
+        ]
+    )
     for mechanism in mechanisms:
         assert 0 < mechanism.effective_epsilon <= mechanism.epsilon
         # Rounding the smallest threshold T up by < 1 (each of d−1 times for grr) costs
         # about d/T of epsilon; anything more means the thresholds are mis-derived.
         smallest = min(
             getattr(mechanism, name)
-            for name in ("threshold_no", "threshold_other", "flip_threshold")
+            for name in ("threshold_no", "threshold_other", "flip_threshold", "threshold_out")
             if hasattr(mechanism, name)
         )
         width = getattr(mechanism, "d", 2)

@@ -55,4 +55,4 @@ def test_errors_share_one_root_and_are_value_errors() -> None:
     for error in (shared.ParameterError, shared.ValueOutOfDomain, shared.DecodeError):
         assert issubclass(error, shared.LdpError) and issubclass(error, ValueError)
     assert shared.DecodeError("x").reason == "invalid_message"
-    assert shared.MECHANISMS == ("rr", "grr", "cms", "hcms", "olh", "hh", "numeric")
+    assert shared.MECHANISMS == ("rr", "grr", "cms", "hcms", "olh", "hh", "numeric", "oue", "ss")
