@@ -20,6 +20,7 @@ import numpy as np
 
 from shared.errors import ParameterError
 from shared.estimates import Estimates
+from shared.mechanisms.poisoning import Check, Reach
 from shared.randomness import Rng
 from shared.sums import RowSums, Sums
 
@@ -123,6 +124,14 @@ class Mechanism(Protocol):
         self, sums: Any, candidates: Sequence[Any] | None = None, level: float = ...
     ) -> Estimates:
         """Estimate each candidate's count with standard errors and intervals."""
+        ...
+
+    def reach(self) -> Reach | None:
+        """Return how far one report can move one candidate's count (None: no counts)."""
+        ...
+
+    def check_sums(self, sums: Any) -> list[Check]:
+        """Return the tests of sums against honest devices that this mechanism supports."""
         ...
 
 
@@ -242,6 +251,14 @@ def check_candidate_strings(raw: Any) -> list[str]:
 
 class SingleRowMechanism:
     """Defaults of a mechanism that ignores the device and keeps one table row."""
+
+    def reach(self) -> Reach | None:
+        """Return None: a mechanism that estimates counts says how far a report moves one."""
+        return None
+
+    def check_sums(self, sums: Any) -> list[Check]:
+        """Return no tests: one row of free counts has no honest shape to test."""
+        return []
 
     def for_device(self, device_key: bytes) -> Any:
         """Return self: every device privatizes alike."""

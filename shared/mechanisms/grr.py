@@ -22,6 +22,7 @@ from shared.accuracy import grr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.mechanisms import longitudinal
+from shared.mechanisms.poisoning import Reach, linear_reach
 from shared.mechanisms.base import (
     Mechanism,
     Option,
@@ -135,6 +136,10 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         return self.p_keep if report == truth else self.p_other
 
     # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
+
+    def reach(self) -> Reach:
+        """Return how far one report moves a count: naming the value, or another one."""
+        return linear_reach(1.0, 0.0, self.p, self.q)
 
     def irr_threshold(self, flip: float) -> int:
         """Return the threshold T that moves the index to each other value with T/2^32

@@ -26,6 +26,7 @@ from shared.accuracy import rr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.mechanisms import longitudinal
+from shared.mechanisms.poisoning import Reach
 from shared.mechanisms.base import (
     Mechanism,
     Option,
@@ -127,6 +128,13 @@ class RandomizedResponse(SingleRowMechanism):
         if isinstance(report, bool) or report not in (0, 1):
             return Fraction(0)
         return p_one if report == 1 else 1 - p_one
+
+    def reach(self) -> Reach:
+        """Return how far one answer moves the count of yes (or of no) at most."""
+        spread = self.p11 - self.p10
+        return Reach(
+            min(-self.p10, self.p11 - 1.0) / spread, max(1.0 - self.p10, self.p11) / spread
+        )
 
     # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
 
