@@ -14,6 +14,7 @@ from aggregator.query import Window, check_cost, parse_query
 from aggregator.store import SumsSource, SumsView, get_store
 from aggregator.tasks import find_task
 from shared import TaskConfig
+from shared.mechanisms import poisoning
 from shared.mechanisms.longitudinal import Longitudinal
 
 bp = Blueprint("estimates", __name__, url_prefix="/v1/tasks")
@@ -26,7 +27,7 @@ def estimate(task_id: str) -> dict[str, Any]:
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
     check_cost(task, query.candidates, int(current_app.config["MAX_ESTIMATE_WORK"]))
-    return answer(task, query.candidates, query.window)
+    return answer(task, query.candidates, query.window, fake_fraction=query.fake_fraction)
 
 
 def answer(
@@ -34,17 +35,26 @@ def answer(
     candidates: Sequence[Any] | None,
     window: Window,
     source: SumsSource | None = None,
+    fake_fraction: float | None = None,
 ) -> dict[str, Any]:
     """Return the estimates body for checked candidates and window (the view and the CLI).
 
     ``source``: where the sums come from (default: the store; the CLI may give a sums file).
+    ``anomaly`` tests the window's sums against honest devices (when the mechanism can);
+    ``fake_fraction`` adds the worst shift that share of fake reports can cause.
     """
     source = source or get_store()
     mechanism = task.mechanism_object
     with source.read_sums(task, window.start, window.end) as sums:
         check_min_batch(task, sums, "estimates")
         result = mechanism.estimate(sums, candidates, level=window.level)
-    extra = {}
+        checks = mechanism.check_sums(sums)
+    extra: dict[str, Any] = {}
+    if checks:
+        extra["anomaly"] = poisoning.anomaly(checks)
+    reach = mechanism.reach()
+    if fake_fraction is not None and reach is not None:
+        extra["poisoning"] = poisoning.poisoning_bound(reach, fake_fraction, result.n)
     if isinstance(mechanism, Longitudinal):
         # A device's reports in different buckets share its permanent response.
         buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))

@@ -10,7 +10,7 @@ from aggregator.problems import ApiError
 from shared import ParameterError, TaskConfig
 from shared.estimates import DEFAULT_LEVEL
 
-FIELDS = {"candidates", "start", "end", "level"}
+FIELDS = {"candidates", "start", "end", "level", "fake_fraction"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class EstimateQuery:
     start: int | None
     end: int | None
     level: float
+    fake_fraction: float | None = None
 
     @property
     def window(self) -> Window:
@@ -87,7 +88,19 @@ def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQue
         invalid(f"unknown fields {sorted(unknown)}; allowed: {sorted(FIELDS)}")
     window = parse_window(body)
     candidates = parse_candidates(task, body.get("candidates"), max_candidates)
-    return EstimateQuery(candidates, window.start, window.end, window.level)
+    fakes = parse_fake_fraction(task, body.get("fake_fraction"))
+    return EstimateQuery(candidates, window.start, window.end, window.level, fakes)
+
+
+def parse_fake_fraction(task: TaskConfig, raw: Any) -> float | None:
+    """Return the analyst's assumed share of fake reports (None: not asked), or raise 400."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw < 1:
+        invalid("fake_fraction must be a number in [0, 1), e.g. 0.01 for 1% fake reports")
+    if task.mechanism_object.reach() is None:
+        invalid(f"fake_fraction bounds counts; {task.mechanism} estimates are not counts")
+    return float(raw)
 
 
 def parse_candidates(task: TaskConfig, raw: Any, limit: int) -> list[Any] | None:

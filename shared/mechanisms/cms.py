@@ -23,7 +23,14 @@ from shared.bitsum import add_bit_rows
 from shared.errors import DecodeError
 from shared.mechanisms.base import Mechanism
 from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION
-from shared.mechanisms.poisoning import Check, WeightBand, weight_band, weight_test
+from shared.mechanisms.poisoning import (
+    IMPLAUSIBLE,
+    Check,
+    WeightBand,
+    table_total,
+    weight_band,
+    weight_test,
+)
 from shared.mechanisms.sketch import Sketch, SketchParams
 from shared.randomness import (
     Rng,
@@ -177,13 +184,16 @@ class CountMeanSketch(Sketch):
             raise DecodeError(
                 f"{weight} of {m} bits set: an honest report holds {self.band.low} to "
                 f"{self.band.high} but with probability below 1e-9",
-                "implausible_report",
+                IMPLAUSIBLE,
             )
         return SketchReport(row, bits)
 
     def check_sums(self, sums: Sums) -> list[Check]:
         """Return the row-spread test and the total bit weight against honest reports'."""
-        return [*super().check_sums(sums), weight_test(int(sums.table.sum()), sums.total, self.band)]
+        return [
+            *super().check_sums(sums),
+            weight_test(table_total(sums.table, self.k), sums.total, self.band),
+        ]
 
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""

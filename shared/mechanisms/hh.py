@@ -48,7 +48,7 @@ from shared.mechanisms.hh_reports import (
     check_alphabet,
 )
 from shared.mechanisms.hh_search import Discovery, LevelSearch, search
-from shared.mechanisms.poisoning import Check, Reach, rows_test, weight_test
+from shared.mechanisms.poisoning import Check, Reach, rows_test, table_total, weight_test
 from shared.mechanisms.sketch import SketchParams, with_hash_seed
 from shared.randomness import Rng, uniform_below, uniform_below_many
 from shared.sums import RowSums, check_shape
@@ -294,7 +294,7 @@ class HeavyHitters:
         """Return the row-spread test over every level's rows and the total bit weight."""
         check = rows_test(sums.n)
         band = self.sketches[0].band  # every level: the same m and flip
-        weight = weight_test(int(sums.table.sum()), sums.total, band)
+        weight = weight_test(table_total(sums.table, len(sums.n)), sums.total, band)
         return [check, weight] if check is not None else [weight]
 
     def discover(

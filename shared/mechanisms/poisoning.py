@@ -22,9 +22,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
+IMPLAUSIBLE = "implausible_report"  # the rejection reason of a report outside its band
 # An honest report falls outside the plausible weight band with at most this probability.
 HONEST_MISS = 1e-9
 # |z| above which a bucket's sums are reported as suspected (two-sided p ≈ 1.3e-5: an
@@ -111,6 +113,15 @@ class Check:
         return {"test": self.name, "z": round(self.z, 3), "p_value": self.p_value}
 
 
+def table_total(table: Any, rows: int, block: int = 4096) -> int:
+    """Return the sum of every cell of a sums table read in row blocks.
+
+    The collector serves a big sketch's table block by block from storage (never whole),
+    so the total is read the way the estimator reads it.
+    """
+    return sum(int(table[start : start + block].sum()) for start in range(0, rows, block))
+
+
 def weight_test(ones: int, n: int, band: WeightBand) -> Check:
     """Test the total 1-bits of n reports against n honest reports' mean and variance."""
     z = (ones - n * band.mean) / math.sqrt(n * band.variance) if n else 0.0
@@ -137,3 +148,28 @@ def rows_test(row_counts: np.ndarray) -> Check | None:
 
 def _two_sided(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2.0))
+
+
+def anomaly(checks: list[Check]) -> dict[str, object]:
+    """Return the estimates answer's ``anomaly`` object for the tests of its sums."""
+    return {
+        "suspected": any(check.suspected for check in checks),
+        "threshold_z": SUSPECT_Z,
+        "checks": [check.to_json() for check in checks],
+    }
+
+
+def poisoning_bound(reach: Reach, fake_fraction: float, n: int) -> dict[str, object]:
+    """Return the estimates answer's ``poisoning`` object: the worst shift of any count.
+
+    ``fake_fraction`` β of the n reports are assumed chosen by an attacker: together they
+    move every candidate's count by at most β·n·reach.high up and β·n·reach.low down.
+    """
+    fakes = fake_fraction * n
+    down, up = reach.shift(fakes)
+    return {
+        "fake_fraction": fake_fraction,
+        "fake_reports": fakes,
+        "per_fake_report": {"low": reach.low, "high": reach.high},
+        "count_shift": {"down": down, "up": up},
+    }
