@@ -18,6 +18,7 @@ from simulations import (
     heavy_hitters,
     longitudinal,
     numeric,
+    poisoning,
     posterior,
     rr_seed,
     rr_vs_laplace,
@@ -48,6 +49,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         heavy_hitters,
         numeric,
         longitudinal,
+        poisoning,
     )
 }
 
