@@ -1,0 +1,69 @@
+"""Through HTTP: fake cms reports refused as implausible, sums flagged, the published bound."""
+
+from __future__ import annotations
+
+import numpy as np
+from agg_reports import create_task, envelopes, estimates, payloads, upload
+from agg_server import Server
+
+from shared.mechanisms.cms import SketchReport
+
+HONEST, FAKES = 30_000, 1_000
+SKETCH = {"mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 1024, "hash_seed": 3}
+TARGETS = [f"target-{i}" for i in range(10)]
+
+
+def honest_values(rng: np.random.Generator) -> list[str]:
+    return [f"w{int(x)}" for x in rng.zipf(1.3, HONEST) % 500]
+
+
+def crafted(task, rng: np.random.Generator, weight: int | None) -> list[SketchReport]:
+    """MGA reports: the targets' bits in a random row; padded with ones up to ``weight``."""
+    cms = task.mechanism_object
+    keys = cms.keys(TARGETS)
+    reports = []
+    for _ in range(FAKES):
+        row = int(rng.integers(cms.k))
+        bits = np.zeros(cms.m, dtype=bool)
+        bits[cms.hashes.buckets(keys, np.full(len(keys), row))] = True
+        if weight is not None:
+            free = np.flatnonzero(~bits)
+            bits[rng.choice(free, weight - int(bits.sum()), replace=False)] = True
+        reports.append(SketchReport(row, np.packbits(bits).tobytes()))
+    return reports
+
+
+def test_unpadded_fake_reports_are_refused_and_honest_ones_kept(server: Server) -> None:
+    task = create_task(server.url, task_id="poison-unpadded", **SKETCH)
+    rng = np.random.default_rng(1)
+    accepted = upload(server.url, task, envelopes(task, payloads(task, honest_values(rng), rng)))
+    assert accepted >= 0.999 * HONEST
+    assert upload(server.url, task, envelopes(task, crafted(task, rng, None))) <= 0.05 * FAKES
+
+    answer = estimates(server.url, task.task_id, candidates=TARGETS, fake_fraction=0.01).json()
+    assert answer["anomaly"]["suspected"] is False
+    assert {c["test"] for c in answer["anomaly"]["checks"]} == {"bit_weight", "row_spread"}
+    bound = answer["poisoning"]
+    reach = task.mechanism_object.reach()
+    assert bound["fake_reports"] == 0.01 * answer["n"]
+    assert bound["count_shift"]["up"] == 0.01 * answer["n"] * reach.high
+
+
+def test_fake_reports_padded_to_the_band_top_pass_but_flag_the_sums(server: Server) -> None:
+    task = create_task(server.url, task_id="poison-padded", **SKETCH)
+    rng = np.random.default_rng(2)
+    upload(server.url, task, envelopes(task, payloads(task, honest_values(rng), rng)))
+    top = task.mechanism_object.band.high
+    assert upload(server.url, task, envelopes(task, crafted(task, rng, top))) == FAKES
+    answer = estimates(server.url, task.task_id, candidates=TARGETS).json()
+    weight = next(c for c in answer["anomaly"]["checks"] if c["test"] == "bit_weight")
+    assert answer["anomaly"]["suspected"] is True and weight["z"] > 10
+
+
+def test_fake_fraction_is_refused_where_estimates_are_not_counts(server: Server) -> None:
+    task = create_task(
+        server.url, task_id="poison-numeric", mechanism="numeric", epsilon=1.0, lo=0.0, hi=1.0
+    )
+    response = estimates(server.url, task.task_id, fake_fraction=0.1)
+    assert response.status_code == 400
+    assert "fake_fraction" in response.json()["detail"]
