@@ -93,7 +93,7 @@ def detection(n: int, buckets: int, rng: np.random.Generator) -> list[dict[str, 
     second line) or padded to the band's top, the heaviest weight the band lets through.
     """
     mech = params_class("cms").from_fields({"epsilon": 4.0, "k": 256, "m": 1024, "hash_seed": 1})
-    cms = mech.build()
+    cms: Any = mech.build()  # a CountMeanSketch: its flip, m and band
     f, m, band = cms.flip, cms.m, cms.band
     honest = rng.binomial(n, 1 - f, buckets) + rng.binomial(n * (m - 1), f, buckets)
     rows = []
@@ -133,7 +133,7 @@ def detection_table(rows: list[dict[str, Any]], buckets: int) -> Table:
 
 def attack(setting: Setting, n: int, rng: np.random.Generator) -> dict[str, Any]:
     """Run every attack on one setting; return a table row."""
-    mechanism = params_class(setting.kind).from_fields(setting.fields).build()
+    mechanism: Any = params_class(setting.kind).from_fields(setting.fields).build()
     domain = value_names("v", setting.d)
     weights = 1.0 / np.arange(1, setting.d + 1) ** 1.1  # Zipf(1.1), as Cao et al.'s data
     honest = [domain[i] for i in rng.choice(setting.d, n, p=weights / weights.sum())]

@@ -22,7 +22,6 @@ from shared.accuracy import grr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.mechanisms import longitudinal
-from shared.mechanisms.poisoning import Reach, linear_reach
 from shared.mechanisms.base import (
     Mechanism,
     Option,
@@ -33,6 +32,7 @@ from shared.mechanisms.base import (
     check_candidate_strings,
 )
 from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
+from shared.mechanisms.poisoning import Reach, linear_reach
 from shared.randomness import (
     SCALE,
     Rng,

@@ -26,7 +26,6 @@ from shared.accuracy import rr_count_variance
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.mechanisms import longitudinal
-from shared.mechanisms.poisoning import Reach
 from shared.mechanisms.base import (
     Mechanism,
     Option,
@@ -36,6 +35,7 @@ from shared.mechanisms.base import (
     as_float,
 )
 from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
+from shared.mechanisms.poisoning import Reach
 from shared.randomness import (
     SCALE,
     Rng,

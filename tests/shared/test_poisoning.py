@@ -9,7 +9,6 @@ import pytest
 from scipy import stats
 
 from shared.errors import DecodeError
-from shared.wire import b64encode
 from shared.mechanisms.poisoning import (
     HONEST_MISS,
     IMPLAUSIBLE,
@@ -20,6 +19,7 @@ from shared.mechanisms.poisoning import (
     weight_test,
 )
 from shared.mechanisms.registry import params_class
+from shared.wire import b64encode
 
 DOMAIN = [f"v{i}" for i in range(16)]
 COUNTING = {
