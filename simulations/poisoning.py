@@ -13,10 +13,15 @@ raise the targets' estimated frequencies. Three attacks:
 
 The measured gain Σ_t (f̂_t after − f̂_t before) is drawn beside the closed form
 β·(Φ − f_T) (Φ: the crafted report's total reach over the targets, computed exactly
-through the estimator), DESIGN §14's closed-form bound, and what the collector's checks
+through the estimator), the closed-form bound per kind (below), and what the collector's checks
 see: the share of fake reports refused as implausible and the bit-weight z of the sums.
 Real mechanisms (shared.mechanisms) privatize, sum and estimate; nothing is simulated
 but the population and the attackers.
+
+Closed-form bounds of Φ (r targets, implemented ε): grr 1 + (d − r)/(e^ε − 1) (plus the
+−f_T every kind subtracts); olh 2r·e^ε/(e^ε − 1), reached only if all targets share a
+bucket of one row; cms r·(m/(m−1))·(e^{ε/2}/(e^{ε/2} − 1) − 1/m); hcms r·(m/(m−1))·(c_ε − 1/m)
+with c_ε = (e^ε + 1)/(e^ε − 1).
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ def run(settings_: RunSettings) -> list[Path]:
 def detection(n: int, buckets: int, rng: np.random.Generator) -> list[dict[str, Any]]:
     """Return the bit-weight test's false alarms and power in buckets of n honest reports.
 
-    cms m = 1,024, ε = 4 (DESIGN §14). An honest bucket's total weight is drawn exactly:
+    cms m = 1,024, ε = 4. An honest bucket's total weight is drawn exactly:
     Binomial(n, 1 − f) true coordinates plus Binomial(n(m − 1), f) flipped others. Fake
     reports are all ones (unpadded: the band at ingest refuses them, the sums test is the
     second line) or padded to the band's top, the heaviest weight the band lets through.
@@ -263,7 +268,7 @@ CRAFT = {"grr": _craft_grr, "olh": _craft_olh, "cms": _craft_cms, "hcms": _craft
 RANDOM = {"grr": _random_grr, "olh": _random_olh, "cms": _random_cms, "hcms": _random_hcms}
 
 
-# -- DESIGN §14's closed forms (f_T subtracted by the caller) ------------------------------
+# -- the closed-form bounds per kind (f_T subtracted by the caller) -----------------------
 
 
 def _bound_grr(mech: Any, s: Setting) -> float:
@@ -294,7 +299,7 @@ def table(rows: list[dict[str, Any]]) -> Table:
         Column("kind", "kind"),
         Column("epsilon", "ε", "{:g}"),
         Column("per_fake", "honest devices one fake report is worth", "{:.2f}"),
-        Column("design_bound", "bound (DESIGN §14)", "{:.3f}"),
+        Column("design_bound", "closed-form bound", "{:.3f}"),
         Column("closed_form", "closed form β(Φ − f_T)", "{:.3f}"),
         Column("mga", "MGA", "{:.3f}"),
         Column("mga_padded", "MGA padded", "{:.3f}"),

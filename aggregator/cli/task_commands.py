@@ -130,6 +130,7 @@ def plan_task(domain_size: int, devices: int, epsilon: float, fmt: str) -> None:
                         "mechanism": name,
                         "std_error": p.std_error,
                         "report_bits": p.report_bits,
+                        "fake_report_worth": p.fake_report_worth,
                         "parameters": p.fields,
                     }
                     for name, p in plans
@@ -138,13 +139,21 @@ def plan_task(domain_size: int, devices: int, epsilon: float, fmt: str) -> None:
             )
         )
         return
-    click.echo(f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12}  parameters")
+    click.echo(
+        f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12} "
+        f"{'one fake report':>16}  parameters"
+    )
     for name, p in plans:
         fields = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in p.fields.items())
-        click.echo(f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,}  {fields}")
+        worth = f"{p.fake_report_worth:,.1f}" if p.fake_report_worth is not None else "-"
+        click.echo(f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,} {worth:>16}  {fields}")
     best = plans[0][1]
     click.echo(
         f"\nrecommended: {plans[0][0]} (a count's 95% interval is about "
         f"±{1.96 * best.std_error:,.0f} of {devices:,} reports, "
         f"{1.96 * best.std_error / devices:.2%})"
+    )
+    click.echo(
+        "one fake report: how many honest devices' worth of count one report chosen by an "
+        "attacker can add to a value (fake devices gain least where it is small)"
     )

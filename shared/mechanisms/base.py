@@ -141,12 +141,15 @@ class Plan:
 
     ``std_error`` is the closed-form standard error of one value's count when ``devices``
     reports are spread evenly over ``domain_size`` values (hash collisions included for
-    the hashing mechanisms); ``report_bits`` is the payload's size on the wire.
+    the hashing mechanisms); ``report_bits`` is the payload's size on the wire;
+    ``fake_report_worth`` how many honest devices' counts one fake report can add to a
+    value (:meth:`Mechanism.reach`: what poisoning costs).
     """
 
     fields: dict[str, Any]
     std_error: float
     report_bits: int
+    fake_report_worth: float | None = None
 
 
 class JsonObject:

@@ -271,7 +271,8 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
         )
         variance = grr_count_variance(devices, devices / domain_size, grr.p, grr.q)
         fields = {"epsilon": epsilon, "domain": f"<your {domain_size} values>"}
-        return Plan(fields, math.sqrt(float(variance)), math.ceil(math.log2(domain_size)))
+        bits = math.ceil(math.log2(domain_size))
+        return Plan(fields, math.sqrt(float(variance)), bits, grr.reach().high)
 
 
 def other_value(truth: Any, words: Any, threshold: int) -> Any:

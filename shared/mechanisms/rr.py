@@ -244,7 +244,7 @@ class RandomizedResponseParams(ParamsBase):
             return None
         rr = RandomizedResponse(epsilon=epsilon)
         variance = rr_count_variance(devices, devices / 2, rr.p11, rr.p10)
-        return Plan({"epsilon": epsilon}, math.sqrt(float(variance)), 1)
+        return Plan({"epsilon": epsilon}, math.sqrt(float(variance)), 1, rr.reach().high)
 
 
 def check_answer(value: object) -> bool:

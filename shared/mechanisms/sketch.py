@@ -318,7 +318,7 @@ def plan_sketch(params: ParamsBase, domain_size: int, devices: int) -> Plan:
     others = (domain_size - 1) * count * max(count - 1.0, 0.0)
     collisions = others / (sketch.k * (sketch.m - 1))
     fields = {k: v for k, v in params.to_fields().items() if k != "hash_seed"}  # drawn
-    return Plan(fields, float(np.sqrt(noise + collisions)), sketch.report_bits)
+    return Plan(fields, float(np.sqrt(noise + collisions)), sketch.report_bits, sketch.reach().high)
 
 
 def with_hash_seed(given: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ def test_no_report_moves_a_count_beyond_its_reach(kind: str) -> None:
 
 
 def test_reach_is_how_many_honest_devices_one_fake_report_is_worth() -> None:
-    """GRR at d = 1,024, ε = 1: (e^ε + d − 2)/(e^ε − 1) = 596 (DESIGN §14)."""
+    """GRR at d = 1,024, ε = 1: (e^ε + d − 2)/(e^ε − 1) = 596."""
     domain = [f"x{i}" for i in range(1024)]
     grr = params_class("grr").from_fields({"epsilon": 1.0, "domain": domain}).build()
     e = np.exp(grr.effective_epsilon)  # the implemented ε (thresholds round it down)
@@ -96,7 +96,7 @@ def test_cms_refuses_a_report_outside_the_band_and_keeps_honest_ones() -> None:
 
 
 def test_weight_test_flags_sixty_all_ones_reports_among_a_million() -> None:
-    """DESIGN §14: 60 all-ones reports among 10^6 (m = 1,024, ε = 4) give z > 5."""
+    """60 all-ones reports among 10^6 (m = 1,024, ε = 4) give z > 5."""
     cms = (
         params_class("cms").from_fields({"epsilon": 4.0, "k": 8, "m": 1024, "hash_seed": 1}).build()
     )
