@@ -14,6 +14,7 @@ from aggregator.query import Window, check_cost, parse_query
 from aggregator.store import SumsSource, SumsView, get_store
 from aggregator.tasks import find_task
 from shared import TaskConfig
+from shared.estimates import Estimates
 from shared.mechanisms import poisoning
 from shared.mechanisms.longitudinal import Longitudinal
 
@@ -27,7 +28,13 @@ def estimate(task_id: str) -> dict[str, Any]:
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
     check_cost(task, query.candidates, int(current_app.config["MAX_ESTIMATE_WORK"]))
-    return answer(task, query.candidates, query.window, fake_fraction=query.fake_fraction)
+    return answer(
+        task,
+        query.candidates,
+        query.window,
+        fake_fraction=query.fake_fraction,
+        normalize=query.normalize,
+    )
 
 
 def answer(
@@ -36,12 +43,14 @@ def answer(
     window: Window,
     source: SumsSource | None = None,
     fake_fraction: float | None = None,
+    normalize: bool = False,
 ) -> dict[str, Any]:
     """Return the estimates body for checked candidates and window (the view and the CLI).
 
     ``source``: where the sums come from (default: the store; the CLI may give a sums file).
     ``anomaly`` tests the window's sums against honest devices (when the mechanism can);
-    ``fake_fraction`` adds the worst shift that share of fake reports can cause.
+    ``fake_fraction`` adds the worst shift that share of fake reports can cause;
+    ``normalize`` adds each value's Norm-Sub count (the whole domain summing to n).
     """
     source = source or get_store()
     mechanism = task.mechanism_object
@@ -69,7 +78,7 @@ def answer(
         "level": window.level,
         "start": window.start,
         "end": window.end,
-        "estimates": result.rows(),
+        "estimates": _rows(result, normalize),
         **extra,
     }
 
@@ -85,3 +94,12 @@ def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
             n=sums.total,
             min_batch_size=task.min_batch_size,
         )
+
+
+def _rows(result: Estimates, normalize: bool) -> list[dict[str, Any]]:
+    """Return the answer's rows, with the Norm-Sub count beside each estimate if asked."""
+    rows = result.rows()
+    if normalize:
+        for row, count in zip(rows, poisoning.norm_sub(result.estimate, result.n), strict=True):
+            row["normalized"] = float(count)
+    return rows

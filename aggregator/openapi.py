@@ -222,6 +222,7 @@ SCHEMAS: dict[str, Any] = {
             "end": _INTEGER,
             "level": _NUMBER,
             "fake_fraction": _NUMBER,
+            "normalize": {"type": "boolean"},
         },
     },
     "EstimateResult": {

@@ -10,7 +10,7 @@ from aggregator.problems import ApiError
 from shared import ParameterError, TaskConfig
 from shared.estimates import DEFAULT_LEVEL
 
-FIELDS = {"candidates", "start", "end", "level", "fake_fraction"}
+FIELDS = {"candidates", "start", "end", "level", "fake_fraction", "normalize"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class EstimateQuery:
     end: int | None
     level: float
     fake_fraction: float | None = None
+    normalize: bool = False
 
     @property
     def window(self) -> Window:
@@ -89,7 +90,20 @@ def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQue
     window = parse_window(body)
     candidates = parse_candidates(task, body.get("candidates"), max_candidates)
     fakes = parse_fake_fraction(task, body.get("fake_fraction"))
-    return EstimateQuery(candidates, window.start, window.end, window.level, fakes)
+    normalize = parse_normalize(task, body.get("normalize", False), candidates)
+    return EstimateQuery(candidates, window.start, window.end, window.level, fakes, normalize)
+
+
+def parse_normalize(task: TaskConfig, raw: Any, candidates: list[Any] | None) -> bool:
+    """Return whether Norm-Sub is asked, or raise 400 where it cannot apply."""
+    if not isinstance(raw, bool):
+        invalid("normalize must be true or false")
+    if raw and (candidates is not None or task.mechanism_object.reach() is None):
+        invalid(
+            "normalize projects a whole domain's counts: leave candidates out, on a task "
+            "that knows its domain and estimates counts"
+        )
+    return raw
 
 
 def parse_fake_fraction(task: TaskConfig, raw: Any) -> float | None:

@@ -38,7 +38,7 @@ from shared.errors import DecodeError
 from shared.mechanisms.cms import SketchBatch
 from shared.mechanisms.hcms import HadamardBatch
 from shared.mechanisms.olh import HashedBatch
-from shared.mechanisms.poisoning import SUSPECT_Z
+from shared.mechanisms.poisoning import SUSPECT_Z, norm_sub
 from shared.mechanisms.registry import params_class
 from simulations import plotting
 from simulations.population import value_names
@@ -168,6 +168,10 @@ def attack(setting: Setting, n: int, rng: np.random.Generator) -> dict[str, Any]
         sums = base.copy()
         sums.add_many(batch)
         row[name] = float((_shares(mechanism, sums, targets) - before).sum())
+        if name == "mga":
+            row["mga_norm_sub"] = _normalized(mechanism, sums, domain, targets) - _normalized(
+                mechanism, base, domain, targets
+            )
         checks = {c.name: c for c in mechanism.check_sums(sums)}
         row[f"{name}_z"] = checks["bit_weight"].z if "bit_weight" in checks else None
         row[f"{name}_refused"] = _refused(mechanism, batch)
@@ -176,6 +180,13 @@ def attack(setting: Setting, n: int, rng: np.random.Generator) -> dict[str, Any]
 
 def _shares(mechanism: Any, sums: Any, targets: list[str]) -> np.ndarray:
     return np.asarray(mechanism.estimate(sums, targets).estimate) / sums.total
+
+
+def _normalized(mechanism: Any, sums: Any, domain: Any, targets: list[str]) -> float:
+    """Return the targets' total share after Norm-Sub over the whole domain."""
+    counts = norm_sub(mechanism.estimate(sums, list(domain)).estimate, sums.total)
+    chosen = np.isin(np.asarray(domain), targets)
+    return float(counts[chosen].sum() / sums.total)
 
 
 def _gain_of_one(mechanism: Any, batch: Any, targets: list[str]) -> float:
@@ -303,6 +314,7 @@ def table(rows: list[dict[str, Any]]) -> Table:
         Column("closed_form", "closed form β(Φ − f_T)", "{:.3f}"),
         Column("mga", "MGA", "{:.3f}"),
         Column("mga_padded", "MGA padded", "{:.3f}"),
+        Column("mga_norm_sub", "MGA, Norm-Sub", "{:.3f}"),
         Column("ria", "RIA", "{:.3f}"),
         Column("rpva", "RPVA", "{:.3f}"),
         Column("mga_refused", "MGA refused", "{:.0%}"),

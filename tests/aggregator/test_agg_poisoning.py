@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from agg_reports import create_task, envelopes, estimates, payloads, upload
 from agg_server import Server
 
@@ -67,3 +68,18 @@ def test_fake_fraction_is_refused_where_estimates_are_not_counts(server: Server)
     response = estimates(server.url, task.task_id, fake_fraction=0.1)
     assert response.status_code == 400
     assert "fake_fraction" in response.json()["detail"]
+
+
+def test_normalize_projects_a_whole_domain_onto_counts_summing_to_n(server: Server) -> None:
+    domain = [f"d{i}" for i in range(8)]
+    task = create_task(
+        server.url, task_id="poison-grr", mechanism="grr", epsilon=1.0, domain=domain
+    )
+    rng = np.random.default_rng(4)
+    values = [domain[i] for i in rng.choice(8, 3_000, p=[0.5, 0.3, 0.2, 0, 0, 0, 0, 0])]
+    upload(server.url, task, envelopes(task, payloads(task, values, rng)))
+    rows = estimates(server.url, task.task_id, normalize=True).json()["estimates"]
+    normalized = np.array([row["normalized"] for row in rows])
+    assert normalized.min() >= 0 and normalized.sum() == pytest.approx(3_000)
+    refused = estimates(server.url, task.task_id, normalize=True, candidates=domain[:2])
+    assert refused.status_code == 400 and "whole domain" in refused.json()["detail"]
