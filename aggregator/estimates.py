@@ -59,8 +59,9 @@ def answer(
         result = mechanism.estimate(sums, candidates, level=window.level)
         checks = mechanism.check_sums(sums)
     extra: dict[str, Any] = {}
-    if checks:
-        extra["anomaly"] = poisoning.anomaly(checks)
+    refused = source.refusals(task, window.start, window.end)
+    if checks or refused:
+        extra["anomaly"] = poisoning.anomaly(checks, refused, result.n)
     reach = mechanism.reach()
     if fake_fraction is not None and reach is not None:
         extra["poisoning"] = poisoning.poisoning_bound(reach, fake_fraction, result.n)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -146,16 +147,35 @@ def rows_test(row_counts: np.ndarray) -> Check | None:
     return Check("row_spread", z if z > 0 else 0.0, 0.5 * math.erfc(z / math.sqrt(2.0)))
 
 
+def refusals_test(refused: int, n: int) -> Check:
+    """Test how many reports were refused as implausible against what honest devices send.
+
+    Each honest report is refused with probability at most HONEST_MISS, so with n
+    reports counted the honest count is at most Poisson(λ = (n + refused)·HONEST_MISS);
+    the p-value is P(Poisson(λ) ≥ refused) (its first term and a geometric bound on the
+    rest: λ is tiny), and z the one-sided normal quantile of the same tail.
+    """
+    if refused == 0:
+        return Check("implausible_reports", 0.0, 1.0)
+    rate = (n + refused) * HONEST_MISS
+    log_first = -rate + refused * math.log(rate) - math.lgamma(refused + 1)
+    p_value = min(1.0, math.exp(log_first) / max(1e-12, 1.0 - rate / (refused + 1)))
+    z = -NormalDist().inv_cdf(max(p_value, 1e-300)) if p_value < 1.0 else 0.0
+    return Check("implausible_reports", max(z, 0.0), p_value)
+
+
 def _two_sided(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2.0))
 
 
-def anomaly(checks: list[Check]) -> dict[str, object]:
-    """Return the estimates answer's ``anomaly`` object for the tests of its sums."""
+def anomaly(checks: list[Check], refused: int, n: int) -> dict[str, object]:
+    """Return the estimates answer's ``anomaly`` object: the sums' tests and the refusals."""
+    every = [*checks, refusals_test(refused, n)]
     return {
-        "suspected": any(check.suspected for check in checks),
+        "suspected": any(check.suspected for check in every),
         "threshold_z": SUSPECT_Z,
-        "checks": [check.to_json() for check in checks],
+        "implausible_refused": refused,
+        "checks": [check.to_json() for check in every],
     }
 
 

@@ -8,6 +8,7 @@ from agg_reports import create_task, envelopes, estimates, payloads, upload
 from agg_server import Server
 
 from shared.mechanisms.cms import SketchReport
+from shared.mechanisms.poisoning import SUSPECT_Z
 
 HONEST, FAKES = 30_000, 1_000
 SKETCH = {"mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 1024, "hash_seed": 3}
@@ -42,12 +43,24 @@ def test_unpadded_fake_reports_are_refused_and_honest_ones_kept(server: Server) 
     assert upload(server.url, task, envelopes(task, crafted(task, rng, None))) <= 0.05 * FAKES
 
     answer = estimates(server.url, task.task_id, candidates=TARGETS, fake_fraction=0.01).json()
-    assert answer["anomaly"]["suspected"] is False
-    assert {c["test"] for c in answer["anomaly"]["checks"]} == {"bit_weight", "row_spread"}
+    # The sums hold honest reports only, but the refusals of the bucket give the attack away.
+    anomaly = answer["anomaly"]
+    assert anomaly["implausible_refused"] >= 0.95 * FAKES and anomaly["suspected"] is True
+    tests = {c["test"]: c for c in anomaly["checks"]}
+    assert set(tests) == {"bit_weight", "row_spread", "implausible_reports"}
+    assert abs(tests["bit_weight"]["z"]) < SUSPECT_Z and tests["row_spread"]["z"] < SUSPECT_Z
     bound = answer["poisoning"]
     reach = task.mechanism_object.reach()
     assert bound["fake_reports"] == 0.01 * answer["n"]
     assert bound["count_shift"]["up"] == 0.01 * answer["n"] * reach.high
+
+
+def test_an_honest_population_is_not_flagged(server: Server) -> None:
+    task = create_task(server.url, task_id="poison-honest", **SKETCH)
+    rng = np.random.default_rng(3)
+    upload(server.url, task, envelopes(task, payloads(task, honest_values(rng), rng)))
+    anomaly = estimates(server.url, task.task_id, candidates=TARGETS).json()["anomaly"]
+    assert anomaly["suspected"] is False and anomaly["implausible_refused"] == 0
 
 
 def test_fake_reports_padded_to_the_band_top_pass_but_flag_the_sums(server: Server) -> None:
