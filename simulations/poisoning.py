@@ -86,7 +86,33 @@ def run(settings_: RunSettings) -> list[Path]:
         plot(rows, folder / f"{NAME}.png"),
         *table(rows).write(folder, NAME),
         *detection_table(found, buckets).write(folder, f"{NAME}_detection"),
+        *worth_table(worth()).write(folder, f"{NAME}_worth"),
     ]
+
+
+def worth() -> list[dict[str, Any]]:
+    """Return how many honest devices one fake report is worth, per kind, d and ε."""
+    rows = []
+    for epsilon in (1.0, 2.0, 4.0):
+        row: dict[str, Any] = {"epsilon": epsilon}
+        for d in (16, 128, 1024):
+            for s in settings(epsilon, d):
+                mechanism: Any = params_class(s.kind).from_fields(s.fields).build()
+                row[f"{s.kind}_{d}"] = mechanism.reach().high
+        rows.append(row)
+    return rows
+
+
+def worth_table(rows: list[dict[str, Any]]) -> Table:
+    """Return the reach table: grr by domain size, the others whatever the domain."""
+    columns = [Column("epsilon", "ε", "{:g}")]
+    columns += [Column(f"grr_{d}", f"grr d = {d:,}", "{:.1f}") for d in (16, 128, 1024)]
+    columns += [Column(f"{kind}_128", kind, "{:.2f}") for kind in ("olh", "cms", "hcms")]
+    notes = (
+        "How many honest devices' worth of count one chosen report adds to a value "
+        "(each mechanism's reach().high; cms/hcms m = 1,024; olh, cms, hcms do not depend on d)."
+    )
+    return Table("Poisoning: honest devices one fake report is worth", columns, rows, notes)
 
 
 def detection(n: int, buckets: int, rng: np.random.Generator) -> list[dict[str, Any]]:
