@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from shared import Envelope, Rejection, TaskConfig
 from shared.codec import b64encode
 from shared.contract import replays
+from shared.mechanisms.poisoning import IMPLAUSIBLE
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Admission:
     envelopes: list[Envelope] = field(default_factory=list)
     expires: list[int] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
+    refused: dict[int, int] = field(default_factory=dict)  # implausible reports per bucket
 
 
 def admit(
@@ -32,10 +34,23 @@ def admit(
     *,
     acceptance_window: int,
     clock_skew: int,
+    refused: Sequence[Rejection] = (),
 ) -> Admission:
-    """Split decoded reports into those to store and those refused for time or repetition."""
+    """Split decoded reports into those to store and those refused for time or repetition.
+
+    ``refused``: the batch's reports the decoder rejected; those rejected as implausible
+    whose bucket is open are counted per bucket (an estimate's ``anomaly`` reports them).
+    """
     latest = task.floor_time(now + clock_skew)
     out, ids = Admission(), set()
+    for rejection in refused:
+        bucket = rejection.bucket
+        if (
+            rejection.reason == IMPLAUSIBLE
+            and bucket is not None
+            and now - task.time_precision - acceptance_window <= bucket <= latest
+        ):
+            out.refused[bucket] = out.refused.get(bucket, 0) + 1
     for envelope in envelopes:
         closes = envelope.time + task.time_precision + acceptance_window
         if envelope.time > latest:

@@ -194,6 +194,10 @@ class SumsFile:
         self.path = Path(path)
         self.task = task_of(path)
 
+    def refusals(self, task: TaskConfig, start: int | None, end: int | None) -> int:
+        """Return 0: a sums file holds what was counted, not what was refused."""
+        return 0
+
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets the file holds sums of, in order."""
         return sorted({bucket for bucket, _, _, _ in read_sum_rows(self.path)})

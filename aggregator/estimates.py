@@ -14,6 +14,8 @@ from aggregator.query import Window, check_cost, check_scan, parse_query
 from aggregator.store import SumsSource, SumsView, get_store
 from aggregator.tasks import find_task
 from shared import TaskConfig
+from shared.estimates import Estimates
+from shared.mechanisms import poisoning
 from shared.mechanisms.longitudinal import Longitudinal
 
 bp = Blueprint("estimates", __name__, url_prefix="/v1/tasks")
@@ -26,7 +28,13 @@ def estimate(task_id: str) -> dict[str, Any]:
     task = find_task(task_id).config
     query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
     check_cost(task, query.candidates, int(current_app.config["MAX_ESTIMATE_WORK"]))
-    return answer(task, query.candidates, query.window)
+    return answer(
+        task,
+        query.candidates,
+        query.window,
+        fake_fraction=query.fake_fraction,
+        normalize=query.normalize,
+    )
 
 
 def answer(
@@ -34,11 +42,16 @@ def answer(
     candidates: Sequence[Any] | None,
     window: Window,
     source: SumsSource | None = None,
+    fake_fraction: float | None = None,
+    normalize: bool = False,
 ) -> dict[str, Any]:
     """Return the estimates body for checked candidates and window (the view and the CLI).
 
     ``source``: where the sums come from (default: the store, read within the collector's
     MAX_ESTIMATE_CELLS; the CLI may give a sums file).
+    ``anomaly`` tests the window's sums against honest devices (when the mechanism can);
+    ``fake_fraction`` adds the worst shift that share of fake reports can cause;
+    ``normalize`` adds each value's Norm-Sub count (the whole domain summing to n).
     """
     max_cells = int(current_app.config["MAX_ESTIMATE_CELLS"]) if source is None else None
     source = source or get_store()
@@ -48,7 +61,14 @@ def answer(
             check_scan(task, getattr(sums, "buckets", 1), max_cells)
         check_min_batch(task, sums, "estimates")
         result = mechanism.estimate(sums, candidates, level=window.level)
-    extra = {}
+        checks = mechanism.check_sums(sums)
+    extra: dict[str, Any] = {}
+    refused = source.refusals(task, window.start, window.end)
+    if checks or refused:
+        extra["anomaly"] = poisoning.anomaly(checks, refused, result.n)
+    reach = mechanism.reach()
+    if fake_fraction is not None and reach is not None:
+        extra["poisoning"] = poisoning.poisoning_bound(reach, fake_fraction, result.n)
     if isinstance(mechanism, Longitudinal):
         # A device's reports in different buckets share its permanent response.
         buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
@@ -63,7 +83,7 @@ def answer(
         "level": window.level,
         "start": window.start,
         "end": window.end,
-        "estimates": result.rows(),
+        "estimates": _rows(result, normalize),
         **extra,
     }
 
@@ -79,3 +99,12 @@ def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
             n=sums.total,
             min_batch_size=task.min_batch_size,
         )
+
+
+def _rows(result: Estimates, normalize: bool) -> list[dict[str, Any]]:
+    """Return the answer's rows, with the Norm-Sub count beside each estimate if asked."""
+    rows = result.rows()
+    if normalize:
+        for row, count in zip(rows, poisoning.norm_sub(result.estimate, result.n), strict=True):
+            row["normalized"] = float(count)
+    return rows

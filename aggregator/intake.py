@@ -100,8 +100,13 @@ class Intake:
             now,
             acceptance_window=self.acceptance_window,
             clock_skew=self.clock_skew,
+            refused=rejected,
         )
-        upload = Upload(task, admitted.envelopes, admitted.expires) if admitted.envelopes else None
+        upload = (
+            Upload(task, admitted.envelopes, admitted.expires, admitted.refused)
+            if admitted.envelopes or admitted.refused
+            else None
+        )
         return Checked(task_id, upload, rejected + admitted.rejected)
 
     def answer(self, checked: Checked, replayed: set[bytes]) -> dict[str, Any]:

@@ -228,6 +228,7 @@ SCHEMAS: dict[str, Any] = {
                                 "report_too_early",
                                 "report_expired",
                                 "outdated_config",
+                                "implausible_report",
                             ]
                         },
                         "message": {"type": "string"},
@@ -244,6 +245,8 @@ SCHEMAS: dict[str, Any] = {
             "start": _INTEGER,
             "end": _INTEGER,
             "level": _NUMBER,
+            "fake_fraction": _NUMBER,
+            "normalize": {"type": "boolean"},
         },
     },
     "EstimateResult": {
@@ -257,6 +260,8 @@ SCHEMAS: dict[str, Any] = {
             "level": _NUMBER,
             "start": {"type": ["integer", "null"]},
             "end": {"type": ["integer", "null"]},
+            "anomaly": {"type": "object"},
+            "poisoning": {"type": "object"},
             "estimates": {
                 "type": "array",
                 "items": {

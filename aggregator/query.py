@@ -10,7 +10,7 @@ from aggregator.problems import ApiError
 from shared import ParameterError, TaskConfig
 from shared.estimates import DEFAULT_LEVEL
 
-FIELDS = {"candidates", "start", "end", "level"}
+FIELDS = {"candidates", "start", "end", "level", "fake_fraction", "normalize"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class EstimateQuery:
     start: int | None
     end: int | None
     level: float
+    fake_fraction: float | None = None
+    normalize: bool = False
 
     @property
     def window(self) -> Window:
@@ -107,7 +109,32 @@ def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQue
         invalid(f"unknown fields {sorted(unknown)}; allowed: {sorted(FIELDS)}")
     window = parse_window(body)
     candidates = parse_candidates(task, body.get("candidates"), max_candidates)
-    return EstimateQuery(candidates, window.start, window.end, window.level)
+    fakes = parse_fake_fraction(task, body.get("fake_fraction"))
+    normalize = parse_normalize(task, body.get("normalize", False), candidates)
+    return EstimateQuery(candidates, window.start, window.end, window.level, fakes, normalize)
+
+
+def parse_normalize(task: TaskConfig, raw: Any, candidates: list[Any] | None) -> bool:
+    """Return whether Norm-Sub is asked, or raise 400 where it cannot apply."""
+    if not isinstance(raw, bool):
+        invalid("normalize must be true or false")
+    if raw and (candidates is not None or task.mechanism_object.reach() is None):
+        invalid(
+            "normalize projects a whole domain's counts: leave candidates out, on a task "
+            "that knows its domain and estimates counts"
+        )
+    return raw
+
+
+def parse_fake_fraction(task: TaskConfig, raw: Any) -> float | None:
+    """Return the analyst's assumed share of fake reports (None: not asked), or raise 400."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw < 1:
+        invalid("fake_fraction must be a number in [0, 1), e.g. 0.01 for 1% fake reports")
+    if task.mechanism_object.reach() is None:
+        invalid(f"fake_fraction bounds counts; {task.mechanism} estimates are not counts")
+    return float(raw)
 
 
 def parse_candidates(task: TaskConfig, raw: Any, limit: int) -> list[Any] | None:

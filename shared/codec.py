@@ -19,7 +19,7 @@ import functools
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from shared.errors import DecodeError
@@ -63,6 +63,9 @@ class Rejection:
     report_id: str | None
     reason: str
     message: str
+    # The report's time bucket when it was readable: the collector counts implausible
+    # reports per bucket (:mod:`shared.mechanisms.poisoning`). Never sent back.
+    bucket: int | None = field(default=None, compare=False, repr=False)
 
 
 def new_report_id() -> bytes:
@@ -125,7 +128,12 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
         raise DecodeError(
             f"time must be floored to the task's time_precision ({task.time_precision} s)"
         )
-    return Envelope(report_id, task.fingerprint, time, task.mechanism_object.decode_payload(obj))
+    try:
+        payload = task.mechanism_object.decode_payload(obj)
+    except DecodeError as error:
+        error.time = time  # the report's bucket is known: its refusal can be counted there
+        raise
+    return Envelope(report_id, task.fingerprint, time, payload)
 
 
 def decode_batch(task: TaskConfig, body: Any) -> tuple[list[Envelope], list[Rejection]]:
@@ -145,7 +153,7 @@ def decode_batch(task: TaskConfig, body: Any) -> tuple[list[Envelope], list[Reje
         try:
             accepted.append(decode_report(task, obj))
         except DecodeError as error:
-            rejected.append(Rejection(_report_id_of(obj), error.reason, str(error)))
+            rejected.append(Rejection(_report_id_of(obj), error.reason, str(error), error.time))
     return accepted, rejected
 
 

@@ -11,7 +11,6 @@ SDK agree on about uploads, tasks and errors (PROTOCOL.md §§1, 2, 7).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from shared.codec import Rejection, b64encode
@@ -36,7 +35,12 @@ def replays(report_ids: Iterable[bytes]) -> list[Rejection]:
 
 def upload_answer(accepted: int, rejected: Sequence[Rejection]) -> dict[str, Any]:
     """Return the body of a 200 answer to an upload."""
-    return {"accepted": accepted, "rejected": [asdict(r) for r in rejected]}
+    return {
+        "accepted": accepted,
+        "rejected": [
+            {"report_id": r.report_id, "reason": r.reason, "message": r.message} for r in rejected
+        ],
+    }
 
 
 def problem(

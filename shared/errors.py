@@ -32,3 +32,4 @@ class DecodeError(LdpError, ValueError):
     def __init__(self, message: str, reason: str = "invalid_message") -> None:
         super().__init__(message)
         self.reason = reason
+        self.time: int | None = None  # the report's time, when it was read before the error

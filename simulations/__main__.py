@@ -20,6 +20,7 @@ from simulations import (
     heavy_hitters,
     longitudinal,
     numeric,
+    poisoning,
     posterior,
     republish,
     rr_seed,
@@ -54,6 +55,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         republish,
         coverage,
         domain_kinds,
+        poisoning,
     )
 }
 

@@ -162,6 +162,7 @@ def plan_task(
                 "std_error": p.std_error,
                 "report_bits": p.report_bits,
                 "attack_success": p.attack_success,
+                "fake_report_worth": p.fake_report_worth,
                 "lift": None if p.attack_success is None else lift(p.attack_success, domain_size),
                 "posterior_bound": bound,
                 "chosen_by_auto": name == chosen,
@@ -173,7 +174,7 @@ def plan_task(
         return
     click.echo(
         f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12} "
-        f"{'attack':>7} {'lift':>6}  parameters"
+        f"{'attack':>7} {'lift':>6} {'one fake report':>16}  parameters"
     )
     for name, p in plans:
         fields = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in p.fields.items())
@@ -182,7 +183,10 @@ def plan_task(
             if p.attack_success is not None
             else f"{'-':>7} {'-':>6}"
         )
-        click.echo(f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,} {risk}  {fields}")
+        worth = f"{p.fake_report_worth:,.1f}" if p.fake_report_worth is not None else "-"
+        click.echo(
+            f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,} {risk} {worth:>16}  {fields}"
+        )
     best = plans[0][1]
     click.echo(
         f"\nrecommended: {plans[0][0]} (a count's 95% interval is about "
@@ -195,4 +199,8 @@ def plan_task(
         f"attack: the chance that whoever sees one report guesses the value (a blind guess: "
         f"{1 / domain_size:.4f}); whatever the mechanism, an adversary who gave one value "
         f"{prior:.0%} beforehand believes it at most {bound:.3f} after one report."
+    )
+    click.echo(
+        "one fake report: how many honest devices' worth of count one report chosen by an "
+        "attacker can add to a value (fake devices gain least where it is small)"
     )

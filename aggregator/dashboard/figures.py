@@ -196,8 +196,13 @@ class Answers:
 def estimate(
     config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
 ) -> dict[str, Any]:
-    """Return :func:`aggregator.estimates.answer` for the window (reused while exact)."""
-    question = ("estimates", None if candidates is None else tuple(candidates))
+    """Return :func:`aggregator.estimates.answer` for the window (reused while exact).
+
+    The answer's ``anomaly`` also counts the window's refused reports, which do not
+    change n: their count is part of the question.
+    """
+    refused = get_store().refusals(config, window.start, window.end)
+    question = ("estimates", None if candidates is None else tuple(candidates), refused)
     return Answers.of_app().get(
         config, question, window, lambda: estimates.answer(config, candidates, window), n
     )

@@ -8,9 +8,9 @@ picks one from the database URL. This module imports no backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -47,6 +47,8 @@ class Upload:
     task: TaskConfig
     envelopes: Sequence[Envelope]
     expires: Sequence[int]
+    # Reports refused as implausible, per time bucket (inside the acceptance window).
+    refused: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class SumsSource(Protocol):
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""
+
+    def refusals(self, task: TaskConfig, start: int | None, end: int | None) -> int:
+        """Return how many reports of buckets starting in [start, end) were implausible."""
 
 
 class Store(Protocol):
@@ -145,6 +150,9 @@ class Store(Protocol):
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""
+
+    def refusals(self, task: TaskConfig, start: int | None, end: int | None) -> int:
+        """Return how many reports of buckets starting in [start, end) were implausible."""
 
     def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
         """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""

@@ -51,7 +51,15 @@ from aggregator.store.interface import (
 )
 from aggregator.store.migrations import refuse_newer, shipped, statements
 from aggregator.store.reads import snapshot_sums
-from aggregator.store.sql import COUNTER, first_sightings, fold_into_sums, stage, staged_rows
+from aggregator.store.sql import (
+    COUNTER,
+    first_sightings,
+    fold_into_sums,
+    record_refusals,
+    refusals_in,
+    stage,
+    staged_rows,
+)
 from shared import Envelope, TaskConfig
 
 MIGRATIONS_LOCK = (0x1D9, 0)  # advisory lock key (two int4): schema migrations
@@ -275,6 +283,7 @@ class PostgresStore:
         with self._write() as tx:
             seen = {task_id: self._claim_ids(tx, task_id, uploads) for task_id in tasks}
             replayed, fresh = first_sightings(uploads, seen)
+            record_refusals(tx, uploads)
             for task_id, counted in fresh.items():
                 staged = staged_rows(tasks[task_id], [e for e, _ in counted])
                 if staged:
@@ -365,6 +374,11 @@ class PostgresStore:
         self.fold_staged(task)  # every report acknowledged so far is in the sums
         with self._read() as tx, snapshot_sums(tx, task, start, end) as sums:
             yield sums
+
+    def refusals(self, task: TaskConfig, start: int | None, end: int | None) -> int:
+        """Return how many reports of buckets starting in [start, end) were implausible."""
+        with self._read() as tx:
+            return refusals_in(tx, task.task_id, start, end)
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""

@@ -19,6 +19,7 @@ from aggregator.store.folding import fold_parts
 from aggregator.store.interface import Upload
 from aggregator.store.staging import pack, stack, unpack
 from shared import Envelope, TaskConfig
+from shared.mechanisms.poisoning import IMPLAUSIBLE
 from shared.sums import RowSums
 
 COUNTER = np.dtype("<i8")
@@ -120,3 +121,27 @@ def add_rows(tx: Tx, task_id: str, bucket: int, new: RowSums) -> None:
             for row, i in index.items()
         ],
     )
+
+
+def record_refusals(tx: Tx, uploads: Sequence[Upload]) -> None:
+    """Add the uploads' implausible reports to their buckets' refusal counts."""
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for upload in uploads:
+        for bucket, count in upload.refused.items():
+            counts[upload.task.task_id, bucket] += count
+    if counts:  # in key order, so two writers cannot deadlock on these rows
+        tx.executemany(
+            "INSERT INTO refusals VALUES (?, ?, ?, ?) ON CONFLICT (task_id, bucket, reason) "
+            "DO UPDATE SET count = refusals.count + excluded.count",
+            [(task_id, bucket, IMPLAUSIBLE, c) for (task_id, bucket), c in sorted(counts.items())],
+        )
+
+
+def refusals_in(tx: Tx, task_id: str, start: int | None, end: int | None) -> int:
+    """Return how many reports of buckets starting in [start, end) were implausible."""
+    rows = tx.execute(
+        "SELECT COALESCE(SUM(count), 0) FROM refusals WHERE task_id = ? AND reason = ? "
+        "AND bucket >= ? AND bucket < ?",
+        (task_id, IMPLAUSIBLE, 0 if start is None else start, 2**62 if end is None else end),
+    )
+    return int(next(iter(rows))[0])

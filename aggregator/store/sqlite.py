@@ -37,6 +37,8 @@ from aggregator.store.sql import (
     COUNTER,
     first_sightings,
     fold_into_sums,
+    record_refusals,
+    refusals_in,
     stage,
     staged_rows,
 )
@@ -204,6 +206,7 @@ class SqliteStore:
                 for task_id in tasks
             }
             replayed, fresh = first_sightings(uploads, seen)
+            record_refusals(tx, uploads)
             for task_id, counted in fresh.items():
                 if counted:
                     tx.executemany(
@@ -324,6 +327,10 @@ class SqliteStore:
         """Delete a stored token; return whether there was one."""
         with self._write() as tx:
             return tx.execute("DELETE FROM tokens WHERE token_hash = ?", (token_hash,)).rowcount > 0
+
+    def refusals(self, task: TaskConfig, start: int | None, end: int | None) -> int:
+        """Return how many reports of buckets starting in [start, end) were implausible."""
+        return refusals_in(self._connection(), task.task_id, start, end)
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""

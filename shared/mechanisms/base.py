@@ -20,6 +20,7 @@ import numpy as np
 
 from shared.errors import ParameterError
 from shared.estimates import Estimates
+from shared.mechanisms.poisoning import Check, Reach
 from shared.randomness import Rng
 from shared.sums import RowSums, Sums
 
@@ -133,6 +134,14 @@ class Mechanism(Protocol):
         """Estimate each candidate's count with standard errors and intervals."""
         ...
 
+    def reach(self) -> Reach | None:
+        """Return how far one report can move one candidate's count (None: no counts)."""
+        ...
+
+    def check_sums(self, sums: Any) -> list[Check]:
+        """Return the tests of sums against honest devices that this mechanism supports."""
+        ...
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -143,12 +152,15 @@ class Plan:
     the hashing mechanisms); ``report_bits`` is the payload's size on the wire;
     ``attack_success`` the chance that a Bayes adversary with a uniform prior over the
     ``domain_size`` values guesses a device's value from one report (None: not derived).
+    ``fake_report_worth`` how many honest devices' counts one fake report can add to a
+    value (:meth:`Mechanism.reach`: what poisoning costs).
     """
 
     fields: dict[str, Any]
     std_error: float
     report_bits: int
     attack_success: float | None = None
+    fake_report_worth: float | None = None
 
 
 class JsonObject:
@@ -253,6 +265,14 @@ def check_candidate_strings(raw: Any) -> list[str]:
 
 class SingleRowMechanism:
     """Defaults of a mechanism that ignores the device and keeps one table row."""
+
+    def reach(self) -> Reach | None:
+        """Return None: a mechanism that estimates counts says how far a report moves one."""
+        return None
+
+    def check_sums(self, sums: Any) -> list[Check]:
+        """Return no tests: one row of free counts has no honest shape to test."""
+        return []
 
     def for_device(self, device_key: bytes) -> Any:
         """Return self: every device privatizes alike."""

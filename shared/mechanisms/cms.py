@@ -23,6 +23,14 @@ from shared.bitsum import add_bit_rows
 from shared.errors import DecodeError
 from shared.mechanisms.base import Mechanism
 from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION
+from shared.mechanisms.poisoning import (
+    IMPLAUSIBLE,
+    Check,
+    WeightBand,
+    table_total,
+    weight_band,
+    weight_test,
+)
 from shared.mechanisms.sketch import Sketch, SketchParams
 from shared.randomness import (
     Rng,
@@ -112,6 +120,18 @@ class CountMeanSketch(Sketch):
         """Return (c_ε − 1)/2: the expected share of flipped −1 bits, debiased."""
         return (c_eps - 1.0) / 2.0
 
+    def set_noise(self, flip: Fraction) -> None:
+        """Set the flip probability (the weight band follows it, computed when first used)."""
+        super().set_noise(flip)
+        self._band: WeightBand | None = None
+
+    @property
+    def band(self) -> WeightBand:
+        """Return the weight band an honest report stays in but with probability 1e-9."""
+        if self._band is None:  # ~1 ms per 1,000 bits; longitudinal searches compose often
+            self._band = weight_band(self.m, self.flip_exact)
+        return self._band
+
     def privatize(self, value: str, rng: Rng = None) -> SketchReport:
         """Return the privatized report of one value."""
         key = self.key(value)
@@ -170,7 +190,21 @@ class CountMeanSketch(Sketch):
         m = self.m
         if m % 8 and bits[-1] & ((1 << (8 - m % 8)) - 1):
             raise DecodeError(f"bits must hold exactly m={m} bits: the padding bits must be 0")
+        weight = int.from_bytes(bits, "big").bit_count()
+        if not self.band.low <= weight <= self.band.high:
+            raise DecodeError(
+                f"{weight} of {m} bits set: an honest report holds {self.band.low} to "
+                f"{self.band.high} but with probability below 1e-9",
+                IMPLAUSIBLE,
+            )
         return SketchReport(row, bits)
+
+    def check_sums(self, sums: Sums) -> list[Check]:
+        """Return the row-spread test and the total bit weight against honest reports'."""
+        return [
+            *super().check_sums(sums),
+            weight_test(table_total(sums.table, self.k), sums.total, self.band),
+        ]
 
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""

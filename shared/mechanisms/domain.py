@@ -30,6 +30,7 @@ from shared.mechanisms.base import (
     check_candidate_strings,
 )
 from shared.mechanisms.grr import MAX_DOMAIN, _check_domain
+from shared.mechanisms.poisoning import Reach, linear_reach
 from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon
 
@@ -110,6 +111,10 @@ class DomainMechanism(SingleRowMechanism):
         """Return the uniform-prior Bayes adversary's top-1 success from one report."""
         raise NotImplementedError
 
+    def reach(self) -> Reach:
+        """Return how far one report moves a count: naming the value, or not."""
+        return linear_reach(1.0, 0.0, self.p, self.q)
+
     def thresholds(self) -> dict[str, int]:
         """Return the integer thresholds a client compares 32-bit words with."""
         raise NotImplementedError
@@ -166,6 +171,7 @@ class DomainParams(ParamsBase):
             math.sqrt(variance),
             mechanism.report_bits,
             attack_success=mechanism.attack_success(),
+            fake_report_worth=mechanism.reach().high,
         )
 
 

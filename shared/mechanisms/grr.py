@@ -32,6 +32,7 @@ from shared.mechanisms.base import (
     check_candidate_strings,
 )
 from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
+from shared.mechanisms.poisoning import Reach, linear_reach
 from shared.randomness import (
     SCALE,
     Rng,
@@ -139,6 +140,10 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         return self.p_keep if report == truth else self.p_other
 
     # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
+
+    def reach(self) -> Reach:
+        """Return how far one report moves a count: naming the value, or another one."""
+        return linear_reach(1.0, 0.0, self.p, self.q)
 
     def irr_threshold(self, flip: float) -> int:
         """Return the threshold T that moves the index to each other value with T/2^32
@@ -272,7 +277,13 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
         fields = {"epsilon": epsilon, "domain": f"<your {domain_size} values>"}
         bits = math.ceil(math.log2(domain_size))
         # The Bayes adversary guesses the reported value: right with p = e^ε/(e^ε+d−1).
-        return Plan(fields, math.sqrt(float(variance)), bits, attack_success=grr.p)
+        return Plan(
+            fields,
+            math.sqrt(float(variance)),
+            bits,
+            attack_success=grr.p,
+            fake_report_worth=grr.reach().high,
+        )
 
 
 def other_value(truth: Any, words: Any, threshold: int) -> Any:

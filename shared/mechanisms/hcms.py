@@ -160,6 +160,8 @@ class HadamardCountMeanSketch(Sketch):
             integer(obj, "bit", 0, 1),
         )
 
+    report_extremes = (-1, 1)  # one report's ±1 bit times a Hadamard sign
+
     def row_transform(self, block: np.ndarray) -> np.ndarray:
         """Return M's rows (before c_ε): the Walsh–Hadamard transform of S's rows."""
         return walsh_hadamard(block)

@@ -48,6 +48,7 @@ from shared.mechanisms.hh_reports import (
     check_alphabet,
 )
 from shared.mechanisms.hh_search import DEFAULT_SURVIVORS, Discovery, LevelSearch, search
+from shared.mechanisms.poisoning import Check, Reach, rows_test, table_total, weight_test
 from shared.mechanisms.sketch import SketchParams, with_hash_seed
 from shared.randomness import Rng, uniform_below, uniform_below_many
 from shared.sums import RowSums, check_shape
@@ -288,6 +289,22 @@ class HeavyHitters:
         return self.searcher(sums).final(
             [self.units(c) for c in candidates], list(candidates), level
         )
+
+    def reach(self) -> Reach:
+        """Return how far one report moves a string's count: a level's, scaled by G.
+
+        A string's count is read from the levels where it is whole, each level's count
+        scaled up by the G levels devices are spread over: a report at the only such
+        level moves it G times as far as a plain CMS report (an upper bound otherwise).
+        """
+        return self.sketches[0].reach().scaled(self.level_count)
+
+    def check_sums(self, sums: Any) -> list[Check]:
+        """Return the row-spread test over every level's rows and the total bit weight."""
+        check = rows_test(sums.n)
+        band = self.sketches[0].band  # every level: the same m and flip
+        weight = weight_test(table_total(sums.table, len(sums.n)), sums.total, band)
+        return [check, weight] if check is not None else [weight]
 
     def discover(
         self,

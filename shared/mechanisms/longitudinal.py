@@ -252,6 +252,14 @@ class Longitudinal:
         """Estimate counts with the composed channel's estimator and closed-form variance."""
         return self.instant.estimate(sums, candidates, level)
 
+    def reach(self) -> Any:
+        """Return how far one report moves a count (the composed channel's estimator)."""
+        return self.instant.reach()
+
+    def check_sums(self, sums: Sums) -> Any:
+        """Return the composed channel's tests of the sums."""
+        return self.instant.check_sums(sums)
+
     def over_buckets(self, estimates: Estimates, buckets: int) -> Estimates:
         """Return estimates over ``buckets`` time buckets with honest intervals.
 
@@ -291,7 +299,8 @@ class Longitudinal:
 
     def decode_payload(self, obj: Mapping[str, Any]) -> Any:
         """Return the report a JSON object's payload fields hold, or raise DecodeError."""
-        return self.permanent.decode_payload(obj)
+        # The composed channel: its plausibility checks know both layers' noise.
+        return self.instant.decode_payload(obj)
 
     def stack(self, reports: Sequence[Any]) -> Batch:
         """Return decoded reports as a batch."""

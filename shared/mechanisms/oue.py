@@ -14,6 +14,7 @@ and q otherwise, so Var = [f·p(1−p) + (n−f)·q(1−q)]/(p−q)², n·4e^ε/
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import numpy as np
 from shared.errors import DecodeError
 from shared.mechanisms.base import Mechanism, Plan
 from shared.mechanisms.domain import DomainMechanism, DomainParams, binomial_pmf
+from shared.mechanisms.poisoning import IMPLAUSIBLE, Check, WeightBand, weight_band, weight_test
 from shared.randomness import (
     SCALE,
     Rng,
@@ -137,7 +139,23 @@ class OptimizedUnaryEncoding(DomainMechanism):
         bits = b64decode(obj["bits"], self.report_bytes, "bits")
         if self.d % 8 and bits[-1] & ((1 << (8 - self.d % 8)) - 1):
             raise DecodeError(f"bits must hold exactly d={self.d} bits: the padding bits must be 0")
+        weight, band = int.from_bytes(bits, "big").bit_count(), self.band
+        if not band.low <= weight <= band.high:
+            raise DecodeError(
+                f"{weight} of {self.d} bits set: an honest report holds {band.low} to "
+                f"{band.high} but with probability below 1e-9",
+                IMPLAUSIBLE,
+            )
         return bits
+
+    @functools.cached_property
+    def band(self) -> WeightBand:
+        """Return the weight band an honest report stays in but with probability 1e-9."""
+        return weight_band(self.d, self.p_other, keep=self.p_keep)
+
+    def check_sums(self, sums: Sums) -> list[Check]:
+        """Return the total bit weight of the reports against honest reports'."""
+        return [weight_test(int(sums.table.sum()), sums.total, self.band)]
 
     def new_sums(self) -> UnaryEncodingSums:
         """Return an empty accumulator."""

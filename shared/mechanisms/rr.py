@@ -35,6 +35,7 @@ from shared.mechanisms.base import (
     as_float,
 )
 from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
+from shared.mechanisms.poisoning import Reach
 from shared.randomness import (
     SCALE,
     Rng,
@@ -131,6 +132,13 @@ class RandomizedResponse(SingleRowMechanism):
         if isinstance(report, bool) or report not in (0, 1):
             return Fraction(0)
         return p_one if report == 1 else 1 - p_one
+
+    def reach(self) -> Reach:
+        """Return how far one answer moves the count of yes (or of no) at most."""
+        spread = self.p11 - self.p10
+        return Reach(
+            min(-self.p10, self.p11 - 1.0) / spread, max(1.0 - self.p10, self.p11) / spread
+        )
 
     # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
 
@@ -242,7 +250,13 @@ class RandomizedResponseParams(ParamsBase):
         variance = rr_count_variance(devices, devices / 2, rr.p11, rr.p10)
         # The Bayes adversary guesses the answer sent: right with (P11 + 1 − P10)/2.
         success = (rr.p11 + 1 - rr.p10) / 2
-        return Plan({"epsilon": epsilon}, math.sqrt(float(variance)), 1, attack_success=success)
+        return Plan(
+            {"epsilon": epsilon},
+            math.sqrt(float(variance)),
+            1,
+            attack_success=success,
+            fake_report_worth=rr.reach().high,
+        )
 
 
 def check_answer(value: object) -> bool:

@@ -38,6 +38,7 @@ from shared.mechanisms.base import (
     check_candidate_strings,
 )
 from shared.mechanisms.longitudinal import LongitudinalSpec, Rerandomizable
+from shared.mechanisms.poisoning import Check, Reach, rows_test
 from shared.randomness import SCALE, check_implementable, log_ratio, threshold_at_least
 from shared.sums import RowSums, Sums, check_shape
 from shared.validation import check_epsilon, check_int
@@ -191,6 +192,20 @@ class Sketch:
         """Return X's rows from a block of table rows (the identity unless overridden)."""
         return block
 
+    # What one report adds to a candidate's X cell at most and at least (cms: a bit).
+    report_extremes: ClassVar[tuple[int, int]] = (0, 1)
+
+    def reach(self) -> Reach:
+        """Return how far one report moves a count: debias of one report's X (0 elsewhere)."""
+        low, high = self.report_extremes
+        one = self.debias(np.array([low, high], dtype=np.int64), 1)
+        return Reach(float(one[0]), float(one[1]))
+
+    def check_sums(self, sums: Sums) -> list[Check]:
+        """Return the row-spread test (honest devices draw their row uniformly)."""
+        check = rows_test(sums.n)
+        return [check] if check is not None else []
+
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""
         raise NotImplementedError
@@ -318,6 +333,7 @@ def plan_sketch(params: ParamsBase, domain_size: int, devices: int) -> Plan:
         float(np.sqrt(noise + collisions)),
         sketch.report_bits,
         attack_success=sketch.attack_success(domain_size),
+        fake_report_worth=sketch.reach().high,
     )
 
 

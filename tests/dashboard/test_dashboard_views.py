@@ -24,6 +24,7 @@ from aggregator.dashboard import access, svg
 from aggregator.store import get_store
 from demo.dashboard import envelopes
 from shared import TaskConfig, encode_batch
+from shared.codec import b64encode, new_report_id
 
 HOUR = 3600
 CMS = {"task_id": "fruit", "mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 64}
@@ -178,6 +179,31 @@ def test_the_task_page_shows_the_api_estimates(client: FlaskClient, seeded: dict
     assert "min_batch_size (50)" in html
 
 
+def test_the_task_page_shows_the_fake_device_checks(
+    client: FlaskClient, seeded: dict[str, Any]
+) -> None:
+    log_in(client)
+    honest = client.get("/dashboard/tasks/fruit", query_string={"candidates": "apple"}).text
+    assert 'data-suspected="false"' in honest and "0 reports were refused" in honest
+    task = seeded["tasks"]["fruit"]
+    fake = {"row": 0, "bits": b64encode(b"\xff" * 8)}  # 64 ones: outside the honest band
+    body = {
+        "reports": [
+            {
+                "report_id": b64encode(new_report_id()),
+                "fingerprint": task.fingerprint,
+                "time": seeded["latest"],
+                **fake,
+            }
+            for _ in range(3)
+        ]
+    }
+    sent = client.post(f"/v1/tasks/{task.task_id}/reports", json=body)
+    assert [r["reason"] for r in sent.json["rejected"]] == ["implausible_report"] * 3
+    flagged = client.get("/dashboard/tasks/fruit", query_string={"candidates": "apple"}).text
+    assert 'data-suspected="true"' in flagged and "3 reports were refused" in flagged
+
+
 def test_csv_downloads_hold_the_api_numbers_and_svg_the_drawing(
     client: FlaskClient, seeded: dict[str, Any]
 ) -> None:
@@ -271,6 +297,9 @@ def test_the_planner_shows_the_figures_of_tasks_plan(client: FlaskClient) -> Non
         p["attack_success"] for p in expected
     ]
     assert 'id="attack-note"' in html
+    assert [float(v) for v in cells(html, "plans", "fake_report_worth")] == [
+        p["fake_report_worth"] for p in expected
+    ]
     bad = client.get("/dashboard/plan", query_string={**args, "epsilon": "0"})
     assert "ε must be in (0, 20]" in bad.text
 
