@@ -21,6 +21,7 @@ from simulations import (
     posterior,
     rr_seed,
     rr_vs_laplace,
+    shuffle,
     sketch_accuracy,
 )
 from simulations.settings import DEFAULT_OUT, RunSettings
@@ -48,6 +49,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         heavy_hitters,
         numeric,
         longitudinal,
+        shuffle,
     )
 }
 
