@@ -78,10 +78,10 @@ def create_app(config: Mapping[str, Any]) -> Flask:
             error = ApiError(503, "spool_full", "the shuffler's spool is full; retry later")
             error.headers["Retry-After"] = str(int(app.config["RETRY_AFTER"]))
             raise error
-        known = spool.add(reports) if reports else set()
+        stored = spool.add(reports) if reports else []
         forwarder.wake.set()
-        seen = [r.report_id for r in reports if r.report_id in known]
-        return upload_answer(len(reports) - len(set(seen)), rejected + replays(seen)), 202
+        seen = [r.report_id for r, kept in zip(reports, stored, strict=True) if not kept]
+        return upload_answer(sum(stored), rejected + replays(seen)), 202
 
     @app.get("/v1/tasks")
     @app.get("/v1/tasks/<task_id>")

@@ -102,9 +102,10 @@ class Spool:
         """Return whether ``reports`` more fit below the spool's capacity."""
         return self._pending + reports <= self.capacity
 
-    def add(self, reports: Sequence[Report]) -> set[bytes]:
-        """Store one upload's reports in one transaction; return the ids already known
-        (spooled or forwarded before, or repeated in this upload), which are not stored."""
+    def add(self, reports: Sequence[Report]) -> list[bool]:
+        """Store one upload's reports in one transaction; return, per report, whether it
+        was stored (False: its id was spooled or forwarded before, or came earlier in
+        this upload — a replay)."""
         upload = secrets.randbits(62)  # names the upload in this spool only
         known: set[bytes] = set()
         with self._write() as tx:
@@ -118,13 +119,12 @@ class Spool:
                         f"SELECT report_id FROM reports WHERE report_id IN ({marks})", part
                     )
                 )
-            fresh, seen = [], set(known)
+            fresh, stored = [], []
             for r in reports:
-                if r.report_id in seen:
+                stored.append(r.report_id not in known)
+                if stored[-1]:
                     known.add(r.report_id)
-                    continue
-                seen.add(r.report_id)
-                fresh.append((r.report_id, r.task_id, r.time, upload, r.body, r.expires))
+                    fresh.append((r.report_id, r.task_id, r.time, upload, r.body, r.expires))
             tx.executemany(
                 "INSERT INTO reports (report_id, task_id, time, upload, body, expires) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -132,7 +132,7 @@ class Spool:
             )
         with self._count_lock:
             self._pending += len(fresh)
-        return known
+        return stored
 
     def ready(self, batch_min: int) -> list[tuple[str, int]]:
         """Return the (task, time) groups whose waiting reports span ≥ batch_min uploads."""
@@ -184,7 +184,9 @@ class Spool:
 
     def bodies(self, batch: Batch) -> list[bytes]:
         """Return the JSON of a batch's reports (in storage order: the caller shuffles)."""
-        rows = self._connection().execute("SELECT body FROM reports WHERE batch = ?", (batch.id,))
+        rows = self._connection().execute(
+            "SELECT body FROM reports WHERE batch = ? AND body IS NOT NULL", (batch.id,)
+        )
         return [bytes(body) for (body,) in rows]
 
     def settle(self, batch: Batch, state: str) -> None:
