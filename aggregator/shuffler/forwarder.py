@@ -18,6 +18,7 @@ import secrets
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 import requests
@@ -30,6 +31,7 @@ from shared.wire import b64encode
 log = logging.getLogger("ldp.shuffler")
 FAILED = (400, 404, 413, 422)  # the batch itself is wrong: resending cannot help
 PRUNE_EVERY = 60.0  # seconds between removals of expired ids
+IN_FLIGHT = 4  # batches sent at once
 
 
 class UpstreamError(Exception):
@@ -102,13 +104,21 @@ class Forwarder:
             self.wake.clear()
 
     def forward_ready(self) -> int:
-        """Resend open batches, then batch and send every ready group; return reports sent."""
-        sent = sum(self.send(batch) for batch in self.spool.open_batches())
-        groups = self.spool.ready(self.batch_min)
-        while groups and not self.stopping.is_set():
-            for task_id, bucket in groups:
-                sent += self.send(self.spool.claim(task_id, bucket, self.batch_max))
+        """Resend open batches, then batch and send every ready group; return reports sent.
+
+        Batches are written here, one after the other, and sent by ``IN_FLIGHT`` threads
+        (the collector commits concurrent uploads together). A failed send leaves its
+        batch open for the next round; the first error is raised after the others finish.
+        """
+        with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="ldp-shuffler-send") as pool:
+            sending = [pool.submit(self.send, batch) for batch in self.spool.open_batches()]
             groups = self.spool.ready(self.batch_min)
+            while groups and not self.stopping.is_set():
+                for task_id, bucket in groups:
+                    batch = self.spool.claim(task_id, bucket, self.batch_min, self.batch_max)
+                    sending.append(pool.submit(self.send, batch))
+                groups = self.spool.ready(self.batch_min)
+        sent = sum(future.result() for future in sending)
         if time.monotonic() - self._pruned > PRUNE_EVERY:
             self._pruned = time.monotonic()
             dropped = self.spool.prune(int(time.time()))

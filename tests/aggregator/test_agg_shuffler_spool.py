@@ -36,7 +36,7 @@ def test_a_batch_takes_one_report_of_each_upload_first(tmp_path: Path) -> None:
     spool = Spool(str(tmp_path / "s.sqlite3"), capacity=10_000)
     for start in (0, 100, 200, 300):
         spool.add(reports(start, 10))
-    batch = spool.claim("t", 100, batch_max=6)
+    batch = spool.claim("t", 100, batch_min=4, batch_max=6)
     assert batch.uploads == 4
     ids = {json.loads(body)["report_id"] for body in spool.bodies(batch)}
     assert len(ids) == 6
@@ -48,7 +48,7 @@ def test_a_claimed_batch_survives_a_restart_with_its_id(tmp_path: Path) -> None:
     spool = Spool(path, capacity=10_000)
     for start in (0, 10, 20):
         spool.add(reports(start, 2))
-    batch = spool.claim("t", 100, batch_max=100)
+    batch = spool.claim("t", 100, batch_min=1, batch_max=100)
     reopened = Spool(path, capacity=10_000)  # as after kill -9 before the collector's 2xx
     assert reopened.open_batches() == [batch]
     assert sorted(reopened.bodies(batch)) == sorted(spool.bodies(batch))
@@ -60,7 +60,7 @@ def test_a_claimed_batch_survives_a_restart_with_its_id(tmp_path: Path) -> None:
 def test_known_ids_are_not_spooled_again(tmp_path: Path) -> None:
     spool = Spool(str(tmp_path / "s.sqlite3"), capacity=10_000)
     assert spool.add(reports(0, 3)) == [True] * 3
-    batch = spool.claim("t", 100, batch_max=100)
+    batch = spool.claim("t", 100, batch_min=1, batch_max=100)
     spool.settle(batch, "forwarded")
     again = reports(0, 3) + reports(2, 1) + reports(7, 1)  # forwarded ones, a repeat, a new one
     assert spool.add(again) == [False, False, False, False, True]
