@@ -1,4 +1,4 @@
-"""``ldp-aggregator shuffler``: run a shuffler in front of a collector (DESIGN §13)."""
+"""``ldp-aggregator shuffler``: run a shuffler in front of a collector (aggregator.shuffler)."""
 
 from __future__ import annotations
 

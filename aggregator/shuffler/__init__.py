@@ -1,4 +1,4 @@
-"""The shuffler (DESIGN §13): devices → shuffler → collector, for a central epsilon.
+"""The shuffler: devices → shuffler → collector, for a central epsilon (README: Shuffling).
 
 Devices upload to the shuffler exactly as to the collector. It keeps their reports in a
 durable SQLite spool (:mod:`.spool`) and forwards each task's reports per time bucket in
