@@ -18,6 +18,7 @@ from shared import TaskConfig
 from shared.shuffling import Reduction, reduction_of
 
 DEFAULT_DELTA = 1e-8
+NO_BATCH = "no shuffled batch is recorded for this range: its reports came in directly"
 
 
 def central_fields(
@@ -26,11 +27,10 @@ def central_fields(
     """Return ``central_epsilon``, ``delta``, ``smallest_batch`` (and, when there is no
     central epsilon, ``central_epsilon_reason``) for an estimate over ``window``."""
     read = getattr(source, "shuffled_window", None)  # a sums file keeps no batches
-    if read is None:
-        return _none(delta, "the sums file records no shuffled batches")
-    shuffled: ShuffledWindow = read(task, window.start, window.end)
-    if shuffled.smallest is None:
-        return _none(delta, "no report in this range came through a shuffler")
+    shuffled: ShuffledWindow | None = None if read is None else read(task, window.start, window.end)
+    if shuffled is None or shuffled.smallest is None:
+        # The same words for a sums file: an answer should not depend on where sums came from.
+        return _none(delta, NO_BATCH)
     if shuffled.reports < n:
         return _none(
             delta,

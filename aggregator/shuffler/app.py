@@ -100,7 +100,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
-        return {"status": "ok", "waiting": spool.pending, **forwarder.forwarded}
+        return {"status": "ok", "waiting": spool.pending, **forwarder.counters()}
 
     @app.get("/readyz")
     def readyz() -> tuple[dict[str, Any], int]:

@@ -72,8 +72,14 @@ class Forwarder:
         self.session = session_with_retries()
         self.wake, self.stopping = threading.Event(), threading.Event()
         self.forwarded = Counter[str]()  # batches, reports, and the collector's verdicts
+        self._counting = threading.Lock()  # senders run in several threads
         self._thread: threading.Thread | None = None
         self._pruned = 0.0
+
+    def counters(self) -> dict[str, int]:
+        """Return a copy of the counters: batches, reports, accepted, rejected:<reason>."""
+        with self._counting:
+            return dict(self.forwarded)
 
     def start(self) -> None:
         """Start the thread (once)."""
@@ -154,17 +160,19 @@ class Forwarder:
                 response.status_code,
                 response.text[:300],
             )
-            self.forwarded["failed_batches"] += 1
+            with self._counting:
+                self.forwarded["failed_batches"] += 1
             return 0
         raise UpstreamError(f"HTTP {response.status_code}")
 
     def _count(self, response: requests.Response, reports: int) -> None:
-        self.forwarded["batches"] += 1
-        self.forwarded["reports"] += reports
         try:
             verdict = response.json()
-            self.forwarded["accepted"] += int(verdict.get("accepted", 0))
-            for rejection in verdict.get("rejected", []):
-                self.forwarded[f"rejected:{rejection.get('reason')}"] += 1
+            reasons = Counter(str(r.get("reason")) for r in verdict.get("rejected", []))
+            accepted = int(verdict.get("accepted", 0))
         except (ValueError, AttributeError, TypeError):
             log.warning("ldp-shuffler: the collector's answer to a batch was not the usual JSON")
+            reasons, accepted = Counter(), 0
+        with self._counting:
+            self.forwarded.update(batches=1, reports=reports, accepted=accepted)
+            self.forwarded.update({f"rejected:{k}": v for k, v in reasons.items()})

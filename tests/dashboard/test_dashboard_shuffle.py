@@ -72,4 +72,4 @@ def test_task_page_shows_central_epsilon(app: Flask, shuffled: bool) -> None:
         assert f'data-value="{answer["central_epsilon"]}"' in html
         assert "Central ε over this range" in html
     else:
-        assert "No central ε over this range: no report in this range came through" in html
+        assert "No central ε over this range: no shuffled batch is recorded" in html
