@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 MIN_VENV := .venv-min
 
-.PHONY: test lint demo demo-cluster bench clean test-min-versions screenshot
+.PHONY: test lint demo demo-cluster demo-shuffle bench clean test-min-versions screenshot
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ screenshot: $(STAMP)
 	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || { echo "make screenshot: install chromium (apt-get install chromium)" >&2; exit 1; }
 	$(BIN)/python -m demo.dashboard --out docs/dashboard.png
+
+# Devices -> shuffler -> collector: estimates with each report's local and the central epsilon.
+demo-shuffle: $(STAMP)
+	$(BIN)/python -m demo.shuffle $(DEMO_ARGS)
 
 # Two collector nodes on one (throwaway, bundled) PostgreSQL, as behind a load balancer.
 demo-cluster: $(STAMP)

@@ -1,4 +1,4 @@
-"""Bearer tokens: admin and analyst roles, and per-task upload keys.
+"""Bearer tokens: admin, analyst and shuffler roles, and per-task upload keys.
 
 Tokens are random strings shown once; only their SHA-256 is kept (in the database, or
 derived from ``ADMIN_TOKEN`` / ``ANALYST_TOKEN`` given in the configuration) and compared
@@ -20,8 +20,9 @@ from flask import Flask, current_app, request
 from aggregator.problems import ApiError
 from aggregator.store import get_store
 
-ROLES = ("admin", "analyst")
-_GRANTS = {"admin": {"admin", "analyst"}, "analyst": {"analyst"}}
+# A shuffler token (aggregator.shuffler) only forwards shuffled batches: nothing else.
+ROLES = ("admin", "analyst", "shuffler")
+_GRANTS = {"admin": {"admin", "analyst"}, "analyst": {"analyst"}, "shuffler": {"shuffler"}}
 _CONFIG_KEYS = {"admin": "ADMIN_TOKEN", "analyst": "ANALYST_TOKEN"}
 EXTENSION = "ldp_config_tokens"
 View = TypeVar("View", bound=Callable[..., Any])

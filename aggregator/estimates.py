@@ -9,6 +9,7 @@ from flask import Blueprint, current_app
 
 from aggregator.auth import require_role
 from aggregator.body import json_body
+from aggregator.central import central_fields
 from aggregator.problems import ApiError
 from aggregator.query import Window, check_cost, check_scan, parse_query
 from aggregator.store import SumsSource, SumsView, get_store
@@ -80,6 +81,7 @@ def answer(
         "n": result.n,
         "epsilon": task.asked_epsilon,
         "effective_epsilon": task.effective_epsilon,
+        **central_fields(task, source, window, result.n),
         "level": window.level,
         "start": window.start,
         "end": window.end,

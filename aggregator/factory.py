@@ -38,10 +38,11 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions[intake.EXTENSION] = intake.init_app(
         store.get_store_of(app), app.extensions[quotas.EXTENSION], app.config
     )
-    from aggregator import estimates, heavy_hitters, ingest, ops, tasks
+    from aggregator import estimates, heavy_hitters, ingest, ops, shuffled, tasks
 
     for module in (tasks, ingest, estimates, heavy_hitters, ops):
         app.register_blueprint(module.bp)
+    app.register_blueprint(shuffled.bp)  # batches from a shuffler (aggregator.shuffler)
     from aggregator import dashboard  # the analyst pages (/dashboard)
 
     app.register_blueprint(dashboard.bp)

@@ -66,9 +66,12 @@ class Intake:
         self.acceptance_window = int(config["ACCEPTANCE_WINDOW"])
         self.clock_skew = int(config["CLOCK_SKEW"])
 
-    def check(self, task_id: str, headers: Headers, body: bytes, now: float) -> Checked:
+    def check(
+        self, task_id: str, headers: Headers, body: bytes, now: float, *, shuffled: bool = False
+    ) -> Checked:
         """Validate an upload (``body``: at most MAX_BODY_BYTES + 1 bytes of it) or raise
-        the ApiError that answers it."""
+        the ApiError that answers it. ``shuffled``: a batch from a shuffler, whose token the
+        caller checked instead of the task's upload key (the shuffler strips headers)."""
         if headers.protocol is not None and not speaks(headers.protocol):
             raise ApiError(
                 400,
@@ -78,7 +81,8 @@ class Intake:
                 supported=[PROTOCOL_VERSION],
             )
         stored = find_task(task_id, self.store)
-        check_upload_key(stored.upload_key_hash, parse_bearer(headers.authorization))
+        if not shuffled:
+            check_upload_key(stored.upload_key_hash, parse_bearer(headers.authorization))
         batch = decode_json(headers.content_type, headers.content_encoding, body, self.max_body)
         reports = batch.get("reports") if isinstance(batch, dict) else None
         if isinstance(reports, list) and len(reports) > self.max_reports:

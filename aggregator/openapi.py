@@ -80,6 +80,28 @@ PATHS: dict[str, Any] = {
             },
         },
     },
+    "/v1/tasks/{task_id}/shuffled/{batch_id}": {
+        "put": {
+            "summary": "A shuffled batch from a shuffler (shuffler token): counted like an "
+            "upload; the batch and its distinct uploads (?uploads=K) are recorded once per id",
+            "parameters": [
+                TASK_ID,
+                {"name": "batch_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                {"name": "uploads", "in": "query", "required": True, "schema": {"type": "integer"}},
+            ],
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, **_json("Batch")},
+            "responses": {
+                "200": _ok("Accepted count and rejected reports", "UploadResult"),
+                "400": PROBLEM,
+                "401": PROBLEM,
+                "403": PROBLEM,
+                "404": PROBLEM,
+                "413": PROBLEM,
+                "503": PROBLEM,
+            },
+        },
+    },
     "/v1/tasks/{task_id}/estimates": {
         "post": {
             "summary": "Estimate counts with confidence intervals (analyst token)",
@@ -257,6 +279,10 @@ SCHEMAS: dict[str, Any] = {
             "n": _INTEGER,
             "epsilon": _NUMBER,
             "effective_epsilon": _NUMBER,
+            "central_epsilon": {"type": ["number", "null"]},
+            "delta": _NUMBER,
+            "smallest_batch": {"type": ["integer", "null"]},
+            "central_epsilon_reason": {"type": "string"},
             "level": _NUMBER,
             "start": {"type": ["integer", "null"]},
             "end": {"type": ["integer", "null"]},

@@ -96,7 +96,7 @@ class Exporter:
     def _settle(self, batch: list[Pending], response: Response) -> Outcome:
         """Count what the answer says about a batch."""
         task_id, status = batch[0].task_id, response.status
-        if status == 200:
+        if status in (200, 202):  # 202: a shuffler spooled it (the collector's verdict follows)
             self._account(task_id, batch, response)
             return Outcome.DONE
         if status == _TOO_LARGE and len(batch) > 1:

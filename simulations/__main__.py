@@ -25,6 +25,7 @@ from simulations import (
     republish,
     rr_seed,
     rr_vs_laplace,
+    shuffle,
     sketch_accuracy,
 )
 from simulations.settings import DEFAULT_OUT, RunSettings
@@ -56,6 +57,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         coverage,
         domain_kinds,
         poisoning,
+        shuffle,
     )
 }
 

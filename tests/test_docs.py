@@ -17,7 +17,7 @@ a block changes how it runs:
 TypeScript SDK of this checkout (sdk-js/, built when it is not).
 
 Port 8000 in the documents is replaced by a free port, so the suite never needs a fixed
-one. Blocks without a language (sample output) are not run.
+one (and 8100, a shuffler's, by another). Blocks without a language (sample output) are not run.
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ class Session:
 
     def __init__(self, folder: Path, port: int) -> None:
         self.folder, self.port = folder, port
+        self.shuffler_port = free_port()  # 8100 in the docs: a shuffler in front of 8000
         (folder / ".venv").symlink_to(ROOT / ".venv")
         self.env = {
             k: v
@@ -120,6 +121,7 @@ class Session:
         self.background: list[subprocess.Popen[bytes]] = []
 
     def prepare(self, text: str) -> str:
+        text = re.sub(r"\b8100\b", str(self.shuffler_port), text)
         return re.sub(r"\b8000\b", str(self.port), text)
 
     def run(self, block: Block, where: str) -> None:
@@ -213,16 +215,17 @@ class Session:
                 start_new_session=True,
             )
         self.background.append(process)
+        port = self.shuffler_port if re.search(r"\b8100\b", block.text) else self.port
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 pytest.fail(f"{where} exited ({process.returncode}):\n{log.read_text()}")
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2):
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
                     return
             except OSError:
                 time.sleep(0.2)
-        pytest.fail(f"{where}: nothing answered on port {self.port} in 60 s:\n{log.read_text()}")
+        pytest.fail(f"{where}: nothing answered on port {port} in 60 s:\n{log.read_text()}")
 
     def stop(self) -> None:
         for process in self.background:

@@ -18,6 +18,7 @@ from aggregator.cli.analysis_commands import estimates, heavy_hitters
 from aggregator.cli.context import DB_HELP
 from aggregator.cli.data_commands import backup, export, migrate
 from aggregator.cli.server_commands import serve
+from aggregator.cli.shuffler_commands import shuffler
 from aggregator.cli.task_commands import tasks
 from aggregator.cli.token_commands import tokens
 
@@ -32,5 +33,5 @@ def main(ctx: click.Context, db: str | None) -> None:
         ctx.obj["db"] = db
 
 
-for command in (serve, tasks, tokens, estimates, heavy_hitters, export, backup, migrate):
+for command in (serve, tasks, tokens, estimates, heavy_hitters, export, backup, migrate, shuffler):
     main.add_command(command)

@@ -16,6 +16,8 @@ from flask import Flask, Response, current_app
 from aggregator.problems import ApiError, error_response
 from aggregator.store.backends import open_store
 from aggregator.store.interface import (
+    ShuffledBatch,
+    ShuffledWindow,
     Store,
     StoredTask,
     StoredToken,
@@ -28,6 +30,8 @@ from aggregator.store.interface import (
 )
 
 __all__ = [
+    "ShuffledBatch",
+    "ShuffledWindow",
     "Store",
     "StoreFull",
     "StoreUnavailable",

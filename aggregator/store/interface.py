@@ -60,6 +60,26 @@ class StoredToken:
     created_at: int
 
 
+@dataclass(frozen=True)
+class ShuffledBatch:
+    """One batch a shuffler forwarded (``batch_id``: its 16 random bytes)."""
+
+    task_id: str
+    batch_id: bytes
+    bucket: int
+    size: int
+    reports: int
+
+
+@dataclass(frozen=True)
+class ShuffledWindow:
+    """The shuffled batches of a task over a time window: count, smallest, reports."""
+
+    batches: int
+    smallest: int | None
+    reports: int
+
+
 class SumsView(Protocol):
     """What an estimator reads: the shared accumulator, or a streamed stand-in."""
 
@@ -162,3 +182,11 @@ class Store(Protocol):
 
     def check_writable(self) -> None:
         """Raise if the store cannot commit a write right now."""
+
+    def add_shuffled_batch(self, batch: ShuffledBatch) -> None:
+        """Record a batch a shuffler forwarded; a batch id already recorded changes nothing."""
+
+    def shuffled_window(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> ShuffledWindow:
+        """Return the task's shuffled batches over buckets starting in [start, end)."""

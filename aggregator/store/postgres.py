@@ -40,7 +40,10 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import ConnectionPool
 
+from aggregator.store import shuffled
 from aggregator.store.interface import (
+    ShuffledBatch,
+    ShuffledWindow,
     StoredTask,
     StoredToken,
     StoreFull,
@@ -407,6 +410,18 @@ class PostgresStore:
                     yield int(bucket), int(row), int(n), np.frombuffer(blob, dtype=COUNTER)
 
     # -- tokens ------------------------------------------------------------------------
+
+    def add_shuffled_batch(self, batch: ShuffledBatch) -> None:
+        """Record a batch a shuffler forwarded (once per batch id)."""
+        with self._write() as tx:
+            shuffled.record(tx, batch)
+
+    def shuffled_window(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> ShuffledWindow:
+        """Return the task's shuffled batches over buckets starting in [start, end)."""
+        with self._read() as tx:
+            return shuffled.window(tx, task.task_id, start, end)
 
     def add_token(self, token_hash: str, role: str) -> None:
         """Store the hash of a new token with its role."""

@@ -24,7 +24,10 @@ from contextlib import contextmanager
 import numpy as np
 
 from aggregator.metrics import STORE_LOCK_WAIT
+from aggregator.store import shuffled
 from aggregator.store.interface import (
+    ShuffledBatch,
+    ShuffledWindow,
     StoredTask,
     StoredToken,
     SumsView,
@@ -301,6 +304,17 @@ class SqliteStore:
                 yield sums
         finally:
             conn.execute("COMMIT")
+
+    def add_shuffled_batch(self, batch: ShuffledBatch) -> None:
+        """Record a batch a shuffler forwarded (once per batch id)."""
+        with self._write() as tx:
+            shuffled.record(tx, batch)
+
+    def shuffled_window(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> ShuffledWindow:
+        """Return the task's shuffled batches over buckets starting in [start, end)."""
+        return shuffled.window(self._connection(), task.task_id, start, end)
 
     def add_token(self, token_hash: str, role: str) -> None:
         """Store the hash of a new token with its role."""

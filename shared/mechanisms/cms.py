@@ -39,6 +39,7 @@ from shared.randomness import (
     row_and_bernoulli_packed,
     uniform_below_many,
 )
+from shared.shuffling import VariationRatio, two_flips
 from shared.sums import Sums
 from shared.wire import b64decode, b64encode, integer
 
@@ -154,6 +155,11 @@ class CountMeanSketch(Sketch):
         rows = np.fromiter((r.row for r in reports), dtype=np.int64, count=len(reports))
         bits = np.frombuffer(b"".join(r.bits for r in reports), dtype=np.uint8)
         return SketchBatch(rows, bits.reshape(len(reports), self.report_bytes))
+
+    def variation_ratio(self) -> VariationRatio:
+        """Return the shuffle accountant's parameters: two values' vectors differ in two
+        coordinates of a row, each flipped with the implemented probability."""
+        return two_flips(self.flip)
 
     def output_probability(self, value: str, report: SketchReport) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""

@@ -42,6 +42,7 @@ from shared.randomness import (
     uniform_word,
     uniform_words,
 )
+from shared.shuffling import VariationRatio, binary_flip
 from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon
 from shared.wire import canonical_json, integer
@@ -131,6 +132,11 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
     def stack(self, reports: Sequence[int]) -> np.ndarray:
         """Return decoded reports (domain indices) as the int64 batch ``add_many`` takes."""
         return np.fromiter(reports, dtype=np.int64, count=len(reports))
+
+    def variation_ratio(self) -> VariationRatio:
+        """Return the shuffle accountant's parameters: two values' reports differ only in
+        which of their two indices is kept (Wang et al. 2023, k-RR)."""
+        return binary_flip(float(self.p_keep), float(self.p_other))
 
     def output_probability(self, value: str, report: int) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""

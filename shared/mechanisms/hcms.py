@@ -30,6 +30,7 @@ from shared.randomness import (
     uniform_word,
     uniform_words,
 )
+from shared.shuffling import VariationRatio, binary_flip
 from shared.sums import Sums
 from shared.validation import check_power_of_two
 from shared.wire import integer
@@ -127,6 +128,11 @@ class HadamardCountMeanSketch(Sketch):
             np.fromiter((r.col for r in reports), np.int64, count),
             np.fromiter((r.bit for r in reports), np.uint8, count),
         )
+
+    def variation_ratio(self) -> VariationRatio:
+        """Return the shuffle accountant's parameters: where two values hash apart, their
+        Hadamard entries differ in half the columns; the bit is flipped with f."""
+        return binary_flip(1.0 - self.flip, self.flip, share=0.5)
 
     def output_probability(self, value: str, report: HadamardReport) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""

@@ -48,6 +48,7 @@ from shared.randomness import (
     uniform_word,
     uniform_words,
 )
+from shared.shuffling import VariationRatio, binary_flip
 from shared.sums import Sums
 from shared.wire import integer
 
@@ -148,6 +149,11 @@ class OptimizedLocalHashing(Sketch):
             np.fromiter((r.row for r in reports), np.int64, count),
             np.fromiter((r.index for r in reports), np.int64, count),
         )
+
+    def variation_ratio(self) -> VariationRatio:
+        """Return the shuffle accountant's parameters: in a row where two values hash
+        apart, their reports differ only in which bucket is kept (the worst case)."""
+        return binary_flip(self.p, self.q)
 
     def output_probability(self, value: str, report: HashedReport) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""

@@ -44,6 +44,7 @@ from shared.randomness import (
     uniform_word,
     uniform_words,
 )
+from shared.shuffling import VariationRatio
 from shared.sums import Sums, check_shape
 from shared.validation import MAX_EPSILON, check_epsilon, check_unit_interval
 from shared.wire import canonical_json, integer
@@ -125,6 +126,12 @@ class RandomizedResponse(SingleRowMechanism):
             truth = np.array([check_answer(v) for v in values], dtype=bool)
         thresholds = np.where(truth, self.threshold_yes, self.threshold_no)
         return (uniform_words(len(truth), rng) < thresholds).astype(np.uint8)
+
+    def variation_ratio(self) -> VariationRatio:
+        """Return the shuffle accountant's parameters from the implemented answers."""
+        p_yes, p_no = self.p_one[True], self.p_one[False]
+        ratio = math.exp(self.effective_epsilon)
+        return VariationRatio(ratio, float(p_yes - p_no), ratio)
 
     def output_probability(self, value: bool, report: int) -> Fraction:
         """Return P(report | value) exactly (0 for a report this mechanism never sends)."""

@@ -1,0 +1,56 @@
+"""Shuffled batches: a shuffler's forwarded reports, counted once each, the batch recorded.
+
+``PUT /v1/tasks/{id}/shuffled/{batch_id}?uploads=K`` takes the body of an ordinary upload
+from a shuffler token (aggregator.shuffler). Its reports go through the same intake as a
+device's upload (task, fingerprint, time window, one count per report id); the task's
+upload key is not asked, since the shuffler strips every header. The batch is then
+recorded — per bucket, with K, the distinct uploads it was drawn from — so estimates can
+state the central epsilon (aggregator.central). A retried batch (same id) records nothing
+new and its reports are replays: forwarding twice never counts twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from flask import Blueprint, current_app, request
+
+from aggregator.auth import require_role
+from aggregator.intake import EXTENSION, Headers, Intake
+from aggregator.problems import ApiError
+from aggregator.store import ShuffledBatch, get_store
+from shared import DecodeError
+from shared.wire import b64decode
+
+bp = Blueprint("shuffled", __name__, url_prefix="/v1/tasks")
+BATCH_ID_BYTES = 16
+
+
+@bp.put("/<task_id>/shuffled/<batch_id>")
+@require_role("shuffler")
+def receive(task_id: str, batch_id: str) -> dict[str, Any]:
+    """Count a shuffled batch's new reports and record the batch's size."""
+    try:
+        raw_id = b64decode(batch_id, BATCH_ID_BYTES, "batch_id")
+    except DecodeError as error:
+        raise ApiError(400, "invalid_batch", str(error)) from None
+    uploads = request.args.get("uploads", type=int)
+    if uploads is None or uploads < 1:
+        raise ApiError(400, "invalid_batch", "give ?uploads=K, the distinct uploads (K ≥ 1)")
+    intake: Intake = current_app.extensions[EXTENSION]
+    headers = Headers(request.headers.get("Content-Type"), request.headers.get("Content-Encoding"))
+    body = request.stream.read(intake.max_body + 1)
+    checked = intake.check(task_id, headers, body, time.time(), shuffled=True)
+    replayed = set() if checked.upload is None else intake.committer.add(checked.upload)
+    if checked.upload is not None:
+        per_bucket = Counter(envelope.time for envelope in checked.upload.envelopes)
+        store = get_store()
+        for bucket, admitted in per_bucket.items():
+            # A batch holds one bucket; should one span several, each part is its own row.
+            key = raw_id if len(per_bucket) == 1 else raw_id + bucket.to_bytes(8, "big")
+            store.add_shuffled_batch(
+                ShuffledBatch(task_id, key, bucket, min(uploads, admitted), admitted)
+            )
+    return intake.answer(checked, replayed)

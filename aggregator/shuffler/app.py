@@ -1,0 +1,156 @@
+"""The shuffler's HTTP face: devices upload to it exactly as to the collector.
+
+``POST /v1/tasks/{id}/reports`` takes the collector's upload body and answers 202 with
+what it can say per report now (a malformed report, a report id it has seen before); the
+collector's verdict follows in batches (aggregator.shuffler.forwarder). Reports are in the
+spool, committed, before the answer. A full spool answers 503 with Retry-After, which the
+SDK honours. ``GET /v1/tasks[/{id}]`` is passed to the collector (the SDK fetches task
+configurations from the same URL); ``/healthz`` and ``/readyz`` serve operations. No
+address, header or arrival time is stored or logged: a report is kept as its own JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import requests
+from flask import Flask, Response, request
+
+from aggregator import problems
+from aggregator.body import decode_json
+from aggregator.problems import ApiError
+from aggregator.shuffler.forwarder import Forwarder, session_with_retries
+from aggregator.shuffler.spool import Report, Spool
+from shared import DecodeError, Rejection
+from shared.codec import REPORT_ID_BYTES
+from shared.contract import replays, upload_answer
+from shared.wire import b64decode
+
+DEFAULTS: dict[str, Any] = {
+    "BATCH_MIN": 1000,  # distinct uploads a batch is drawn from, at least
+    "BATCH_MAX": 5000,  # reports per forwarded batch (the collector's per-batch limit)
+    "SPOOL_CAPACITY": 1_000_000,  # waiting reports; beyond, uploads get 503
+    "MAX_BODY_BYTES": 4 * 1024 * 1024,
+    "MAX_REPORTS_PER_BATCH": 5000,
+    "RETENTION": 8 * 86400,  # seconds after a report's time its id is remembered
+    "RETRY_AFTER": 5,  # seconds a device is asked to wait when the spool is full
+}
+SPOOL, FORWARDER = "ldp_shuffler_spool", "ldp_shuffler_forwarder"
+PASSED_ON = ("Content-Type", "ETag", "Cache-Control", "Last-Modified")
+
+
+def create_app(config: Mapping[str, Any]) -> Flask:
+    """Return a shuffler app: ``SPOOL`` (a SQLite path), ``UPSTREAM`` (the collector's
+    URL) and ``TOKEN`` (a shuffler token) are required; the rest default (DEFAULTS)."""
+    app = Flask(__name__)
+    app.config.from_mapping(DEFAULTS)
+    app.config.from_mapping(config)
+    app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its lines start with an address
+    problems.init_app(app)
+    spool = Spool(str(app.config["SPOOL"]), capacity=int(app.config["SPOOL_CAPACITY"]))
+    forwarder = Forwarder(
+        spool,
+        upstream=str(app.config["UPSTREAM"]),
+        token=str(app.config["TOKEN"]),
+        batch_min=int(app.config["BATCH_MIN"]),
+        batch_max=int(app.config["BATCH_MAX"]),
+    )
+    app.extensions[SPOOL], app.extensions[FORWARDER] = spool, forwarder
+    tasks = session_with_retries(retries=2)
+
+    @app.post("/v1/tasks/<task_id>/reports")
+    def upload(task_id: str) -> tuple[dict[str, Any], int]:
+        """Spool an upload's reports; answer 202 with the rejections known now."""
+        limit = int(app.config["MAX_BODY_BYTES"])
+        body = decode_json(
+            request.headers.get("Content-Type"),
+            request.headers.get("Content-Encoding"),
+            request.stream.read(limit + 1),
+            limit,
+        )
+        reports, rejected = _reports(task_id, body, app.config)
+        if not spool.has_room(len(reports)):
+            error = ApiError(503, "spool_full", "the shuffler's spool is full; retry later")
+            error.headers["Retry-After"] = str(int(app.config["RETRY_AFTER"]))
+            raise error
+        stored = spool.add(reports) if reports else []
+        forwarder.wake.set()
+        seen = [r.report_id for r, kept in zip(reports, stored, strict=True) if not kept]
+        return upload_answer(sum(stored), rejected + replays(seen)), 202
+
+    @app.get("/v1/tasks")
+    @app.get("/v1/tasks/<task_id>")
+    def task_config(task_id: str | None = None) -> Response:
+        """Pass a task configuration request to the collector (no device header but the
+        ETag it revalidates)."""
+        path = "/v1/tasks" + ("" if task_id is None else f"/{task_id}")
+        etag = request.headers.get("If-None-Match")
+        headers = {"If-None-Match": etag} if etag else {}
+        try:
+            answer = tasks.get(f"{forwarder.upstream}{path}", headers=headers, timeout=(5, 30))
+        except requests.RequestException as error:
+            raise ApiError(503, "upstream_unavailable", "cannot reach the collector") from error
+        passed = {k: answer.headers[k] for k in PASSED_ON if k in answer.headers}
+        return Response(answer.content, status=answer.status_code, headers=passed)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok", "waiting": spool.pending, **forwarder.counters()}
+
+    @app.get("/readyz")
+    def readyz() -> tuple[dict[str, Any], int]:
+        room = spool.has_room(1)
+        return {"status": "ready" if room else "spool_full"}, 200 if room else 503
+
+    forwarder.start()
+    return app
+
+
+def _reports(
+    task_id: str, body: Any, config: Mapping[str, Any]
+) -> tuple[list[Report], list[Rejection]]:
+    """Return the spoolable reports of an upload body and a rejection per malformed one."""
+    listed = body.get("reports") if isinstance(body, dict) else None
+    if not isinstance(listed, list) or not listed or set(body) != {"reports"}:
+        raise ApiError(400, "invalid_batch", 'a batch must be a JSON object {"reports": [...]}')
+    if len(listed) > int(config["MAX_REPORTS_PER_BATCH"]):
+        raise ApiError(413, "too_many_reports", "too many reports in one batch; split it")
+    reports, rejected = [], []
+    retention = int(config["RETENTION"])
+    for obj in listed:
+        try:
+            report_id, when = _envelope(obj)
+        except DecodeError as error:
+            raw = obj.get("report_id") if isinstance(obj, dict) else None
+            shown = raw if isinstance(raw, str) and len(raw) <= 64 else None
+            rejected.append(Rejection(shown, "invalid_message", str(error)))
+            continue
+        data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+        reports.append(Report(report_id, task_id, when, when + retention, data))
+    return reports, rejected
+
+
+def _envelope(obj: Any) -> tuple[bytes, int]:
+    """Return a report's id and time (the shuffler reads nothing else of it)."""
+    if not isinstance(obj, dict):
+        raise DecodeError("a report must be a JSON object")
+    raw_id = obj.get("report_id")
+    if not isinstance(raw_id, str):
+        raise DecodeError("report_id must be a string")
+    report_id = b64decode(raw_id, REPORT_ID_BYTES, "report_id")
+    when = obj.get("time")
+    if not isinstance(when, int) or isinstance(when, bool) or when < 0:
+        raise DecodeError("time must be a non-negative integer")
+    return report_id, when
+
+
+def app_from_environment() -> Flask:
+    """Return the app configured by ``LDP_SHUFFLER_*`` variables (JSON values)."""
+    prefix = "LDP_SHUFFLER_"
+    given = {k[len(prefix) :]: v for k, v in os.environ.items() if k.startswith(prefix)}
+    return create_app({key: json.loads(value) for key, value in given.items()})

@@ -1,0 +1,120 @@
+"""The shuffler's spool and intake without a collector: distinct uploads, batches that
+survive a crash with their id, replays, expiry, and backpressure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aggregator.shuffler.app import create_app
+from aggregator.shuffler.spool import Report, Spool
+from shared.wire import b64encode
+
+
+def reports(first: int, count: int, task: str = "t", when: int = 100) -> list[Report]:
+    made = []
+    for i in range(first, first + count):
+        report_id = i.to_bytes(16, "big")
+        body = json.dumps({"report_id": b64encode(report_id), "time": when}).encode()
+        made.append(Report(report_id, task, when, when + 1000, body))
+    return made
+
+
+def test_ready_counts_distinct_uploads_not_reports(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "s.sqlite3"), capacity=10_000)
+    spool.add(reports(0, 50))  # one upload of 50 reports hides nobody
+    assert spool.ready(3) == []
+    spool.add(reports(50, 1))
+    spool.add(reports(51, 1))
+    assert spool.ready(3) == [("t", 100)]
+    assert spool.pending == 52
+
+
+def test_a_batch_takes_one_report_of_each_upload_first(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "s.sqlite3"), capacity=10_000)
+    for start in (0, 100, 200, 300):
+        spool.add(reports(start, 10))
+    batch = spool.claim("t", 100, batch_min=4, batch_max=6)
+    assert batch.uploads == 4
+    ids = {json.loads(body)["report_id"] for body in spool.bodies(batch)}
+    assert len(ids) == 6
+    assert spool.pending == 34
+
+
+def test_a_claimed_batch_survives_a_restart_with_its_id(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sqlite3")
+    spool = Spool(path, capacity=10_000)
+    for start in (0, 10, 20):
+        spool.add(reports(start, 2))
+    batch = spool.claim("t", 100, batch_min=1, batch_max=100)
+    reopened = Spool(path, capacity=10_000)  # as after kill -9 before the collector's 2xx
+    assert reopened.open_batches() == [batch]
+    assert sorted(reopened.bodies(batch)) == sorted(spool.bodies(batch))
+    assert reopened.pending == 0
+    reopened.settle(batch, "forwarded")
+    assert reopened.open_batches() == [] and reopened.bodies(batch) == []
+
+
+def test_known_ids_are_not_spooled_again(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "s.sqlite3"), capacity=10_000)
+    assert spool.add(reports(0, 3)) == [True] * 3
+    batch = spool.claim("t", 100, batch_min=1, batch_max=100)
+    spool.settle(batch, "forwarded")
+    again = reports(0, 3) + reports(2, 1) + reports(7, 1)  # forwarded ones, a repeat, a new one
+    assert spool.add(again) == [False, False, False, False, True]
+    assert spool.pending == 1
+
+
+def test_prune_drops_waiting_reports_that_expired(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "s.sqlite3"), capacity=10_000)
+    spool.add(reports(0, 2))
+    assert spool.prune(now=1_000) == 0
+    assert spool.prune(now=2_000) == 2
+    assert spool.pending == 0
+    assert spool.add(reports(0, 1)) == [True]  # its id is forgotten with it
+
+
+@pytest.fixture
+def shuffler_app(tmp_path: Path) -> object:
+    app = create_app(
+        {
+            "SPOOL": str(tmp_path / "s.sqlite3"),
+            "UPSTREAM": "http://127.0.0.1:9",  # nothing is forwarded in these tests
+            "TOKEN": "unused",
+            "BATCH_MIN": 1000,
+            "SPOOL_CAPACITY": 4,
+        }
+    )
+    yield app
+    app.extensions["ldp_shuffler_forwarder"].stop()
+
+
+def post(app: object, body: object) -> object:
+    return app.test_client().post(  # type: ignore[attr-defined]
+        "/v1/tasks/t/reports", data=json.dumps(body), headers={"Content-Type": "application/json"}
+    )
+
+
+def test_intake_answers_202_with_what_it_knows(shuffler_app: object) -> None:
+    good = [json.loads(r.body) for r in reports(0, 2)]
+    bad = [{"report_id": "short", "time": 1}, {"report_id": b64encode(bytes(16)), "time": -1}]
+    answer = post(shuffler_app, {"reports": [*good, *bad, good[0]]})
+    assert answer.status_code == 202  # type: ignore[attr-defined]
+    body = answer.get_json()  # type: ignore[attr-defined]
+    assert body["accepted"] == 2
+    assert [r["reason"] for r in body["rejected"]] == [
+        "invalid_message",
+        "invalid_message",
+        "report_replayed",
+    ]
+    assert post(shuffler_app, {"reports": []}).status_code == 400  # type: ignore[attr-defined]
+
+
+def test_a_full_spool_answers_503_with_retry_after(shuffler_app: object) -> None:
+    first = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(0, 3)]})
+    assert first.status_code == 202  # type: ignore[attr-defined]
+    full = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(10, 2)]})
+    assert full.status_code == 503  # type: ignore[attr-defined]
+    assert full.headers["Retry-After"] == "5"  # type: ignore[attr-defined]
