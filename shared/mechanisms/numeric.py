@@ -15,10 +15,12 @@ tests work per bucket.
   collector reconstructs the distribution by EMS (:mod:`numeric_estimate`): mean,
   percentiles, histogram.
 - ``1bit``, the one-bit mean (Duchi et al. 2013; Ding et al. 2017): bucket i, at centre
-  x_i = (i + ½)/d, reports 1 with probability (T_q + (T_p − T_q)·x_i)/2^32, where
-  T_q/2^32 ≈ 1/(e^ε + 1) and T_p = 2^32 − T_q; ε_eff = ln(T_p/T_q). The mean of x is
-  (ones/n − T_q/2^32) / ((T_p − T_q)/2^32), unbiased, with a closed-form variance. Only
-  the mean, on a linear scale.
+  x_i = (i + ½)/d, reports 1 with probability (L + i·S)/2^32, where L = ⌈2^32/(e^ε + 1)⌉
+  and S = ⌊(2^32 − 2L)/(d − 1)⌋: the thresholds sit on the extreme inputs a device can
+  send (the first and last buckets' centres), so H = L + (d − 1)·S ≤ 2^32 − L and
+  ε_eff = ln(H/L), the worst-case ratio, spends all but under 10^-6 of ε. The mean of x
+  is ((ones/n·2^32 − L)/S + ½)/d, unbiased, with a closed-form variance. Only the mean,
+  on a linear scale.
 """
 
 from __future__ import annotations
@@ -260,13 +262,14 @@ class OneBitMean(NumericBase):
         super().__init__(**params)
         if self.scale != "linear":
             raise ParameterError("method 1bit estimates the mean of the values: use scale linear")
-        low = threshold_at_least(1.0 / (math.exp(self.epsilon) + 1))
-        while (SCALE - 2 * low) % (2 * self.d):  # x_i = (2i + 1)/(2d): exact thresholds
-            low += 1
-        self.low_words, self.high_words = low, SCALE - low
-        if self.high_words <= self.low_words:
+        # The first and last buckets are the extreme inputs: their thresholds L and H span
+        # the whole ratio (the old ones sat at x = 0 and 1 and left part of ε unspent).
+        self.low_words = threshold_at_least(1.0 / (math.exp(self.epsilon) + 1))
+        self.step_words = (SCALE - 2 * self.low_words) // (self.d - 1)
+        if self.step_words < 1:
             raise ParameterError("epsilon is too small to implement with 32-bit thresholds")
-        self.step_words = (self.high_words - self.low_words) // (2 * self.d)
+        # H ≤ 2^32 − L, so P(1|last)/P(1|first) = H/L is the worst ratio (the 0s' is smaller)
+        self.high_words = self.low_words + (self.d - 1) * self.step_words
         self.effective_epsilon = log_ratio(self.high_words, self.low_words)
         self.sums_shape = (1, 2)
 
@@ -275,7 +278,7 @@ class OneBitMean(NumericBase):
 
     def one_words(self, bucket: Any) -> Any:
         """Return the words (out of 2^32) for which bucket reports 1."""
-        return self.low_words + (2 * bucket + 1) * self.step_words
+        return self.low_words + bucket * self.step_words
 
     def _from_words(self, truth: np.ndarray, words: np.ndarray) -> np.ndarray:
         return (words < self.one_words(truth)).astype(np.int64)
@@ -299,9 +302,10 @@ class OneBitMean(NumericBase):
         n = sums.total
         if n == 0:
             return est.nothing(["mean"], self.d, self.to_value, level)
-        slope = (self.high_words - self.low_words) / SCALE
+        # E[ones/n] = (L + S·E[i])/2^32 and x = (i + ½)/d: linear, so unbiased
+        slope = self.step_words * self.d / SCALE  # d(ones/n) / d(mean of x)
         share = sums.table[0, 1] / n
-        unit = (share - self.low_words / SCALE) / slope
+        unit = ((share * SCALE - self.low_words) / self.step_words + 0.5) / self.d
         span = self.hi - self.lo
         mean = self.lo + unit * span
         variance = share * (1 - share) / max(n - 1, 1) / slope**2 * span**2

@@ -170,10 +170,8 @@ def numeric_output(task: dict[str, Any], bucket: int, draw: Any = word) -> int:
     eps, d = task["epsilon"], task["buckets"]
     if task["method"] == "1bit":
         low = threshold(1.0 / (1.0 + math.exp(eps)))
-        while (SCALE - 2 * low) % (2 * d):
-            low += 1
-        step = (SCALE - 2 * low) // (2 * d)
-        return int(draw() < low + (2 * bucket + 1) * step)
+        step = (SCALE - 2 * low) // (d - 1)
+        return int(draw() < low + bucket * step)
     e = math.exp(eps)
     w = round((eps * e - e + 1) / (2 * e * (e - 1 - eps)) * d)
     far = threshold(1.0 / ((2 * w + 1) * e + d - 1))

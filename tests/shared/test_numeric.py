@@ -41,16 +41,20 @@ def test_square_wave_is_exactly_epsilon_private(epsilon: float, buckets: int) ->
     assert mechanism.effective_epsilon == pytest.approx(epsilon, abs=1e-6)
 
 
-@pytest.mark.parametrize("epsilon", [0.5, 2.0, 6.0])
-def test_one_bit_mean_is_exactly_epsilon_private(epsilon: float) -> None:
-    mechanism = OneBitMean(epsilon=epsilon, lo=0.0, hi=7.0, buckets=7, scale="linear")
-    values = one_per_bucket(7)
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0, 6.0])
+@pytest.mark.parametrize("buckets", [2, 4, 7, 256])
+def test_one_bit_mean_is_exactly_epsilon_private(epsilon: float, buckets: int) -> None:
+    mechanism = OneBitMean(
+        epsilon=epsilon, lo=0.0, hi=float(buckets), buckets=buckets, scale="linear"
+    )
+    values = one_per_bucket(buckets)  # every input a device can send: the buckets' centres
     for value in values:
         assert sum(mechanism.output_probability(value, bit) for bit in (0, 1)) == 1
     worst = worst_case_ratio(mechanism, values)
-    # The extreme buckets' centres, not the ends of [0, 1]: slightly below e^eps_eff.
-    assert worst <= Fraction(mechanism.high_words, mechanism.low_words)
+    assert worst == Fraction(mechanism.high_words, mechanism.low_words)
+    assert math.log(worst) == pytest.approx(mechanism.effective_epsilon, abs=1e-12)
     assert mechanism.effective_epsilon <= epsilon
+    # the thresholds sit on the extreme buckets, so the whole epsilon is spent
     assert mechanism.effective_epsilon == pytest.approx(epsilon, abs=1e-6)
 
 
