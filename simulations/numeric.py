@@ -75,7 +75,7 @@ def square_wave(values: np.ndarray, epsilon: float, rng: np.random.Generator) ->
     """Return the statistics Square Wave + EMS reconstructs."""
     sw = SquareWave(epsilon=epsilon, lo=LOG_RANGE[0], hi=LOG_RANGE[1], buckets=256, scale="log")
     counts = np.bincount(sw.privatize_many(values, rng), minlength=sw.outputs).astype(float)
-    fitted = est.ems(sw.transition, counts)
+    fitted = est.ems(sw.channel, counts)
     return dict(est.statistics(fitted, STATISTICS, len(values), sw.to_value))
 
 

@@ -179,9 +179,9 @@ class SquareWave(NumericBase):
         self._lie_words = far * self.far_words
         self.used_words = self._lie_words + near * self.near_words
         self.effective_epsilon = log_ratio(self.near_words, self.far_words)
-        outputs, buckets = np.arange(self.outputs)[:, None], np.arange(self.d)[None, :]
-        near_mask = (outputs >= buckets) & (outputs <= buckets + 2 * self.w)
-        self.transition = np.where(near_mask, self.near_words, self.far_words) / self.used_words
+        self.channel = est.Channel(
+            self.d, near, self.near_words / self.used_words, self.far_words / self.used_words
+        )
         self.sums_shape = (1, self.outputs)
 
     def __repr__(self) -> str:
@@ -228,29 +228,18 @@ class SquareWave(NumericBase):
     def estimate(
         self, sums: Sums, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
     ) -> Estimates:
-        """Reconstruct the distribution by EMS; answer each statistic with a bootstrap SE."""
+        """Reconstruct the distribution by EMS; answer each statistic with its SE.
+
+        The linear mean and the end buckets' shares are unbiased in closed form; the rest
+        come from EMS with bootstrap SEs, flagged unreliable when EMS biases them.
+        """
         check_shape(sums, 1, self.outputs, repr(self))
         names = list(est.DEFAULT_QUERY if candidates is None else candidates)
-        counts, n = sums.table[0].astype(float), sums.total
-        if n == 0:  # nothing to reconstruct (the collector refuses below min_batch_size)
+        if sums.total == 0:  # nothing to reconstruct (the collector refuses below min_batch_size)
             return est.nothing(names, self.d, self.to_value, level)
-        fitted = est.ems(self.transition, counts)
-        rows = est.statistics(fitted, names, n, self.to_value)
-
-        def measure(distribution: np.ndarray) -> np.ndarray:
-            return np.array([v for _, v in est.statistics(distribution, names, n, self.to_value)])
-
-        def refit(resampled: np.ndarray) -> np.ndarray:
-            return est.ems(
-                self.transition,
-                resampled.astype(float),
-                start=fitted,
-                tolerance=est.BOOTSTRAP_TOLERANCE,
-            )
-
-        errors = est.bootstrap(self.transition @ fitted, n, refit, measure, sums.table[0])
-        values = np.array([v for _, v in rows])
-        return Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
+        return est.answer(
+            self.channel, sums.table[0], names, self.to_value, self.scale == "linear", level
+        )
 
 
 class OneBitMean(NumericBase):
