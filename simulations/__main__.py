@@ -18,6 +18,7 @@ from simulations import (
     heavy_hitters,
     longitudinal,
     numeric,
+    numeric_coverage,
     posterior,
     rr_seed,
     rr_vs_laplace,
@@ -47,6 +48,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         choose_mechanism,
         heavy_hitters,
         numeric,
+        numeric_coverage,
         longitudinal,
     )
 }

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +33,7 @@ SUMMARY = (
     "numeric intervals: mean z, SE / empirical SD and 95% coverage of mean, percentiles "
     "and clipped shares, over uniform, lognormal, bimodal, point-mass and clipped populations"
 )
+RUNS, QUICK_RUNS = 100, 20  # populations per cell
 STATISTICS = ("mean", "p50", "p90", "p99", "first_bucket", "last_bucket")
 
 
@@ -162,7 +165,7 @@ def answer(
 
 def cell(
     setting: Setting, population: Population, runs: int, rng: np.random.Generator
-) -> list[dict[str, object]]:
+) -> list[dict[str, Any]]:
     """Return one summary row per statistic over ``runs`` independent populations."""
     mechanism = setting.mechanism()
     found: dict[str, list[tuple[float, Row]]] = {name: [] for name in STATISTICS}
@@ -174,7 +177,7 @@ def cell(
     return [summary(name, pairs) for name, pairs in found.items()]
 
 
-def summary(name: str, pairs: list[tuple[float, Row]]) -> dict[str, object]:
+def summary(name: str, pairs: list[tuple[float, Row]]) -> dict[str, Any]:
     """Return mean z, SE ÷ SD, coverage, the unreliable share and coverage among the rest."""
     real = np.array([t for t, _ in pairs])
     est = np.array([r.estimate for _, r in pairs])
@@ -234,8 +237,8 @@ def table(rows: list[dict[str, object]], runs: int) -> Table:
     )
 
 
-def run(settings: RunSettings) -> list[object]:
+def run(settings: RunSettings) -> list[Path]:
     """Compute and tabulate; return the files written."""
-    runs = 40 if settings.quick else 200
+    runs = QUICK_RUNS if settings.quick else RUNS
     rows = compute(runs, settings.rng(), settings.show_progress)
-    return list(table(rows, runs).write(settings.folder(NAME), NAME))
+    return table(rows, runs).write(settings.folder(NAME), NAME)

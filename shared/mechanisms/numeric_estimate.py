@@ -23,7 +23,6 @@ those clipped below lo / above hi included: the reports cannot tell the two apar
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Sequence
@@ -92,9 +91,16 @@ class NumericEstimates(Estimates):
 
 def flagged(base: Estimates, reasons: Sequence[str | None]) -> NumericEstimates:
     """Return ``base`` with a reason per row (None: reliable)."""
-    fields = (getattr(base, f.name) for f in dataclasses.fields(Estimates))
     return NumericEstimates(
-        *fields, reliable=tuple(r is None for r in reasons), reasons=tuple(reasons)
+        values=base.values,
+        estimate=base.estimate,
+        std_error=base.std_error,
+        ci_low=base.ci_low,
+        ci_high=base.ci_high,
+        n=base.n,
+        level=base.level,
+        reliable=tuple(r is None for r in reasons),
+        reasons=tuple(reasons),
     )
 
 
