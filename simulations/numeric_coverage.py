@@ -197,11 +197,13 @@ def summary(name: str, pairs: list[tuple[float, Row]]) -> dict[str, Any]:
     }
 
 
-def compute(runs: int, rng: np.random.Generator, show: bool) -> list[dict[str, object]]:
+def compute(
+    runs: int, rng: np.random.Generator, show: bool, settings: Sequence[Setting] = SETTINGS
+) -> list[dict[str, object]]:
     """Return the summary rows of every setting × population that fits its scale."""
     cells = [
         (s, name)
-        for s in SETTINGS
+        for s in settings
         for name in POPULATIONS
         if (name == "lognormal") == (s.scale == "log") or name in ("point mass", "5% clipped")
     ]
