@@ -10,10 +10,10 @@ SMALL = nc.Setting("linear ε=1, 32 buckets, small", 1.0, 0.0, 100.0, "linear", 
 
 
 def test_smooth_statistics_cover_and_their_errors_match_the_spread() -> None:
-    rows = {r["statistic"]: r for r in nc.cell(SMALL, nc.uniform, 30, np.random.default_rng(1))}
+    rows = {r["statistic"]: r for r in nc.cell(SMALL, nc.uniform, 24, np.random.default_rng(1))}
     for name in ("mean", "p50", "first_bucket", "last_bucket"):
         row = rows[name]
-        assert row["coverage"] >= 0.85, row  # 30 populations: one SE is 4 %
+        assert row["coverage"] >= 0.85, row  # 24 populations: one SE is 4.4 %
         assert abs(row["mean_z"]) < 0.5 and 0.7 < row["se_over_sd"] < 1.4, row
         assert row["unreliable"] <= 0.2, row  # a bumpy fit can look biased
 
