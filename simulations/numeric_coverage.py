@@ -33,7 +33,7 @@ SUMMARY = (
     "numeric intervals: mean z, SE / empirical SD and 95% coverage of mean, percentiles "
     "and clipped shares, over uniform, lognormal, bimodal, point-mass and clipped populations"
 )
-RUNS, QUICK_RUNS = 100, 20  # populations per cell
+RUNS, QUICK_RUNS = 60, 20  # populations per cell
 STATISTICS = ("mean", "p50", "p90", "p99", "first_bucket", "last_bucket")
 
 
