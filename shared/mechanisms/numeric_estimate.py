@@ -281,9 +281,7 @@ def answer(
     other statistic is read off the EMS fit, its SE from the bootstrap's full refits; the
     bootstrap also measures how far EMS moves it from the distribution it was fitted to,
     and a statistic moved by more than ``BIAS_LIMIT`` SE is flagged: its interval would
-    not hold the truth as often as it says (a point mass, a gap, an empty tail). A
-    percentile's interval is rounded out to bucket edges: where it falls inside a bucket
-    is assumed (linear), not measured.
+    not hold the truth as often as it says (a point mass, a gap, an empty tail).
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
@@ -311,13 +309,6 @@ def answer(
         else:
             reasons.append(None)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
-    edges = to_value(np.arange(channel.buckets + 1) / channel.buckets)
-    for j, (label, _) in enumerate(rows):
-        if PERCENTILE.match(label):  # located only to its bucket: round the interval out
-            low = np.searchsorted(edges, base.ci_low[j], side="right") - 1
-            high = np.searchsorted(edges, base.ci_high[j], side="left")
-            base.ci_low[j] = min(base.ci_low[j], edges[max(low, 0)])
-            base.ci_high[j] = max(base.ci_high[j], edges[min(high, channel.buckets)])
     return flagged(base, reasons)
 
 

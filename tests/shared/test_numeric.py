@@ -165,9 +165,6 @@ def test_a_point_mass_tail_is_flagged_and_a_smooth_median_is_not() -> None:
     sums.add_many(mechanism.privatize_many(np.full(20_000, 32.0), np.random.default_rng(6)))
     rows = {row["value"]: row for row in mechanism.estimate(sums, ["p50", "p99"]).rows()}
     assert rows["p99"]["reliable"] is False and "standard errors" in rows["p99"]["reason"]
-    # the median is located only to its bucket: the interval is rounded out to its edges
-    assert rows["p50"]["ci_low"] <= 32.0 <= rows["p50"]["ci_high"]
-    assert rows["p50"]["ci_high"] - rows["p50"]["ci_low"] >= 1.0
     smooth = mechanism.new_sums()
     values = np.random.default_rng(7).uniform(0, 64, 20_000)
     smooth.add_many(mechanism.privatize_many(values, np.random.default_rng(8)))
