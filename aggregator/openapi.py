@@ -298,6 +298,12 @@ SCHEMAS: dict[str, Any] = {
                         "std_error": _NUMBER,
                         "ci_low": _NUMBER,
                         "ci_high": _NUMBER,
+                        "reliable": {
+                            "type": "boolean",
+                            "description": "numeric (sw): false when the interval cannot "
+                            "be trusted; reason says why",
+                        },
+                        "reason": {"type": "string"},
                     },
                 },
             },

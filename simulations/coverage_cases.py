@@ -32,6 +32,8 @@ AZ = string.ascii_lowercase  # the alphabet of the hh settings that declare one
 VALUES = {
     "rr": "bool",
     "grr": "domain",
+    "oue": "domain",
+    "ss": "domain",
     "cms": "strings",
     "hcms": "strings",
     "olh": "strings",
@@ -199,7 +201,8 @@ def numeric_cases(
     out = []
     for name, make in populations.items():
         values = make()
-        truth = _numeric_truth(values, lo, hi)
+        numeric: Any = build(0)  # the range's buckets: what the end buckets' truth needs
+        truth = _numeric_truth(values, lo, hi, numeric.buckets_of(values), numeric.d)
         costly = fields.get("method", "sw") == "sw"  # EMS and its bootstrap refits
         out.append(
             Case("numeric", setting, name, build, values, None, truth, numeric=True, costly=costly)
@@ -208,18 +211,22 @@ def numeric_cases(
 
 
 def _numeric_truth(
-    values: np.ndarray, lo: float, hi: float
+    values: np.ndarray, lo: float, hi: float, buckets: np.ndarray, d: int
 ) -> Callable[[Sequence[Any]], np.ndarray]:
-    """Return statistic names → the population's own value (clipped into [lo, hi])."""
+    """Return statistic names → the population's own value (clipped into [lo, hi]).
+
+    ``buckets``: each value's bucket; the end buckets' shares include the clipped values,
+    which land there (no report tells them apart).
+    """
     inside = np.clip(values, lo, hi)
 
     def one(name: str) -> float:
         if name == "mean":
             return float(inside.mean())
-        if name == "clipped_low":
-            return float(np.mean(values < lo))
-        if name == "clipped_high":
-            return float(np.mean(values > hi))
+        if name == "first_bucket":
+            return float(np.mean(buckets == 0))
+        if name == "last_bucket":
+            return float(np.mean(buckets == d - 1))
         if name.startswith("p") and name[1:].replace(".", "", 1).isdigit():
             return float(np.percentile(inside, float(name[1:])))
         return float("nan")  # a statistic this table has no truth for (shown as a miss)

@@ -3,8 +3,8 @@
 Latencies drawn lognormal with median 120 ms and p99 1.2 s (σ = ln 10 / z₀.₉₉ ≈ 0.99), as
 a page's load times might be. Four ways to collect them, each at ε = 1, 2 and 4:
 
-- ``sw``: the numeric task's Square Wave, 256 buckets on a log scale over [5 ms, 20 s],
-  reconstructed by EMS (the collector's own code, without the bootstrap);
+- ``sw``: the numeric task's Square Wave, its default buckets on a log scale over
+  [5 ms, 20 s], answered as the collector answers (EMS, bootstrap bias correction);
 - ``grr``: k-ary randomized response over 64 of the same log buckets, its unbiased
   frequencies clipped at 0 and renormalised (the "OUE/GRR over buckets" baseline);
 - ``1bit``: the numeric task's one-bit mean, on a linear scale over [0, 5 s];
@@ -27,7 +27,7 @@ import numpy as np
 
 from shared import GeneralizedRandomizedResponse
 from shared.mechanisms import numeric_estimate as est
-from shared.mechanisms.numeric import OneBitMean, SquareWave
+from shared.mechanisms.numeric import NumericParams, OneBitMean, SquareWave
 from simulations import plotting
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table
@@ -72,11 +72,16 @@ def truth(values: np.ndarray) -> dict[str, float]:
 
 
 def square_wave(values: np.ndarray, epsilon: float, rng: np.random.Generator) -> dict[str, float]:
-    """Return the statistics Square Wave + EMS reconstructs."""
-    sw = SquareWave(epsilon=epsilon, lo=LOG_RANGE[0], hi=LOG_RANGE[1], buckets=256, scale="log")
-    counts = np.bincount(sw.privatize_many(values, rng), minlength=sw.outputs).astype(float)
-    fitted = est.ems(sw.transition, counts)
-    return dict(est.statistics(fitted, STATISTICS, len(values), sw.to_value))
+    """Return the statistics the collector answers from Square Wave (the task's defaults)."""
+    params = NumericParams(epsilon=epsilon, lo=LOG_RANGE[0], hi=LOG_RANGE[1], scale="log")
+    params.validate()
+    sw = params.build()
+    sums = sw.new_sums()
+    sums.add_many(sw.privatize_many(values, rng))
+    answer = sw.estimate(sums, list(STATISTICS))
+    return {
+        str(name): float(value) for name, value in zip(answer.values, answer.estimate, strict=True)
+    }
 
 
 def grr_buckets(values: np.ndarray, epsilon: float, rng: np.random.Generator) -> dict[str, float]:

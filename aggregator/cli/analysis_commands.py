@@ -130,7 +130,10 @@ def estimates(
             task = load_task(task_id)
             limit = int(app.config["MAX_CANDIDATES"])
             body = _run(lambda: answer(task, parse_candidates(task, listed or None, limit), window))
-    _print(body, body["estimates"], ["value", "estimate", "std_error", "ci_low", "ci_high"], fmt)
+    columns = ["value", "estimate", "std_error", "ci_low", "ci_high"]
+    if any("reliable" in row for row in body["estimates"]):  # numeric sw rows say it
+        columns.append("reliable")
+    _print(body, body["estimates"], columns, fmt)
 
 
 @click.command("heavy-hitters")

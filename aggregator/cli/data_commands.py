@@ -176,7 +176,10 @@ def _write(
         else:
             import csv
 
-            writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n")
+            # extrasaction: a numeric row's reliable/reason are in the JSON export only
+            writer = csv.DictWriter(
+                stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore"
+            )
             writer.writeheader()
             for row in rows:
                 if isinstance(row.get("counters"), list):

@@ -123,7 +123,7 @@ export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf:
   if (m instanceof OptimizedLocalHashing) epsilon = logRatio(S - BIG((m.m - 1) * m.flip), BIG(m.flip));
   else if (m instanceof HeavyHitters) epsilon = m.sketches[0]!.composedEpsilon(0);
   else if (m instanceof SquareWave) epsilon = logRatio(BIG(m.near), BIG(m.far));
-  else if (m instanceof OneBitMean) epsilon = logRatio(S - BIG(m.lowWords), BIG(m.lowWords));
+  else if (m instanceof OneBitMean) epsilon = logRatio(BIG(m.lowWords + (m.d - 1) * m.step), BIG(m.lowWords));
   else epsilon = (m as Permanent<unknown>).composedEpsilon(0);
   return { epsilon, epsilonInf: null };
 }

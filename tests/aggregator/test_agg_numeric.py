@@ -32,11 +32,14 @@ def test_the_collector_answers_mean_percentiles_and_histogram(server: Server) ->
 
     answer = estimates(server.url, "load-time").json()
     rows = {row["value"]: row for row in answer["estimates"]}
-    assert answer["n"] == 30_000 and set(rows) >= {"mean", "p50", "p95", "p99", "clipped_high"}
+    assert answer["n"] == 30_000 and set(rows) >= {"mean", "p50", "p95", "p99", "last_bucket"}
     for name, truth in (("p50", np.median(values)), ("p95", np.percentile(values, 95))):
         row = rows[name]
         assert abs(row["estimate"] / truth - 1) < 0.06, (name, row, truth)
         assert row["ci_low"] < row["estimate"] < row["ci_high"] and row["std_error"] > 0
+    assert rows["p50"]["reliable"] is True and "reason" not in rows["p50"]
+    assert all(row["reliable"] or row["reason"] for row in answer["estimates"])
+    assert rows["last_bucket"]["ci_low"] < 0.0 < rows["last_bucket"]["ci_high"]  # none there
     assert abs(rows["mean"]["estimate"] / values.mean() - 1) < 0.1
 
     histogram = estimates(server.url, "load-time", candidates=["histogram"]).json()
@@ -46,6 +49,8 @@ def test_the_collector_answers_mean_percentiles_and_histogram(server: Server) ->
 
     wrong = estimates(server.url, "load-time", candidates=["median"])
     assert wrong.status_code == 400 and "unknown statistic" in wrong.json()["detail"]
+    renamed = estimates(server.url, "load-time", candidates=["clipped_high"])
+    assert renamed.status_code == 400 and "now last_bucket" in renamed.json()["detail"]
 
 
 def test_the_sdk_records_numbers(server: Server, tmp_path: Path) -> None:

@@ -236,9 +236,7 @@ def numeric_derived(task: dict[str, Any]) -> dict[str, int]:
     eps, d = task["epsilon"], task["buckets"]
     if task["method"] == "1bit":
         low = threshold(1.0 / (1.0 + math.exp(eps)))
-        while (SCALE - 2 * low) % (2 * d):
-            low += 1
-        return {"L": low, "S": (SCALE - 2 * low) // (2 * d)}
+        return {"L": low, "S": (SCALE - 2 * low) // (d - 1)}
     e = math.exp(eps)
     w = round((eps * e - e + 1) / (2 * e * (e - 1 - eps)) * d)
     far = threshold(1.0 / ((2 * w + 1) * e + d - 1))
@@ -250,7 +248,7 @@ def numeric_output(task: dict[str, Any], bucket: int, draw: Any = word) -> int:
     """§3.8: the report of a bucket, from uniform 32-bit words ``draw()``."""
     d, derived = task["buckets"], task["derived"]
     if task["method"] == "1bit":
-        return int(draw() < derived["L"] + (2 * bucket + 1) * derived["S"])
+        return int(draw() < derived["L"] + bucket * derived["S"])
     w, far, near, used = derived["w"], derived["T"], derived["P"], derived["U"]
     x = draw()
     while x >= used:

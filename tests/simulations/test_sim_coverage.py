@@ -56,7 +56,7 @@ def test_summaries_of_known_errors() -> None:
     assert row["worst_z"] == pytest.approx(0.5, abs=0.05) and row["ok"] == "NO"
 
 
-@pytest.mark.parametrize("kind", ["rr", "grr", "olh", "hh", "cms+longitudinal"])
+@pytest.mark.parametrize("kind", ["rr", "grr", "oue", "ss", "olh", "hh", "cms+longitudinal"])
 def test_seeded_small_runs_of_the_count_kinds_are_honest(kind: str) -> None:
     """200 runs at 2,000 devices: coverage, bias and SE/SD near the targets (seeded)."""
     rng = np.random.default_rng(11)

@@ -82,22 +82,23 @@ export class SquareWave extends Numeric {
   }
 }
 
-/** The one-bit mean: 1 with probability (L + (2i + 1)S) / 2^32 for bucket i. */
+/** The one-bit mean: 1 with probability (L + i·S) / 2^32 for bucket i (PROTOCOL §3.8). */
 export class OneBitMean extends Numeric {
   readonly lowWords: number;
   readonly step: number;
 
   constructor(epsilon: number, lo: number, hi: number, d: number) {
     super(lo, hi, d, false);
-    let low = thresholdAtLeast(1 / (Math.exp(epsilon) + 1));
-    while ((SCALE - 2 * low) % (2 * d)) low++;
-    if (SCALE - low <= low) throw tooSmall();
+    const low = thresholdAtLeast(1 / (Math.exp(epsilon) + 1));
+    // The first and last buckets (the extreme inputs a device sends) get L and L + (d − 1)S.
+    const step = Math.floor((SCALE - 2 * low) / (d - 1));
+    if (step < 1) throw tooSmall();
     this.lowWords = low;
-    this.step = (SCALE - 2 * low) / (2 * d);
+    this.step = step;
   }
 
   privatize(value: unknown, rng: Words): number {
     const bucket = this.bucketOf(value);
-    return rng.word() < this.lowWords + (2 * bucket + 1) * this.step ? 1 : 0;
+    return rng.word() < this.lowWords + bucket * this.step ? 1 : 0;
   }
 }
