@@ -20,7 +20,15 @@ import { sha256 } from "./sha256.js";
 export const PROTOCOL = "1.0";
 const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived"];
 /** Served beside a task but not fingerprinted. */
-const UNHASHED = ["fingerprint", "effective_epsilon", "effective_epsilon_inf", "upload_key_required", "archive"];
+const UNHASHED = [
+  "fingerprint",
+  "effective_epsilon",
+  "effective_epsilon_inf",
+  "upload_key_required",
+  "archive",
+  "attack_success",
+  "selection",
+];
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 type Fields = Record<string, unknown>;

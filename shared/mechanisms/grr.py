@@ -102,6 +102,15 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.3)."""
         return {"T": self.threshold_other}
 
+    def published(self) -> dict[str, Any]:
+        """Return what the task's JSON publishes beside the parameters (not fingerprinted).
+
+        ``attack_success``: the chance that an adversary who sees one report, and holds
+        every domain value equally likely beforehand, names the device's value: p, by
+        guessing the value reported.
+        """
+        return {"attack_success": self.p}
+
     def index_of(self, value: object) -> int:
         """Return the domain index of a value, or raise ValueOutOfDomain."""
         try:

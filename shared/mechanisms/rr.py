@@ -114,6 +114,14 @@ class RandomizedResponse(SingleRowMechanism):
         """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.2)."""
         return {"T_yes": self.threshold_yes, "T_no": self.threshold_no}
 
+    def published(self) -> dict[str, Any]:
+        """Return what the task's JSON publishes beside the parameters (not fingerprinted).
+
+        ``attack_success``: the chance that an adversary who sees one answer, and holds yes
+        and no equally likely beforehand, names the device's (it guesses the answer sent).
+        """
+        return {"attack_success": (self.p11 + 1.0 - self.p10) / 2.0}
+
     def privatize(self, value: bool, rng: Rng = None) -> int:
         """Return the privatized answer (0 or 1) to a yes/no value."""
         threshold = self.threshold_yes if check_answer(value) else self.threshold_no
