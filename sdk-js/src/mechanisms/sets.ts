@@ -24,10 +24,10 @@ export class OptimizedUnaryEncoding extends Domain implements Mechanism<Uint8Arr
   /** Draw d words (bit j: r_j < other), then one for bit i (r < keep); r_i goes unused. */
   privatize(value: unknown, rng: Words): Uint8Array {
     const i = this.indexOf(value);
-    const bits = packBelow(rng.words(this.d), this.other);
-    const mask = 0x80 >> (i & 7);
-    bits[i >> 3] = rng.word() < this.keep ? bits[i >> 3]! | mask : bits[i >> 3]! & ~mask;
-    return bits;
+    const words = rng.words(this.d);
+    // In place of r_i, a word below every threshold (bit i set) or above them all.
+    words[i] = rng.word() < this.keep ? 0 : SCALE - 1;
+    return packBelow(words, this.other);
   }
 
   encode(bits: Uint8Array): Payload {
