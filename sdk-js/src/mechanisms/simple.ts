@@ -15,7 +15,7 @@ function answer(value: unknown): boolean {
 }
 
 /** Return P(1) after a bit that is 1 with p/2^32 flips with t/2^32, over 2^64. */
-function flipped(p: bigint, t: bigint): bigint {
+export function flipped(p: bigint, t: bigint): bigint {
   return p * (S - t) + (S - p) * t;
 }
 
