@@ -25,10 +25,10 @@ const UNHASHED = [
   "fingerprint",
   "effective_epsilon",
   "effective_epsilon_inf",
-  "attack_success",
-  "selection",
   "upload_key_required",
   "archive",
+  "attack_success",
+  "selection",
 ];
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
@@ -135,14 +135,13 @@ export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf:
   }
   const S = BIG(SCALE);
   let epsilon: number;
-  if (m instanceof OptimizedLocalHashing) epsilon = logRatio(S - BIG((m.m - 1) * m.flip), BIG(m.flip));
+  if (m instanceof OptimizedUnaryEncoding) epsilon = logRatio(S - BIG(m.other), BIG(m.other));
+  else if (m instanceof SubsetSelection) {
+    epsilon = logRatio((S - BIG(m.exclude)) * BIG(m.d - m.size), BIG(m.exclude * m.size));
+  } else if (m instanceof OptimizedLocalHashing) epsilon = logRatio(S - BIG((m.m - 1) * m.flip), BIG(m.flip));
   else if (m instanceof HeavyHitters) epsilon = m.sketches[0]!.composedEpsilon(0);
   else if (m instanceof SquareWave) epsilon = logRatio(BIG(m.near), BIG(m.far));
   else if (m instanceof OneBitMean) epsilon = logRatio(S - BIG(m.lowWords), BIG(m.lowWords));
-  else if (m instanceof OptimizedUnaryEncoding) epsilon = logRatio(S - BIG(m.other), BIG(m.other));
-  else if (m instanceof SubsetSelection) {
-    epsilon = logRatio((S - BIG(m.exclude)) * BIG(m.d - m.size), BIG(m.exclude * m.size));
-  }
   else epsilon = (m as Permanent<unknown>).composedEpsilon(0);
   return { epsilon, epsilonInf: null };
 }
