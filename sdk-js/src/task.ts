@@ -13,6 +13,7 @@ import { HeavyHitters } from "./mechanisms/hh.js";
 import { Longitudinal, thresholdFor } from "./mechanisms/longitudinal.js";
 import { OneBitMean, SquareWave } from "./mechanisms/numeric.js";
 import { GeneralizedRandomizedResponse, RandomizedResponse } from "./mechanisms/simple.js";
+import { OptimizedUnaryEncoding, SubsetSelection } from "./mechanisms/sets.js";
 import { CountMeanSketch, HadamardCountMeanSketch, OptimizedLocalHashing } from "./mechanisms/sketch.js";
 import { SCALE } from "./random.js";
 import { sha256 } from "./sha256.js";
@@ -73,13 +74,9 @@ function alphaBeta(task: Fields): RandomizedResponse {
 
 const KINDS: Record<string, (task: Fields, epsilon: number) => Mechanism> = {
   rr: (task, epsilon) => ("alpha" in task ? alphaBeta(task) : RandomizedResponse.fromEpsilon(epsilon)),
-  grr: (task, epsilon) => {
-    const domain = task["domain"];
-    if (!Array.isArray(domain) || !domain.every((v) => typeof v === "string")) {
-      throw new TaskError("domain must be a list of strings");
-    }
-    return new GeneralizedRandomizedResponse(epsilon, domain as string[]);
-  },
+  grr: (task, epsilon) => new GeneralizedRandomizedResponse(epsilon, domainOf(task)),
+  oue: (task, epsilon) => new OptimizedUnaryEncoding(epsilon, domainOf(task)),
+  ss: (task, epsilon) => new SubsetSelection(epsilon, domainOf(task)),
   cms: (task, epsilon) => CountMeanSketch.fromEpsilon(epsilon, ...sketchSize(task)),
   hcms: (task, epsilon) => HadamardCountMeanSketch.fromEpsilon(epsilon, ...sketchSize(task)),
   olh: (task, epsilon) =>
@@ -94,6 +91,14 @@ const KINDS: Record<string, (task: Fields, epsilon: number) => Mechanism> = {
   },
 };
 
+function domainOf(task: Fields): string[] {
+  const domain = task["domain"];
+  if (!Array.isArray(domain) || !domain.every((v) => typeof v === "string")) {
+    throw new TaskError("domain must be a list of strings");
+  }
+  return domain as string[];
+}
+
 function sketchSize(task: Fields): [number, number, number] {
   return [int(task, "k", 1, 1 << 20), int(task, "m", 2, 1 << 16), int(task, "hash_seed", 0, 2 ** 32 - 1)];
 }
@@ -104,6 +109,8 @@ export function derivedOf(mechanism: Mechanism): Derived {
   if (m instanceof Longitudinal) return { ...derivedOf(m.permanent), T_i: m.threshold };
   if (m instanceof RandomizedResponse) return { T_yes: m.yes, T_no: m.no };
   if (m instanceof GeneralizedRandomizedResponse) return { T: m.other };
+  if (m instanceof OptimizedUnaryEncoding) return { keep: m.keep, other: m.other };
+  if (m instanceof SubsetSelection) return { subset_size: m.size, exclude: m.exclude };
   if (m instanceof OptimizedLocalHashing) return { g: m.m, T: m.flip };
   if (m instanceof CountMeanSketch || m instanceof HadamardCountMeanSketch) return { T: m.flip };
   if (m instanceof HeavyHitters) {
@@ -128,7 +135,10 @@ export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf:
   }
   const S = BIG(SCALE);
   let epsilon: number;
-  if (m instanceof OptimizedLocalHashing) epsilon = logRatio(S - BIG((m.m - 1) * m.flip), BIG(m.flip));
+  if (m instanceof OptimizedUnaryEncoding) epsilon = logRatio(S - BIG(m.other), BIG(m.other));
+  else if (m instanceof SubsetSelection) {
+    epsilon = logRatio((S - BIG(m.exclude)) * BIG(m.d - m.size), BIG(m.exclude * m.size));
+  } else if (m instanceof OptimizedLocalHashing) epsilon = logRatio(S - BIG((m.m - 1) * m.flip), BIG(m.flip));
   else if (m instanceof HeavyHitters) epsilon = m.sketches[0]!.composedEpsilon(0);
   else if (m instanceof SquareWave) epsilon = logRatio(BIG(m.near), BIG(m.far));
   else if (m instanceof OneBitMean) epsilon = logRatio(BIG(m.lowWords + (m.d - 1) * m.step), BIG(m.lowWords));

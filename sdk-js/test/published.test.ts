@@ -38,10 +38,12 @@ test("tasks, permanent responses and reports", { skip }, () => {
   for (const t of v.tasks) {
     const id = t.task.task_id;
     const task = parseTask(t.task);
-    const { fingerprint: _, effective_epsilon: __, effective_epsilon_inf: ___, upload_key_required: _u, archive: _a, ...hashed } = t.task;
+    const { fingerprint: _, effective_epsilon: __, effective_epsilon_inf: ___, upload_key_required: _u, archive: _a, attack_success: _s, selection: _c, ...hashed } = t.task;
     assert.equal(canonicalJson(hashed, t.task.protocol), t.canonical, id);
     assert.equal(task.fingerprint, t.fingerprint, id);
     assert.deepEqual(derivedOf(task.mechanism), t.derived, id);
+    // The ε the ledger charges, as the collector computed it (V8's ln may differ by an ulp).
+    assert.ok(Math.abs(task.epsilon - t.task.effective_epsilon) <= 1e-15 * t.task.effective_epsilon, id);
     const key = deviceKey(secret, id);
     assert.equal(hex(key), t.device_key, id);
     if (t.hash_family) {
@@ -67,6 +69,17 @@ test("tasks, permanent responses and reports", { skip }, () => {
       assert.deepEqual(payload, r.report, where);
       assert.equal(words.used, r.words_used, where);
       assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload)]), r.wire, where);
+    }
+  }
+});
+
+test("a task publishing other derived integers is refused", { skip }, () => {
+  for (const t of v.tasks) {
+    // T_i is taken as published (its ε₁ ends in an ln): only its range is checked.
+    for (const name of Object.keys(t.derived).filter((n) => n !== "T_i")) {
+      const value = t.derived[name];
+      const derived = { ...t.derived, [name]: Array.isArray(value) ? [value[0] + 1, ...value.slice(1)] : value + 1 };
+      assert.throws(() => parseTask({ ...t.task, derived }), /derived integers/, `${t.task.task_id} ${name}`);
     }
   }
 });

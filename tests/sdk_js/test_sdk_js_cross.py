@@ -30,6 +30,7 @@ PERIOD = 1764028800
 SKETCH = {"k": 50, "m": 100, "hash_seed": 3651556171}
 HCMS = {"k": 50, "m": 128, "hash_seed": 12345}
 FRUIT = ["apple", "banana", "cherry", "durian"]
+COLOURS = [*FRUIT, "rot", "grün", "blau", "gelb", "lila", "weiß"]  # ss: ω = 3 at ε = 1
 TASKS: list[dict[str, Any]] = [
     {"mechanism": "rr", "epsilon": 1.5},
     {"mechanism": "rr", "alpha": 0.3, "beta": 0.7},
@@ -43,6 +44,8 @@ TASKS: list[dict[str, Any]] = [
     {"mechanism": "hcms", "epsilon": 3.0, **HCMS},
     {"mechanism": "hcms", "longitudinal": {"epsilon_inf": 4.0, "flip": 0.2}, **HCMS},
     {"mechanism": "olh", "epsilon": 2.5, "k": 40, "hash_seed": 99},
+    {"mechanism": "oue", "epsilon": 2.0, "domain": COLOURS},
+    {"mechanism": "ss", "epsilon": 1.0, "domain": COLOURS},
     {"mechanism": "hh", "epsilon": 4.0, "alphabet": "bytes", "max_length": 7, **SKETCH},
     {
         "mechanism": "hh",
@@ -63,6 +66,8 @@ VALUES: dict[str, list[Any]] = {
     "cms": ["apple", "", "naïve ☃ 𝄞", "a" * 40],
     "hcms": ["apple", "", "naïve ☃ 𝄞"],
     "olh": ["apple", "x" * 17],
+    "oue": ["apple", "durian", "weiß"],
+    "ss": ["apple", "durian", "weiß"],
     "hh": ["ab", "abcdé", "é", "dcba"],
     "numeric": [-3.0, 0.0, 1.5, 42.0, 249.9, 1e9],
 }

@@ -20,6 +20,8 @@ DEVICES = 300
 FRUIT = {"apple": 150, "banana": 90, "cherry": 60, "durian": 0}
 WORDS = {"abca": 150, "bad": 90, "cab": 60, "dd": 0}
 SKETCH = {"k": 64, "m": 256}
+# oue and ss over eight values, four never held (ss at ε = 1: subsets of ω = 2).
+COLOURS = [*FRUIT, "elder", "fig", "grape", "kiwi"]
 
 TASKS: dict[str, dict[str, Any]] = {
     "js-rr": {"mechanism": "rr", "epsilon": 2.0},
@@ -43,6 +45,8 @@ TASKS: dict[str, dict[str, Any]] = {
         **SKETCH,
     },
     "js-olh": {"mechanism": "olh", "epsilon": 3.0, "k": 64},
+    "js-oue": {"mechanism": "oue", "epsilon": 2.0, "domain": COLOURS},
+    "js-ss": {"mechanism": "ss", "epsilon": 1.0, "domain": COLOURS},
     "js-hh": {
         "mechanism": "hh",
         "epsilon": 4.0,
@@ -95,6 +99,8 @@ def test_every_kind_counted_exactly_and_estimated(collector: str, tmp_path: Path
             assert within(answer["estimates"][0], float(np.mean(plan[task_id]))), task_id
             continue
         truth = {True: 200, False: 100} if kind == "rr" else WORDS if kind == "hh" else FRUIT
+        if "domain" in fields:  # every domain value, the never-held ones too
+            truth = {value: FRUIT.get(value, 0) for value in fields["domain"]}
         query = {} if kind == "rr" else {"candidates": list(truth)}
         answer = estimates(collector, task_id, **query)
         assert answer["n"] == DEVICES, task_id

@@ -10,7 +10,7 @@ export class ValueError extends Error {}
 export class TaskError extends Error {}
 
 /** A report's payload fields, JSON-ready. */
-export type Payload = Record<string, number | string>;
+export type Payload = Record<string, number | string | number[]>;
 
 /** A built mechanism as one device uses it. */
 export interface Mechanism<R = unknown> {

@@ -1,4 +1,4 @@
-/** rr and grr (PROTOCOL §3.2, §3.3): one word decides the report. */
+/** rr and grr (PROTOCOL §3.2, §3.3): one word decides the report; what the domain kinds share. */
 
 import { bigEndian } from "../bytes.js";
 import { logRatio } from "../exact.js";
@@ -15,7 +15,7 @@ function answer(value: unknown): boolean {
 }
 
 /** Return P(1) after a bit that is 1 with p/2^32 flips with t/2^32, over 2^64. */
-function flipped(p: bigint, t: bigint): bigint {
+export function flipped(p: bigint, t: bigint): bigint {
   return p * (S - t) + (S - p) * t;
 }
 
@@ -84,24 +84,19 @@ export function otherValue(truth: number, word: number, threshold: number): numb
   return other + (other >= truth ? 1 : 0);
 }
 
-/** Generalized randomized response over the task's domain; a report is an index. */
-export class GeneralizedRandomizedResponse implements Permanent<number> {
+/** The largest domain a task may have (as the reference's grr, oue and ss check). */
+const MAX_DOMAIN = 4096;
+
+/** What grr, oue and ss share: the task's domain; a value is its index i, 4 bytes big-endian. */
+export abstract class Domain {
   readonly d: number;
-  readonly other: number;
   private readonly index: Map<string, number>;
 
-  constructor(
-    epsilon: number,
-    readonly domain: readonly string[],
-  ) {
+  constructor(readonly domain: readonly string[]) {
     this.d = domain.length;
     this.index = new Map(domain.map((v, i) => [v, i]));
-    if (this.d < 2 || this.index.size !== this.d) {
-      throw new TaskError("domain must hold at least 2 distinct strings");
-    }
-    this.other = thresholdAtLeast(1 / (Math.exp(epsilon) + this.d - 1));
-    if (SCALE - (this.d - 1) * this.other <= this.other) {
-      throw tooSmall();
+    if (this.d < 2 || this.d > MAX_DOMAIN || this.index.size !== this.d) {
+      throw new TaskError(`domain must hold 2 to ${MAX_DOMAIN} distinct strings`);
     }
   }
 
@@ -113,6 +108,21 @@ export class GeneralizedRandomizedResponse implements Permanent<number> {
 
   canonical(value: unknown): Uint8Array {
     return bigEndian(this.indexOf(value), 4);
+  }
+
+  forDevice = same;
+}
+
+/** Generalized randomized response over the task's domain; a report is an index. */
+export class GeneralizedRandomizedResponse extends Domain implements Permanent<number> {
+  readonly other: number;
+
+  constructor(epsilon: number, domain: readonly string[]) {
+    super(domain);
+    this.other = thresholdAtLeast(1 / (Math.exp(epsilon) + this.d - 1));
+    if (SCALE - (this.d - 1) * this.other <= this.other) {
+      throw tooSmall();
+    }
   }
 
   privatize(value: unknown, rng: Words): number {
@@ -127,8 +137,6 @@ export class GeneralizedRandomizedResponse implements Permanent<number> {
   encode(report: number): Payload {
     return { index: report };
   }
-
-  forDevice = same;
 
   reflip(report: number, threshold: number, rng: Words): number {
     return this.move(report, rng.word(), threshold);

@@ -5,7 +5,7 @@ import { logRatio } from "../exact.js";
 import { RowHashes, murmur64 } from "../hashing.js";
 import { SCALE, thresholdAtLeast, type Words } from "../random.js";
 import { type Payload, type Permanent, TaskError, same, text, tooSmall } from "./base.js";
-import { flipThreshold, otherValue } from "./simple.js";
+import { flipThreshold, flipped, otherValue } from "./simple.js";
 
 const S = BigInt(SCALE);
 
@@ -53,9 +53,7 @@ abstract class Sketch<R> implements Permanent<R> {
   }
 
   composedEpsilon(threshold: number): number {
-    const f = BigInt(this.flip);
-    const t = BigInt(threshold);
-    const now = f * (S - t) + (S - f) * t;
+    const now = flipped(BigInt(this.flip), BigInt(threshold));
     return this.changes * logRatio(S * S - now, now);
   }
 }
