@@ -7,7 +7,7 @@
 
 import { ceilDiv, logRatio, scaled1074 } from "./exact.js";
 import { hex, utf8 } from "./bytes.js";
-import { type Json, jcs, pythonCanonical } from "./canonical.js";
+import { type Json, jcs } from "./canonical.js";
 import { type Mechanism, type Permanent, TaskError, int, num } from "./mechanisms/base.js";
 import { HeavyHitters } from "./mechanisms/hh.js";
 import { Longitudinal, thresholdFor } from "./mechanisms/longitudinal.js";
@@ -146,16 +146,16 @@ export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf:
   return { epsilon, epsilonInf: null };
 }
 
-/** Return the canonical JSON of an object under the task's protocol. */
-export function canonicalJson(value: Fields, protocol: unknown): string {
-  return protocol === PROTOCOL ? jcs(value as Json) : pythonCanonical(value as Json);
+/** Return the canonical JSON of an object (RFC 8785: protocol 1.0 speaks nothing else). */
+export function canonicalJson(value: Fields): string {
+  return jcs(value as Json);
 }
 
 /** Return the fingerprint of a task's JSON: SHA-256 of its canonical form, 32 hex digits. */
 export function fingerprintOf(task: Fields): string {
   const hashed: Fields = {};
   for (const [key, value] of Object.entries(task)) if (!UNHASHED.includes(key)) hashed[key] = value;
-  return hex(sha256(utf8(canonicalJson(hashed, task["protocol"])))).slice(0, 32);
+  return hex(sha256(utf8(canonicalJson(hashed)))).slice(0, 32);
 }
 
 /** Return the task a served JSON object defines, or throw TaskError saying why not. */
@@ -164,14 +164,14 @@ export function parseTask(json: unknown): Task {
   const task = json as Fields;
   const id = task["task_id"];
   if (typeof id !== "string" || !TASK_ID.test(id)) throw new TaskError("task_id is not a valid task id");
-  if ("protocol" in task && task["protocol"] !== PROTOCOL) {
+  if (task["protocol"] !== PROTOCOL) {
     throw new TaskError(`task ${id} is for protocol ${String(task["protocol"])}; this SDK speaks ${PROTOCOL}`);
   }
   const kind = KINDS[String(task["mechanism"])];
   if (!kind) throw new TaskError(`task ${id} has a mechanism this SDK does not know`);
   const { epsilon, spec } = privacy(task);
   const mechanism = spec ? longitudinal(task, spec, kind(task, epsilon)) : kind(task, epsilon);
-  if ("derived" in task && canonicalJson({ d: task["derived"] }, PROTOCOL) !== jcs({ d: derivedOf(mechanism) })) {
+  if ("derived" in task && canonicalJson({ d: task["derived"] } as Fields) !== jcs({ d: derivedOf(mechanism) })) {
     throw new TaskError(`task ${id} publishes derived integers other than its parameters give here: refused`);
   }
   const fingerprint = fingerprintOf(task);
@@ -208,5 +208,5 @@ function longitudinal(task: Fields, spec: Fields, permanent: Mechanism): Mechani
   for (const [key, value] of Object.entries(task)) {
     if (!COMMON.includes(key) && !UNHASHED.includes(key)) fields[key] = value;
   }
-  return new Longitudinal(layer, threshold, canonicalJson(fields, task["protocol"]));
+  return new Longitudinal(layer, threshold, canonicalJson(fields));
 }

@@ -5,13 +5,16 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { init, type Options } from "../src/index.js";
 import { retryAfter } from "../src/uploader.js";
-import { fingerprintOf } from "../src/task.js";
+import { derivedOf, fingerprintOf, parseTask } from "../src/task.js";
 
 type Json = Record<string, unknown>;
 
+/** A protocol 1.0 task as the collector serves it: its derived integers, its fingerprint. */
 function task(fields: Json): Json {
-  const json: Json = { time_precision: 86400, min_batch_size: 1, ...fields };
-  return { ...json, fingerprint: fingerprintOf(json) };
+  const json: Json = { time_precision: 86400, min_batch_size: 1, protocol: "1.0", ...fields };
+  const derived = derivedOf(parseTask({ ...json, fingerprint: fingerprintOf(json) }).mechanism);
+  const served = { ...json, derived };
+  return { ...served, fingerprint: fingerprintOf(served) };
 }
 
 const CMS = { task_id: "c", mechanism: "cms", k: 4, m: 16, hash_seed: 7 };
