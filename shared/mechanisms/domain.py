@@ -29,10 +29,11 @@ from shared.mechanisms.base import (
     as_float,
     check_candidate_strings,
 )
-from shared.mechanisms.grr import MAX_DOMAIN, _check_domain
 from shared.mechanisms.poisoning import Reach, linear_reach
 from shared.sums import Sums, check_shape
 from shared.validation import check_epsilon
+
+MAX_DOMAIN = 4096  # larger domains are the sketches' job
 
 
 class DomainMechanism(SingleRowMechanism):
@@ -52,7 +53,7 @@ class DomainMechanism(SingleRowMechanism):
 
     def __init__(self, *, epsilon: float, domain: Sequence[str]) -> None:
         self.epsilon = check_epsilon(epsilon)
-        self.domain = _check_domain(domain)
+        self.domain = check_domain(domain)
         self.d = len(self.domain)
         self._index: dict[object, int] = {value: i for i, value in enumerate(self.domain)}
         self.sums_shape = (1, self.d)
@@ -187,3 +188,20 @@ def binomial_pmf(trials: int, probability: float) -> np.ndarray:
         return (i == 0).astype(float)
     logs = log_choose + i * math.log(probability) + (trials - i) * math.log1p(-probability)
     return np.exp(logs)
+
+
+def check_domain(domain: Sequence[str]) -> tuple[str, ...]:
+    """Return the domain as a tuple, or raise ParameterError naming the fix."""
+    if isinstance(domain, str) or not isinstance(domain, Sequence):
+        raise ParameterError("domain must be a list of distinct strings")
+    values = tuple(domain)
+    if not all(isinstance(v, str) for v in values):
+        raise ParameterError("domain must contain only strings")
+    if len(set(values)) != len(values):
+        raise ParameterError("domain values must be distinct")
+    if not 2 <= len(values) <= MAX_DOMAIN:
+        raise ParameterError(
+            f"domain must have 2 to {MAX_DOMAIN} values, got {len(values)}; "
+            "use cms or hcms for larger domains"
+        )
+    return values

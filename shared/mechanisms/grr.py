@@ -19,20 +19,17 @@ from typing import Any
 import numpy as np
 
 from shared.accuracy import grr_count_variance
-from shared.errors import ParameterError, ValueOutOfDomain
-from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.errors import ParameterError
 from shared.mechanisms import longitudinal
 from shared.mechanisms.base import (
     Mechanism,
     Option,
     ParamsBase,
     Plan,
-    SingleRowMechanism,
     as_float,
-    check_candidate_strings,
 )
+from shared.mechanisms.domain import MAX_DOMAIN, DomainMechanism
 from shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
-from shared.mechanisms.poisoning import Reach, linear_reach
 from shared.randomness import (
     SCALE,
     Rng,
@@ -43,11 +40,8 @@ from shared.randomness import (
     uniform_words,
 )
 from shared.shuffling import VariationRatio, binary_flip
-from shared.sums import Sums, check_shape
-from shared.validation import check_epsilon
+from shared.sums import Sums
 from shared.wire import canonical_json, integer
-
-MAX_DOMAIN = 4096  # larger domains are the sketches' job
 
 
 class GeneralizedRandomizedResponseSums(Sums):
@@ -67,24 +61,24 @@ class GeneralizedRandomizedResponseSums(Sums):
         self.table[0] += np.bincount(reports, minlength=self.table.shape[1])
 
 
-class GeneralizedRandomizedResponse(SingleRowMechanism):
-    """k-ary randomized response over a small, fixed domain of strings."""
+class GeneralizedRandomizedResponse(DomainMechanism):
+    """k-ary randomized response over a small, fixed domain of strings.
+
+    The domain checks, candidates, estimator (a report names one value: p, q) and reach
+    are :class:`DomainMechanism`'s.
+    """
 
     name = "grr"
     payload_fields = ("index",)
 
     def __init__(self, *, epsilon: float, domain: Sequence[str]) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.domain = _check_domain(domain)
-        self.d = len(self.domain)
-        self._index: dict[object, int] = {value: i for i, value in enumerate(self.domain)}
+        super().__init__(epsilon=epsilon, domain=domain)
         self.threshold_other = threshold_at_least(1.0 / (math.exp(self.epsilon) + self.d - 1))
         keep = SCALE - (self.d - 1) * self.threshold_other
         check_implementable(keep, self.threshold_other)
         self.threshold_keep = keep
         self._lie_words = (self.d - 1) * self.threshold_other  # words below this lie
         self._set_channel(Fraction(keep, SCALE), Fraction(self.threshold_other, SCALE))
-        self.sums_shape = (1, self.d)
 
     def _set_channel(self, keep: Fraction, other: Fraction) -> None:
         """Set P(report = value) and P(report = each other value) exactly, and what the
@@ -94,9 +88,6 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
             keep.numerator * other.denominator, other.numerator * keep.denominator
         )
         self.p, self.q = float(keep), float(other)
-
-    def __repr__(self) -> str:
-        return f"GeneralizedRandomizedResponse(epsilon={self.epsilon!r}, d={self.d})"
 
     def derived(self) -> dict[str, Any]:
         """Return the integers a device uses (published in the task JSON, PROTOCOL.md §3.3)."""
@@ -110,15 +101,6 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         guessing the value reported.
         """
         return {"attack_success": self.p}
-
-    def index_of(self, value: object) -> int:
-        """Return the domain index of a value, or raise ValueOutOfDomain."""
-        try:
-            return self._index[value]
-        except (KeyError, TypeError):
-            raise ValueOutOfDomain(
-                f"value is not in this task's domain of {self.d} values"
-            ) from None
 
     def privatize(self, value: str, rng: Rng = None) -> int:
         """Return the privatized domain index of a value."""
@@ -156,10 +138,6 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
 
     # -- as a longitudinal task's permanent layer (shared.mechanisms.longitudinal) ---------
 
-    def reach(self) -> Reach:
-        """Return how far one report moves a count: naming the value, or another one."""
-        return linear_reach(1.0, 0.0, self.p, self.q)
-
     def irr_threshold(self, flip: float) -> int:
         """Return the threshold T that moves the index to each other value with T/2^32
         (to some other value with flip = (d−1)·T/2^32, below (d−1)/d)."""
@@ -195,10 +173,6 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         moved = other_value(batch, words, threshold)
         return np.where(words < (self.d - 1) * threshold, moved, batch)
 
-    def canonical(self, value: object) -> bytes:
-        """Return the value's domain index as 4 bytes (raise ValueOutOfDomain if outside)."""
-        return self.index_of(value).to_bytes(4, "big")
-
     def encode_payload(self, report: int) -> dict[str, Any]:
         """Return the report's JSON field."""
         return {"index": int(report)}
@@ -207,33 +181,9 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         """Return the domain index a JSON report holds, or raise DecodeError."""
         return integer(obj, "index", 0, self.d - 1)
 
-    def parse_candidates(self, raw: Any) -> list[str] | None:
-        """Return the candidates (None: the whole domain); each must be in the domain."""
-        if raw is None:
-            return None
-        values = check_candidate_strings(raw)
-        outside = [c for c in values if c not in self._index]
-        if outside:
-            raise ParameterError(
-                f"{len(outside)} candidates are not in the task's domain, e.g. {outside[0][:64]!r}"
-            )
-        return values
-
     def new_sums(self) -> GeneralizedRandomizedResponseSums:
         """Return an empty accumulator."""
         return GeneralizedRandomizedResponseSums(self.d)
-
-    def estimate(
-        self, sums: Sums, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
-    ) -> Estimates:
-        """Estimate how many reports hold each candidate (default: the whole domain)."""
-        check_shape(sums, 1, self.d, repr(self))
-        values = list(self.domain if candidates is None else candidates)
-        indices = np.array([self.index_of(v) for v in values], dtype=np.int64)
-        n = sums.total
-        estimate = (sums.table[0, indices] - n * self.q) / (self.p - self.q)
-        variance = grr_count_variance(n, np.clip(estimate, 0, n), self.p, self.q)
-        return Estimates.from_variance(values, estimate, variance, n, level)
 
 
 @dataclass(frozen=True)
@@ -309,19 +259,3 @@ def other_value(truth: Any, words: Any, threshold: int) -> Any:
     """
     other = words // threshold
     return other + (other >= truth)
-
-
-def _check_domain(domain: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(domain, str) or not isinstance(domain, Sequence):
-        raise ParameterError("domain must be a list of distinct strings")
-    values = tuple(domain)
-    if not all(isinstance(v, str) for v in values):
-        raise ParameterError("domain must contain only strings")
-    if len(set(values)) != len(values):
-        raise ParameterError("domain values must be distinct")
-    if not 2 <= len(values) <= MAX_DOMAIN:
-        raise ParameterError(
-            f"domain must have 2 to {MAX_DOMAIN} values, got {len(values)}; "
-            "use cms or hcms for larger domains"
-        )
-    return values
