@@ -226,6 +226,12 @@ class GeneralizedRandomizedResponse(SingleRowMechanism):
         variance = grr_count_variance(n, np.clip(estimate, 0, n), self.p, self.q)
         return Estimates.from_variance(values, estimate, variance, n, level)
 
+    def answer_variance(self, estimates: Estimates) -> np.ndarray:
+        """Return the noise variance of each answered count at its estimate."""
+        n = estimates.n
+        counts = np.clip(np.asarray(estimates.estimate, float), 0, n)
+        return grr_count_variance(n, counts, self.p, self.q)
+
 
 @dataclass(frozen=True)
 class GeneralizedRandomizedResponseParams(ParamsBase):

@@ -186,7 +186,12 @@ class Sketch:
         )
         estimate = self.debias(gathered, n)
         variance = self.noise_variance(n, np.clip(estimate, 0, n))
-        return self.finish(candidates, estimate, variance, n, level)
+        return self.finish(candidates, estimate, variance, n, level, self.domain_pairs(sums))
+
+    def domain_pairs(self, sums: Sums) -> float | None:
+        """Return an unbiased estimate of Σ_d f(d)(f(d)−1) over the whole domain from the
+        sums alone (None: the sketch has none, and only the candidates' pairs count)."""
+        return None
 
     def row_transform(self, block: np.ndarray) -> np.ndarray:
         """Return X's rows from a block of table rows (the identity unless overridden)."""
@@ -209,6 +214,11 @@ class Sketch:
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""
         raise NotImplementedError
+
+    def answer_variance(self, estimates: Estimates) -> np.ndarray:
+        """Return the noise variance of each answered count at its estimate (no collisions)."""
+        n = estimates.n
+        return self.noise_variance(n, np.clip(np.asarray(estimates.estimate, float), 0, n))
 
     def gather(self, keys: np.ndarray, row_block: Callable[[slice], np.ndarray]) -> np.ndarray:
         """Return Σ_j X[j, h_j(key)] per key, with X's rows supplied block by block.
@@ -245,16 +255,18 @@ class Sketch:
         variance: np.ndarray,
         n: int,
         level: float = DEFAULT_LEVEL,
+        domain_pairs: float | None = None,
     ) -> Estimates:
         """Wrap counts and noise variances as Estimates, adding the collision term.
 
         The standard error also carries the expected hash-collision bias caused by the
-        other candidates, so intervals stay honest on skewed data when k is small as long
-        as the heavy values are among the candidates. f(f−1) is estimated without bias as
-        f̂² − f̂ − Var(f̂): squaring noisy estimates of rare values would inflate it.
+        other values: the candidates' (f(f−1) estimated without bias as f̂² − f̂ − Var(f̂):
+        squaring noisy estimates of rare values would inflate it), or, when larger, the
+        whole domain's as ``domain_pairs`` estimates it from the sums, so values nobody
+        asked about count too where the sketch can tell (olh).
         """
         pairs = estimate * estimate - estimate - variance
-        collisions = sketch_collision_variance(pairs, self.k, self.m)
+        collisions = sketch_collision_variance(pairs, self.k, self.m, domain_pairs)
         return Estimates.from_variance(list(values), estimate, variance + collisions, n, level)
 
 
