@@ -233,7 +233,7 @@ def test_over_buckets_is_the_exact_variance_when_devices_repeat_their_value(kind
     r0 = c0 - a0 * spread
     r1 = r0 + spread
     values = (True, False) if kind == "rr" else STRINGS[:4]
-    holders = dict(zip(values, (700, 300) if kind == "rr" else (400, 300, 200, 100)))
+    holders = dict(zip(values, (700, 300) if kind == "rr" else (400, 300, 200, 100), strict=True))
     devices = sum(holders.values())
 
     def device_variance(a: float) -> float:
