@@ -181,16 +181,29 @@ class Sketch:
             )
         check_shape(sums, self.k, self.m, repr(self))
         n = sums.total
-        gathered = self.gather(
-            self.keys(candidates), lambda rows: self.row_transform(sums.table[rows])
-        )
+        squares = np.zeros(1)  # Σ of X's squared cells, gathered with the rows (one pass)
+
+        def block_of(rows: slice) -> np.ndarray:
+            block = self.row_transform(sums.table[rows])
+            if self.second_moment:
+                cells = np.asarray(block, dtype=float).ravel()
+                squares[0] += cells @ cells
+            return block
+
+        gathered = self.gather(self.keys(candidates), block_of)
         estimate = self.debias(gathered, n)
         variance = self.noise_variance(n, np.clip(estimate, 0, n))
-        return self.finish(candidates, estimate, variance, n, level, self.domain_pairs(sums))
+        pairs = None
+        if self.second_moment:  # only then read the rows' report counts (a store query)
+            pairs = self.domain_pairs(np.asarray(sums.n), float(squares[0]))
+        return self.finish(candidates, estimate, variance, n, level, pairs)
 
-    def domain_pairs(self, sums: Sums) -> float | None:
-        """Return an unbiased estimate of Σ_d f(d)(f(d)−1) over the whole domain from the
-        sums alone (None: the sketch has none, and only the candidates' pairs count)."""
+    second_moment = False  # whether domain_pairs needs Σ of X's squares (olh)
+
+    def domain_pairs(self, rows_n: np.ndarray, squares: float) -> float | None:
+        """Return an unbiased estimate of Σ_d f(d)(f(d)−1) over the whole domain from each
+        row's report count and Σ of X's squared cells (None: the sketch has none, and only
+        the candidates' pairs count)."""
         return None
 
     def row_transform(self, block: np.ndarray) -> np.ndarray:
