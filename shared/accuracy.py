@@ -68,14 +68,18 @@ def olh_count_variance(n: int, count: np.ndarray | float, g: int, p: float) -> n
     return (count * p * (1 - p) + (n - count) * other * (1 - other)) / (p - other) ** 2
 
 
-def sketch_collision_variance(pairs: np.ndarray, k: int, m: int) -> np.ndarray:
+def sketch_collision_variance(
+    pairs: np.ndarray, k: int, m: int, domain_pairs: float | None = None
+) -> np.ndarray:
     """Return the mean square of each count's hash-collision bias (docs/design.md, hash collisions).
 
     With k fixed row hashes, another value d' lands in d's bucket in about k/m rows and its
     f(d') reports shift d's estimate by a fixed amount: a bias, not noise. Over hash
     families it has mean 0 and variance Σ_{d'≠d} f(d')(f(d')−1)/(k(m−1)). ``pairs`` holds
-    f(f−1) for each value known (true, or estimated without bias), so heavy values missing
-    from it are not accounted for. Larger k shrinks the term.
+    f(f−1) for each value known (true, or estimated without bias); ``domain_pairs``, when
+    given, estimates Σ_d f(d)(f(d)−1) over every value, so heavy values missing from
+    ``pairs`` count too (the larger of the two sums is used). Larger k shrinks the term.
     """
     pairs = np.asarray(pairs, dtype=float)
-    return np.maximum(pairs.sum() - pairs, 0.0) / (k * (m - 1))
+    total = pairs.sum() if domain_pairs is None else max(pairs.sum(), domain_pairs)
+    return np.maximum(total - pairs, 0.0) / (k * (m - 1))

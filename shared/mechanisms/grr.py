@@ -20,6 +20,7 @@ import numpy as np
 
 from shared.accuracy import grr_count_variance
 from shared.errors import ParameterError
+from shared.estimates import Estimates
 from shared.mechanisms import longitudinal
 from shared.mechanisms.base import (
     Mechanism,
@@ -184,6 +185,11 @@ class GeneralizedRandomizedResponse(DomainMechanism):
     def new_sums(self) -> GeneralizedRandomizedResponseSums:
         """Return an empty accumulator."""
         return GeneralizedRandomizedResponseSums(self.d)
+
+    def answer_variance(self, estimates: Estimates) -> np.ndarray:
+        """Return the noise variance of each answered count at its estimate."""
+        n = estimates.n
+        return self.count_variance(n, np.clip(np.asarray(estimates.estimate, float), 0, n))
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,10 @@ class Rerandomizable(Mechanism, Protocol):
         """Return one report re-randomized with ``threshold``."""
         ...
 
+    def answer_variance(self, estimates: Estimates) -> Any:
+        """Return the closed-form noise variance of each answered count at its estimate."""
+        ...
+
     def reflip_many(self, batch: Batch, threshold: int, rng: Rng = None) -> Batch:
         """Return a batch of reports, each re-randomized with ``threshold``."""
         ...
@@ -264,15 +268,22 @@ class Longitudinal:
         """Return estimates over ``buckets`` time buckets with honest intervals.
 
         Within a bucket each device sends at most one report per value, and devices are
-        independent. Across buckets a device's reports share its permanent response, so
-        they are not independent: Var(Σ_b X_b) ≤ B·Σ_b Var(X_b) (Cauchy–Schwarz), and the
-        standard errors are widened by √B: an upper bound whatever the devices report,
-        approached when every device reports the same value in every bucket with little
-        instantaneous noise.
+        independent. Across buckets a device's reports about one value share its permanent
+        response: the instantaneous noise is fresh per report, the permanent noise is not.
+        Two such reports X, X' have Cov(X, X') = Var(E[X | PRR]), the variance of the
+        permanent layer's own estimator (the composed estimator averages the instantaneous
+        flip out: E[f̂_composed | PRR] = f̂_permanent), and reports about different values
+        are independent (their permanent responses are drawn apart). Each report has at
+        most B − 1 partners, so Var(Σ_b f̂_b) ≤ Var_composed + (B − 1)·Var_permanent, both
+        the closed forms at the counts summed over buckets: an upper bound whatever the
+        devices report, reached when every device reports the same value in every bucket.
+        It is never wider than √B times the one-bucket SE, which ignores that the
+        instantaneous noise is independent.
         """
         if buckets <= 1:
             return estimates
-        variance = estimates.std_error**2 * buckets
+        shared = self.permanent.answer_variance(estimates)
+        variance = estimates.std_error**2 + (buckets - 1) * shared
         return Estimates.from_variance(
             list(estimates.values), estimates.estimate, variance, estimates.n, estimates.level
         )

@@ -178,6 +178,23 @@ class OptimizedLocalHashing(Sketch):
         """Turn each candidate's Σ_j C[j, h_j(d)] into an unbiased count."""
         return (gathered - n / self.g) / (self.p - 1.0 / self.g)
 
+    second_moment = True
+
+    def domain_pairs(self, rows_n: np.ndarray, squares: float) -> float:
+        """Return an unbiased estimate of Σ_d f(d)(f(d)−1) from the rows' second moment.
+
+        Two reports in row j land in one bucket with probability s = p² + (g−1)q² when they
+        hold one value, and 1/g (over the hash family) when they do not, so
+        Σ_y C[j, y]² − n_j − n_j(n_j−1)/g estimates (s − 1/g)·Σ_d f_j(d)(f_j(d)−1); rows
+        are drawn uniformly, so E[f_j(d)(f_j(d)−1)] = f(d)(f(d)−1)/k². ``squares`` is
+        Σ_j Σ_y C[j, y]², summed by ``estimate`` from the row blocks it reads anyway.
+        """
+        n_j = np.asarray(rows_n, dtype=float)
+        g = self.g
+        excess = squares - n_j.sum() - float(n_j @ (n_j - 1)) / g
+        same = self.p * self.p + (g - 1) * self.q * self.q
+        return float(self.k * excess / (same - 1.0 / g))
+
     def attack_success(self, domain_size: int) -> float:
         """Return the Bayes adversary's top-1 success over d values.
 

@@ -219,6 +219,14 @@ class RandomizedResponse(SingleRowMechanism):
         variance = np.full(len(wanted), rr_count_variance(n, yes_clipped, self.p11, self.p10))
         return Estimates.from_variance(wanted, estimate, variance, n, level)
 
+    def answer_variance(self, estimates: Estimates) -> np.ndarray:
+        """Return the noise variance of each answered count at its estimate (a False count
+        is n − yes, with the yes count's variance)."""
+        n = estimates.n
+        counts = np.asarray(estimates.estimate, float)
+        yes = np.where([bool(v) for v in estimates.values], counts, n - counts)
+        return rr_count_variance(n, np.clip(yes, 0, n), self.p11, self.p10)
+
 
 @dataclass(frozen=True)
 class RandomizedResponseParams(ParamsBase):

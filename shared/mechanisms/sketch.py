@@ -181,12 +181,30 @@ class Sketch:
             )
         check_shape(sums, self.k, self.m, repr(self))
         n = sums.total
-        gathered = self.gather(
-            self.keys(candidates), lambda rows: self.row_transform(sums.table[rows])
-        )
+        squares = np.zeros(1)  # Σ of X's squared cells, gathered with the rows (one pass)
+
+        def block_of(rows: slice) -> np.ndarray:
+            block = self.row_transform(sums.table[rows])
+            if self.second_moment:
+                cells = np.asarray(block, dtype=float).ravel()
+                squares[0] += cells @ cells
+            return block
+
+        gathered = self.gather(self.keys(candidates), block_of)
         estimate = self.debias(gathered, n)
         variance = self.noise_variance(n, np.clip(estimate, 0, n))
-        return self.finish(candidates, estimate, variance, n, level)
+        pairs = None
+        if self.second_moment:  # only then read the rows' report counts (a store query)
+            pairs = self.domain_pairs(np.asarray(sums.n), float(squares[0]))
+        return self.finish(candidates, estimate, variance, n, level, pairs)
+
+    second_moment = False  # whether domain_pairs needs Σ of X's squares (olh)
+
+    def domain_pairs(self, rows_n: np.ndarray, squares: float) -> float | None:
+        """Return an unbiased estimate of Σ_d f(d)(f(d)−1) over the whole domain from each
+        row's report count and Σ of X's squared cells (None: the sketch has none, and only
+        the candidates' pairs count)."""
+        return None
 
     def row_transform(self, block: np.ndarray) -> np.ndarray:
         """Return X's rows from a block of table rows (the identity unless overridden)."""
@@ -209,6 +227,11 @@ class Sketch:
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:
         """Return the privatization noise variance of each count's estimate."""
         raise NotImplementedError
+
+    def answer_variance(self, estimates: Estimates) -> np.ndarray:
+        """Return the noise variance of each answered count at its estimate (no collisions)."""
+        n = estimates.n
+        return self.noise_variance(n, np.clip(np.asarray(estimates.estimate, float), 0, n))
 
     def gather(self, keys: np.ndarray, row_block: Callable[[slice], np.ndarray]) -> np.ndarray:
         """Return Σ_j X[j, h_j(key)] per key, with X's rows supplied block by block.
@@ -245,16 +268,18 @@ class Sketch:
         variance: np.ndarray,
         n: int,
         level: float = DEFAULT_LEVEL,
+        domain_pairs: float | None = None,
     ) -> Estimates:
         """Wrap counts and noise variances as Estimates, adding the collision term.
 
         The standard error also carries the expected hash-collision bias caused by the
-        other candidates, so intervals stay honest on skewed data when k is small as long
-        as the heavy values are among the candidates. f(f−1) is estimated without bias as
-        f̂² − f̂ − Var(f̂): squaring noisy estimates of rare values would inflate it.
+        other values: the candidates' (f(f−1) estimated without bias as f̂² − f̂ − Var(f̂):
+        squaring noisy estimates of rare values would inflate it), or, when larger, the
+        whole domain's as ``domain_pairs`` estimates it from the sums, so values nobody
+        asked about count too where the sketch can tell (olh).
         """
         pairs = estimate * estimate - estimate - variance
-        collisions = sketch_collision_variance(pairs, self.k, self.m)
+        collisions = sketch_collision_variance(pairs, self.k, self.m, domain_pairs)
         return Estimates.from_variance(list(values), estimate, variance + collisions, n, level)
 
 

@@ -17,6 +17,7 @@ from client import Client
 from client.budget import device_key
 from client.client import _privatize
 from shared import TaskConfig
+from shared.accuracy import rr_count_variance
 from shared.codec import batch_body
 from shared.mechanisms.longitudinal import Longitudinal
 
@@ -113,7 +114,7 @@ def _ones(task: TaskConfig, answer: dict[str, Any]) -> float:
     return yes * (p11 - p10) + answer["n"] * p10
 
 
-def test_intervals_over_several_buckets_are_widened_for_shared_permanent_responses(
+def test_intervals_over_several_buckets_carry_the_shared_permanent_responses(
     server: Server,
 ) -> None:
     task = create_task(
@@ -137,5 +138,13 @@ def test_intervals_over_several_buckets_are_widened_for_shared_permanent_respons
     sums = plain.new_sums()
     ones = round(_ones(task, both))
     sums.load(np.array([2_000]), np.array([[ones]]))
-    independent = plain.estimate(sums).std_error[0]  # as if all 2,000 were independent
-    assert both["estimates"][0]["std_error"] == pytest.approx(independent * math.sqrt(2))
+    answer = plain.estimate(sums)
+    independent = answer.std_error[0]  # as if all 2,000 were independent
+    # Each report has one partner sharing its permanent response: their covariance is the
+    # permanent layer's own variance (rr at ε∞), at the yes count estimated.
+    permanent: Any = plain.permanent
+    yes = min(max(float(answer.estimate[0]), 0.0), 2_000.0)
+    shared = rr_count_variance(2_000, yes, permanent.p11, permanent.p10)
+    widened = both["estimates"][0]["std_error"]
+    assert widened == pytest.approx(math.sqrt(independent**2 + shared))
+    assert independent < widened < independent * math.sqrt(2)

@@ -250,3 +250,19 @@ def test_olh_estimates_are_unbiased_with_the_closed_form_variance() -> None:
     for group in (slice(0, HEAVY), slice(HEAVY, None)):
         part = Trials(trials.estimate[:, group], trials.ci_low[:, group], trials.ci_high[:, group])
         assert_accurate(part, truth[group], centre[group], variance[group])
+
+
+def test_olh_domain_pairs_estimate_the_whole_domains_collisions_without_bias() -> None:
+    """Σ_d f(d)(f(d)−1) from each row's Σ_y C[j, y]², over fresh hash families (seeded)."""
+    rng = np.random.default_rng(24)
+    values = [f"v{i}" for i in range(16) for _ in range(300)]
+    truth = 16 * 300 * 299
+    found = []
+    for _ in range(200):
+        olh = OptimizedLocalHashing(epsilon=1.0, k=64, hash_seed=int(rng.integers(0, 2**31)))
+        sums = olh.new_sums()
+        sums.add_many(olh.privatize_many(values, rng))
+        cells = sums.table.astype(float).ravel()
+        found.append(olh.domain_pairs(sums.n, float(cells @ cells)))
+    mean, se = float(np.mean(found)), float(np.std(found)) / math.sqrt(len(found))
+    assert abs(mean - truth) < 4 * se and se < 0.15 * truth

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -20,6 +20,8 @@ from shared import (
     RandomizedResponse,
     TaskConfig,
 )
+from shared.accuracy import grr_count_variance, rr_count_variance
+from shared.estimates import Estimates
 from shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
 from shared.randomness import SCALE, KeyedStream
 
@@ -211,6 +213,53 @@ def test_estimates_are_unbiased_with_the_closed_form_variance(kind: str) -> None
     spread, claimed = float(np.std(found)), float(np.mean(errors))
     assert abs(np.mean(found) - expected) < 4 * claimed / math.sqrt(300)
     assert spread == pytest.approx(claimed, rel=0.15)
+
+
+@pytest.mark.parametrize("kind", ["rr", "grr"])
+def test_over_buckets_is_the_exact_variance_when_devices_repeat_their_value(kind: str) -> None:
+    """B reports per device of one value: the variance of the summed estimate enumerated.
+
+    A report hits the candidate with probability r1 if the permanent response does, r0 if
+    not, and the permanent response does with probability a (a1 for a holder of the
+    candidate, a0 otherwise): Var(Σ_b X_b) = B·E[r(1−r)] + B²·(r1 − r0)²·a(1−a).
+    """
+    buckets = 5
+    mechanism = longitudinal(kind, 2.0, flip=0.2)
+    permanent, instant = cast(Any, mechanism.permanent), cast(Any, mechanism.instant)
+    names = ("p11", "p10") if kind == "rr" else ("p", "q")
+    a1, a0 = (getattr(permanent, name) for name in names)
+    c1, c0 = (getattr(instant, name) for name in names)
+    spread = (c1 - c0) / (a1 - a0)  # r1 − r0
+    r0 = c0 - a0 * spread
+    r1 = r0 + spread
+    values = (True, False) if kind == "rr" else STRINGS[:4]
+    holders = dict(zip(values, (700, 300) if kind == "rr" else (400, 300, 200, 100), strict=True))
+    devices = sum(holders.values())
+
+    def device_variance(a: float) -> float:
+        irr = a * r1 * (1 - r1) + (1 - a) * r0 * (1 - r0)
+        return buckets * irr + buckets**2 * spread**2 * a * (1 - a)
+
+    exact = [
+        (holders[v] * device_variance(a1) + (devices - holders[v]) * device_variance(a0))
+        / (c1 - c0) ** 2
+        for v in values
+    ]
+    reports = devices * buckets
+    counts = np.array([holders[v] * buckets for v in values], dtype=float)
+    one_report_each = Estimates.from_variance(
+        list(values), counts, _composed_variance(kind, instant, reports, counts), reports
+    )
+    widened = mechanism.over_buckets(one_report_each, buckets)
+    assert widened.std_error**2 == pytest.approx(exact, rel=1e-9)
+    assert np.all(widened.std_error < one_report_each.std_error * math.sqrt(buckets))
+
+
+def _composed_variance(kind: str, instant: Any, n: int, counts: np.ndarray) -> np.ndarray:
+    """Return the one-bucket closed form (what ``estimate`` answers at these counts)."""
+    if kind == "rr":
+        return np.full(len(counts), rr_count_variance(n, counts[0], instant.p11, instant.p10))
+    return grr_count_variance(n, counts, instant.p, instant.q)
 
 
 @pytest.mark.parametrize(

@@ -81,3 +81,25 @@ def test_a_discovery_is_judged_on_the_coverage_of_its_reliable_rows() -> None:
     assert row["se_over_sd"] is None and row["worst_z"] is None  # shown as a dash
     assert row["unreliable"] < 1.0 and row["reliable_coverage"] >= 0.85, row
     assert row["ok"] in ("yes", "≈")
+
+
+@pytest.mark.parametrize(
+    ("kind", "population", "devices"),
+    [
+        # Collisions of values nobody asked about: g = 3 buckets per row at ε = 1, k = 64.
+        ("olh", "uniform", 10_000),
+        # Reports sharing a permanent response: the instantaneous noise is fresh per bucket.
+        (f"rr+longitudinal ×{REPEATS} buckets", "p=0.05", 2_000),
+        (f"cms+longitudinal ×{REPEATS} buckets", "point mass", 2_000),
+    ],
+)
+def test_seeded_runs_that_once_missed_are_honest(kind: str, population: str, devices: int) -> None:
+    """150 seeded runs: olh's SE once left out the collisions of values not asked (SE/SD
+    0.75), and the longitudinal SEs over buckets were widened by √B (SE/SD 1.2 to 2)."""
+    rng = np.random.default_rng(29)
+    case = next(c for c in cases(devices, rng) if c.kind == kind and c.population == population)
+    runs = coverage.run_case(case, 150, rng)
+    row = coverage.summarize(runs, range(len(runs.names)))
+    assert 0.91 <= row["coverage"] <= 0.985, row
+    assert row["worst_z"] < 0.35, row
+    assert 0.88 <= row["se_over_sd"] <= 1.12, row
