@@ -2,9 +2,27 @@
 
 It stores exact integer sums of the reports per task, time bucket and sketch row, and
 answers debiased frequency estimates with confidence intervals. Build the app with
-:func:`create_app`; run it with ``ldp-aggregator serve`` (granian) or ``aggregator.wsgi``.
+:func:`create_app`; run it with ``ldp-aggregator serve`` (granian) or
+``aggregator.serving.wsgi``. Packages: ``core`` (no web framework), ``store``, ``api``
+(Flask), ``serving``, ``dashboard``, ``cli``, ``shuffler``, ``batch``
+(docs/architecture.md).
 """
 
-from aggregator.factory import create_app
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aggregator.api.factory import create_app
 
 __all__ = ["create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from aggregator import create_app` loads Flask only when asked, so that
+    # `import aggregator.core` (or store, batch) stays framework-free.
+    if name == "create_app":
+        from aggregator.api.factory import create_app
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

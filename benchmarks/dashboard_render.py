@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from aggregator import create_app, estimates, heavy_hitters
-from aggregator.query import Window
+from aggregator import create_app
+from aggregator.api import estimates, heavy_hitters
+from aggregator.core.query import Window
 from aggregator.store import StoredTask, get_store
 from shared import Envelope, TaskConfig, new_report_id
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from aggregator.archive import reports_table
-from aggregator.batch import run
+from aggregator.batch.archive import reports_table
+from aggregator.batch.job import run
 from shared import TaskConfig
 
 DAY = 86_400

@@ -108,9 +108,9 @@ def estimates(
     sums: str | None,
 ) -> None:
     """Print a task's estimated counts with standard errors and confidence intervals."""
-    from aggregator.config import DEFAULTS
-    from aggregator.estimates import answer
-    from aggregator.query import parse_candidates
+    from aggregator.api.estimates import answer
+    from aggregator.core.config import DEFAULTS
+    from aggregator.core.query import parse_candidates
 
     listed = list(candidates)
     if candidates_file is not None:
@@ -160,7 +160,7 @@ def heavy_hitters(
     sums: str | None,
 ) -> None:
     """Print a task's most frequent strings, found without candidates (e.g. an hh task)."""
-    from aggregator.heavy_hitters import answer
+    from aggregator.api.heavy_hitters import answer
 
     window = _window(start, end, level)
     if sums is not None:  # a sums file (aggregator.batch, export): no database
@@ -185,7 +185,7 @@ def heavy_hitters(
 
 def _sums_file(path: str, task_id: str) -> Any:
     try:
-        from aggregator.archive import SumsFile
+        from aggregator.batch.archive import SumsFile
 
         source = SumsFile(path)
     except ImportError:
@@ -202,7 +202,7 @@ def _sums_file(path: str, task_id: str) -> Any:
 
 
 def _window(start: int | None, end: int | None, level: float) -> Any:
-    from aggregator.query import Window
+    from aggregator.core.query import Window
 
     if start is not None and end is not None and start >= end:
         raise click.BadParameter(f"--from ({start}) must be before --to ({end})")
@@ -211,7 +211,7 @@ def _window(start: int | None, end: int | None, level: float) -> Any:
 
 def _run(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run a query; a problem the HTTP API would answer becomes the command's error."""
-    from aggregator.problems import ApiError
+    from aggregator.core.problems import ApiError
 
     try:
         return work()

@@ -100,7 +100,7 @@ def _export_reports(task_id: str, output: str | None) -> None:
     if output is None:
         raise click.UsageError("--reports needs --output FOLDER")
     try:
-        from aggregator.archive import write_archive
+        from aggregator.batch.archive import write_archive
     except ImportError:
         raise click.ClickException(
             "--reports needs the [parquet] extra: pip install 'ldp-telemetry[server,parquet]'"
@@ -135,9 +135,9 @@ def _sum_records(task: Any) -> Iterator[dict[str, Any]]:
 def _estimate_records(
     task: Any, candidates: list[str] | None, limit: int
 ) -> Iterator[dict[str, Any]]:
-    from aggregator.estimates import answer
-    from aggregator.problems import ApiError
-    from aggregator.query import Window, parse_candidates
+    from aggregator.api.estimates import answer
+    from aggregator.core.problems import ApiError
+    from aggregator.core.query import Window, parse_candidates
     from aggregator.store import get_store
 
     checked = parse_candidates(task, candidates, limit) if candidates else None
@@ -197,7 +197,7 @@ def _write_parquet(
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from aggregator.archive import TASK_KEY
+        from aggregator.batch.archive import TASK_KEY
     except ImportError:
         raise click.ClickException(
             "--format parquet needs the [parquet] extra: pip install "

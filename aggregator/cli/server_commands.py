@@ -41,7 +41,7 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
     app = open_app(db)  # creates the database and its schema before the workers start
     db = str(app.config["DATABASE"])
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from aggregator.metrics import claim_run_dir, metrics_root
+        from aggregator.core.metrics import claim_run_dir, metrics_root
         from aggregator.store.backends import split_url
 
         # Off the database's file system (a full disk there must not kill the workers), one
@@ -57,7 +57,7 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
     # are read as JSON.
     os.environ["LDP_SECRET_KEY"] = json.dumps(str(app.config["SECRET_KEY"]))
     os.environ["LDP_WORKERS"] = str(workers)  # each worker takes 1/N of the upload quota
-    argv = serving.command(server, "aggregator.wsgi:app", host, port, workers)
+    argv = serving.command(server, "aggregator.serving.wsgi:app", host, port, workers)
     click.echo(
         f"ldp-aggregator: serving on http://{host}:{port} with {workers} {server} "
         f"worker(s), database {db}\n  admin/analyst tokens: ldp-aggregator "

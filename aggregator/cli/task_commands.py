@@ -80,9 +80,9 @@ def mechanism_options(command: Any) -> Any:
 )
 def create_task(**options: Any) -> None:
     """Create a task and print its public configuration as JSON."""
-    from aggregator.problems import ApiError
+    from aggregator.api.tasks import build_task, created_body
+    from aggregator.core.problems import ApiError
     from aggregator.store import TaskExists, get_store
-    from aggregator.tasks import build_task, created_body
 
     params = {key: value for key, value in options.items() if value not in (None, False)}
     for name, option in all_options().items():

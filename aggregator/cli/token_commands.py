@@ -13,8 +13,8 @@ import json
 
 import click
 
-from aggregator.auth import ROLES
 from aggregator.cli.context import database_option, open_app
+from aggregator.core.auth import ROLES
 from aggregator.store.interface import StoredToken
 
 ID_DIGITS = 12
@@ -30,7 +30,7 @@ def tokens() -> None:
 @click.option("--role", required=True, type=click.Choice(ROLES))
 def create_token(role: str) -> None:
     """Print a new token once; only its SHA-256 is stored."""
-    from aggregator.auth import hash_token, new_token
+    from aggregator.core.auth import hash_token, new_token
     from aggregator.store import get_store
 
     token = new_token()
@@ -85,7 +85,7 @@ def revoke_token(token_id: str) -> None:
 @click.argument("token_id")
 def rotate_token(token_id: str) -> None:
     """Print a new token with the same role, then revoke the old one."""
-    from aggregator.auth import hash_token, new_token
+    from aggregator.core.auth import hash_token, new_token
     from aggregator.store import get_store
 
     with open_app().app_context():

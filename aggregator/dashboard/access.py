@@ -1,8 +1,8 @@
 """Who may see the dashboard: a login with the analyst (or admin) token, a session, CSRF.
 
-The login form takes a token and checks it with :func:`aggregator.auth.role_of`, as the API
+The login form takes a token and checks it with :func:`aggregator.core.auth.role_of`, as the API
 does. The session (Flask's cookie, signed with ``SECRET_KEY``; Secure, HttpOnly, SameSite
-and limited to ``/dashboard``, see :mod:`aggregator.config`) keeps the token's SHA-256 —
+and limited to ``/dashboard``, see :mod:`aggregator.core.config`) keeps the token's SHA-256 —
 the form the store keeps it in, never the token — and each request looks its role up again,
 so revoking a token (``ldp-aggregator tokens revoke``) ends its dashboard sessions too.
 
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, abort, request, session
 
-from aggregator.auth import hash_token, role_of_digest
+from aggregator.core.auth import hash_token, role_of_digest
 
 ROLES = ("analyst", "admin")  # roles that may look; an admin token works wherever an analyst's does
 CSRF_FIELD = "csrf_token"

@@ -1,8 +1,8 @@
 """What the pages show, computed by the JSON API's own functions (no second estimator).
 
-Estimates come from :func:`aggregator.estimates.answer` (over the chosen range, and once per
+Estimates come from :func:`aggregator.api.estimates.answer` (over the chosen range, and once per
 time bucket for the lines over time), discovered strings from
-:func:`aggregator.heavy_hitters.answer`, report counts from the store's sums (the ``n`` the
+:func:`aggregator.api.heavy_hitters.answer`, report counts from the store's sums (the ``n`` the
 API answers), the planner's figures from :func:`shared.mechanisms.registry.plan` (as
 ``ldp-aggregator tasks plan``). Ingest and rejection counts exist only as Prometheus
 counters of the running collector: they are read from there and labelled as such.
@@ -21,9 +21,9 @@ from typing import Any
 from flask import current_app
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 
-from aggregator import estimates, heavy_hitters
-from aggregator.problems import ApiError
-from aggregator.query import Window
+from aggregator.api import estimates, heavy_hitters
+from aggregator.core.problems import ApiError
+from aggregator.core.query import Window
 from aggregator.store import get_store
 from shared import ParameterError, TaskConfig
 
@@ -196,7 +196,7 @@ class Answers:
 def estimate(
     config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
 ) -> dict[str, Any]:
-    """Return :func:`aggregator.estimates.answer` for the window (reused while exact).
+    """Return :func:`aggregator.api.estimates.answer` for the window (reused while exact).
 
     The answer's ``anomaly`` also counts the window's refused reports, which do not
     change n: their count is part of the question.

@@ -1,8 +1,8 @@
 """The task page's GET form: candidates, a UTC time range and a confidence level.
 
 Each field is parsed into what the JSON API takes, then checked by the API's own parsers
-(:func:`aggregator.query.parse_window`, :func:`aggregator.query.parse_candidates`,
-:func:`aggregator.query.check_cost`), so the page refuses exactly what the API refuses, with
+(:func:`aggregator.core.query.parse_window`, :func:`aggregator.core.query.parse_candidates`,
+:func:`aggregator.core.query.check_cost`), so the page refuses exactly what the API refuses, with
 the same words.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 from flask import current_app
 
-from aggregator.problems import ApiError
-from aggregator.query import Window, check_cost, parse_candidates, parse_window
+from aggregator.core.problems import ApiError
+from aggregator.core.query import Window, check_cost, parse_candidates, parse_window
 from shared import TaskConfig
 
 

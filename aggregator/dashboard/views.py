@@ -22,10 +22,10 @@ from flask import (
 )
 from werkzeug.exceptions import HTTPException
 
+from aggregator.api.tasks import find_task
+from aggregator.core.problems import ApiError
 from aggregator.dashboard import access, charts, figures, forms
-from aggregator.problems import ApiError
 from aggregator.store import get_store
-from aggregator.tasks import find_task
 from shared.estimates import z_value
 from shared.mechanisms.registry import plan
 

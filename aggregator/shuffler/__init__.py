@@ -5,7 +5,7 @@ durable SQLite spool (:mod:`.spool`) and forwards each task's reports per time b
 batches drawn from at least ``batch_min`` distinct uploads, in a CSPRNG order, stripped of
 every header, address, arrival time and upload boundary, under its own token
 (:mod:`.forwarder`). The collector records each batch's size; estimates then state the
-central epsilon the shuffle buys (aggregator.central, shared.shuffling_accountant).
+central epsilon the shuffle buys (aggregator.core.central, shared.shuffling_accountant).
 
 It lives in the aggregator package because it ships with the server (same extra, same
 ``ldp-aggregator`` command, same body parsing and problem answers) and is run by the same

@@ -20,9 +20,9 @@ from typing import Any
 import requests
 from flask import Flask, Response, request
 
-from aggregator import problems
-from aggregator.body import decode_json
-from aggregator.problems import ApiError
+from aggregator.core import problems
+from aggregator.core.body import decode_json
+from aggregator.core.problems import ApiError
 from aggregator.shuffler.forwarder import Forwarder, session_with_retries
 from aggregator.shuffler.spool import Report, Spool
 from shared import DecodeError, Rejection

@@ -13,7 +13,7 @@ import os
 
 from flask import Flask, Response, current_app
 
-from aggregator.problems import ApiError, error_response
+from aggregator.core.problems import ApiError, error_response
 from aggregator.store.backends import open_store
 from aggregator.store.interface import (
     ShuffledBatch,

@@ -89,7 +89,7 @@ class SumsView(Protocol):
 
 
 class SumsSource(Protocol):
-    """Where estimators read sums from: the store, or a sums file (aggregator.archive)."""
+    """Where estimators read sums from: the store, or a sums file (aggregator.batch.archive)."""
 
     def read_sums(
         self, task: TaskConfig, start: int | None, end: int | None
@@ -124,7 +124,7 @@ class Store(Protocol):
     def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
         """Add every upload's reports whose id was not seen before, all in one transaction.
 
-        Group commit (aggregator.store.group_commit) hands several uploads over at once.
+        Group commit (aggregator.core.group_commit) hands several uploads over at once.
         An id is counted once: seen before, or in an earlier upload of the same call, it is
         a replay. Return, per upload, its replayed ids. All or nothing: on an error no
         upload was stored.

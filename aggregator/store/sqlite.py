@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from aggregator.metrics import STORE_LOCK_WAIT
+from aggregator.core.metrics import STORE_LOCK_WAIT
 from aggregator.store import shuffled
 from aggregator.store.interface import (
     ShuffledBatch,

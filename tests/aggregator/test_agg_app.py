@@ -93,7 +93,7 @@ def test_analyst_token_cannot_create_tasks(client: FlaskClient) -> None:
 
 def test_stored_tokens_work_and_only_their_hash_is_kept(sqlite_app: Flask) -> None:
     app = sqlite_app  # the bytes on disk are read: a file
-    from aggregator.auth import hash_token
+    from aggregator.core.auth import hash_token
     from aggregator.store import get_store
 
     with app.app_context():

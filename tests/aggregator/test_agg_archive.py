@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 from flask import Flask
 
-from aggregator.archive import archive_files, task_of
-from aggregator.batch import run as run_batch
+from aggregator.batch.archive import archive_files, task_of
+from aggregator.batch.job import run as run_batch
 from aggregator.cli import main
 from aggregator.store import get_store
 from shared import Envelope, TaskConfig, new_report_id

@@ -8,8 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from aggregator import create_app
-from aggregator.auth import hash_token, role_of
 from aggregator.cli import main
+from aggregator.core.auth import hash_token, role_of
 
 
 def run(db: Path, *args: str) -> tuple[int, str]:

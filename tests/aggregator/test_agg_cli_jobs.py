@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from aggregator import create_app
-from aggregator.auth import hash_token, role_of
 from aggregator.cli import main
+from aggregator.core.auth import hash_token, role_of
 from aggregator.store import get_store
 from shared import Envelope, TaskConfig, new_report_id
 
@@ -95,7 +95,7 @@ def test_serve_takes_db_after_the_command(tmp_path: Path, monkeypatch: pytest.Mo
     db = tmp_path / "serve.sqlite3"
     code, out = run("serve", "--db", str(db), "--port", "0")
     assert code == 0, out
-    assert db.exists() and calls and "aggregator.wsgi:app" in " ".join(calls[0])
+    assert db.exists() and calls and "aggregator.serving.wsgi:app" in " ".join(calls[0])
     assert json.loads(os.environ["LDP_DATABASE"]) == str(db)
 
 

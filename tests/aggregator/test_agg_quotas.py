@@ -10,7 +10,7 @@ from agg_reports import envelopes, payloads
 from agg_server import ADMIN, bearer
 
 from aggregator import create_app
-from aggregator.quotas import Quotas, init_app
+from aggregator.core.quotas import Quotas, init_app
 from shared import TaskConfig, encode_batch
 
 

@@ -206,7 +206,7 @@ def test_a_crash_loop_does_not_end_the_server(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "aggregator.granian_conf",
+                "aggregator.serving.granian_conf",
                 "--port",
                 str(port),
                 "crashing_app:app",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
 
-from aggregator.admission import admit
+from aggregator.core.admission import admit
 from aggregator.store import StoredTask
 from aggregator.store.folding import fold, fold_parts
 from aggregator.store.sqlite import SqliteStore

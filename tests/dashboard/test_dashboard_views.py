@@ -18,8 +18,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from aggregator import create_app
-from aggregator.auth import hash_token
 from aggregator.cli import main as cli
+from aggregator.core.auth import hash_token
 from aggregator.dashboard import access, svg
 from aggregator.store import get_store
 from demo.dashboard import envelopes

@@ -8,9 +8,9 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from aggregator.auth import hash_token, new_token, require_role
-from aggregator.body import json_body
-from aggregator.problems import ApiError
+from aggregator.core.auth import hash_token, new_token, require_role
+from aggregator.core.body import json_body
+from aggregator.core.problems import ApiError
 from aggregator.store import Store, StoredTask, TaskExists, get_store
 from shared import LdpError, TaskConfig
 from shared.contract import CACHE_CONTROL

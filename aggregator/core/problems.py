@@ -69,7 +69,7 @@ def error_response(error: ApiError) -> Response:
 
 def problem_parts(error: ApiError) -> tuple[int, list[tuple[str, str]], bytes]:
     """Return an ApiError's answer as (status, headers, body), framework-free (the fast
-    upload path in aggregator.rsgi_bridge answers with these same bytes)."""
+    upload path in aggregator.serving.rsgi_bridge answers with these same bytes)."""
     body = problem(error.status, error.code, error.detail, _title(error.code), **error.extra)
     headers = [("Content-Type", PROBLEM_MEDIA_TYPE), *error.headers.items()]
     return error.status, headers, stdlib_json.dumps(body).encode()

@@ -54,13 +54,13 @@ DEFAULTS: dict[str, object] = {
     # bytes pass this (or before an estimate): larger means fewer row rewrites.
     "STAGED_BYTES": 8 * 1024 * 1024,
     # Upload quota per task, in reports: a token bucket refilled at QUOTA_RATE per second
-    # holding up to QUOTA_BURST (aggregator/quotas.py; split among the workers). 0: off.
+    # holding up to QUOTA_BURST (aggregator/core/quotas.py; split among the workers). 0: off.
     "QUOTA_RATE": 100_000,
     "QUOTA_BURST": 1_000_000,
     # Group commit: each worker's writer commits the uploads waiting for it in one
     # transaction, at most this many reports, after waiting at most this long (ms) for more
     # once the first arrived. 0 ms adds no latency: uploads that arrive while a transaction
-    # runs share the next one (aggregator/store/group_commit.py).
+    # runs share the next one (aggregator/core/group_commit.py).
     "GROUP_COMMIT_REPORTS": 10_000,
     "GROUP_COMMIT_WAIT_MS": 0,
     # Seconds between two collections of expired report ids (per process).

@@ -4,7 +4,7 @@ Three models, chosen with ``serve --server`` (the benchmark runs its no-op app t
 same command lines, so a ceiling and a collector figure share every setting):
 
 - ``granian`` (default): a Rust HTTP server (hyper + tokio) that parses requests outside
-  Python, running the app behind :mod:`aggregator.rsgi_bridge`. Idle and slow connections
+  Python, running the app behind :mod:`aggregator.serving.rsgi_bridge`. Idle and slow connections
   cost a tokio task or an await, never a Python thread: a request reaches the app's thread
   pool only once its headers and body are complete. Chosen by measurement (README).
 - ``granian-wsgi``: granian's own WSGI interface; faster per request, but the app's threads
@@ -42,7 +42,7 @@ BACKLOG = 2048
 # estimates of 10,000 candidates on k = 65,536), on the loop one estimate stalled every
 # upload of its worker for seconds (p99 8.6 -> 91.6 ms, max 6.8 s). Uploads take the
 # bridge's fast path: checked on the loop, committed by the worker's group-commit writer
-# thread (aggregator/store/group_commit.py). An app without the fast path (the
+# thread (aggregator/core/group_commit.py). An app without the fast path (the
 # benchmark's no-op) runs on the loop.
 APP_THREADS = 2
 MAX_CONNECTIONS = 1000  # gunicorn gthread: open client connections per worker
@@ -62,7 +62,7 @@ def command(server: str, target: str, host: str, port: int, workers: int) -> lis
         return [
             sys.executable,
             "-m",
-            "aggregator.granian_conf",
+            "aggregator.serving.granian_conf",
             "--host",
             host,
             "--port",
@@ -79,7 +79,7 @@ def command(server: str, target: str, host: str, port: int, workers: int) -> lis
         "-m",
         "gunicorn",
         "--config",
-        "python:aggregator.gunicorn_conf",
+        "python:aggregator.serving.gunicorn_conf",
         "--worker-class",
         server,
         "--bind",

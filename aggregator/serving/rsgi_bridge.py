@@ -10,7 +10,7 @@ requests of a worker wait for their bodies, a newcomer's body gets ``CROWDED_BOD
 hundreds of connections that send headers and never a body cannot hold the worker.
 
 Uploads (``POST /v1/tasks/<task_id>/reports``) of the collector take a fast path: the
-bridge runs :class:`aggregator.intake.Intake` itself, without Flask's per-request
+bridge runs :class:`aggregator.core.intake.Intake` itself, without Flask's per-request
 machinery, and awaits the group commit on the loop, so while one upload's transaction
 runs the loop goes on reading and checking others, which join the next transaction. The
 answers are byte for byte those of the Flask view (same code, same problem documents).
@@ -41,10 +41,10 @@ from typing import Any
 from granian.rsgi import ProtocolClosed, ProtocolError
 
 from aggregator import serving
-from aggregator.intake import EXTENSION as INTAKE
-from aggregator.intake import ROUTE, Headers, Intake
-from aggregator.metrics import ABORTED, observe_request
-from aggregator.problems import ApiError, internal_error, problem_parts
+from aggregator.core.intake import EXTENSION as INTAKE
+from aggregator.core.intake import ROUTE, Headers, Intake
+from aggregator.core.metrics import ABORTED, observe_request
+from aggregator.core.problems import ApiError, internal_error, problem_parts
 from aggregator.store import StoreUnavailable, unavailable_error
 from shared.contract import PROTOCOL_HEADER, problem
 
@@ -270,7 +270,7 @@ def import_app(target: str) -> Any:
 def load(target: str) -> RsgiBridge:
     """Import ``module:attribute`` (a WSGI app) and wrap it; granian's target loader.
 
-    The collector's app carries its :class:`~aggregator.intake.Intake`: its uploads take the
+    The collector's app carries its :class:`~aggregator.core.intake.Intake`: its uploads take the
     fast path. Any other WSGI app (the benchmark's no-op) is served as it is.
     """
     app = import_app(target)

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from aggregator.problems import ApiError
+from aggregator.core.problems import ApiError
 from shared import ParameterError, TaskConfig
 from shared.estimates import DEFAULT_LEVEL
 

@@ -11,13 +11,13 @@ from typing import Any
 
 from flask import Blueprint
 
-from aggregator.auth import require_role
-from aggregator.body import json_body
-from aggregator.estimates import check_min_batch
-from aggregator.problems import ApiError
-from aggregator.query import Window, invalid, parse_window
+from aggregator.api.estimates import check_min_batch
+from aggregator.api.tasks import find_task
+from aggregator.core.auth import require_role
+from aggregator.core.body import json_body
+from aggregator.core.problems import ApiError
+from aggregator.core.query import Window, invalid, parse_window
 from aggregator.store import SumsSource, get_store
-from aggregator.tasks import find_task
 from shared import ParameterError, TaskConfig
 
 bp = Blueprint("heavy_hitters", __name__, url_prefix="/v1/tasks")

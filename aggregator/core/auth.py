@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from flask import Flask, current_app, request
 
-from aggregator.problems import ApiError
+from aggregator.core.problems import ApiError
 from aggregator.store import get_store
 
 # A shuffler token (aggregator.shuffler) only forwards shuffled batches: nothing else.

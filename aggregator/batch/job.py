@@ -20,7 +20,6 @@ this machine; ``--scheduler`` sends it to any running dask.distributed scheduler
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -87,7 +86,7 @@ def fold_file(path: str) -> Partial:
     """Return the sums of one archive file (on a worker), a row group at a time."""
     import pyarrow.parquet as pq
 
-    from aggregator.archive import table_reports, task_of
+    from aggregator.batch.archive import table_reports, task_of
 
     task = task_of(path)
     mechanism = task.mechanism_object
@@ -139,7 +138,7 @@ def run(
     import pyarrow.parquet as pq
     from dask.distributed import Client, LocalCluster
 
-    from aggregator.archive import archive_files, task_of, write_sums
+    from aggregator.batch.archive import archive_files, task_of, write_sums
 
     files = archive_files(archive, task_id)
     if not files:
@@ -189,13 +188,3 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"{reports} reports summed into {rows} sums rows in {seconds:.1f} s -> {args.output}")
     return 0
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except ModuleNotFoundError as error:  # dask or pyarrow: the [batch] extra
-        sys.exit(
-            f"python -m aggregator.batch needs the [batch] extra ({error}): "
-            "pip install 'ldp-telemetry[server,batch]'"
-        )

@@ -7,13 +7,13 @@ from typing import Any
 
 from flask import Blueprint, current_app
 
-from aggregator.auth import require_role
-from aggregator.body import json_body
-from aggregator.central import central_fields
-from aggregator.problems import ApiError
-from aggregator.query import Window, check_cost, check_scan, parse_query
+from aggregator.api.tasks import find_task
+from aggregator.core.auth import require_role
+from aggregator.core.body import json_body
+from aggregator.core.central import central_fields
+from aggregator.core.problems import ApiError
+from aggregator.core.query import Window, check_cost, check_scan, parse_query
 from aggregator.store import SumsSource, SumsView, get_store
-from aggregator.tasks import find_task
 from shared import TaskConfig
 from shared.estimates import Estimates
 from shared.mechanisms import poisoning

@@ -1,10 +1,10 @@
 """Uploads: check a batch, count its new reports once, answer after the commit.
 
-Framework-free, so both doors in run the same code: the Flask view (aggregator.ingest,
-under gunicorn and in tests) and the RSGI bridge's fast path (aggregator.rsgi_bridge),
+Framework-free, so both doors in run the same code: the Flask view (aggregator.api.ingest,
+under gunicorn and in tests) and the RSGI bridge's fast path (aggregator.serving.rsgi_bridge),
 which skips Flask's per-request machinery (request context, routing, response objects:
 most of a small upload's cost, measured) and awaits the commit on the event loop.
-Reports are handed to the process's :class:`~aggregator.store.group_commit.GroupCommitter`.
+Reports are handed to the process's :class:`~aggregator.core.group_commit.GroupCommitter`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aggregator.admission import admit
-from aggregator.auth import check_upload_key, parse_bearer
-from aggregator.body import decode_json
-from aggregator.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
-from aggregator.problems import ApiError
-from aggregator.quotas import Quotas, charge
+from aggregator.api.tasks import find_task
+from aggregator.core.admission import admit
+from aggregator.core.auth import check_upload_key, parse_bearer
+from aggregator.core.body import decode_json
+from aggregator.core.group_commit import GroupCommitter
+from aggregator.core.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
+from aggregator.core.problems import ApiError
+from aggregator.core.quotas import Quotas, charge
 from aggregator.store import Store, Upload
-from aggregator.store.group_commit import GroupCommitter
-from aggregator.tasks import find_task
 from shared import DecodeError, Rejection, decode_batch
 from shared.contract import PROTOCOL_HEADER, replays, speaks, upload_answer
 from shared.task import PROTOCOL_VERSION

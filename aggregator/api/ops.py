@@ -7,9 +7,9 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from aggregator import metrics
-from aggregator.openapi import document
-from aggregator.problems import ApiError
+from aggregator.api.openapi import document
+from aggregator.core import metrics
+from aggregator.core.problems import ApiError
 from aggregator.store import get_store
 
 bp = Blueprint("ops", __name__)

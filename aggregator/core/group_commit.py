@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from aggregator.metrics import GROUP_REPORTS, GROUP_UPLOADS
+from aggregator.core.metrics import GROUP_REPORTS, GROUP_UPLOADS
 from aggregator.store.interface import Store, StoreUnavailable, Upload
 
 log = logging.getLogger(__name__)

@@ -46,7 +46,7 @@ REQUESTS = Histogram(
     "Time to answer a request.",
     ["endpoint", "method", "status"],
 )
-# Requests that ended without a complete exchange (aggregator.rsgi_bridge): a client that
+# Requests that ended without a complete exchange (aggregator.serving.rsgi_bridge): a client that
 # closed or broke its connection mid-body, a body that did not arrive in time, an answer
 # the client was no longer there to take. The client's problem, counted, never logged.
 ABORTED = Counter(
@@ -54,7 +54,7 @@ ABORTED = Counter(
     "Requests ended by the client's connection, by reason.",
     ["reason"],
 )
-# Group commit (aggregator.store.group_commit): how much each store transaction carried.
+# Group commit (aggregator.core.group_commit): how much each store transaction carried.
 GROUP_UPLOADS = Histogram(
     "ldp_group_commit_uploads",
     "Uploads committed by one store transaction.",

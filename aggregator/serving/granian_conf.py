@@ -1,6 +1,6 @@
 """Run a WSGI app under granian with the limits of :mod:`aggregator.serving`.
 
-``python -m aggregator.granian_conf --host H --port P --workers N module:app`` is what
+``python -m aggregator.serving.granian_conf --host H --port P --workers N module:app`` is what
 ``ldp-aggregator serve`` (default server) executes. SIGTERM or SIGINT stop accepting
 connections and let every in-flight request finish (its upload commits and is answered)
 before the workers exit; a worker still busy after ``GRACEFUL_SECONDS`` is killed.
@@ -27,7 +27,8 @@ from granian.http import HTTP1Settings
 from granian.log import LogLevels
 from granian.server import MPServer
 
-from aggregator import rsgi_bridge, serving
+from aggregator import serving
+from aggregator.serving import rsgi_bridge
 
 
 def build(target: str, host: str, port: int, workers: int, wsgi: bool) -> MPServer:
@@ -35,7 +36,7 @@ def build(target: str, host: str, port: int, workers: int, wsgi: bool) -> MPServ
     ``target``, with every client-facing limit explicit.
 
     ``wsgi``: granian's own WSGI interface, whose app threads read the body (a dribbled
-    body holds one); otherwise the app runs behind :mod:`aggregator.rsgi_bridge`.
+    body holds one); otherwise the app runs behind :mod:`aggregator.serving.rsgi_bridge`.
     """
     return MPServer(
         target,
@@ -88,7 +89,7 @@ def _load_wsgi(target: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m aggregator.granian_conf")
+    parser = argparse.ArgumentParser(prog="python -m aggregator.serving.granian_conf")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=1)
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
                 break
     finally:
         # Remove the metrics folder if `serve` created it for this run (after kill -9 the
-        # next `serve` removes it: aggregator.metrics.claim_run_dir).
+        # next `serve` removes it: aggregator.core.metrics.claim_run_dir).
         owned = os.environ.get("LDP_OWNED_METRICS_DIR")
         if owned and owned == os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             shutil.rmtree(owned, ignore_errors=True)

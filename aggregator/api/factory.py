@@ -8,17 +8,20 @@ from typing import Any
 
 from flask import Flask
 
-from aggregator import auth, intake, metrics, problems, quotas, store
-from aggregator.config import DEFAULTS
+from aggregator import store
+from aggregator.core import auth, intake, metrics, problems, quotas
+from aggregator.core.config import DEFAULTS
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """Return a configured aggregator app.
 
-    Configuration: :data:`aggregator.config.DEFAULTS`, then ``config.py`` in the instance
+    Configuration: :data:`aggregator.core.config.DEFAULTS`, then ``config.py`` in the instance
     folder, then ``LDP_*`` environment variables, then ``test_config``.
     """
-    app = Flask(__name__.rpartition(".")[0], instance_relative_config=True)
+    app = Flask(
+        "aggregator", instance_relative_config=True
+    )  # instance folder, root path: unchanged
     app.config.from_mapping(DEFAULTS)
     app.config.from_pyfile("config.py", silent=True)
     app.config.from_prefixed_env("LDP")
@@ -38,7 +41,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions[intake.EXTENSION] = intake.init_app(
         store.get_store_of(app), app.extensions[quotas.EXTENSION], app.config
     )
-    from aggregator import estimates, heavy_hitters, ingest, ops, shuffled, tasks
+    from aggregator.api import estimates, heavy_hitters, ingest, ops, shuffled, tasks
 
     for module in (tasks, ingest, estimates, heavy_hitters, ops):
         app.register_blueprint(module.bp)

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import current_app, request
 
-from aggregator.problems import ApiError
+from aggregator.core.problems import ApiError
 
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
 
@@ -35,7 +35,7 @@ def decode_json(
 ) -> Any:
     """Return the JSON a body holds (``raw``: at most ``limit`` + 1 bytes of it, as sent).
 
-    Framework-free, so the collector's fast upload path (aggregator.rsgi_bridge) and the
+    Framework-free, so the collector's fast upload path (aggregator.serving.rsgi_bridge) and the
     Flask views check a body the same way.
     """
     if (content_type or "").partition(";")[0].strip().lower() != "application/json":

@@ -1,7 +1,7 @@
 """Ingest: a batch of privatized reports, counted once each, acknowledged after commit.
 
-The Flask door to :mod:`aggregator.intake` (gunicorn servers, the test client); the default
-server reaches the same code without Flask (aggregator.rsgi_bridge).
+The Flask door to :mod:`aggregator.core.intake` (gunicorn servers, the test client); the default
+server reaches the same code without Flask (aggregator.serving.rsgi_bridge).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, request
 
-from aggregator.intake import EXTENSION, Headers, Intake
+from aggregator.core.intake import EXTENSION, Headers, Intake
 from shared.contract import PROTOCOL_HEADER
 
 bp = Blueprint("ingest", __name__, url_prefix="/v1/tasks")

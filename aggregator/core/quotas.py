@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aggregator.problems import ApiError
+from aggregator.core.problems import ApiError
 
 EXTENSION = "ldp_quotas"
 

@@ -1,7 +1,7 @@
 """The central epsilon an estimate's reports carry when they came through a shuffler.
 
 Every report of the window must have reached the collector in a shuffled batch (recorded
-by aggregator.shuffled); the weakest guarantee among them is that of the smallest batch, so
+by aggregator.api.shuffled); the weakest guarantee among them is that of the smallest batch, so
 the answer is the shuffle accountant's ε for n = the smallest batch's distinct uploads,
 with the task's mechanism-aware reduction (shared.shuffling). Otherwise the answer says why
 there is none.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from aggregator.query import Window
+from aggregator.core.query import Window
 from aggregator.store import ShuffledWindow
 from shared import TaskConfig
 from shared.shuffling import Reduction, reduction_of

@@ -5,7 +5,7 @@ from a shuffler token (aggregator.shuffler). Its reports go through the same int
 device's upload (task, fingerprint, time window, one count per report id); the task's
 upload key is not asked, since the shuffler strips every header. The batch is then
 recorded — per bucket, with K, the distinct uploads it was drawn from — so estimates can
-state the central epsilon (aggregator.central). A retried batch (same id) records nothing
+state the central epsilon (aggregator.core.central). A retried batch (same id) records nothing
 new and its reports are replays: forwarding twice never counts twice.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from flask import Blueprint, current_app, request
 
-from aggregator.auth import require_role
-from aggregator.intake import EXTENSION, Headers, Intake
-from aggregator.problems import ApiError
+from aggregator.core.auth import require_role
+from aggregator.core.intake import EXTENSION, Headers, Intake
+from aggregator.core.problems import ApiError
 from aggregator.store import ShuffledBatch, get_store
 from shared import DecodeError
 from shared.wire import b64decode

@@ -1,0 +1,1 @@
+"""The HTTP API: the Flask app factory and one blueprint per concern (thin adapters)."""
