@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from flask import current_app
 
 from aggregator import create_app
-from aggregator.api import estimates, heavy_hitters
+from aggregator.api.resources import get_store
+from aggregator.core import estimates, heavy_hitters
 from aggregator.core.query import Window
-from aggregator.store import StoredTask, get_store
+from aggregator.store import StoredTask
 from shared import Envelope, TaskConfig, new_report_id
 
 HOUR, BUCKETS, BATCH = 3600, 24, 5000
@@ -121,12 +123,13 @@ def api_alone(repeat: int) -> dict[str, list[float]]:
     """Return the seconds the API's functions take for the pages' questions."""
     store = get_store()
     cms, hh = store.get_task("big-cms"), store.get_task("big-hh")
+    cells = int(current_app.config["MAX_ESTIMATE_CELLS"])
     assert cms is not None and hh is not None
     questions = {
         "estimates, cms task, 9 candidates": lambda: estimates.answer(
-            cms.config, list(WORDS), Window()
+            cms.config, list(WORDS), Window(), store, max_cells=cells
         ),
-        "heavy hitters, hh task": lambda: heavy_hitters.answer(hh.config, 20, 64, Window()),
+        "heavy hitters, hh task": lambda: heavy_hitters.answer(hh.config, 20, 64, Window(), store),
     }
     out: dict[str, list[float]] = {}
     for name, ask in questions.items():
@@ -153,7 +156,7 @@ def hh_discovery(store_reports: int, repeat: int, rng: np.random.Generator) -> d
             seconds = []
             for _ in range(repeat):
                 started = time.perf_counter()
-                heavy_hitters.answer(task, 20, 64, Window())
+                heavy_hitters.answer(task, 20, 64, Window(), get_store())
                 seconds.append(time.perf_counter() - started)
     return {"reports": count, "buckets": BUCKETS, "seconds": seconds}
 

@@ -52,7 +52,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-from shared.mechanisms.longitudinal import Longitudinal
+from shared.mechanisms.features import longitudinal
 from shared.task import TaskConfig
 
 TOLERANCE = 1e-9  # ε are floats: a sum equal to its cap must not be refused by rounding
@@ -91,12 +91,12 @@ def charge_of(
     task: TaskConfig, secret: bytes, value: bytes, now: float, epsilon_period: int
 ) -> Charge:
     """Return what a new report of a canonical ``value`` for ``task`` at ``now`` spends."""
-    mechanism = task.mechanism_object
+    layer = longitudinal(task.mechanism_object)
     permanent = None
-    if isinstance(mechanism, Longitudinal):
+    if layer is not None:
         permanent = Permanent(
-            mechanism.configuration,
-            float(mechanism.effective_epsilon_inf),
+            layer.configuration,
+            float(layer.effective_epsilon_inf),
             value_key(secret, task, value),
         )
     period = int(now // epsilon_period) * epsilon_period

@@ -27,6 +27,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from shared.mechanisms.features import stated_variation_ratio
+
 
 @dataclass(frozen=True)
 class Reduction:
@@ -110,7 +112,7 @@ def reduction_of(mechanism: Any) -> Reduction:
     A mechanism that states ``variation_ratio()`` gets Wang et al.'s mechanism-aware
     reduction; any other gets the generic one at its effective epsilon.
     """
-    stated = getattr(mechanism, "variation_ratio", None)
+    stated: VariationRatio | None = stated_variation_ratio(mechanism)
     if stated is not None:
-        return stated().reduction()
+        return stated.reduction()
     return generic(float(mechanism.effective_epsilon)).reduction()

@@ -22,7 +22,7 @@ from typing import Any
 from shared.errors import ParameterError
 from shared.mechanisms import auto
 from shared.mechanisms.base import Mechanism, ParamsBase
-from shared.mechanisms.longitudinal import Longitudinal
+from shared.mechanisms.features import longitudinal, published
 from shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
 from shared.validation import check_int
 from shared.wire import canonical_json
@@ -188,11 +188,10 @@ class TaskConfig:
         data = self._set_fields()
         data["effective_epsilon"] = self.effective_epsilon
         mechanism = self.mechanism_object
-        if isinstance(mechanism, Longitudinal):  # one report spends ε₁; a value ε∞ for ever
-            data["effective_epsilon_inf"] = mechanism.effective_epsilon_inf
-        published = getattr(mechanism, "published", None)
-        if published is not None:
-            data.update(published())
+        layer = longitudinal(mechanism)
+        if layer is not None:  # one report spends ε₁; a value ε∞ for ever
+            data["effective_epsilon_inf"] = layer.effective_epsilon_inf
+        data.update(published(mechanism))
         if self.selection is not None:
             data["selection"] = self.selection
         return data

@@ -8,6 +8,8 @@ cycle hidden behind a late import is found too.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,6 +90,9 @@ def test_no_import_cycles() -> None:
         ("shared", ("client", "aggregator", "flask", "requests", "werkzeug")),
         ("client", ("aggregator", "flask", "werkzeug")),
         ("aggregator", ("client",)),
+        ("aggregator/core", ("flask", "werkzeug", "click", "granian", "gunicorn")),
+        ("aggregator/store", ("flask", "werkzeug", "click", "granian", "gunicorn")),
+        ("aggregator/batch", ("flask", "werkzeug", "click", "granian", "gunicorn")),
     ],
 )
 def test_layers(importer: str, forbidden: tuple[str, ...]) -> None:
@@ -123,3 +128,44 @@ def test_no_mechanism_is_named_outside_the_registry(package: str) -> None:
             if isinstance(word, str) and word in names:
                 hits.append(f"{path}:{node.lineno}: {word}")
     assert not hits, "mechanisms named outside shared/mechanisms:\n" + "\n".join(hits)
+
+
+# The collector's lower rooms (aggregator/__init__.py says which is which).
+LOWER = ("aggregator.core", "aggregator.store", "aggregator.batch")
+UPPER = ("aggregator.api", "aggregator.serving", "aggregator.dashboard", "aggregator.cli")
+
+
+def _within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def test_the_core_never_imports_the_rooms_above_it() -> None:
+    """core, store and batch import no module of api, serving, dashboard, cli or shuffler."""
+    above = (*UPPER, "aggregator.shuffler")
+    hits = [
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        if _within(name, LOWER)
+        for target in targets
+        if _within(target, above)
+    ]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_lower_rooms_load_no_web_framework() -> None:
+    """Importing every module of core, store and batch loads neither flask nor werkzeug."""
+    lower = sorted(
+        name for name in modules() if _within(name, LOWER) and not name.endswith("__main__")
+    )
+    assert "aggregator.core.intake" in lower and "aggregator.store.sqlite" in lower
+    code = (
+        "import importlib, sys\n"
+        f"for name in {lower!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted(m for m in ('flask', 'werkzeug') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from flask import Blueprint, current_app
 
-from aggregator.api.tasks import find_task
-from aggregator.core.auth import require_role
-from aggregator.core.body import json_body
-from aggregator.core.central import central_fields
-from aggregator.core.problems import ApiError
-from aggregator.core.query import Window, check_cost, check_scan, parse_query
-from aggregator.store import SumsSource, SumsView, get_store
-from shared import TaskConfig
-from shared.estimates import Estimates
-from shared.mechanisms import poisoning
-from shared.mechanisms.longitudinal import Longitudinal
+from aggregator.api.auth import require_role
+from aggregator.api.body import json_body
+from aggregator.api.resources import get_store
+from aggregator.core.estimates import answer
+from aggregator.core.query import check_cost, parse_query
+from aggregator.core.tasks import find_task
 
 bp = Blueprint("estimates", __name__, url_prefix="/v1/tasks")
 
@@ -26,87 +20,16 @@ bp = Blueprint("estimates", __name__, url_prefix="/v1/tasks")
 @require_role("analyst")
 def estimate(task_id: str) -> dict[str, Any]:
     """Estimate each candidate's count over the buckets starting in [start, end)."""
-    task = find_task(task_id).config
-    query = parse_query(task, json_body(), int(current_app.config["MAX_CANDIDATES"]))
-    check_cost(task, query.candidates, int(current_app.config["MAX_ESTIMATE_WORK"]))
+    config, store = current_app.config, get_store()
+    task = find_task(task_id, store).config
+    query = parse_query(task, json_body(), int(config["MAX_CANDIDATES"]))
+    check_cost(task, query.candidates, int(config["MAX_ESTIMATE_WORK"]))
     return answer(
         task,
         query.candidates,
         query.window,
+        store,
+        max_cells=int(config["MAX_ESTIMATE_CELLS"]),
         fake_fraction=query.fake_fraction,
         normalize=query.normalize,
     )
-
-
-def answer(
-    task: TaskConfig,
-    candidates: Sequence[Any] | None,
-    window: Window,
-    source: SumsSource | None = None,
-    fake_fraction: float | None = None,
-    normalize: bool = False,
-) -> dict[str, Any]:
-    """Return the estimates body for checked candidates and window (the view and the CLI).
-
-    ``source``: where the sums come from (default: the store, read within the collector's
-    MAX_ESTIMATE_CELLS; the CLI may give a sums file).
-    ``anomaly`` tests the window's sums against honest devices (when the mechanism can);
-    ``fake_fraction`` adds the worst shift that share of fake reports can cause;
-    ``normalize`` adds each value's Norm-Sub count (the whole domain summing to n).
-    """
-    max_cells = int(current_app.config["MAX_ESTIMATE_CELLS"]) if source is None else None
-    source = source or get_store()
-    mechanism = task.mechanism_object
-    with source.read_sums(task, window.start, window.end) as sums:
-        if max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
-            check_scan(task, getattr(sums, "buckets", 1), max_cells)
-        check_min_batch(task, sums, "estimates")
-        result = mechanism.estimate(sums, candidates, level=window.level)
-        checks = mechanism.check_sums(sums)
-    extra: dict[str, Any] = {}
-    refused = source.refusals(task, window.start, window.end)
-    if checks or refused:
-        extra["anomaly"] = poisoning.anomaly(checks, refused, result.n)
-    reach = mechanism.reach()
-    if fake_fraction is not None and reach is not None:
-        extra["poisoning"] = poisoning.poisoning_bound(reach, fake_fraction, result.n)
-    if isinstance(mechanism, Longitudinal):
-        # A device's reports in different buckets share its permanent response.
-        buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
-        result = mechanism.over_buckets(result, buckets)
-        extra["buckets"] = buckets
-    return {
-        "task_id": task.task_id,
-        "mechanism": task.mechanism,
-        "n": result.n,
-        "epsilon": task.asked_epsilon,
-        "effective_epsilon": task.effective_epsilon,
-        **central_fields(task, source, window, result.n),
-        "level": window.level,
-        "start": window.start,
-        "end": window.end,
-        "estimates": _rows(result, normalize),
-        **extra,
-    }
-
-
-def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
-    """Refuse (422) to answer from fewer reports than the task's min_batch_size."""
-    if sums.total < task.min_batch_size:
-        raise ApiError(
-            422,
-            "below_min_batch_size",
-            f"only {sums.total} reports in this range; {what} need at least "
-            f"{task.min_batch_size}: widen the range or wait",
-            n=sums.total,
-            min_batch_size=task.min_batch_size,
-        )
-
-
-def _rows(result: Estimates, normalize: bool) -> list[dict[str, Any]]:
-    """Return the answer's rows, with the Norm-Sub count beside each estimate if asked."""
-    rows = result.rows()
-    if normalize:
-        for row, count in zip(rows, poisoning.norm_sub(result.estimate, result.n), strict=True):
-            row["normalized"] = float(count)
-    return rows

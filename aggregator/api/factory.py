@@ -7,39 +7,36 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 
-from aggregator import store
-from aggregator.core import auth, intake, metrics, problems, quotas
-from aggregator.core.config import DEFAULTS
+from aggregator.api import auth, errors, metrics, resources, settings
+from aggregator.core import intake, quotas
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """Return a configured aggregator app.
 
-    Configuration: :data:`aggregator.core.config.DEFAULTS`, then ``config.py`` in the instance
-    folder, then ``LDP_*`` environment variables, then ``test_config``.
+    Configuration (:func:`aggregator.api.settings.load`): :data:`aggregator.core.config.DEFAULTS`,
+    then ``config.py`` in the instance folder, then ``LDP_*`` environment variables, then
+    ``test_config``.
     """
-    app = Flask(
-        "aggregator", instance_relative_config=True
-    )  # instance folder, root path: unchanged
-    app.config.from_mapping(DEFAULTS)
-    app.config.from_pyfile("config.py", silent=True)
-    app.config.from_prefixed_env("LDP")
-    if test_config is not None:
-        app.config.from_mapping(test_config)
-    _normalize(app)
+    # Named for the package, not this module: the instance folder and root path stay put.
+    app = Flask(settings.APP_NAME, instance_relative_config=True)
+    app.config.update(settings.load(app.instance_path, test_config))
+    if isinstance(app.json, DefaultJSONProvider):  # Flask's own provider: always, here
+        app.json.sort_keys = False  # answers keep their fields in the order written
     auth.init_app(app)
     # werkzeug's request log line starts with the client's IP address: never log it.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
-    problems.init_app(app)
+    errors.init_app(app)
     metrics.init_app(app)
-    store.init_app(app)
+    resources.init_app(app)
     app.extensions[quotas.EXTENSION] = quotas.init_app(
         float(app.config["QUOTA_RATE"]), float(app.config["QUOTA_BURST"])
     )
     app.extensions[intake.EXTENSION] = intake.init_app(
-        store.get_store_of(app), app.extensions[quotas.EXTENSION], app.config
+        resources.get_store_of(app), app.extensions[quotas.EXTENSION], app.config
     )
     from aggregator.api import estimates, heavy_hitters, ingest, ops, shuffled, tasks
 
@@ -51,12 +48,3 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(dashboard.bp)
     dashboard.init_app(app)
     return app
-
-
-def _normalize(app: Flask) -> None:
-    # Environment values are parsed as JSON, so a numeric-looking token arrives as an int.
-    for key in ("ADMIN_TOKEN", "ANALYST_TOKEN"):
-        if app.config.get(key) is not None:
-            app.config[key] = str(app.config[key])
-    app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
-    app.json.sort_keys = False  # type: ignore[attr-defined]

@@ -7,10 +7,10 @@ from typing import Any
 
 from flask import Blueprint, Response
 
+from aggregator.api import metrics
 from aggregator.api.openapi import document
-from aggregator.core import metrics
+from aggregator.api.resources import get_store
 from aggregator.core.problems import ApiError
-from aggregator.store import get_store
 
 bp = Blueprint("ops", __name__)
 log = logging.getLogger(__name__)

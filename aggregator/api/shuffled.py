@@ -17,10 +17,11 @@ from typing import Any
 
 from flask import Blueprint, current_app, request
 
-from aggregator.core.auth import require_role
+from aggregator.api.auth import require_role
+from aggregator.api.resources import get_store
 from aggregator.core.intake import EXTENSION, Headers, Intake
 from aggregator.core.problems import ApiError
-from aggregator.store import ShuffledBatch, get_store
+from aggregator.store import ShuffledBatch
 from shared import DecodeError
 from shared.wire import b64decode
 

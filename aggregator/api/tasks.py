@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from aggregator.core.auth import hash_token, new_token, require_role
-from aggregator.core.body import json_body
+from aggregator.api.auth import require_role
+from aggregator.api.body import json_body
+from aggregator.api.resources import get_store
 from aggregator.core.problems import ApiError
-from aggregator.store import Store, StoredTask, TaskExists, get_store
-from shared import LdpError, TaskConfig
+from aggregator.core.tasks import build_task, created_body, find_task, served
+from aggregator.store import TaskExists
 from shared.contract import CACHE_CONTROL
-from shared.mechanisms.auto import AUTO_FIELDS
-from shared.task import TASK_FIELDS
 
 bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
-# hash_seed is normally left out (the server draws it); giving it recreates a sketch task's
-# hash family exactly, e.g. on a second collector whose sums will be merged with this one's.
-CREATE_FIELDS = (
-    (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required", "archive"} | set(AUTO_FIELDS)
-)
 
 
 @bp.get("")
@@ -48,7 +41,7 @@ def list_tasks() -> Response:
 @bp.get("/<task_id>")
 def get_task(task_id: str) -> Response:
     """Return one task's public configuration; 304 if the client's copy is current."""
-    stored = find_task(task_id)
+    stored = find_task(task_id, get_store())
     response = jsonify(served(stored))
     response.set_etag(stored.config.fingerprint)
     response.headers["Cache-Control"] = CACHE_CONTROL
@@ -60,7 +53,7 @@ def get_task(task_id: str) -> Response:
 @require_role("admin")
 def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
     """Create a task; the server draws the hash seed (and the upload key, if asked)."""
-    stored, upload_key = build_task(json_body())
+    stored, upload_key = build_task(json_body(), current_app.config)
     try:
         get_store().create_task(stored)
     except TaskExists:
@@ -73,100 +66,3 @@ def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
     body = created_body(stored, upload_key)
     location = url_for("tasks.get_task", task_id=stored.config.task_id)
     return body, 201, {"Location": location}
-
-
-def served(stored: StoredTask) -> dict[str, Any]:
-    """Return a task's public JSON: its configuration and this collector's policy for it.
-
-    ``upload_key_required`` and ``archive`` (the collector keeps the privatized reports it
-    accepts) are served so that a device knows them before its first upload; they are not
-    part of the fingerprint (PROTOCOL.md §1).
-    """
-    return {
-        **stored.config.to_dict(),
-        "upload_key_required": stored.upload_key_hash is not None,
-        "archive": stored.archive,
-    }
-
-
-def created_body(stored: StoredTask, upload_key: str | None) -> dict[str, Any]:
-    """Return what creating a task answers: its public JSON, and the upload key once."""
-    body = served(stored)
-    if upload_key is not None:
-        body["upload_key"] = upload_key  # shown once: only its hash is stored
-    return body
-
-
-def build_task(params: Any) -> tuple[StoredTask, str | None]:
-    """Return a new task from creation parameters, with its upload key if it needs one."""
-    if not isinstance(params, dict):
-        raise ApiError(400, "invalid_task", "the body must be a JSON object of task parameters")
-    unknown = set(params) - CREATE_FIELDS
-    if unknown:
-        raise ApiError(
-            400,
-            "invalid_task",
-            f"unknown task fields {sorted(unknown)}; allowed: {sorted(CREATE_FIELDS)}",
-        )
-    params = dict(params)
-    needs_key = params.pop("upload_key_required", False)
-    if not isinstance(needs_key, bool):
-        raise ApiError(400, "invalid_task", "upload_key_required must be true or false")
-    archive = params.pop("archive", False)
-    if not isinstance(archive, bool):
-        raise ApiError(400, "invalid_task", "archive must be true or false")
-    try:
-        task = TaskConfig.create(**params)
-    except (LdpError, TypeError, ValueError, OverflowError) as error:
-        raise ApiError(400, "invalid_task", str(error)) from None
-    _check_open_buckets(task)
-    _check_table_size(task)
-    upload_key = new_token() if needs_key else None
-    key_hash = hash_token(upload_key) if upload_key else None
-    return StoredTask(task, key_hash, archive), upload_key
-
-
-def _check_open_buckets(task: TaskConfig) -> None:
-    """Refuse a bucket width that lets uploads open more than MAX_BUCKETS_PER_TASK buckets.
-
-    Reports are accepted for every bucket of the acceptance window, and each bucket holds
-    up to k sums rows: the width bounds what crafted reports with many distinct times can
-    make a task store.
-    """
-    window = int(current_app.config["ACCEPTANCE_WINDOW"])
-    limit = int(current_app.config["MAX_BUCKETS_PER_TASK"])
-    shortest = math.ceil(window / limit)
-    if task.time_precision < shortest:
-        raise ApiError(
-            400,
-            "invalid_task",
-            f"time_precision must be at least {shortest} s: reports are accepted for "
-            f"{window} s, and a task may have at most {limit} buckets open "
-            "(MAX_BUCKETS_PER_TASK)",
-        )
-
-
-def _check_table_size(task: TaskConfig) -> None:
-    """Refuse a task whose one bucket's table is more than an estimate may read."""
-    rows, width = task.mechanism_object.sums_shape
-    limit = int(current_app.config["MAX_ESTIMATE_CELLS"])
-    if rows * width > limit:
-        raise ApiError(
-            400,
-            "invalid_task",
-            f"a table of {rows:,} × {width:,} = {rows * width:,} counters is more than one "
-            f"estimate may read ({limit:,}, MAX_ESTIMATE_CELLS): choose a smaller k or m",
-        )
-
-
-def find_task(task_id: str, store: Store | None = None) -> StoredTask:
-    """Return a stored task, or raise the 404 problem ``unknown_task``."""
-    stored = (store or get_store()).get_task(task_id)
-    if stored is None:
-        raise ApiError(
-            404,
-            "unknown_task",
-            f"there is no task {task_id!r}; list the tasks with GET /v1/tasks",
-            task_id=task_id[:64],
-        )
-    return stored

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import click
 
-from aggregator.cli.context import database_option, load_task, open_app
+from aggregator.cli.context import database_option, load_task, open_collector
 from shared.estimates import DEFAULT_LEVEL
 
 FORMATS = click.Choice(["table", "json", "csv"])
@@ -108,8 +108,8 @@ def estimates(
     sums: str | None,
 ) -> None:
     """Print a task's estimated counts with standard errors and confidence intervals."""
-    from aggregator.api.estimates import answer
     from aggregator.core.config import DEFAULTS
+    from aggregator.core.estimates import answer
     from aggregator.core.query import parse_candidates
 
     listed = list(candidates)
@@ -125,11 +125,19 @@ def estimates(
             )
         )
     else:
-        app = open_app()
-        with app.app_context():
-            task = load_task(task_id)
-            limit = int(app.config["MAX_CANDIDATES"])
-            body = _run(lambda: answer(task, parse_candidates(task, listed or None, limit), window))
+        opened = open_collector()
+        task = load_task(opened.store, task_id)
+        limit = int(opened.config["MAX_CANDIDATES"])
+        cells = int(opened.config["MAX_ESTIMATE_CELLS"])
+        body = _run(
+            lambda: answer(
+                task,
+                parse_candidates(task, listed or None, limit),
+                window,
+                opened.store,
+                max_cells=cells,
+            )
+        )
     columns = ["value", "estimate", "std_error", "ci_low", "ci_high"]
     if any("reliable" in row for row in body["estimates"]):  # numeric sw rows say it
         columns.append("reliable")
@@ -160,16 +168,16 @@ def heavy_hitters(
     sums: str | None,
 ) -> None:
     """Print a task's most frequent strings, found without candidates (e.g. an hh task)."""
-    from aggregator.api.heavy_hitters import answer
+    from aggregator.core.heavy_hitters import answer
 
     window = _window(start, end, level)
     if sums is not None:  # a sums file (aggregator.batch, export): no database
         source = _sums_file(sums, task_id)
         body = _run(lambda: answer(source.task, top, survivors, window, source))
     else:
-        with open_app().app_context():
-            task = load_task(task_id)
-            body = _run(lambda: answer(task, top, survivors, window))
+        store = open_collector().store
+        task = load_task(store, task_id)
+        body = _run(lambda: answer(task, top, survivors, window, store))
     if fmt == "table":
         click.echo(
             f"n = {body['n']}, candidates examined per level: "

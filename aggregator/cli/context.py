@@ -1,20 +1,25 @@
-"""What every ``ldp-aggregator`` command shares: which database, and an app bound to it.
+"""What every ``ldp-aggregator`` command shares: which database, and the store on it.
 
 The database comes from ``--db`` given after the command (``ldp-aggregator serve --db X``)
 or before it (``ldp-aggregator --db X serve``), else ``LDP_DB``, else the app's
 ``DATABASE`` setting (``LDP_DATABASE``, the instance folder's config.py), else
-``ldp-aggregator.sqlite3`` in the instance folder.
+``ldp-aggregator.sqlite3`` in the instance folder. Commands open the store directly with
+the app's settings (:func:`open_collector`); only ``serve`` builds the app.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from flask import Flask
 
 from shared import TaskConfig
+
+if TYPE_CHECKING:
+    from aggregator.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 DB_HELP = (
@@ -43,8 +48,31 @@ def database(ctx: click.Context | None = None) -> str | None:
     return None if obj is None else obj.get("db")
 
 
+@dataclass(frozen=True)
+class Collector:
+    """The command line's store and the collector's settings it was opened with."""
+
+    store: Store
+    config: Mapping[str, Any]
+
+
+def open_collector(db: str | None = None) -> Collector:
+    """Return the store on the command line's database (creating or migrating its schema)."""
+    from aggregator.api import settings
+    from aggregator.store import StoreUnavailable, open_store
+
+    db = db or database()
+    config = settings.load(settings.instance_folder(), {"DATABASE": db} if db else None)
+    try:
+        store = open_store(str(config["DATABASE"]), config)
+        store.initialize()
+    except StoreUnavailable as error:  # e.g. PostgreSQL not reachable: say so, no traceback
+        raise click.ClickException(f"the database cannot be opened: {error}") from None
+    return Collector(store, config)
+
+
 def open_app(db: str | None = None) -> Flask:
-    """Return the collector app on the command line's database (creating its schema)."""
+    """Return the collector app on the command line's database (``serve``: its workers)."""
     from aggregator import create_app  # imported late: serve must configure metrics first
     from aggregator.store import StoreUnavailable
 
@@ -55,11 +83,9 @@ def open_app(db: str | None = None) -> Flask:
         raise click.ClickException(f"the database cannot be opened: {error}") from None
 
 
-def load_task(task_id: str) -> TaskConfig:
-    """Return a stored task's configuration (inside an app context), or fail naming it."""
-    from aggregator.store import get_store
-
-    stored = get_store().get_task(task_id)
+def load_task(store: Store, task_id: str) -> TaskConfig:
+    """Return a stored task's configuration, or fail naming it."""
+    stored = store.get_task(task_id)
     if stored is None:
         raise click.ClickException(f"there is no task {task_id!r}; see 'ldp-aggregator tasks list'")
     return stored.config

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from aggregator.cli.context import database_option, load_task, open_app
+from aggregator.cli.context import Collector, database_option, load_task, open_collector
 
 SUMS_COLUMNS = ["task_id", "bucket", "row", "n", "counters"]
 ESTIMATE_COLUMNS = ["task_id", "bucket", "n", "value", "estimate", "std_error", "ci_low", "ci_high"]
@@ -80,19 +80,14 @@ def export(
         return
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs --output FILE")
-    app = open_app()
-    with app.app_context():
-        task = load_task(task_id)
-        if what == "sums":
-            records, columns = _sum_records(task), SUMS_COLUMNS
-        else:
-            records, columns = (
-                _estimate_records(
-                    task, list(candidates) or None, int(app.config["MAX_CANDIDATES"])
-                ),
-                ESTIMATE_COLUMNS,
-            )
-        rows = list(records)
+    opened = open_collector()
+    task = load_task(opened.store, task_id)
+    if what == "sums":
+        records, columns = _sum_records(opened, task), SUMS_COLUMNS
+    else:
+        records = _estimate_records(opened, task, list(candidates) or None)
+        columns = ESTIMATE_COLUMNS
+    rows = list(records)
     _write(rows, columns, fmt, output, {"task": task.to_dict(), "what": what})
 
 
@@ -105,24 +100,20 @@ def _export_reports(task_id: str, output: str | None) -> None:
         raise click.ClickException(
             "--reports needs the [parquet] extra: pip install 'ldp-telemetry[server,parquet]'"
         ) from None
-    with open_app().app_context():
-        from aggregator.store import get_store
-
-        task = load_task(task_id)
-        stored = get_store().get_task(task_id)
-        if stored is None or not stored.archive:
-            raise click.ClickException(
-                f"task {task_id!r} keeps no reports: only tasks created with --archive "
-                '(or "archive": true) do'
-            )
-        total, files = write_archive(task, get_store().archived(task), Path(output))
+    store = open_collector().store
+    task = load_task(store, task_id)
+    stored = store.get_task(task_id)
+    if stored is None or not stored.archive:
+        raise click.ClickException(
+            f"task {task_id!r} keeps no reports: only tasks created with --archive "
+            '(or "archive": true) do'
+        )
+    total, files = write_archive(task, store.archived(task), Path(output))
     click.echo(f"{total} reports in {len(files)} file(s) under {Path(output).resolve()}")
 
 
-def _sum_records(task: Any) -> Iterator[dict[str, Any]]:
-    from aggregator.store import get_store
-
-    for bucket, row, n, counters in get_store().sum_rows(task):
+def _sum_records(opened: Collector, task: Any) -> Iterator[dict[str, Any]]:
+    for bucket, row, n, counters in opened.store.sum_rows(task):
         yield {
             "task_id": task.task_id,
             "bucket": bucket,
@@ -133,18 +124,20 @@ def _sum_records(task: Any) -> Iterator[dict[str, Any]]:
 
 
 def _estimate_records(
-    task: Any, candidates: list[str] | None, limit: int
+    opened: Collector, task: Any, candidates: list[str] | None
 ) -> Iterator[dict[str, Any]]:
-    from aggregator.api.estimates import answer
+    from aggregator.core.estimates import answer
     from aggregator.core.problems import ApiError
     from aggregator.core.query import Window, parse_candidates
-    from aggregator.store import get_store
 
+    limit = int(opened.config["MAX_CANDIDATES"])
+    cells = int(opened.config["MAX_ESTIMATE_CELLS"])
     checked = parse_candidates(task, candidates, limit) if candidates else None
     skipped = 0
-    for bucket in get_store().buckets(task):
+    for bucket in opened.store.buckets(task):
+        window = Window(bucket, bucket + task.time_precision)
         try:
-            body = answer(task, checked, Window(bucket, bucket + task.time_precision))
+            body = answer(task, checked, window, opened.store, max_cells=cells)
         except ApiError as error:
             if error.code != "below_min_batch_size":
                 raise
@@ -231,13 +224,11 @@ def backup(target: str) -> None:
     TARGET must not exist. The copy is a complete database: to restore, stop the
     collector and start it with --db TARGET (or copy TARGET over the old file).
     """
-    with open_app().app_context():
-        from aggregator.store import get_store
-
-        try:
-            get_store().backup(target)
-        except (FileExistsError, NotImplementedError) as error:
-            raise click.ClickException(str(error)) from None
+    store = open_collector().store
+    try:
+        store.backup(target)
+    except (FileExistsError, NotImplementedError) as error:
+        raise click.ClickException(str(error)) from None
     click.echo(f"backup written to {Path(target).resolve()}")
 
 
@@ -252,13 +243,10 @@ def migrate() -> None:
     from aggregator.store.migrations import SchemaTooNew
 
     try:
-        app = open_app()  # opening the store applies what is pending
+        store = open_collector().store  # opening the store applies what is pending
     except SchemaTooNew as error:
         raise click.ClickException(str(error)) from None
-    with app.app_context():
-        from aggregator.store import get_store
-
-        before, after = getattr(get_store(), "schema_change", (None, None))
+    before, after = getattr(store, "schema_change", (None, None))
     if before == after:
         click.echo(f"schema version {after}: up to date")
     else:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from aggregator.cli.context import database_option, open_app
+from aggregator.cli.context import database_option, open_collector
 from shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES, compare
 from shared.mechanisms.registry import MECHANISMS, all_options, plan
 from shared.risk import lift, posterior_bound
@@ -80,22 +80,22 @@ def mechanism_options(command: Any) -> Any:
 )
 def create_task(**options: Any) -> None:
     """Create a task and print its public configuration as JSON."""
-    from aggregator.api.tasks import build_task, created_body
     from aggregator.core.problems import ApiError
-    from aggregator.store import TaskExists, get_store
+    from aggregator.core.tasks import build_task, created_body
+    from aggregator.store import TaskExists
 
     params = {key: value for key, value in options.items() if value not in (None, False)}
     for name, option in all_options().items():
         if option.kind == "strings" and name in params:
             params[name] = params[name].split(",")
-    with open_app().app_context():
-        try:
-            stored, upload_key = build_task(params)
-            get_store().create_task(stored)
-        except ApiError as error:
-            raise click.ClickException(error.detail) from None
-        except TaskExists:
-            raise click.ClickException(f"task {params['task_id']!r} exists already") from None
+    opened = open_collector()
+    try:
+        stored, upload_key = build_task(params, opened.config)
+        opened.store.create_task(stored)
+    except ApiError as error:
+        raise click.ClickException(error.detail) from None
+    except TaskExists:
+        raise click.ClickException(f"task {params['task_id']!r} exists already") from None
     click.echo(json.dumps(created_body(stored, upload_key), indent=2))
 
 
@@ -103,11 +103,8 @@ def create_task(**options: Any) -> None:
 @database_option
 def list_tasks() -> None:
     """Print every task's public configuration, one JSON object per line."""
-    from aggregator.store import get_store
-
-    with open_app().app_context():
-        for stored in get_store().list_tasks():
-            click.echo(json.dumps(stored.config.to_dict()))
+    for stored in open_collector().store.list_tasks():
+        click.echo(json.dumps(stored.config.to_dict()))
 
 
 @tasks.command("plan")

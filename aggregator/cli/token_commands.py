@@ -13,7 +13,7 @@ import json
 
 import click
 
-from aggregator.cli.context import database_option, open_app
+from aggregator.cli.context import database_option, open_collector
 from aggregator.core.auth import ROLES
 from aggregator.store.interface import StoredToken
 
@@ -31,11 +31,9 @@ def tokens() -> None:
 def create_token(role: str) -> None:
     """Print a new token once; only its SHA-256 is stored."""
     from aggregator.core.auth import hash_token, new_token
-    from aggregator.store import get_store
 
     token = new_token()
-    with open_app().app_context():
-        get_store().add_token(hash_token(token), role)
+    open_collector().store.add_token(hash_token(token), role)
     click.echo(token)
 
 
@@ -46,10 +44,7 @@ def create_token(role: str) -> None:
 )
 def list_tokens(fmt: str) -> None:
     """List stored tokens: id, role, creation time (never the token itself)."""
-    from aggregator.store import get_store
-
-    with open_app().app_context():
-        stored = get_store().list_tokens()
+    stored = open_collector().store.list_tokens()
     rows = [
         {
             "id": t.token_hash[:ID_DIGITS],
@@ -71,12 +66,9 @@ def list_tokens(fmt: str) -> None:
 @click.argument("token_id")
 def revoke_token(token_id: str) -> None:
     """Revoke a stored token now (requests with it get 401 from then on)."""
-    from aggregator.store import get_store
-
-    with open_app().app_context():
-        store = get_store()
-        token = _find(store.list_tokens(), token_id)
-        store.revoke_token(token.token_hash)
+    store = open_collector().store
+    token = _find(store.list_tokens(), token_id)
+    store.revoke_token(token.token_hash)
     click.echo(f"revoked {token.role} token {token.token_hash[:ID_DIGITS]}")
 
 
@@ -86,14 +78,12 @@ def revoke_token(token_id: str) -> None:
 def rotate_token(token_id: str) -> None:
     """Print a new token with the same role, then revoke the old one."""
     from aggregator.core.auth import hash_token, new_token
-    from aggregator.store import get_store
 
-    with open_app().app_context():
-        store = get_store()
-        old = _find(store.list_tokens(), token_id)
-        token = new_token()
-        store.add_token(hash_token(token), old.role)  # the new one works before the old stops
-        store.revoke_token(old.token_hash)
+    store = open_collector().store
+    old = _find(store.list_tokens(), token_id)
+    token = new_token()
+    store.add_token(hash_token(token), old.role)  # the new one works before the old stops
+    store.revoke_token(old.token_hash)
     click.echo(token)
     click.echo(f"revoked {old.role} token {old.token_hash[:ID_DIGITS]}", err=True)
 

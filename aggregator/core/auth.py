@@ -3,7 +3,8 @@
 Tokens are random strings shown once; only their SHA-256 is kept (in the database, or
 derived from ``ADMIN_TOKEN`` / ``ANALYST_TOKEN`` given in the configuration) and compared
 with :func:`hmac.compare_digest`. A token is high-entropy, so an unsalted hash is enough.
-An admin token also works wherever an analyst token does.
+An admin token also works wherever an analyst token does. The Flask decorator that asks
+for a role is aggregator.api.auth.
 """
 
 from __future__ import annotations
@@ -11,30 +12,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
-
-from flask import Flask, current_app, request
+from collections.abc import Mapping
+from typing import Any
 
 from aggregator.core.problems import ApiError
-from aggregator.store import get_store
+from aggregator.store import Store
 
 # A shuffler token (aggregator.shuffler) only forwards shuffled batches: nothing else.
 ROLES = ("admin", "analyst", "shuffler")
 _GRANTS = {"admin": {"admin", "analyst"}, "analyst": {"analyst"}, "shuffler": {"shuffler"}}
 _CONFIG_KEYS = {"admin": "ADMIN_TOKEN", "analyst": "ANALYST_TOKEN"}
-EXTENSION = "ldp_config_tokens"
-View = TypeVar("View", bound=Callable[..., Any])
 
 
-def init_app(app: Flask) -> None:
-    """Hash the configured tokens once (``ADMIN_TOKEN`` first: it wins a tie)."""
-    app.extensions[EXTENSION] = {
-        role: hash_token(app.config[key])
-        for role, key in _CONFIG_KEYS.items()
-        if app.config.get(key)
-    }
+def configured_tokens(config: Mapping[str, Any]) -> dict[str, str]:
+    """Return the configured tokens' hashes by role (``ADMIN_TOKEN`` first: it wins a tie)."""
+    return {role: hash_token(config[key]) for role, key in _CONFIG_KEYS.items() if config.get(key)}
 
 
 def new_token() -> str:
@@ -47,52 +39,29 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def bearer_token() -> str | None:
-    """Return the request's bearer token, or None if there is none."""
-    return parse_bearer(request.headers.get("Authorization"))
-
-
 def parse_bearer(authorization: str | None) -> str | None:
     """Return the token of an ``Authorization: Bearer <token>`` header value, or None."""
     scheme, _, token = (authorization or "").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def role_of(token: str) -> str | None:
-    """Return the role a token grants, or None."""
-    return role_of_digest(hash_token(token))
-
-
-def role_of_digest(digest: str) -> str | None:
-    """Return the role a token grants, given by its SHA-256 (a dashboard session keeps that)."""
-    for role, configured in current_app.extensions[EXTENSION].items():
-        if hmac.compare_digest(digest, configured):
+def role_of_digest(digest: str, configured: Mapping[str, str], store: Store) -> str | None:
+    """Return the role a token's SHA-256 grants: a configured token's, else the store's."""
+    for role, expected in configured.items():
+        if hmac.compare_digest(digest, expected):
             return role
     # Looked up by its hash: timing can reveal at most a prefix of a SHA-256, not the token.
-    return get_store().token_role(digest)
+    return store.token_role(digest)
 
 
-def require_role(role: str) -> Callable[[View], View]:
-    """Refuse the view with 401 (no or unknown token) or 403 (token of a weaker role)."""
-
-    def decorate(view: View) -> View:
-        @wraps(view)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            token = bearer_token()
-            granted = role_of(token) if token else None
-            if granted is None:
-                raise unauthorized(
-                    f"this endpoint needs an {role} token: send 'Authorization: Bearer <token>'"
-                )
-            if role not in _GRANTS[granted]:
-                raise ApiError(
-                    403, "forbidden", f"an {granted} token cannot do this; use an {role} token"
-                )
-            return view(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
+def check_role(role: str, granted: str | None) -> None:
+    """Refuse with 401 (no or unknown token) or 403 (a token of a weaker role)."""
+    if granted is None:
+        raise unauthorized(
+            f"this endpoint needs an {role} token: send 'Authorization: Bearer <token>'"
+        )
+    if role not in _GRANTS[granted]:
+        raise ApiError(403, "forbidden", f"an {granted} token cannot do this; use an {role} token")
 
 
 def check_upload_key(expected_hash: str | None, token: str | None) -> None:

@@ -1,7 +1,7 @@
-"""Read a JSON request body within size limits, gzip included.
+"""Decode a JSON request body within size limits, gzip included.
 
-The compressed body is bounded by Flask's ``MAX_CONTENT_LENGTH`` (set from
-``MAX_BODY_BYTES``) and read through a stream; a gzip body is inflated in one
+The compressed body is bounded by ``MAX_BODY_BYTES`` (Flask's ``MAX_CONTENT_LENGTH``, and
+the stream read of aggregator.api.body); a gzip body is inflated in one
 ``decompress`` call capped with ``max_length``, so a gzip bomb is refused with 413 after at
 most ``MAX_BODY_BYTES`` + 1 bytes of output, never fully expanded in memory.
 """
@@ -12,22 +12,9 @@ import json
 import zlib
 from typing import Any
 
-from flask import current_app, request
-
 from aggregator.core.problems import ApiError
 
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
-
-
-def json_body() -> Any:
-    """Return the request's parsed JSON body, or raise an ApiError saying what is wrong."""
-    limit = int(current_app.config["MAX_BODY_BYTES"])
-    return decode_json(
-        request.headers.get("Content-Type"),
-        request.headers.get("Content-Encoding"),
-        request.stream.read(limit + 1),
-        limit,
-    )
 
 
 def decode_json(

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aggregator.api.tasks import find_task
 from aggregator.core.admission import admit
 from aggregator.core.auth import check_upload_key, parse_bearer
 from aggregator.core.body import decode_json
@@ -22,6 +21,7 @@ from aggregator.core.group_commit import GroupCommitter
 from aggregator.core.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
 from aggregator.core.problems import ApiError
 from aggregator.core.quotas import Quotas, charge
+from aggregator.core.tasks import find_task
 from aggregator.store import Store, Upload
 from shared import DecodeError, Rejection, decode_batch
 from shared.contract import PROTOCOL_HEADER, replays, speaks, upload_answer

@@ -1,5 +1,8 @@
 """Prometheus metrics: reports accepted and rejected by reason, request latency.
 
+Framework-free (the store, the core and the RSGI bridge count here); the Flask request
+timing and ``/metrics`` rendering are aggregator.api.metrics.
+
 With several worker processes, ``ldp-aggregator serve`` sets
 ``PROMETHEUS_MULTIPROC_DIR`` before Python imports prometheus_client, so every worker
 writes its samples there and ``/metrics`` sums all workers (prometheus_client's
@@ -20,8 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-from flask import Flask, Response, request
 
 # prometheus_client picks its multiprocess mode when first imported, on the variable being
 # present: an empty value would have it write each unlabelled metric's file into the
@@ -139,44 +140,20 @@ def _unowned(folder: Path) -> bool:
     return True
 
 
-def init_app(app: Flask) -> None:
-    """Time every request of the app."""
-    app.before_request(_start_timer)
-    app.after_request(_observe)
-
-
-def render() -> Response:
-    """Return the metrics of this process, or of every worker in multiprocess mode."""
+def exposition() -> tuple[bytes, str]:
+    """Return the metrics of this process, or of every worker in multiprocess mode, and
+    their content type."""
     registry = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-    return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
 # Label values come from closed sets (route templates, these methods, status codes), so
 # an attacker cannot grow the series; each series' child is looked up once per process.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-_STARTED = "ldp.started"
 _children: dict[tuple[str, str, int], Any] = {}
-
-
-def _start_timer() -> None:
-    request.environ[_STARTED] = time.perf_counter()
-
-
-def _observe(response: Response) -> Response:
-    current = request._get_current_object()  # type: ignore[attr-defined]  # one proxy lookup
-    started = current.environ.get(_STARTED)
-    if started is not None:
-        rule = current.url_rule
-        observe_request(
-            rule.rule if rule is not None else "unmatched",
-            current.method,
-            response.status_code,
-            time.perf_counter() - started,
-        )
-    return response
 
 
 def observe_request(endpoint: str, method: str, status: int, seconds: float) -> None:

@@ -1,10 +1,9 @@
-"""RFC 9457 problem details: every error the API returns, for any input.
+"""RFC 9457 problem details as data: every error the API returns, for any input.
 
-An :class:`ApiError` raised anywhere in a view becomes ``application/problem+json`` with a
-stable ``type`` (``urn:ldp-telemetry:problem:<code>``), a title, the status and a detail that
-says what to fix; werkzeug's HTTP errors and unexpected exceptions are wrapped the same way
-so a client never sees an HTML page, a 500 body with a traceback, or a stack in a log line
-that carries request data.
+An :class:`ApiError` raised anywhere in the core or a view becomes ``application/problem+json``
+with a stable ``type`` (``urn:ldp-telemetry:problem:<code>``), a title, the status and a
+detail that says what to fix. Framework-free: the Flask handlers (aggregator.api.errors)
+and the RSGI fast path (aggregator.serving.rsgi_bridge) answer with :func:`problem_parts`.
 """
 
 from __future__ import annotations
@@ -13,29 +12,10 @@ import json as stdlib_json
 import logging
 from typing import Any
 
-from flask import Flask, Response, json
-from werkzeug.exceptions import HTTPException
-
+from aggregator.store.interface import StoreFull, StoreUnavailable
 from shared.contract import PROBLEM_MEDIA_TYPE, problem
 
 log = logging.getLogger(__name__)
-
-_HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "body_too_large",
-    415: "unsupported_media_type",
-    429: "too_many_requests",
-    503: "unavailable",
-}
-
-_FIXES = {
-    413: "the body is larger than the server accepts (MAX_BODY_BYTES); send smaller batches",
-    405: "this URL does not take this method; see GET /v1/openapi.json",
-}
 
 
 class ApiError(Exception):
@@ -47,47 +27,17 @@ class ApiError(Exception):
         self.headers: dict[str, str] = {}
 
 
-def problem_response(
-    status: int, code: str, title: str, detail: str, extra: dict[str, Any] | None = None
-) -> Response:
-    """Return a problem+json response."""
-    body = problem(status, code, detail, title, **(extra or {}))
-    return Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
-
-
-def _title(code: str) -> str:
+def title(code: str) -> str:
+    """Return the problem title of a code (``body_too_large`` -> ``Body too large``)."""
     return code.replace("_", " ").capitalize()
-
-
-def error_response(error: ApiError) -> Response:
-    """Return the problem response of an ApiError."""
-    status, headers, body = problem_parts(error)
-    response = Response(body, status=status)
-    response.headers.update(headers)
-    return response
 
 
 def problem_parts(error: ApiError) -> tuple[int, list[tuple[str, str]], bytes]:
     """Return an ApiError's answer as (status, headers, body), framework-free (the fast
     upload path in aggregator.serving.rsgi_bridge answers with these same bytes)."""
-    body = problem(error.status, error.code, error.detail, _title(error.code), **error.extra)
+    body = problem(error.status, error.code, error.detail, title(error.code), **error.extra)
     headers = [("Content-Type", PROBLEM_MEDIA_TYPE), *error.headers.items()]
     return error.status, headers, stdlib_json.dumps(body).encode()
-
-
-def _http_error(error: HTTPException) -> Response:
-    status = error.code or 500
-    code = _HTTP_CODES.get(status, "http_error")
-    detail = _FIXES.get(status) or error.description or error.name
-    response = problem_response(status, code, error.name, detail)
-    for name, value in error.get_headers():
-        if name.lower() not in ("content-type", "content-length"):
-            response.headers[name] = value
-    return response
-
-
-def _unexpected(error: Exception) -> Response:
-    return error_response(internal_error(error))
 
 
 def internal_error(error: BaseException) -> ApiError:
@@ -99,8 +49,22 @@ def internal_error(error: BaseException) -> ApiError:
     )
 
 
-def init_app(app: Flask) -> None:
-    """Register the problem handlers on an app."""
-    app.register_error_handler(ApiError, error_response)
-    app.register_error_handler(HTTPException, _http_error)
-    app.register_error_handler(Exception, _unexpected)
+def unavailable_error(error: StoreUnavailable) -> ApiError:
+    """Log a store fault and return its retryable problem (507 disk full, else 503)."""
+    # Nothing of the request was committed: a client may resend it as it is.
+    log.warning("store unavailable: %s", error)
+    if isinstance(error, StoreFull):
+        answer = ApiError(
+            507,
+            "insufficient_storage",
+            "the collector's disk is full; nothing was stored: retry after the Retry-After delay",
+        )
+        answer.headers["Retry-After"] = "60"
+        return answer
+    answer = ApiError(
+        503,
+        "unavailable",
+        "the database cannot be written now; nothing was stored: retry after the Retry-After delay",
+    )
+    answer.headers["Retry-After"] = "1" if "locked" in str(error) else "10"
+    return answer

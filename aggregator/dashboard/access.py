@@ -1,6 +1,6 @@
 """Who may see the dashboard: a login with the analyst (or admin) token, a session, CSRF.
 
-The login form takes a token and checks it with :func:`aggregator.core.auth.role_of`, as the API
+The login form takes a token and checks it with :func:`aggregator.api.auth.role_of`, as the API
 does. The session (Flask's cookie, signed with ``SECRET_KEY``; Secure, HttpOnly, SameSite
 and limited to ``/dashboard``, see :mod:`aggregator.core.config`) keeps the token's SHA-256 —
 the form the store keeps it in, never the token — and each request looks its role up again,
@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 from flask import Flask, abort, request, session
 
-from aggregator.core.auth import hash_token, role_of_digest
+from aggregator.api.auth import role_of_digest
+from aggregator.core.auth import hash_token
 
 ROLES = ("analyst", "admin")  # roles that may look; an admin token works wherever an analyst's does
 CSRF_FIELD = "csrf_token"

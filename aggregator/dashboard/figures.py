@@ -1,8 +1,8 @@
 """What the pages show, computed by the JSON API's own functions (no second estimator).
 
-Estimates come from :func:`aggregator.api.estimates.answer` (over the chosen range, and once per
+Estimates come from :func:`aggregator.core.estimates.answer` (over the chosen range, and once per
 time bucket for the lines over time), discovered strings from
-:func:`aggregator.api.heavy_hitters.answer`, report counts from the store's sums (the ``n`` the
+:func:`aggregator.core.heavy_hitters.answer`, report counts from the store's sums (the ``n`` the
 API answers), the planner's figures from :func:`shared.mechanisms.registry.plan` (as
 ``ldp-aggregator tasks plan``). Ingest and rejection counts exist only as Prometheus
 counters of the running collector: they are read from there and labelled as such.
@@ -21,11 +21,12 @@ from typing import Any
 from flask import current_app
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 
-from aggregator.api import estimates, heavy_hitters
+from aggregator.api.resources import get_store
+from aggregator.core import estimates, heavy_hitters
 from aggregator.core.problems import ApiError
 from aggregator.core.query import Window
-from aggregator.store import get_store
 from shared import ParameterError, TaskConfig
+from shared.mechanisms.features import discoverer
 
 CACHE_ENTRIES = 4096  # answers kept per process (a cms answer of 20 values is ~3 kB)
 MAX_SERIES_BUCKETS = 60  # lines over time show the latest buckets of the range, at most
@@ -117,7 +118,7 @@ def needs_candidates(config: TaskConfig) -> bool:
 
 def discovers(config: TaskConfig) -> bool:
     """Return whether the task's mechanism finds its frequent strings without candidates."""
-    return hasattr(config.mechanism_object, "discover")
+    return discoverer(config.mechanism_object) is not None
 
 
 def bucket_counts(config: TaskConfig, window: Window, buckets: list[int]) -> OverTime:
@@ -196,16 +197,20 @@ class Answers:
 def estimate(
     config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
 ) -> dict[str, Any]:
-    """Return :func:`aggregator.api.estimates.answer` for the window (reused while exact).
+    """Return :func:`aggregator.core.estimates.answer` for the window (reused while exact).
 
     The answer's ``anomaly`` also counts the window's refused reports, which do not
     change n: their count is part of the question.
     """
-    refused = get_store().refusals(config, window.start, window.end)
+    store = get_store()
+    refused = store.refusals(config, window.start, window.end)
     question = ("estimates", None if candidates is None else tuple(candidates), refused)
-    return Answers.of_app().get(
-        config, question, window, lambda: estimates.answer(config, candidates, window), n
-    )
+    max_cells = int(current_app.config["MAX_ESTIMATE_CELLS"])
+
+    def compute() -> dict[str, Any]:
+        return estimates.answer(config, candidates, window, store, max_cells=max_cells)
+
+    return Answers.of_app().get(config, question, window, compute, n)
 
 
 def over_time(
@@ -253,7 +258,7 @@ def discovered(
             config,
             ("heavy_hitters", HH_TOP, HH_SURVIVORS),
             window,
-            lambda: heavy_hitters.answer(config, HH_TOP, HH_SURVIVORS, window),
+            lambda: heavy_hitters.answer(config, HH_TOP, HH_SURVIVORS, window, get_store()),
             n,
         )
         return found, None

@@ -22,10 +22,10 @@ from flask import (
 )
 from werkzeug.exceptions import HTTPException
 
-from aggregator.api.tasks import find_task
+from aggregator.api.resources import get_store
 from aggregator.core.problems import ApiError
+from aggregator.core.tasks import find_task
 from aggregator.dashboard import access, charts, figures, forms
-from aggregator.store import get_store
 from shared.estimates import z_value
 from shared.mechanisms.registry import plan
 
@@ -185,7 +185,7 @@ def download(task_id: str, name: str, fmt: str) -> Response:
 
 def task_view(task_id: str) -> TaskView:
     """Return what the task page shows for the request's form fields."""
-    config = find_task(task_id).config
+    config = find_task(task_id, get_store()).config
     view = TaskView(figures.summarize(config), forms.TaskQuery.from_args(request.args))
     try:
         window = view.query.window()
@@ -216,7 +216,7 @@ def task_view(task_id: str) -> TaskView:
 
 def hh_view(task_id: str) -> TaskView:
     """Return what the heavy-hitters page shows for the request's range and level."""
-    config = find_task(task_id).config
+    config = find_task(task_id, get_store()).config
     view = TaskView(figures.summarize(config), forms.TaskQuery.from_args(request.args))
     if not figures.discovers(config):
         abort(404, f"task {task_id!r} ({config.mechanism}) cannot discover its frequent values")

@@ -44,8 +44,8 @@ from aggregator import serving
 from aggregator.core.intake import EXTENSION as INTAKE
 from aggregator.core.intake import ROUTE, Headers, Intake
 from aggregator.core.metrics import ABORTED, observe_request
-from aggregator.core.problems import ApiError, internal_error, problem_parts
-from aggregator.store import StoreUnavailable, unavailable_error
+from aggregator.core.problems import ApiError, internal_error, problem_parts, unavailable_error
+from aggregator.store import StoreUnavailable
 from shared.contract import PROTOCOL_HEADER, problem
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]

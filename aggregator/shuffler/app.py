@@ -20,7 +20,7 @@ from typing import Any
 import requests
 from flask import Flask, Response, request
 
-from aggregator.core import problems
+from aggregator.api import errors
 from aggregator.core.body import decode_json
 from aggregator.core.problems import ApiError
 from aggregator.shuffler.forwarder import Forwarder, session_with_retries
@@ -51,7 +51,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
     app.config.from_mapping(config)
     app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its lines start with an address
-    problems.init_app(app)
+    errors.init_app(app)
     spool = Spool(str(app.config["SPOOL"]), capacity=int(app.config["SPOOL_CAPACITY"]))
     forwarder = Forwarder(
         spool,

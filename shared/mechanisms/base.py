@@ -14,7 +14,7 @@ import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -41,7 +41,13 @@ class Option:
 
 
 class Mechanism(Protocol):
-    """A built mechanism: what the client, the codec and the collector call."""
+    """A built mechanism: what the client, the codec and the collector call.
+
+    Optional features are declared below it (:class:`Discovering`, :class:`Publishing`)
+    and, for the permanent layer, by :class:`shared.mechanisms.longitudinal.Longitudinal`;
+    code outside this package asks :mod:`shared.mechanisms.features` whether a mechanism
+    has one, never ``isinstance`` / ``hasattr``.
+    """
 
     @property
     def name(self) -> str:
@@ -140,6 +146,33 @@ class Mechanism(Protocol):
 
     def check_sums(self, sums: Any) -> list[Check]:
         """Return the tests of sums against honest devices that this mechanism supports."""
+        ...
+
+
+@runtime_checkable
+class Discovering(Protocol):
+    """Optional: find the most frequent values without a candidate list (heavy hitters)."""
+
+    def discover(self, sums: Any, top: int = ..., survivors: int = ..., level: float = ...) -> Any:
+        """Return the ``top`` values found (a ``shared.mechanisms.hh_search.Discovery``)."""
+        ...
+
+
+@runtime_checkable
+class Publishing(Protocol):
+    """Optional: integers a device uses, published in the task JSON beside its fields."""
+
+    def published(self) -> dict[str, Any]:
+        """Return the fields the task JSON adds (fingerprinted with it)."""
+        ...
+
+
+@runtime_checkable
+class StatesVariationRatio(Protocol):
+    """Optional: the output probabilities shuffle amplification's tighter bound needs."""
+
+    def variation_ratio(self) -> Any:
+        """Return a ``shared.shuffling.VariationRatio`` (typed there: it imports this)."""
         ...
 
 

@@ -93,8 +93,8 @@ def test_analyst_token_cannot_create_tasks(client: FlaskClient) -> None:
 
 def test_stored_tokens_work_and_only_their_hash_is_kept(sqlite_app: Flask) -> None:
     app = sqlite_app  # the bytes on disk are read: a file
+    from aggregator.api.resources import get_store
     from aggregator.core.auth import hash_token
-    from aggregator.store import get_store
 
     with app.app_context():
         get_store().add_token(hash_token("db-analyst"), "analyst")

@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 from flask import Flask
 
+from aggregator.api.resources import get_store
 from aggregator.batch.archive import archive_files, task_of
 from aggregator.batch.job import run as run_batch
 from aggregator.cli import main
-from aggregator.store import get_store
 from shared import Envelope, TaskConfig, new_report_id
 
 DAY = 86_400

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from aggregator import create_app
-from aggregator.store import StoredTask, get_store
+from aggregator.api.resources import get_store
+from aggregator.store import StoredTask
 from aggregator.store.backends import open_store, split_url
 from aggregator.store.sqlite import SqliteStore
 from shared import TaskConfig

@@ -15,9 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from aggregator import create_app
+from aggregator.api.auth import role_of
+from aggregator.api.resources import get_store
 from aggregator.cli import main
-from aggregator.core.auth import hash_token, role_of
-from aggregator.store import get_store
+from aggregator.core.auth import hash_token
 from shared import Envelope, TaskConfig, new_report_id
 
 DAY = 86_400

@@ -13,7 +13,7 @@ from agg_server import ADMIN, bearer
 from flask import Flask
 
 from aggregator import create_app
-from aggregator.store import get_store
+from aggregator.api.resources import get_store
 from shared import ParameterError, TaskConfig
 
 TASKS = [

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from aggregator import create_app
+from aggregator.api.resources import get_store
 from aggregator.cli import main
-from aggregator.store import get_store
 from aggregator.store.sqlite_migrations import SchemaTooNew, migrations
 
 

@@ -16,8 +16,8 @@ from agg_server import ADMIN, ANALYST, bearer
 from flask import Flask
 from flask.testing import FlaskClient
 
+from aggregator.api.resources import get_store_of
 from aggregator.core.auth import hash_token
-from aggregator.store import get_store_of
 from shared import Envelope, TaskConfig, encode_batch, new_report_id
 from shared.shuffling import reduction_of
 from shared.shuffling_accountant import central_epsilon

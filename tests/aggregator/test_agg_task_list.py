@@ -6,7 +6,7 @@ from __future__ import annotations
 from agg_server import ADMIN, ANALYST
 from flask.testing import FlaskClient
 
-from aggregator.store import get_store
+from aggregator.api.resources import get_store
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 

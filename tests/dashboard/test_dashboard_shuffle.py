@@ -12,8 +12,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from aggregator import create_app
+from aggregator.api.resources import get_store_of
 from aggregator.core.auth import hash_token
-from aggregator.store import get_store_of
 from shared import Envelope, TaskConfig, encode_batch, new_report_id
 from shared.wire import b64encode
 

@@ -18,10 +18,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from aggregator import create_app
+from aggregator.api.resources import get_store
 from aggregator.cli import main as cli
 from aggregator.core.auth import hash_token
 from aggregator.dashboard import access, svg
-from aggregator.store import get_store
 from demo.dashboard import envelopes
 from shared import TaskConfig, encode_batch
 from shared.codec import b64encode, new_report_id

@@ -1,0 +1,46 @@
+"""Prometheus in the Flask app: time every request, render ``/metrics``.
+
+The metrics themselves (and the multiprocess folder) are aggregator.core.metrics.
+"""
+
+from __future__ import annotations
+
+import time
+
+from flask import Flask, Response, request
+
+# Through core.metrics, never prometheus_client directly: core.metrics prepares the
+# environment prometheus_client reads when first imported.
+from aggregator.core.metrics import exposition, observe_request
+
+_STARTED = "ldp.started"
+
+
+def init_app(app: Flask) -> None:
+    """Time every request of the app."""
+    app.before_request(_start_timer)
+    app.after_request(_observe)
+
+
+def render() -> Response:
+    """Return the metrics of this process, or of every worker in multiprocess mode."""
+    body, content_type = exposition()
+    return Response(body, content_type=content_type)
+
+
+def _start_timer() -> None:
+    request.environ[_STARTED] = time.perf_counter()
+
+
+def _observe(response: Response) -> Response:
+    current = request._get_current_object()  # type: ignore[attr-defined]  # one proxy lookup
+    started = current.environ.get(_STARTED)
+    if started is not None:
+        rule = current.url_rule
+        observe_request(
+            rule.rule if rule is not None else "unmatched",
+            current.method,
+            response.status_code,
+            time.perf_counter() - started,
+        )
+    return response

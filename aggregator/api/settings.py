@@ -1,0 +1,44 @@
+"""The collector's settings, read as the app reads them, with or without an app.
+
+:data:`aggregator.core.config.DEFAULTS`, then ``config.py`` in the instance folder, then
+``LDP_*`` environment variables (parsed as JSON when they parse), then a test mapping.
+The command line reads them here to open the store directly, without building the app.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Config
+from flask.sansio.scaffold import find_package
+
+from aggregator.core.config import DEFAULTS
+
+APP_NAME = "aggregator"
+
+
+def instance_folder() -> str:
+    """Return the instance folder Flask gives the app, for use without one (Flask's rule,
+    ``Flask.auto_find_instance_path``)."""
+    prefix, package_path = find_package(APP_NAME)
+    if prefix is None:
+        return os.path.join(package_path, "instance")
+    return os.path.join(prefix, "var", f"{APP_NAME}-instance")
+
+
+def load(instance_path: str, test_config: Mapping[str, Any] | None = None) -> Config:
+    """Return the settings: defaults, instance file, environment, then ``test_config``."""
+    config = Config(instance_path, DEFAULTS)
+    config.from_pyfile("config.py", silent=True)
+    config.from_prefixed_env("LDP")
+    if test_config is not None:
+        config.from_mapping(test_config)
+    # Environment values are parsed as JSON, so a numeric-looking token arrives as an int.
+    for key in ("ADMIN_TOKEN", "ANALYST_TOKEN"):
+        if config.get(key) is not None:
+            config[key] = str(config[key])
+    config["MAX_CONTENT_LENGTH"] = int(config["MAX_BODY_BYTES"])
+    config["DATABASE"] = config["DATABASE"] or os.path.join(instance_path, "ldp-aggregator.sqlite3")
+    return config
