@@ -6,12 +6,17 @@ The metrics themselves (and the multiprocess folder) are aggregator.core.metrics
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, cast
 
 from flask import Flask, Response, request
 
 # Through core.metrics, never prometheus_client directly: core.metrics prepares the
 # environment prometheus_client reads when first imported.
 from aggregator.core.metrics import exposition, observe_request
+
+if TYPE_CHECKING:
+    from flask import Request
+    from werkzeug.local import LocalProxy
 
 _STARTED = "ldp.started"
 
@@ -33,7 +38,8 @@ def _start_timer() -> None:
 
 
 def _observe(response: Response) -> Response:
-    current = request._get_current_object()  # type: ignore[attr-defined]  # one proxy lookup
+    # One proxy lookup: flask types ``request`` as the Request it stands for.
+    current = cast("LocalProxy[Request]", request)._get_current_object()
     started = current.environ.get(_STARTED)
     if started is not None:
         rule = current.url_rule

@@ -24,6 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from aggregator.store.folding import fold_parts
 from aggregator.store.staging import columns
 from shared.mechanisms.base import Batch
 from shared.sums import RowSums
+
+if TYPE_CHECKING:
+    from distributed import Client  # the [batch] extra; imported where the job runs
 
 
 @dataclass
@@ -116,12 +120,12 @@ def merge(left: Partial, right: Partial) -> Partial:
     return left + right
 
 
-def resum(files: Sequence[Path], client: object) -> Partial:
+def resum(files: Sequence[Path], client: Client) -> Partial:
     """Fold every file on the cluster and add the results pairwise; return the total."""
-    futures = client.map(fold_file, [str(f) for f in files], pure=False)  # type: ignore[attr-defined]
+    futures = client.map(fold_file, [str(f) for f in files], pure=False)
     while len(futures) > 1:
         paired = [
-            client.submit(merge, futures[i], futures[i + 1], pure=False)  # type: ignore[attr-defined]
+            client.submit(merge, futures[i], futures[i + 1], pure=False)
             for i in range(0, len(futures) - 1, 2)
         ]
         futures = paired + ([futures[-1]] if len(futures) % 2 else [])

@@ -82,8 +82,8 @@ def reports_chart(config: TaskConfig, series: OverTime) -> Chart:
 
 def over_time_chart(config: TaskConfig, series: OverTime) -> Chart:
     """Return each value's estimate bucket by bucket, with its confidence band."""
-    answered = [b for b in series.buckets if b.body is not None]
-    values = [row["value"] for row in answered[0].body["estimates"]] if answered else []  # type: ignore[index]
+    bodies = [b.body for b in series.buckets if b.body is not None]
+    values = [row["value"] for row in bodies[0]["estimates"]] if bodies else []
     rows: list[list[Any]] = []
     lines = []
     for value in values:

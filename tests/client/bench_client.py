@@ -19,7 +19,7 @@ from shared import TaskConfig
 
 
 def tasks() -> list[TaskConfig]:
-    """Return the measured tasks (DESIGN §8 sketch size)."""
+    """Return the measured tasks (docs/design.md, Targets: the sketch size m = 1024)."""
     return [
         TaskConfig.create(task_id="rr", mechanism="rr", epsilon=1.0),
         TaskConfig.create(task_id="cms", mechanism="cms", epsilon=4.0, k=2048, m=1024),

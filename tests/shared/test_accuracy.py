@@ -1,4 +1,4 @@
-"""Closed-form variances (shared/accuracy.py) against DESIGN.md §8 and seeded trials.
+"""Closed-form variances (shared/accuracy.py) against docs/design.md (Targets) and trials.
 
 Every trial privatizes a fixed population with ``privatize_many``, aggregates it with
 ``add_many`` and estimates through the public ``estimate``. Tolerances are chosen to be
@@ -31,11 +31,13 @@ from shared.accuracy import (
     rr_sampling_variance,
 )
 
-COVERAGE_TOLERANCE = 0.02  # DESIGN §8: 95% ± 2%; > 4 binomial SEs at >= 2000 estimates
-VARIANCE_TOLERANCE = 0.10  # DESIGN §8: ± 10%; > 3.9 SEs of a variance from >= 3000 trials
+# docs/design.md, Targets: 95% ± 2%; > 4 binomial SEs at >= 2000 estimates
+COVERAGE_TOLERANCE = 0.02
+# docs/design.md, Targets: ± 10%; > 3.9 SEs of a variance from >= 3000 trials
+VARIANCE_TOLERANCE = 0.10
 
 
-# ---------------------------------------------------------------- reference numbers (§8)
+# ------------------------------------------------------------ reference numbers (docs/design.md)
 
 
 @pytest.mark.parametrize(("n", "reference"), [(10**5, 135), (10**6, 427), (10**7, 1350)])
@@ -162,7 +164,8 @@ def test_grr_estimates_are_unbiased_with_the_closed_form_variance() -> None:
 
 # Sketch population: 40 values reported 50 times each plus 1000 values reported once;
 # candidates: those 40 plus 200 values nobody reported. k is large so that, with the hash
-# family fixed, the per-item collision bias (DESIGN §2) stays a small fraction of an SD.
+# family fixed, the per-item collision bias (docs/design.md, "Hash collisions") stays a
+# small fraction of an SD.
 HEAVY, PER_HEAVY, SINGLETONS, RARE = 40, 50, 1000, 200
 SKETCH_TRIALS = 300  # × 240 candidates: 12,000 heavy and 60,000 rare estimates
 

@@ -1,4 +1,4 @@
-"""The task hash family, pinned bit for bit (DESIGN §4): client and server must agree.
+"""The task hash family, pinned bit for bit (PROTOCOL.md §3.1): client and server must agree.
 
 Golden vectors fix mmh3 keys and row buckets; a pure-Python reference of SplitMix64 and
 multiply-add-shift checks the vectorized numpy code; hypothesis checks that the three

@@ -1,4 +1,5 @@
-"""hh (DESIGN §9): fixed device levels, exact ε per device, normalisation, discovery."""
+"""hh (docs/design.md, "Heavy hitters"; PROTOCOL.md §3.7): fixed device levels, exact ε per
+device, normalisation, discovery."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ def test_plans_are_sorted_and_fit_the_domain() -> None:
 
 @pytest.mark.parametrize("devices", [10**5, 10**6])
 def test_sketch_plans_are_the_closed_forms(devices: int) -> None:
-    # A huge domain: every value rare, collisions negligible (DESIGN's reference SDs).
+    # A huge domain: every value rare, collisions negligible (docs/design.md's reference
+    # standard deviations).
     plans = dict(plan(4.0, 10**9, devices))
     cms = CountMeanSketch(epsilon=4.0, k=2048, m=1024, hash_seed=0)
     hcms = HadamardCountMeanSketch(epsilon=4.0, k=2048, m=1024, hash_seed=0)

@@ -25,7 +25,7 @@ from shared.shuffling import (
 )
 from shared.shuffling_accountant import RTOL, central_epsilon, delta
 
-# DESIGN §13: the stronger clone bound of a generic randomizer at δ = 10⁻⁸.
+# The stronger clone bound of a generic randomizer at δ = 10⁻⁸ (README.md, "central ε" table).
 TABLE = [
     (1, 10**4, 0.056),
     (1, 10**5, 0.017),

@@ -22,7 +22,7 @@ def test_errors_match_the_closed_forms(result: rr_vs_laplace.Result) -> None:
     np.testing.assert_allclose(result.rr_sd, result.rr_theory, rtol=0.1)
     # Laplace noise has kurtosis 6: its sample SD over 1000 draws varies by ~3.5%.
     np.testing.assert_allclose(result.laplace_sd, math.sqrt(2) / math.log(3), rtol=0.15)
-    # The seeds' 1000 answers with 300 yes: variance 750, in DESIGN.md's 27–32 range.
+    # The seeds' 1000 answers with 300 yes: variance 750, in docs/design.md's reference range 27–32.
     assert result.rr_theory[list(result.ns).index(1000)] == pytest.approx(math.sqrt(750))
 
 

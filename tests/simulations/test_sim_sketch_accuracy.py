@@ -41,7 +41,8 @@ def test_noise_sd_matches_the_closed_form(points: list[Point]) -> None:
 
 
 def test_design_reference_values(points: list[Point]) -> None:
-    # DESIGN.md §8: rare item at ε = 4, m = 1024, n = 10^5: CMS 135, HCMS 328.
+    # docs/design.md, reference standard deviations: rare item at ε = 4, m = 1024,
+    # n = 10^5: CMS 135, HCMS 328.
     assert _point(points, "n", "cms", n=100_000).sd_theory == pytest.approx(135, rel=0.01)
     assert _point(points, "n", "hcms", n=100_000).sd_theory == pytest.approx(328, rel=0.01)
 
