@@ -1,8 +1,9 @@
 """The shared store: PostgreSQL, for several collector nodes behind one load balancer.
 
-The tables and the sums arithmetic are the SQLite store's (:mod:`aggregator.store.sql`), so
-both hold bit-identical sums for the same reports. What differs is how concurrent nodes
-stay exact without one write lock:
+The tables, the sums arithmetic (:mod:`aggregator.store.sql`) and every statement both
+stores run alike (:mod:`aggregator.store.base`) are the SQLite store's, so both hold
+bit-identical sums for the same reports. What differs is how concurrent nodes stay exact
+without one write lock:
 
 - **Exactly once across nodes.** An upload is one transaction: its report ids go into
   ``seen`` with ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` (ids sorted, so two uploads

@@ -8,6 +8,8 @@ them into the rows they touch (read, add, write back), then commit. Workers ther
 serialize their read-modify-writes and any number of them give the same sums as one. The
 view answers only after ``COMMIT`` returns. Reads add what is staged in memory, from their
 own snapshot (:mod:`aggregator.store.staged_view`): an analyst never takes the write lock.
+What both stores do alike lives in :mod:`aggregator.store.base`; here are SQLite's own
+connections, transactions, id claims, folds and backup.
 """
 
 from __future__ import annotations

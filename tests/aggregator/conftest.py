@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from agg_server import ADMIN, ANALYST, Server, start_server
+from agg_stores import Stores
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -92,3 +93,17 @@ def server(
     running = start_server(database(request.param, folder, request), folder=folder)
     yield running
     running.kill()
+
+
+@pytest.fixture
+def stores(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Stores]:
+    """Yield an opener of stores on fresh databases of either backend."""
+    opener = Stores(tmp_path, lambda backend, folder: database(backend, folder, request))
+    yield opener
+    opener.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Return each store backend's name in turn."""
+    return str(request.param)
