@@ -14,8 +14,13 @@ from aggregator.store.sqlite import SqliteStore
 class Stores:
     """Opens initialized stores of a backend on fresh databases; closes them all at the end."""
 
-    def __init__(self, folder: Path, new_database: Callable[[str, Path], str]) -> None:
-        self.folder, self.new_database = folder, new_database
+    def __init__(
+        self,
+        folder: Path,
+        new_database: Callable[[str, Path], str],
+        give_back: Callable[[str], None],
+    ) -> None:
+        self.folder, self.new_database, self.give_back = folder, new_database, give_back
         self.opened: list[SqlStore] = []
 
     def open(self, backend: str, **options: Any) -> SqlStore:
@@ -40,7 +45,11 @@ class Stores:
         return store
 
     def close(self) -> None:
-        """Close every store opened (a PostgreSQL store's pool; SQLite has nothing to close)."""
+        """Close every store opened and hand its PostgreSQL database back, emptied."""
+        urls = set()
         for store in self.opened:
             if isinstance(store, PostgresStore):
                 store.close()
+                urls.add(store.url)
+        for url in sorted(urls):
+            self.give_back(url)
