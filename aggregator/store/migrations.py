@@ -1,22 +1,72 @@
-"""Numbered schema migrations: ``NNNN_name.sql`` files in a backend's migrations package.
+"""Numbered schema migrations and the one runner both backends use.
 
 Each backend keeps its SQL in its own package (``sqlite_migrations``,
-``postgres_migrations``) because the dialects differ; what a migration is, how the files
-are found and ordered, and the refusal of a database newer than the code live here. Each
-file is applied once, in order, inside one write transaction, and recorded in
-``schema_version`` (version, name, applied_at).
+``postgres_migrations``: ``NNNN_name.sql`` files) because the dialects differ, with a
+:class:`Schema` saying what else differs (a lock, a legacy version marker). What a
+migration is, how the files are found and ordered, the refusal of a database newer than
+the code, and the runner live here. Each file is applied once, in order, inside one write
+transaction, and recorded in ``schema_version`` (version, name, applied_at).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from importlib import resources
+
+from aggregator.store.sql import Tx
 
 MIGRATION = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 
 class SchemaTooNew(RuntimeError):
     """The database was migrated by a newer ldp-aggregator than this one."""
+
+
+class Schema:
+    """A backend's migrations: its package of SQL files and its dialect's few differences."""
+
+    def __init__(self, package: str, *, big_integer: str) -> None:
+        self.package = package
+        self.big_integer = big_integer  # the column type of a Unix time
+
+    def migrations(self) -> list[tuple[int, str, str]]:
+        """Return (version, name, SQL) of every migration shipped, in order."""
+        return shipped(self.package)
+
+    def lock(self, tx: Tx) -> None:
+        """Keep other processes from migrating until ``tx`` ends (default: nothing)."""
+
+    def legacy_version(self, tx: Tx) -> int:
+        """Return the version of a database made before ``schema_version`` (default: 0)."""
+        return 0
+
+    def mark(self, tx: Tx, version: int) -> None:
+        """Record the version where older tools look for it (default: nothing)."""
+
+
+def apply_migrations(tx: Tx, schema: Schema) -> tuple[int, int]:
+    """Apply what is pending inside ``tx``; return (version before, version after)."""
+    migrations = schema.migrations()
+    latest = migrations[-1][0]
+    schema.lock(tx)
+    tx.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+        f"name TEXT NOT NULL, applied_at {schema.big_integer} NOT NULL)"
+    )
+    recorded = {int(v) for (v,) in tx.execute("SELECT version FROM schema_version")}
+    before = max(recorded) if recorded else schema.legacy_version(tx)
+    refuse_newer(before, latest)
+    for version, name, sql in migrations:
+        if version > before:
+            for statement in statements(sql):
+                tx.execute(statement)
+        if version not in recorded:  # also a version an older database had without the table
+            tx.execute(
+                "INSERT INTO schema_version VALUES (?, ?, ?)", (version, name, int(time.time()))
+            )
+    schema.mark(tx, latest)
+    return before, latest
 
 
 def shipped(package: str) -> list[tuple[int, str, str]]:

@@ -10,7 +10,7 @@ wants another style adapts them in its :class:`Tx`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,14 +26,40 @@ COUNTER = np.dtype("<i8")
 CHUNK = 500  # parameters per IN (...) list
 
 
+class Rows(Protocol):
+    """A statement's result: its rows, and how many rows it changed (a cursor)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Return how many rows the statement inserted, updated or deleted."""
+
+    def __iter__(self) -> Iterator[Any]:
+        """Iterate over the result rows."""
+
+
 class Tx(Protocol):
     """A transaction: statements with ``?`` placeholders (sqlite3.Connection is one)."""
 
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Iterable[Any]:
-        """Run one statement; iterate over its result rows."""
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Rows:
+        """Run one statement; return its result rows."""
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
         """Run one statement once per parameter row."""
+
+
+def marks(count: int) -> str:
+    """Return ``count`` comma-separated placeholders (an ``IN (...)`` list)."""
+    return ",".join("?" * count)
+
+
+def first_expiries(uploads: Sequence[Upload], task_id: str) -> dict[bytes, int]:
+    """Return, per report id of a task in the uploads, the expiry sent with its first sighting."""
+    first: dict[bytes, int] = {}
+    for upload in uploads:
+        if upload.task.task_id == task_id:
+            for envelope, expires in zip(upload.envelopes, upload.expires, strict=True):
+                first.setdefault(envelope.report_id, int(expires))
+    return first
 
 
 def first_sightings(
@@ -105,10 +131,9 @@ def add_rows(tx: Tx, task_id: str, bucket: int, new: RowSums) -> None:
     rows = list(index)
     for start in range(0, len(rows), CHUNK):
         part = rows[start : start + CHUNK]
-        marks = ",".join("?" * len(part))
         for row, count, blob in tx.execute(
             f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
-            f"AND row IN ({marks})",
+            f"AND row IN ({marks(len(part))})",
             (task_id, bucket, *part),
         ):
             n[index[row]] += count

@@ -8,51 +8,35 @@ them into the rows they touch (read, add, write back), then commit. Workers ther
 serialize their read-modify-writes and any number of them give the same sums as one. The
 view answers only after ``COMMIT`` returns. Reads add what is staged in memory, from their
 own snapshot (:mod:`aggregator.store.staged_view`): an analyst never takes the write lock.
+What both stores do alike lives in :mod:`aggregator.store.base`; here are SQLite's own
+connections, transactions, id claims, folds and backup.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-
-import numpy as np
+from typing import Any
 
 from aggregator.core.metrics import STORE_LOCK_WAIT
-from aggregator.store import shuffled
-from aggregator.store.interface import (
-    ShuffledBatch,
-    ShuffledWindow,
-    StoredTask,
-    StoredToken,
-    SumsView,
-    TaskExists,
-    Upload,
-)
-from aggregator.store.reads import NO_LIMIT, snapshot_sums, stored_buckets
-from aggregator.store.sql import (
-    CHUNK,
-    COUNTER,
-    first_sightings,
-    fold_into_sums,
-    record_refusals,
-    refusals_in,
-    stage,
-    staged_rows,
-)
+from aggregator.store.base import SqlStore
+from aggregator.store.sql import CHUNK, Tx, fold_into_sums, marks
 from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
 from aggregator.store.sqlite_lock import WriterLock
-from aggregator.store.sqlite_migrations import apply_migrations
-from shared import Envelope, TaskConfig
+from aggregator.store.sqlite_migrations import SCHEMA
+from shared import TaskConfig
 
 
-class SqliteStore:
+class SqliteStore(SqlStore):
     """:class:`~aggregator.store.interface.Store` on one SQLite file (a connection per thread)."""
+
+    schema = SCHEMA
+    duplicate = sqlite3.IntegrityError
 
     def __init__(
         self,
@@ -66,12 +50,13 @@ class SqliteStore:
             raise ValueError(
                 f"SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA, got {synchronous!r}"
             )
+        super().__init__(staged_bytes=staged_bytes)
         self.path, self.synchronous, self.busy_timeout = path, synchronous.upper(), busy_timeout
-        self.staged_bytes = staged_bytes
         self._local = threading.local()
-        self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
         self._identity = FileIdentity(path)
         self._writer = WriterLock(path)
+
+    # -- connections and transactions --------------------------------------------------
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per thread and per process: a connection must not cross a fork.
@@ -119,131 +104,71 @@ class SqliteStore:
         if self._local.commits % CHECK_EVERY == 0:
             bound_wal(conn, self.path)
 
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One WAL snapshot (writers go on); inside this thread's transaction, that one."""
+        conn = self._connection()
+        if conn.in_transaction:  # e.g. a task looked up while an upload is staged
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def _stream(self, sql: str, parameters: Sequence[Any]) -> Iterator[Any]:
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout)  # its own snapshot
+        try:
+            yield from conn.execute(sql, parameters)
+        finally:
+            conn.close()
+
     def initialize(self) -> None:
         """Switch the file to WAL mode and bring its schema up to date (idempotent)."""
         conn = self._connection()
         conn.execute("PRAGMA journal_mode=WAL")  # persistent: stored in the file
         self._identity.remember()
-        self.schema_change = self.migrate()  # (from, to): what ``ldp-aggregator migrate`` says
+        super().initialize()
 
-    def migrate(self) -> tuple[int, int]:
-        """Apply the pending numbered migrations in order; return (from, to) versions."""
-        with self._write() as tx:
-            return apply_migrations(tx)
+    # -- ingest: ids, staging, folds ---------------------------------------------------
 
-    def create_task(self, task: StoredTask) -> None:
-        """Store a new task, or raise TaskExists."""
-        config = json.dumps(task.config.to_dict(), sort_keys=True)
-        try:
-            with self._write() as tx:
-                tx.execute(
-                    "INSERT INTO tasks (task_id, config, upload_key_hash, created_at, archive) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (
-                        task.config.task_id,
-                        config,
-                        task.upload_key_hash,
-                        int(time.time()),
-                        int(task.archive),
-                    ),
+    def _claim(self, tx: Tx, task_id: str, first: dict[bytes, int]) -> set[bytes]:
+        """Return the ids known before; insert the others (the write lock is held)."""
+        ids = list(first)
+        known: set[bytes] = set()
+        for start in range(0, len(ids), CHUNK):
+            part = ids[start : start + CHUNK]
+            known.update(
+                row[0]
+                for row in tx.execute(
+                    f"SELECT report_id FROM seen WHERE task_id = ? AND report_id IN "
+                    f"({marks(len(part))})",
+                    (task_id, *part),
                 )
-        except sqlite3.IntegrityError:
-            raise TaskExists(task.config.task_id) from None
-
-    def get_task(self, task_id: str) -> StoredTask | None:
-        """Return a task, or None."""
-        if task_id not in self._tasks:
-            row = (
-                self._connection()
-                .execute(
-                    "SELECT config, upload_key_hash, archive FROM tasks WHERE task_id = ?",
-                    (task_id,),
-                )
-                .fetchone()
             )
-            if row is None:
-                return None
-            self._tasks[task_id] = _task(*row)
-        return self._tasks[task_id]
+        tx.executemany(
+            "INSERT INTO seen VALUES (?, ?, ?)",
+            [(task_id, i, x) for i, x in first.items() if i not in known],
+        )
+        return known
 
-    def list_tasks(self) -> list[StoredTask]:
-        """Return every task, ordered by id."""
-        # Tasks are immutable: a cached one is reused, so listing does not rebuild every
-        # task's mechanism (a sketch's hash rows) on every call.
-        ids = [
-            task_id
-            for (task_id,) in self._connection().execute(
-                "SELECT task_id FROM tasks ORDER BY task_id"
-            )
-        ]
-        missing = [task_id for task_id in ids if task_id not in self._tasks]
-        for start in range(0, len(missing), CHUNK):
-            part = missing[start : start + CHUNK]
-            for task_id, config, key_hash, archive in self._connection().execute(
-                f"SELECT task_id, config, upload_key_hash, archive FROM tasks WHERE task_id IN "
-                f"({','.join('?' * len(part))})",
-                part,
-            ):
-                self._tasks[task_id] = _task(config, key_hash, archive)
-        return [self._tasks[task_id] for task_id in ids]
-
-    def add_reports(
-        self, task: TaskConfig, envelopes: Sequence[Envelope], expires: Sequence[int]
-    ) -> set[bytes]:
-        """Add one upload's reports not seen before; return its replayed ids."""
-        return self.add_uploads([Upload(task, envelopes, expires)])[0]
-
-    def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
-        """Add the uploads' reports not seen before in one transaction; return the replays."""
-        tasks = {upload.task.task_id: upload.task for upload in uploads}
-        sent = {
-            task_id: [e for u in uploads if u.task.task_id == task_id for e in u.envelopes]
-            for task_id in tasks
-        }
-        # Packed before taking the write lock, which the other workers wait for: replays
-        # are rare, so every report is packed as new and repacked only if some were not.
-        packed = {task_id: staged_rows(tasks[task_id], sent[task_id]) for task_id in tasks}
-        with self._write() as tx:
-            seen = {
-                task_id: self._seen(tx, task_id, [e.report_id for e in sent[task_id]])
-                for task_id in tasks
-            }
-            replayed, fresh = first_sightings(uploads, seen)
-            record_refusals(tx, uploads)
-            for task_id, counted in fresh.items():
-                if counted:
-                    tx.executemany(
-                        "INSERT INTO seen VALUES (?, ?, ?)",
-                        [(task_id, e.report_id, x) for e, x in counted],
-                    )
-                    rows = (
-                        packed[task_id]
-                        if len(counted) == len(sent[task_id])
-                        else staged_rows(tasks[task_id], [e for e, _ in counted])
-                    )
-                    self._stage(tx, tasks[task_id], rows)
-        return replayed
-
-    def _stage(
-        self, tx: sqlite3.Connection, task: TaskConfig, packed: list[tuple[str, int, bytes]]
-    ) -> None:
-        """Stage new reports (packed, one row per bucket); fold them once there are enough."""
-        stored = self.get_task(task.task_id)
-        stage(tx, packed, archive=stored is not None and stored.archive)
-        staged = tx.execute(
+    def _after_stage(self, tx: Tx, task: TaskConfig, added: int) -> None:
+        """Fold the task's staged reports once they pass ``staged_bytes`` (in this upload)."""
+        ((staged,),) = tx.execute(
             "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
             "SET bytes = bytes + excluded.bytes RETURNING bytes",
-            (task.task_id, sum(len(row[2]) for row in packed)),
-        ).fetchone()[0]
+            (task.task_id, added),
+        )
         if staged >= self.staged_bytes:
-            self._fold_staged(tx, task)
+            self._fold_in(tx, task)
 
-    def _fold_staged(self, tx: sqlite3.Connection, task: TaskConfig) -> None:
+    def _fold_in(self, tx: Tx, task: TaskConfig) -> None:
         """Add a task's staged batches to its sums (inside the caller's transaction)."""
         staged = tx.execute(
             "SELECT bucket, data FROM staged WHERE task_id = ? ORDER BY id", (task.task_id,)
         )
-        fold_into_sums(tx, task, staged.fetchall())
+        fold_into_sums(tx, task, list(staged))
         tx.execute("DELETE FROM staged WHERE task_id = ?", (task.task_id,))
         tx.execute("DELETE FROM staged_size WHERE task_id = ?", (task.task_id,))
 
@@ -258,120 +183,9 @@ class SqliteStore:
         ):
             return
         with self._write() as tx:
-            self._fold_staged(tx, task)
+            self._fold_in(tx, task)
 
-    @staticmethod
-    def _seen(tx: sqlite3.Connection, task_id: str, ids: list[bytes]) -> set[bytes]:
-        found: set[bytes] = set()
-        for start in range(0, len(ids), CHUNK):
-            part = ids[start : start + CHUNK]
-            marks = ",".join("?" * len(part))
-            found.update(
-                row[0]
-                for row in tx.execute(
-                    f"SELECT report_id FROM seen WHERE task_id = ? AND report_id IN ({marks})",
-                    (task_id, *part),
-                )
-            )
-        return found
-
-    def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:
-        """Yield (bucket, packed batch) of every archived batch of a task, oldest first."""
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout)  # its own snapshot
-        try:
-            yield from conn.execute(
-                "SELECT bucket, data FROM archived WHERE task_id = ? ORDER BY id", (task.task_id,)
-            )
-        finally:
-            conn.close()
-
-    def collect_expired(self, now: int) -> int:
-        """Forget report ids whose acceptance window closed before ``now``."""
-        with self._write() as tx:
-            return tx.execute("DELETE FROM seen WHERE expires < ?", (now,)).rowcount
-
-    @contextmanager
-    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
-        """Yield the task's sums over buckets starting in [start, end), from one snapshot.
-
-        Every report acknowledged so far is in it: the sums and, added in memory, what is
-        staged (nothing is written, so no write lock is waited for or held).
-        """
-        conn = self._connection()
-        conn.execute("BEGIN")  # one WAL snapshot for n and every row block; writers go on
-        try:
-            with snapshot_sums(conn, task, start, end) as sums:
-                yield sums
-        finally:
-            conn.execute("COMMIT")
-
-    def add_shuffled_batch(self, batch: ShuffledBatch) -> None:
-        """Record a batch a shuffler forwarded (once per batch id)."""
-        with self._write() as tx:
-            shuffled.record(tx, batch)
-
-    def shuffled_window(
-        self, task: TaskConfig, start: int | None, end: int | None
-    ) -> ShuffledWindow:
-        """Return the task's shuffled batches over buckets starting in [start, end)."""
-        return shuffled.window(self._connection(), task.task_id, start, end)
-
-    def add_token(self, token_hash: str, role: str) -> None:
-        """Store the hash of a new token with its role."""
-        with self._write() as tx:
-            tx.execute("INSERT INTO tokens VALUES (?, ?, ?)", (token_hash, role, int(time.time())))
-
-    def token_role(self, token_hash: str) -> str | None:
-        """Return the role of a stored token hash, or None."""
-        row = (
-            self._connection()
-            .execute("SELECT role FROM tokens WHERE token_hash = ?", (token_hash,))
-            .fetchone()
-        )
-        return None if row is None else str(row[0])
-
-    def list_tokens(self) -> list[StoredToken]:
-        """Return every stored token, oldest first."""
-        rows = self._connection().execute(
-            "SELECT token_hash, role, created_at FROM tokens ORDER BY created_at, token_hash"
-        )
-        return [StoredToken(str(h), str(r), int(c)) for h, r, c in rows]
-
-    def revoke_token(self, token_hash: str) -> bool:
-        """Delete a stored token; return whether there was one."""
-        with self._write() as tx:
-            return tx.execute("DELETE FROM tokens WHERE token_hash = ?", (token_hash,)).rowcount > 0
-
-    def refusals(self, task: TaskConfig, start: int | None, end: int | None) -> int:
-        """Return how many reports of buckets starting in [start, end) were implausible."""
-        return refusals_in(self._connection(), task.task_id, start, end)
-
-    def buckets(self, task: TaskConfig) -> list[int]:
-        """Return the start times of the buckets holding reports of a task, in order."""
-        conn = self._connection()
-        conn.execute("BEGIN")  # one snapshot: a fold moving staged rows to sums meanwhile
-        try:
-            staged = conn.execute(
-                "SELECT DISTINCT bucket FROM staged WHERE task_id = ?", (task.task_id,)
-            )
-            found = {int(b) for (b,) in staged}
-            found.update(stored_buckets(conn, task.task_id, *NO_LIMIT))
-        finally:
-            conn.execute("COMMIT")
-        return sorted(found)
-
-    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
-        """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""
-        self.fold_staged(task)
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout)  # its own snapshot
-        try:
-            for bucket, row, n, blob in conn.execute(
-                "SELECT bucket, row, n, counters FROM sums WHERE task_id = ? ORDER BY bucket, row",
-                (task.task_id,),
-            ):
-                yield int(bucket), int(row), int(n), np.frombuffer(blob, dtype=COUNTER)
-        finally:
-            conn.close()
+    # -- operations --------------------------------------------------------------------
 
     def backup(self, target: str) -> None:
         """Copy the database to ``target`` with SQLite's online backup (one snapshot).
@@ -386,12 +200,3 @@ class SqliteStore:
             self._connection().backup(destination)
         finally:
             destination.close()
-
-    def check_writable(self) -> None:
-        """Commit a one-row write (raises sqlite3.Error if the file cannot be written)."""
-        with self._write() as tx:
-            tx.execute("INSERT OR REPLACE INTO probe VALUES (1, ?)", (int(time.time()),))
-
-
-def _task(config: str, upload_key_hash: str | None, archive: int) -> StoredTask:
-    return StoredTask(TaskConfig.from_dict(json.loads(config)), upload_key_hash, bool(archive))

@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from agg_server import ADMIN, ANALYST, Server, start_server
+from agg_stores import Stores
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -37,6 +39,35 @@ def database(backend: str, folder: Path, request: pytest.FixtureRequest) -> str:
         return str(folder / "test.sqlite3")
     server: PostgresServer = request.getfixturevalue("postgres")
     return server.new_database()
+
+
+class EmptyDatabases:
+    """Empty PostgreSQL databases for store tests, emptied and handed out again after use.
+
+    Creating a database copies ~8 MB of files (0.3-1 s on a loaded machine) and leaves
+    them for the session's end to delete; dropping the schema of a used one is instant.
+    """
+
+    def __init__(self, server: PostgresServer) -> None:
+        self.server = server
+        self.free: list[str] = []
+
+    def take(self) -> str:
+        """Return the URL of an empty database (no table, no schema version)."""
+        return self.free.pop() if self.free else self.server.new_database()
+
+    def give_back(self, url: str) -> None:
+        """Empty a database whose connections are closed, for the next ``take``."""
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA public CASCADE")
+            conn.execute("CREATE SCHEMA public")
+        self.free.append(url)
+
+
+@pytest.fixture(scope="session")
+def empty_databases(postgres: PostgresServer) -> EmptyDatabases:
+    """Return the session's reusable empty PostgreSQL databases."""
+    return EmptyDatabases(postgres)
 
 
 def make_app(database: str) -> Flask:
@@ -92,3 +123,27 @@ def server(
     running = start_server(database(request.param, folder, request), folder=folder)
     yield running
     running.kill()
+
+
+@pytest.fixture
+def stores(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Stores]:
+    """Yield an opener of stores on fresh databases of either backend."""
+
+    def empty(backend: str, folder: Path) -> str:
+        if backend == "sqlite":
+            return database(backend, folder, request)
+        return empty_databases().take()
+
+    def empty_databases() -> EmptyDatabases:
+        databases: EmptyDatabases = request.getfixturevalue("empty_databases")
+        return databases
+
+    opener = Stores(tmp_path, empty, lambda url: empty_databases().give_back(url))
+    yield opener
+    opener.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Return each store backend's name in turn."""
+    return str(request.param)

@@ -1,9 +1,10 @@
-"""The SQLite schema as numbered migrations: fresh, upgraded in place, refused when newer."""
+"""The schema as numbered migrations: fresh, upgraded in place, refused when newer (both stores)."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -50,3 +51,19 @@ def test_a_newer_database_is_refused(tmp_path: Path) -> None:
         create_app({"DATABASE": str(db)})
     result = CliRunner().invoke(main, ["migrate", "--db", str(db)])
     assert result.exit_code != 0 and "upgrade ldp-aggregator" in result.output
+
+
+def test_both_backends_migrate_with_the_same_runner(stores: Any, backend: str) -> None:
+    store = stores.open(backend)
+    latest = store.schema.migrations()[-1][0]
+    assert latest == migrations()[-1][0]  # both backends ship the same numbered steps
+    assert store.schema_change == (0, latest)
+    with store._read() as tx:
+        assert [v for (v,) in tx.execute("SELECT version FROM schema_version ORDER BY 1")] == list(
+            range(1, latest + 1)
+        )
+    assert stores.reopen(store).schema_change == (latest, latest)  # up to date: nothing runs
+    with store._write() as tx:
+        tx.execute("INSERT INTO schema_version VALUES (999, 'future', 0)")
+    with pytest.raises(SchemaTooNew, match="999"):
+        stores.reopen(store)

@@ -1,4 +1,8 @@
-"""The SQLite store and the row-sparse folding against the shared accumulators."""
+"""The stores (SQLite and PostgreSQL, every registered kind) and the row-sparse folding.
+
+Sums read back from a store must equal the shared accumulator of the same reports, on both
+backends, for every kind in the registry, whether the reports were folded or still staged.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
+from agg_store_cases import CASES, dense_sums, kind_reports, kind_task
+from agg_stores import Stores
 
 from aggregator.core.admission import admit
 from aggregator.store import StoredTask
+from aggregator.store.base import SqlStore
 from aggregator.store.folding import fold, fold_parts
 from aggregator.store.sqlite import SqliteStore
 from aggregator.store.staging import Batch, pack, stack, unpack
 from shared import TaskConfig
+from shared.mechanisms.registry import MECHANISMS
 
 DAY = 86_400
 WORDS = [f"w{i % 37}" for i in range(700)]
@@ -56,17 +64,14 @@ def test_folding_in_row_blocks_gives_the_same_sums(mechanism: str) -> None:
     assert np.array_equal(np.concatenate([p.n for p in parts]), whole.n)
 
 
-@pytest.mark.parametrize("mechanism", ["rr", "grr", "cms", "hcms"])
-def test_packed_batches_unpack_to_the_same_reports(mechanism: str) -> None:
-    task = {
-        "rr": TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0),
-        "grr": TaskConfig.create(
-            task_id="g", mechanism="grr", epsilon=1.0, domain=["a", "b", "w1"]
-        ),
-    }.get(mechanism)
-    task = task or sketch_task(mechanism)
-    values = [True, False] * 5 if mechanism == "rr" else ["a", "w1", "b"] * 4
-    reports = payloads(task, values, np.random.default_rng(4))
+def test_every_registered_kind_has_a_store_case() -> None:
+    assert set(CASES) == set(MECHANISMS)
+
+
+@pytest.mark.parametrize("kind", MECHANISMS)
+def test_packed_batches_unpack_to_the_same_reports(kind: str) -> None:
+    task = kind_task(kind)
+    reports = kind_reports(task, 12, np.random.default_rng(4))
     mechanism_object = task.mechanism_object
     halves = [pack(stack(mechanism_object, part)) for part in (reports[:3], reports[3:])]
     both, whole = unpack(mechanism_object, halves), stack(mechanism_object, reports)
@@ -75,16 +80,11 @@ def test_packed_batches_unpack_to_the_same_reports(mechanism: str) -> None:
         assert got.dtype == expected.dtype and np.array_equal(got, expected)
 
 
-@pytest.mark.parametrize("mechanism", ["rr", "cms", "hcms"])
-def test_batches_packed_by_np_save_before_still_unpack(mechanism: str) -> None:
+@pytest.mark.parametrize("kind", MECHANISMS)
+def test_batches_packed_by_np_save_before_still_unpack(kind: str) -> None:
     # Staged and archived rows written before the compact format were np.save bytes.
-    task = (
-        TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0)
-        if mechanism == "rr"
-        else sketch_task(mechanism)
-    )
-    values = [True, False] * 4 if mechanism == "rr" else WORDS[:8]
-    reports = payloads(task, values, np.random.default_rng(9))
+    task = kind_task(kind)
+    reports = kind_reports(task, 8, np.random.default_rng(9))
     mechanism_object = task.mechanism_object
     legacy = io.BytesIO()
     for array in columns(stack(mechanism_object, reports[:5])):
@@ -111,46 +111,44 @@ def columns(batch: Batch) -> tuple[np.ndarray, ...]:
     return (batch,) if isinstance(batch, np.ndarray) else astuple(batch)
 
 
-@pytest.fixture(params=[1, 1 << 30], ids=["fold-every-batch", "fold-before-reading"])
-def store(tmp_path: Path, request: pytest.FixtureRequest) -> SqliteStore:
-    opened = SqliteStore(str(tmp_path / "store.sqlite3"), staged_bytes=request.param)
-    opened.initialize()
-    return opened
+@pytest.fixture(
+    params=[(b, s) for b in ("sqlite", "postgresql") for s in (1, 1 << 30)],
+    ids=lambda p: f"{p[0]}-{'fold-every-batch' if p[1] == 1 else 'fold-before-reading'}",
+)
+def store(stores: Stores, request: pytest.FixtureRequest) -> SqlStore:
+    backend, staged_bytes = request.param
+    return stores.open(backend, staged_bytes=staged_bytes)
 
 
-@pytest.mark.parametrize("mechanism", ["rr", "grr", "cms", "hcms"])
-def test_stored_sums_give_the_shared_estimates(store: SqliteStore, mechanism: str) -> None:
-    if mechanism in ("cms", "hcms"):
-        task, values, candidates = sketch_task(mechanism), WORDS, ["w1", "w2", "nope"]
-    elif mechanism == "grr":
-        task = TaskConfig.create(task_id="g", mechanism="grr", epsilon=1.0, domain=["a", "b"])
-        values, candidates = ["a", "b", "a"] * 100, ["b", "a"]
-    else:
-        task = TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0)
-        values, candidates = [True, False, False] * 100, [True, False]
+@pytest.mark.parametrize("kind", MECHANISMS)
+def test_stored_sums_give_the_shared_estimates(store: SqlStore, kind: str) -> None:
+    task, candidates = kind_task(kind), CASES[kind].candidates
     store.create_task(StoredTask(task))
-    reports = payloads(task, values, np.random.default_rng(1))
+    reports = kind_reports(task, 60, np.random.default_rng(1))
     day = task.floor_time(1.7e9)
-    first, second = envelopes(task, reports[:200], day), envelopes(task, reports[200:], day + DAY)
-    assert store.add_reports(task, first, [0] * 200) == set()
+    first, second = envelopes(task, reports[:40], day), envelopes(task, reports[40:], day + DAY)
+    assert store.add_reports(task, first, [0] * 40) == set()
     assert store.add_reports(task, second + first[:5], [0] * (len(second) + 5)) == {
         e.report_id for e in first[:5]
     }
 
-    dense = task.mechanism_object.new_sums()
-    for report in reports:
-        dense.add(report)  # type: ignore[arg-type]
+    dense = dense_sums(task, reports)
     mechanism_object = task.mechanism_object
-    expected = mechanism_object.estimate(dense, candidates)  # type: ignore[arg-type]
+    expected = mechanism_object.estimate(dense, candidates)
     with store.read_sums(task, None, None) as sums:
-        got = mechanism_object.estimate(sums, candidates)  # type: ignore[arg-type]
-    assert got.n == len(values)
+        got = mechanism_object.estimate(sums, candidates)
+        rows = mechanism_object.sums_shape[0]
+        assert sums.total == len(reports)
+        assert np.array_equal(sums.n, dense.n)  # exact integer sums, row by row
+        assert np.array_equal(sums.table[0:rows], dense.table)
+    assert got.n == len(reports)
     assert np.allclose(got.estimate, expected.estimate) and np.allclose(got.ci_low, expected.ci_low)
     with store.read_sums(task, day + DAY, None) as later:
-        assert later.total == len(values) - 200
+        assert later.total == len(reports) - 40
+    assert store.buckets(task) == [day, day + DAY]
 
 
-def test_apple_size_sketch_uses_memory_of_a_block_not_of_the_table(store: SqliteStore) -> None:
+def test_apple_size_sketch_uses_memory_of_a_block_not_of_the_table(store: SqlStore) -> None:
     task = sketch_task("cms", k=65_536, m=1024)  # a dense table would be 512 MiB
     store.create_task(StoredTask(task))
     reports = payloads(task, WORDS[:500], np.random.default_rng(2))
@@ -166,7 +164,7 @@ def test_apple_size_sketch_uses_memory_of_a_block_not_of_the_table(store: Sqlite
     assert peak < 160 * 2**20
 
 
-def test_expired_ids_are_collected(store: SqliteStore) -> None:
+def test_expired_ids_are_collected(store: SqlStore) -> None:
     task = TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0)
     batch = envelopes(task, [1, 0, 1], 1.7e9)
     store.add_reports(task, batch, [100, 100, 300])
@@ -192,29 +190,24 @@ def test_admission_window_edges() -> None:
     assert len(skewed.envelopes) == 1  # a device clock a minute ahead is tolerated
 
 
-@pytest.mark.parametrize("mechanism", ["rr", "cms", "hcms"])
+@pytest.mark.parametrize("kind", MECHANISMS)
 def test_a_read_adds_the_staged_reports_to_the_folded_ones_exactly(
-    tmp_path: Path, mechanism: str
+    tmp_path: Path, kind: str
 ) -> None:
+    task = kind_task(kind)
+    reports = kind_reports(task, 700, np.random.default_rng(4))
+    upload_bytes = len(pack(stack(task.mechanism_object, reports[:90])))
     path = str(tmp_path / "mixed.sqlite3")
-    store = SqliteStore(path, staged_bytes=600, busy_timeout=0.5)  # folds every few uploads
+    # Folds every second upload of 90 reports: the last upload (5 reports) stays staged.
+    store = SqliteStore(path, staged_bytes=upload_bytes * 3 // 2, busy_timeout=0.5)
     store.initialize()
-    task = (
-        TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0, min_batch_size=1)
-        if mechanism == "rr"
-        else sketch_task(mechanism)
-    )
     store.create_task(StoredTask(task))
-    values = [True, False] * 350 if mechanism == "rr" else WORDS
-    reports = payloads(task, values, np.random.default_rng(4))
     day = task.floor_time(1.7e9)
     cuts = [*range(0, len(reports) - 5, 90), len(reports) - 5, len(reports)]  # 5 stay staged
     for first, last in itertools.pairwise(cuts):
         chunk = envelopes(task, reports[first:last], day + DAY * min(2, first // 300))
         store.add_reports(task, chunk, [0] * len(chunk))
-    dense = task.mechanism_object.new_sums()
-    for report in reports:
-        dense.add(report)  # type: ignore[arg-type]
+    dense = dense_sums(task, reports)
     writer = sqlite3.connect(path, isolation_level=None)
     try:
         staged, folded = (
@@ -225,9 +218,9 @@ def test_a_read_adds_the_staged_reports_to_the_folded_ones_exactly(
         writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock: a read
         with store.read_sums(task, None, None) as sums:  # must not wait for it
             rows = task.mechanism_object.sums_shape[0]
-            assert sums.total == len(values)
-            assert np.array_equal(sums.n, dense.n)  # type: ignore[attr-defined]
-            assert np.array_equal(sums.table[0:rows], dense.table)  # type: ignore[attr-defined]
+            assert sums.total == len(reports)
+            assert np.array_equal(sums.n, dense.n)
+            assert np.array_equal(sums.table[0:rows], dense.table)
         assert store.buckets(task) == [day, day + DAY, day + 2 * DAY]
     finally:
         writer.close()
