@@ -21,6 +21,7 @@ import requests
 from flask import Flask, Response, request
 
 from aggregator.api import errors
+from aggregator.api.body import read_body
 from aggregator.core.body import decode_json
 from aggregator.core.problems import ApiError
 from aggregator.shuffler.forwarder import Forwarder, session_with_retries
@@ -70,7 +71,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         body = decode_json(
             request.headers.get("Content-Type"),
             request.headers.get("Content-Encoding"),
-            request.stream.read(limit + 1),
+            read_body(limit),
             limit,
         )
         reports, rejected = _reports(task_id, body, app.config)
