@@ -1,9 +1,11 @@
 """Read a Flask request's body with the core's checks (aggregator.core.body).
 
-werkzeug's ``request.stream`` is a raw stream: one read of a chunked body (gunicorn) may
-return a single chunk, and a read at ``MAX_CONTENT_LENGTH`` raises werkzeug's own 413 even
-when the body ends there. :func:`read_body` reads to the end or just past the limit, so
-the core decides, with its one 413 (aggregator.core.problems.too_large).
+werkzeug's ``request.stream`` stops a body without a declared length (chunked, under
+gunicorn) at ``MAX_CONTENT_LENGTH`` bytes: asked for the limit + 1, it gives the limit, a
+cut JSON text answered 400 ``invalid_json`` where the fast path says 413; a read past the
+cap raises werkzeug's own 413 even when the body ends there; and a raw stream's read may
+return fewer bytes than asked. :func:`read_body` reads to the end or just past the limit,
+so the core decides, with its one 413 (aggregator.core.problems.too_large).
 """
 
 from __future__ import annotations
