@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from shared.codec import Rejection, b64encode
+from shared.errors import REPORT_REPLAYED
 from shared.task import PROTOCOL_VERSION
 
 TASKS_PATH = "/v1/tasks"  # GET: every task; GET TASKS_PATH/{task_id}: one (PROTOCOL.md §1)
@@ -24,7 +25,7 @@ PROTOCOL_HEADER = "LDP-Protocol"
 PROBLEM_TYPE = "urn:ldp-telemetry:problem:"
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 CACHE_CONTROL = "public, max-age=60"
-REPLAYED = "report_replayed"
+REPLAYED = REPORT_REPLAYED
 REPLAYED_MESSAGE = (
     "this report id was already received and counted; a retrying client may treat this as success"
 )
