@@ -24,9 +24,10 @@ from aggregator.core.intake import EXTENSION, Headers, Intake
 from aggregator.core.problems import ApiError
 from aggregator.store import ShuffledBatch
 from shared import DecodeError
+from shared.contract import TASKS_PATH
 from shared.wire import b64decode
 
-bp = Blueprint("shuffled", __name__, url_prefix="/v1/tasks")
+bp = Blueprint("shuffled", __name__, url_prefix=TASKS_PATH)
 BATCH_ID_BYTES = 16
 
 
