@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
 from agg_server import ADMIN, bearer
-from flask import Flask
+from flask import Flask, request
 
 from aggregator import create_app
 from aggregator.core.intake import EXTENSION
@@ -168,3 +168,16 @@ def test_a_body_over_the_limit_gets_one_413_however_framed(
         assert answer[0] == 404  # after the task was looked up
     else:  # a body over the limit as sent is refused before anything else
         assert answer == (413, "application/problem+json", None, problem_parts(too_large(LIMIT))[2])
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_werkzeugs_own_413_is_answered_with_the_same_document(app: Flask, chunked: bool) -> None:
+    # A view reading the body through werkzeug (request.get_data) meets Flask's
+    # MAX_CONTENT_LENGTH; the app's handler answers with the core's document. (The
+    # dashboard's HTML pages keep their own error page: they answer browsers.)
+    app.add_url_rule("/probe", "probe", lambda: request.get_data(), methods=["POST"])
+    body = b"a" * (LIMIT + 1)
+    answer = fast(app, "/probe", body, {}, chunked)
+    assert answer == (413, "application/problem+json", None, problem_parts(too_large(LIMIT))[2])
+    if not chunked:
+        assert flask(app, "/probe", body, {}) == answer
