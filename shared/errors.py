@@ -4,7 +4,8 @@ All derive from :class:`LdpError` so callers can catch one root:
 
 - :class:`ParameterError` — a mechanism or task was configured with an impossible value.
 - :class:`ValueOutOfDomain` — a value cannot be privatized by this mechanism.
-- :class:`DecodeError` — a wire message is malformed; ``reason`` is a stable code.
+- :class:`DecodeError` — a wire message is malformed; ``reason`` is a stable code, one of
+  :data:`REJECTION_REASONS`.
 """
 
 from __future__ import annotations
