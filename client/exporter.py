@@ -27,7 +27,8 @@ from client.storage import Pending, Storage
 from client.tasks import TaskRegistry
 from client.transport import Request, Response, Transport
 from shared.codec import batch_body
-from shared.contract import PROTOCOL_HEADER, problem_code
+from shared.contract import PROTOCOL_HEADER, problem_code, upload_path
+from shared.errors import OUTDATED_CONFIG, REPORT_REPLAYED
 from shared.task import PROTOCOL_VERSION
 
 _TRANSIENT = frozenset({408, 429})
@@ -74,9 +75,7 @@ class Exporter:
 
     def send(self, batch: list[Pending]) -> Outcome:
         """Send one batch; remove it from the queue unless it must be sent again."""
-        request = Request(
-            "POST", f"/v1/tasks/{batch[0].task_id}/reports", _HEADERS, self._body(batch)
-        )
+        request = Request("POST", upload_path(batch[0].task_id), _HEADERS, self._body(batch))
         try:
             response = self._transport.handle(request, timeout=self._settings.retry.deadline)
         except TransportError as error:
@@ -147,11 +146,11 @@ class Exporter:
         delivered = accepted
         for item in rejected:
             reason = item.get("reason") if isinstance(item, dict) else None
-            if reason == "report_replayed":
+            if reason == REPORT_REPLAYED:
                 delivered += 1
                 continue
             self._counters.reject(str(reason))
-            if reason == "outdated_config":
+            if reason == OUTDATED_CONFIG:
                 self._registry.invalidate(task_id)
         self._counters.delivered(delivered)
 

@@ -32,6 +32,7 @@ from client.errors import ConfigurationError, TaskUnavailableError, TransportErr
 from client.problems import ProblemLog
 from client.stats import Counters
 from client.transport import Request, Response, Transport
+from shared.contract import TASKS_PATH
 from shared.errors import LdpError
 from shared.task import TASK_ID, DerivedMismatch, TaskConfig
 
@@ -212,7 +213,7 @@ class TaskRegistry:
             headers["If-None-Match"] = old.etag
         try:
             response = self._transport.handle(
-                Request("GET", f"/v1/tasks/{task_id}", headers), timeout=self._timeout
+                Request("GET", f"{TASKS_PATH}/{task_id}", headers), timeout=self._timeout
             )
         except TransportError:
             raise

@@ -14,18 +14,26 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from shared.codec import Rejection, b64encode
+from shared.errors import REPORT_REPLAYED
 from shared.task import PROTOCOL_VERSION
 
+TASKS_PATH = "/v1/tasks"  # GET: every task; GET TASKS_PATH/{task_id}: one (PROTOCOL.md §1)
+UPLOAD_PATH = TASKS_PATH + "/{task_id}/reports"  # POST a batch here (PROTOCOL.md §2)
 # Uploads name the protocol version they follow (PROTOCOL.md §2); a collector refuses a
 # major version it does not speak. Absent: a client from before 1.0, still accepted.
 PROTOCOL_HEADER = "LDP-Protocol"
 PROBLEM_TYPE = "urn:ldp-telemetry:problem:"
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 CACHE_CONTROL = "public, max-age=60"
-REPLAYED = "report_replayed"
+REPLAYED = REPORT_REPLAYED
 REPLAYED_MESSAGE = (
     "this report id was already received and counted; a retrying client may treat this as success"
 )
+
+
+def upload_path(task_id: str) -> str:
+    """Return the path a batch of ``task_id`` is uploaded to."""
+    return UPLOAD_PATH.format(task_id=task_id)
 
 
 def replays(report_ids: Iterable[bytes]) -> list[Rejection]:

@@ -4,10 +4,29 @@ All derive from :class:`LdpError` so callers can catch one root:
 
 - :class:`ParameterError` — a mechanism or task was configured with an impossible value.
 - :class:`ValueOutOfDomain` — a value cannot be privatized by this mechanism.
-- :class:`DecodeError` — a wire message is malformed; ``reason`` is a stable code.
+- :class:`DecodeError` — a wire message is malformed; ``reason`` is a stable code, one of
+  :data:`REJECTION_REASONS`.
 """
 
 from __future__ import annotations
+
+# Why a report was rejected: the ``reason`` of an upload answer's ``rejected`` entries
+# (PROTOCOL.md §2), stable codes that clients act on. Here, below every module that
+# rejects a report (the codec, the collector's admission, shared.contract's replays).
+INVALID_MESSAGE = "invalid_message"
+REPORT_REPLAYED = "report_replayed"
+REPORT_TOO_EARLY = "report_too_early"
+REPORT_EXPIRED = "report_expired"
+OUTDATED_CONFIG = "outdated_config"
+IMPLAUSIBLE_REPORT = "implausible_report"
+REJECTION_REASONS = (
+    INVALID_MESSAGE,
+    REPORT_REPLAYED,
+    REPORT_TOO_EARLY,
+    REPORT_EXPIRED,
+    OUTDATED_CONFIG,
+    IMPLAUSIBLE_REPORT,
+)
 
 
 class LdpError(Exception):
@@ -29,7 +48,7 @@ class DecodeError(LdpError, ValueError):
     (``invalid_message``, ``outdated_config``, ...); ``str(error)`` says what was wrong.
     """
 
-    def __init__(self, message: str, reason: str = "invalid_message") -> None:
+    def __init__(self, message: str, reason: str = INVALID_MESSAGE) -> None:
         super().__init__(message)
         self.reason = reason
         self.time: int | None = None  # the report's time, when it was read before the error

@@ -1,7 +1,8 @@
 """The Flask side of problem details: every error an app answers becomes problem+json.
 
-werkzeug's HTTP errors and unexpected exceptions are wrapped like an
-:class:`~aggregator.core.problems.ApiError`, so a client never sees an HTML page, a 500
+Exceptions are answered from the core's one table (:data:`aggregator.core.problems.ANSWERS`),
+as the RSGI fast path answers them; werkzeug's HTTP errors are wrapped the same way, a body
+over ``MAX_BODY_BYTES`` with the core's own 413. A client never sees an HTML page, a 500
 body with a traceback, or a stack in a log line that carries request data.
 """
 
@@ -9,11 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Response, json
-from werkzeug.exceptions import HTTPException
+from flask import Flask, Response, current_app, json, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from aggregator.core.problems import ApiError, internal_error, problem_parts, unavailable_error
-from aggregator.store import StoreUnavailable
+from aggregator.core.problems import (
+    ANSWERS,
+    BODY_TOO_LARGE,
+    answer_of,
+    problem_parts,
+    too_large,
+)
 from shared.contract import PROBLEM_MEDIA_TYPE, problem
 
 _HTTP_CODES = {
@@ -22,14 +28,14 @@ _HTTP_CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
-    413: "body_too_large",
+    413: BODY_TOO_LARGE,
     415: "unsupported_media_type",
     429: "too_many_requests",
     503: "unavailable",
 }
 
 _FIXES = {
-    413: "the body is larger than the server accepts (MAX_BODY_BYTES); send smaller batches",
+    413: "the body is larger than the server accepts; send smaller batches",
     405: "this URL does not take this method; see GET /v1/openapi.json",
 }
 
@@ -42,15 +48,17 @@ def problem_response(
     return Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
 
 
-def error_response(error: ApiError) -> Response:
-    """Return the problem response of an ApiError."""
-    status, headers, body = problem_parts(error)
-    response = Response(body, status=status)
-    response.headers.update(headers)
-    return response
+def _response(status: int, headers: list[tuple[str, str]], body: bytes) -> Response:
+    return Response(body, status=status, headers=headers)
+
+
+def _answer(error: Exception) -> Response:
+    return _response(*answer_of(error))
 
 
 def _http_error(error: HTTPException) -> Response:
+    if isinstance(error, RequestEntityTooLarge) and _over_the_body_limit():
+        return _response(*problem_parts(too_large(int(current_app.config["MAX_BODY_BYTES"]))))
     status = error.code or 500
     code = _HTTP_CODES.get(status, "http_error")
     detail = _FIXES.get(status) or error.description or error.name
@@ -61,17 +69,15 @@ def _http_error(error: HTTPException) -> Response:
     return response
 
 
-def _unexpected(error: Exception) -> Response:
-    return error_response(internal_error(error))
-
-
-def _unavailable(error: StoreUnavailable) -> Response:
-    return error_response(unavailable_error(error))
+def _over_the_body_limit() -> bool:
+    """Return True unless the request declared a body within MAX_BODY_BYTES (werkzeug's
+    form limits also raise 413: those keep werkzeug's own wording)."""
+    declared = request.content_length
+    return declared is None or declared > int(current_app.config["MAX_BODY_BYTES"])
 
 
 def init_app(app: Flask) -> None:
-    """Register the problem handlers on an app (a store fault: its retryable problem)."""
-    app.register_error_handler(ApiError, error_response)
+    """Register the problem handlers on an app: one per row of the core's table."""
+    for kind, _ in ANSWERS:
+        app.register_error_handler(kind, _answer)
     app.register_error_handler(HTTPException, _http_error)
-    app.register_error_handler(StoreUnavailable, _unavailable)
-    app.register_error_handler(Exception, _unexpected)

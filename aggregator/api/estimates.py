@@ -12,8 +12,9 @@ from aggregator.api.resources import get_store
 from aggregator.core.estimates import answer
 from aggregator.core.query import check_cost, parse_query
 from aggregator.core.tasks import find_task
+from shared.contract import TASKS_PATH
 
-bp = Blueprint("estimates", __name__, url_prefix="/v1/tasks")
+bp = Blueprint("estimates", __name__, url_prefix=TASKS_PATH)
 
 
 @bp.post("/<task_id>/estimates")

@@ -11,8 +11,9 @@ from aggregator.api.body import json_body
 from aggregator.api.resources import get_store
 from aggregator.core.heavy_hitters import answer, parse_request
 from aggregator.core.tasks import find_task
+from shared.contract import TASKS_PATH
 
-bp = Blueprint("heavy_hitters", __name__, url_prefix="/v1/tasks")
+bp = Blueprint("heavy_hitters", __name__, url_prefix=TASKS_PATH)
 
 
 @bp.post("/<task_id>/heavy-hitters")

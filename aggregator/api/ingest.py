@@ -1,24 +1,24 @@
 """Ingest: a batch of privatized reports, counted once each, acknowledged after commit.
 
-The Flask door to :mod:`aggregator.core.intake` (gunicorn servers, the test client); the default
-server reaches the same code without Flask (aggregator.serving.rsgi_bridge).
+The Flask door to :mod:`aggregator.core.intake` (gunicorn servers, the test client); the
+default server runs the same sequence without Flask (aggregator.serving.rsgi_bridge).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, Response, current_app, request
 
-from aggregator.core.intake import EXTENSION, Headers, Intake
+from aggregator.api.body import declared_too_large, read_body
+from aggregator.core.intake import EXTENSION, ROUTE, Headers, Intake
 from shared.contract import PROTOCOL_HEADER
 
-bp = Blueprint("ingest", __name__, url_prefix="/v1/tasks")
+bp = Blueprint("ingest", __name__)
 
 
-@bp.post("/<task_id>/reports")
-def upload(task_id: str) -> dict[str, Any]:
+@bp.post(ROUTE)
+def upload(task_id: str) -> Response:
     """Validate a batch, add its new reports to the sums and say what was refused."""
     intake: Intake = current_app.extensions[EXTENSION]
     headers = Headers(
@@ -26,5 +26,10 @@ def upload(task_id: str) -> dict[str, Any]:
         request.headers.get("Content-Encoding"),
         request.headers.get("Authorization"),
         request.headers.get(PROTOCOL_HEADER),
+        request.content_length,
     )
-    return intake.upload(task_id, headers, request.stream.read(intake.max_body + 1), time.time())
+    # A declared length over the limit is left unread: the sequence refuses it first.
+    unread = declared_too_large(intake.max_body)
+    body = b"" if unread else read_body(intake.max_body)
+    status, answer_headers, payload = intake.upload(task_id, headers, body, time.time())
+    return Response(payload, status=status, headers=answer_headers)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.errors import REJECTION_REASONS
 from shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES
 from shared.mechanisms.base import Option
 from shared.mechanisms.registry import MECHANISMS, all_options
@@ -243,16 +244,7 @@ SCHEMAS: dict[str, Any] = {
                     "type": "object",
                     "properties": {
                         "report_id": {"type": ["string", "null"]},
-                        "reason": {
-                            "enum": [
-                                "invalid_message",
-                                "report_replayed",
-                                "report_too_early",
-                                "report_expired",
-                                "outdated_config",
-                                "implausible_report",
-                            ]
-                        },
+                        "reason": {"enum": list(REJECTION_REASONS)},
                         "message": {"type": "string"},
                     },
                 },

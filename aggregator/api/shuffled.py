@@ -18,14 +18,16 @@ from typing import Any
 from flask import Blueprint, current_app, request
 
 from aggregator.api.auth import require_role
+from aggregator.api.body import read_body
 from aggregator.api.resources import get_store
 from aggregator.core.intake import EXTENSION, Headers, Intake
 from aggregator.core.problems import ApiError
 from aggregator.store import ShuffledBatch
 from shared import DecodeError
+from shared.contract import TASKS_PATH
 from shared.wire import b64decode
 
-bp = Blueprint("shuffled", __name__, url_prefix="/v1/tasks")
+bp = Blueprint("shuffled", __name__, url_prefix=TASKS_PATH)
 BATCH_ID_BYTES = 16
 
 
@@ -42,7 +44,7 @@ def receive(task_id: str, batch_id: str) -> dict[str, Any]:
         raise ApiError(400, "invalid_batch", "give ?uploads=K, the distinct uploads (K ≥ 1)")
     intake: Intake = current_app.extensions[EXTENSION]
     headers = Headers(request.headers.get("Content-Type"), request.headers.get("Content-Encoding"))
-    body = request.stream.read(intake.max_body + 1)
+    body = read_body(intake.max_body)
     checked = intake.check(task_id, headers, body, time.time(), shuffled=True)
     replayed = set() if checked.upload is None else intake.committer.add(checked.upload)
     if checked.upload is not None:

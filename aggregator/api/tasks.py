@@ -13,9 +13,9 @@ from aggregator.api.resources import get_store
 from aggregator.core.problems import ApiError
 from aggregator.core.tasks import build_task, created_body, find_task, served
 from aggregator.store import TaskExists
-from shared.contract import CACHE_CONTROL
+from shared.contract import CACHE_CONTROL, TASKS_PATH
 
-bp = Blueprint("tasks", __name__, url_prefix="/v1/tasks")
+bp = Blueprint("tasks", __name__, url_prefix=TASKS_PATH)
 
 
 @bp.get("")

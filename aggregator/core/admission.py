@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from shared import Envelope, Rejection, TaskConfig
 from shared.codec import b64encode
 from shared.contract import replays
+from shared.errors import REPORT_EXPIRED, REPORT_TOO_EARLY
 from shared.mechanisms.poisoning import IMPLAUSIBLE
 
 
@@ -57,7 +58,7 @@ def admit(
             out.rejected.append(
                 _reject(
                     envelope.report_id,
-                    "report_too_early",
+                    REPORT_TOO_EARLY,
                     f"time {envelope.time} is in a future bucket; check the device clock",
                 )
             )
@@ -65,7 +66,7 @@ def admit(
             out.rejected.append(
                 _reject(
                     envelope.report_id,
-                    "report_expired",
+                    REPORT_EXPIRED,
                     f"time {envelope.time} is older than the "
                     f"{acceptance_window} s acceptance window",
                 )

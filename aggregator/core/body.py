@@ -12,7 +12,7 @@ import json
 import zlib
 from typing import Any
 
-from aggregator.core.problems import ApiError
+from aggregator.core.problems import ApiError, too_large
 
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
 
@@ -39,7 +39,7 @@ def decode_json(
             f"Content-Encoding {encoding!r} is not supported; use gzip or none",
         )
     if len(raw) > limit:
-        raise _too_large(limit)
+        raise too_large(limit)
     if encoding == "gzip":
         raw = _inflate(raw, limit)
     try:
@@ -53,15 +53,6 @@ def decode_json(
         ) from None
 
 
-def _too_large(limit: int) -> ApiError:
-    return ApiError(
-        413,
-        "body_too_large",
-        f"the body exceeds {limit} bytes (after decompression); send smaller batches",
-        limit=limit,
-    )
-
-
 def _inflate(raw: bytes, limit: int) -> bytes:
     inflater = zlib.decompressobj(GZIP_WINDOW)
     try:
@@ -69,7 +60,7 @@ def _inflate(raw: bytes, limit: int) -> bytes:
     except zlib.error:
         raise ApiError(400, "invalid_gzip", "the body is not valid gzip data") from None
     if len(out) > limit or inflater.unconsumed_tail:  # output was cut at the cap
-        raise _too_large(limit)
+        raise too_large(limit)
     if not inflater.eof or inflater.unused_data:
         raise ApiError(400, "invalid_gzip", "the body must be exactly one complete gzip member")
     return out

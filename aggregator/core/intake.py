@@ -1,14 +1,24 @@
 """Uploads: check a batch, count its new reports once, answer after the commit.
 
-Framework-free, so both doors in run the same code: the Flask view (aggregator.api.ingest,
-under gunicorn and in tests) and the RSGI bridge's fast path (aggregator.serving.rsgi_bridge),
-which skips Flask's per-request machinery (request context, routing, response objects:
-most of a small upload's cost, measured) and awaits the commit on the event loop.
-Reports are handed to the process's :class:`~aggregator.core.group_commit.GroupCommitter`.
+Framework-free, so both doors in run the same sequence — check, commit, answer — and send
+the same bytes: the Flask view (aggregator.api.ingest, under gunicorn and in tests) calls
+:meth:`Intake.upload`, which blocks its thread on the commit; the RSGI bridge's fast path
+(aggregator.serving.rsgi_bridge), which skips Flask's per-request machinery (request
+context, routing, response objects: most of a small upload's cost, measured), awaits
+:meth:`Intake.upload_async` on the event loop. Reports are handed to the process's
+:class:`~aggregator.core.group_commit.GroupCommitter`; every exception on the way is
+answered by :func:`aggregator.core.problems.answer_of`.
+
+A body over ``MAX_BODY_BYTES`` is refused first, before the task is looked up, whether
+its Content-Length said so (the body is then not read at all) or it came chunked
+(``body``: at most ``MAX_BODY_BYTES`` + 1 bytes of it); a gzip body expanding past the
+limit is refused when it is inflated. Each is the one 413 of
+:func:`~aggregator.core.problems.too_large`.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,16 +29,17 @@ from aggregator.core.auth import check_upload_key, parse_bearer
 from aggregator.core.body import decode_json
 from aggregator.core.group_commit import GroupCommitter
 from aggregator.core.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
-from aggregator.core.problems import ApiError
+from aggregator.core.problems import ApiError, Parts, answer_of, too_large
 from aggregator.core.quotas import Quotas, charge
 from aggregator.core.tasks import find_task
 from aggregator.store import Store, Upload
 from shared import DecodeError, Rejection, decode_batch
-from shared.contract import PROTOCOL_HEADER, replays, speaks, upload_answer
+from shared.contract import PROTOCOL_HEADER, UPLOAD_PATH, replays, speaks, upload_answer
 from shared.task import PROTOCOL_VERSION
 
 EXTENSION = "ldp_intake"
-ROUTE = "/v1/tasks/<task_id>/reports"  # the upload endpoint (metrics label, Flask route)
+ROUTE = UPLOAD_PATH.format(task_id="<task_id>")  # the Flask rule, and the metrics label
+JSON_HEADERS = [("Content-Type", "application/json")]
 
 
 @dataclass
@@ -48,6 +59,7 @@ class Headers:
     content_encoding: str | None = None
     authorization: str | None = None
     protocol: str | None = None  # LDP-Protocol (None: a client from before protocol 1.0)
+    content_length: int | None = None  # as declared (None: chunked, or no body)
 
 
 class Intake:
@@ -69,9 +81,13 @@ class Intake:
     def check(
         self, task_id: str, headers: Headers, body: bytes, now: float, *, shuffled: bool = False
     ) -> Checked:
-        """Validate an upload (``body``: at most MAX_BODY_BYTES + 1 bytes of it) or raise
-        the ApiError that answers it. ``shuffled``: a batch from a shuffler, whose token the
-        caller checked instead of the task's upload key (the shuffler strips headers)."""
+        """Validate an upload (``body``: at most MAX_BODY_BYTES + 1 bytes of it; none when
+        the declared length is over the limit) or raise the ApiError that answers it.
+        ``shuffled``: a batch from a shuffler, whose token the caller checked instead of
+        the task's upload key (the shuffler strips headers)."""
+        declared = headers.content_length
+        if len(body) > self.max_body or (declared is not None and declared > self.max_body):
+            raise too_large(self.max_body)
         if headers.protocol is not None and not speaks(headers.protocol):
             raise ApiError(
                 400,
@@ -128,11 +144,30 @@ class Intake:
             REPORTS_REJECTED.labels(reason).inc(count)
         return upload_answer(accepted, rejected)
 
-    def upload(self, task_id: str, headers: Headers, body: bytes, now: float) -> dict[str, Any]:
+    def respond(self, checked: Checked, replayed: set[bytes]) -> Parts:
+        """Return the 200 answer of a committed upload as (status, headers, body)."""
+        body = json.dumps(self.answer(checked, replayed), separators=(",", ":"))
+        return 200, JSON_HEADERS, body.encode() + b"\n"  # as Flask's jsonify writes it
+
+    def upload(self, task_id: str, headers: Headers, body: bytes, now: float) -> Parts:
         """Check, commit (blocking this thread until the group commits) and answer."""
-        checked = self.check(task_id, headers, body, now)
-        replayed = set() if checked.upload is None else self.committer.add(checked.upload)
-        return self.answer(checked, replayed)
+        try:
+            checked = self.check(task_id, headers, body, now)
+            replayed = set() if checked.upload is None else self.committer.add(checked.upload)
+            return self.respond(checked, replayed)
+        except Exception as error:
+            return answer_of(error)
+
+    async def upload_async(self, task_id: str, headers: Headers, body: bytes, now: float) -> Parts:
+        """Check, commit (awaiting the group commit on the running loop) and answer."""
+        try:
+            checked = self.check(task_id, headers, body, now)
+            replayed = set()
+            if checked.upload is not None:
+                replayed = await self.committer.submit_async(checked.upload)
+            return self.respond(checked, replayed)
+        except Exception as error:
+            return answer_of(error)
 
 
 def init_app(store: Store, quotas: Quotas | None, config: Mapping[str, Any]) -> Intake:

@@ -4,16 +4,19 @@ granian's own WSGI interface reads the body from the app's thread: a client that
 its headers and then dribbles the body holds that thread (measured: 40 such clients stop a
 2-worker collector). Here the body is read on the worker's event loop, where waiting costs
 nothing, within ``BODY_TIMEOUT`` seconds and ``max_body + 1`` bytes; only a complete body
-is handed to the WSGI app. A body over the limit is cut at ``max_body + 1`` bytes so the
-app answers its own 413; a late one is answered 408. While more than ``BODY_WAIT_SLOTS``
-requests of a worker wait for their bodies, a newcomer's body gets ``CROWDED_BODY_TIMEOUT``:
-hundreds of connections that send headers and never a body cannot hold the worker.
+is handed to the WSGI app. A body over the limit is cut at ``max_body + 1`` bytes (or, its
+declared length over the limit, not read at all) so the app answers its own 413 (the
+core's one document, aggregator.core.problems.too_large); a late one is answered 408.
+While more than ``BODY_WAIT_SLOTS`` requests of a worker wait for their bodies, a
+newcomer's body gets ``CROWDED_BODY_TIMEOUT``: hundreds of connections that send headers
+and never a body cannot hold the worker.
 
 Uploads (``POST /v1/tasks/<task_id>/reports``) of the collector take a fast path: the
 bridge runs :class:`aggregator.core.intake.Intake` itself, without Flask's per-request
 machinery, and awaits the group commit on the loop, so while one upload's transaction
 runs the loop goes on reading and checking others, which join the next transaction. The
-answers are byte for byte those of the Flask view (same code, same problem documents).
+answers are byte for byte those of the Flask view: both run the core's one upload sequence
+(``Intake.upload_async`` here, ``Intake.upload`` there) and its one exception table.
 Every other request of the collector (estimates, heavy hitters, the dashboard, /metrics,
 admin) runs on a pool of ``serving.APP_THREADS`` threads, never on the loop: an analyst's
 query never stands between the loop and the next upload.
@@ -44,9 +47,8 @@ from aggregator import serving
 from aggregator.core.intake import EXTENSION as INTAKE
 from aggregator.core.intake import ROUTE, Headers, Intake
 from aggregator.core.metrics import ABORTED, observe_request
-from aggregator.core.problems import ApiError, internal_error, problem_parts, unavailable_error
-from aggregator.store import StoreUnavailable
-from shared.contract import PROTOCOL_HEADER, problem
+from aggregator.core.problems import Parts
+from shared.contract import PROTOCOL_HEADER, UPLOAD_PATH, problem
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
@@ -64,8 +66,8 @@ INCOMPLETE_BODY = json.dumps(
 PROBLEM_CLOSE = [("content-type", "application/problem+json"), ("connection", "close")]
 ABORT_REASONS = ("body_timeout", "closed_mid_body", "gone_before_answer")
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
-UPLOAD_PATH = re.compile(r"/v1/tasks/([^/]+)/reports")  # Flask's <task_id>: no slash
-JSON_HEADERS = [("content-type", "application/json")]
+# the upload path, its task id matched as Flask's <task_id> matches it: no slash
+UPLOAD_PATTERN = re.compile(re.escape(UPLOAD_PATH).replace(re.escape("{task_id}"), "([^/]+)"))
 
 
 if sys.version_info >= (3, 11):
@@ -110,7 +112,7 @@ class RsgiBridge:
         declared = scope.headers.get("content-length")
         too_large = declared is not None and declared.isdigit() and int(declared) > self.max_body
         if too_large:
-            body = b""  # not read at all: the app refuses the declared length with 413
+            body = b""  # not read at all: the upload sequence or Flask refuses it with 413
         elif declared == "0" or (declared is None and scope.method in _NO_BODY):
             body = b""
         else:
@@ -118,10 +120,11 @@ class RsgiBridge:
             if read is None:
                 return  # answered already, or the client is gone
             body = read
-        if self.intake is not None and scope.method == "POST" and not too_large:
-            upload = UPLOAD_PATH.fullmatch(scope.path)
-            if upload is not None:
-                status, headers, payload = await self._upload(upload.group(1), scope, body)
+        if self.intake is not None and scope.method == "POST":
+            upload = UPLOAD_PATTERN.fullmatch(scope.path)
+            if upload is not None:  # a declared length over the limit: the core refuses it
+                length = int(declared) if declared is not None and declared.isdigit() else None
+                status, headers, payload = await self._upload(upload.group(1), scope, body, length)
                 self._respond(protocol, status, headers, payload)
                 observe_request(ROUTE, "POST", status, time.perf_counter() - started)
                 return
@@ -161,35 +164,22 @@ class RsgiBridge:
         except (ProtocolClosed, ProtocolError):
             self.aborted["gone_before_answer"].inc()
 
-    async def _upload(
-        self, task_id: str, scope: Any, body: bytes
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
+    async def _upload(self, task_id: str, scope: Any, body: bytes, declared: int | None) -> Parts:
         """The upload endpoint without Flask: check on the loop, await the group commit."""
         assert self.intake is not None
         headers = scope.headers
-        try:
-            checked = self.intake.check(
-                task_id,
-                Headers(
-                    headers.get("content-type"),
-                    headers.get("content-encoding"),
-                    headers.get("authorization"),
-                    headers.get(PROTOCOL_HEADER.lower()),
-                ),
-                body,
-                time.time(),
-            )
-            replayed = set()
-            if checked.upload is not None:
-                replayed = await self.intake.committer.submit_async(checked.upload)
-            answer = self.intake.answer(checked, replayed)
-        except ApiError as error:
-            return problem_parts(error)
-        except StoreUnavailable as error:
-            return problem_parts(unavailable_error(error))
-        except Exception as error:
-            return problem_parts(internal_error(error))
-        return 200, JSON_HEADERS, json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+        return await self.intake.upload_async(
+            task_id,
+            Headers(
+                headers.get("content-type"),
+                headers.get("content-encoding"),
+                headers.get("authorization"),
+                headers.get(PROTOCOL_HEADER.lower()),
+                declared,
+            ),
+            body,
+            time.time(),
+        )
 
     def __rsgi_del__(self, loop: Any) -> None:
         if self.intake is not None:

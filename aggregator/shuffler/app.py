@@ -21,6 +21,7 @@ import requests
 from flask import Flask, Response, request
 
 from aggregator.api import errors
+from aggregator.api.body import read_body
 from aggregator.core.body import decode_json
 from aggregator.core.problems import ApiError
 from aggregator.shuffler.forwarder import Forwarder, session_with_retries
@@ -28,6 +29,7 @@ from aggregator.shuffler.spool import Report, Spool
 from shared import DecodeError, Rejection
 from shared.codec import REPORT_ID_BYTES
 from shared.contract import replays, upload_answer
+from shared.errors import INVALID_MESSAGE
 from shared.wire import b64decode
 
 DEFAULTS: dict[str, Any] = {
@@ -70,7 +72,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         body = decode_json(
             request.headers.get("Content-Type"),
             request.headers.get("Content-Encoding"),
-            request.stream.read(limit + 1),
+            read_body(limit),
             limit,
         )
         reports, rejected = _reports(task_id, body, app.config)
@@ -128,7 +130,7 @@ def _reports(
         except DecodeError as error:
             raw = obj.get("report_id") if isinstance(obj, dict) else None
             shown = raw if isinstance(raw, str) and len(raw) <= 64 else None
-            rejected.append(Rejection(shown, "invalid_message", str(error)))
+            rejected.append(Rejection(shown, INVALID_MESSAGE, str(error)))
             continue
         data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
         reports.append(Report(report_id, task_id, when, when + retention, data))

@@ -4,10 +4,11 @@ fast upload path answering exactly as the Flask view does."""
 from __future__ import annotations
 
 import gzip
+import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,15 @@ import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
 from agg_server import ADMIN, Server, bearer
 
+from aggregator.core.config import DEFAULTS
+from aggregator.core.problems import problem_parts, too_large
 from shared import TaskConfig, encode_batch
 
 StartServer = Callable[..., Server]
 LOAD_SECONDS = 1.5  # s of uploads before the kill
 THREADS = 8
+LIMIT = int(DEFAULTS["MAX_BODY_BYTES"])  # the servers' own: they run with the defaults
+HUGE = b'{"reports": ["' + b"a" * (LIMIT + 1) + b'"]}'  # over the limit, as sent
 
 
 def rr_bodies(task: TaskConfig, batches: int, size: int, seed: int) -> list[bytes]:
@@ -186,7 +191,59 @@ def test_the_fast_path_answers_byte_for_byte_as_the_flask_view(
             headers={**json_type, "Content-Encoding": "gzip"},
             timeout=30,
         ),
+        **OVERSIZED,
     }
-    for name, send in cases.items():
-        found = answers_of(two_doors, send)
-        assert found["fast"] == found["flask"], name
+    found = {name: answers_of(two_doors, send) for name, send in cases.items()}
+    for name, answers in found.items():
+        assert answers["fast"] == answers["flask"], name
+    # one 413 for a body over MAX_BODY_BYTES: however framed, whatever the route or door
+    too_large_body = problem_parts(too_large(LIMIT))[2]
+    for name in ["gzip bomb", *OVERSIZED]:
+        assert found[name]["fast"][::4] == (413, too_large_body), name
+
+
+def chunked(body: bytes) -> Iterator[bytes]:
+    """Yield ``body`` in pieces: requests sends a generator with chunked framing."""
+    yield from (body[i : i + (256 << 10)] for i in range(0, len(body), 256 << 10))
+
+
+def post_huge(path: str, framing: Callable[[bytes], Any], **headers: str) -> Any:
+    def send(url: str) -> requests.Response:
+        headers.setdefault("Content-Type", "application/json")
+        return requests.post(url + path, data=framing(HUGE), headers=headers, timeout=60)
+
+    return send
+
+
+# Refused before anything else is looked at (the task, its key, the media type), on the
+# upload route of either door and on the Flask routes the fast path passes on.
+OVERSIZED: dict[str, Callable[[str], requests.Response]] = {
+    "declared too large": post_huge("/v1/tasks/doors/reports", bytes),
+    "chunked too large": post_huge("/v1/tasks/doors/reports", chunked),
+    "too large, unknown task": post_huge("/v1/tasks/nope/reports", bytes),
+    "too large, chunked, no key": post_huge("/v1/tasks/keyed/reports", chunked),
+    "too large, text/plain": post_huge(
+        "/v1/tasks/doors/reports", bytes, **{"Content-Type": "text/plain"}
+    ),
+    "too large task": post_huge("/v1/tasks", bytes, Authorization=f"Bearer {ADMIN}"),
+    "too large task, chunked": post_huge("/v1/tasks", chunked, Authorization=f"Bearer {ADMIN}"),
+}
+
+
+def test_a_store_fault_is_answered_alike_by_both_doors(two_doors: dict[str, Server]) -> None:
+    params = {"task_id": "fault", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1}
+    for server in two_doors.values():
+        task = create_task(server.url, **params)
+    body = rr_bodies(task, 1, 5, seed=9)[0]
+    files = [Path(server.db) for server in two_doors.values()]
+    for db in files:  # the file gone from under the store: it refuses to write (503)
+        os.replace(db, db.with_suffix(".moved"))
+    try:
+        found = answers_of(two_doors, lambda url: post_reports(url, "fault", body))
+    finally:
+        for db in files:
+            os.replace(db.with_suffix(".moved"), db)
+    assert found["fast"] == found["flask"]
+    assert found["fast"][:3] == (503, "application/problem+json", "10")
+    again = answers_of(two_doors, lambda url: post_reports(url, "fault", body))
+    assert again["fast"] == again["flask"] and again["fast"][0] == 200  # back: nothing was lost
