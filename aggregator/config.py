@@ -63,6 +63,9 @@ DEFAULTS: dict[str, object] = {
     # runs share the next one (aggregator/store/group_commit.py).
     "GROUP_COMMIT_REPORTS": 10_000,
     "GROUP_COMMIT_WAIT_MS": 0,
+    # The HPKE private keys that open sealed tasks' reports (aggregator/sealing_keys.py,
+    # `ldp-aggregator keys`); None means "seal-keys.json" in the instance folder.
+    "SEAL_KEYS": None,
     # Seconds between two collections of expired report ids (per process).
     "COLLECT_INTERVAL": 60,
     # The dashboard's session cookie (/dashboard) is signed with SECRET_KEY. Unset,

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from aggregator import auth, intake, metrics, problems, quotas, store
+from aggregator import auth, intake, metrics, problems, quotas, sealing_keys, store
 from aggregator.config import DEFAULTS
 
 
@@ -32,6 +32,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     problems.init_app(app)
     metrics.init_app(app)
     store.init_app(app)
+    sealing_keys.init_app(app)  # before intake: it resolves SEAL_KEYS
     app.extensions[quotas.EXTENSION] = quotas.init_app(
         float(app.config["QUOTA_RATE"]), float(app.config["QUOTA_BURST"])
     )

@@ -20,6 +20,7 @@ from aggregator.body import decode_json
 from aggregator.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
 from aggregator.problems import ApiError
 from aggregator.quotas import Quotas, charge
+from aggregator.sealing_keys import keyring_at
 from aggregator.store import Store, Upload
 from aggregator.store.group_commit import GroupCommitter
 from aggregator.tasks import find_task
@@ -65,6 +66,7 @@ class Intake:
         self.max_reports = int(config["MAX_REPORTS_PER_BATCH"])
         self.acceptance_window = int(config["ACCEPTANCE_WINDOW"])
         self.clock_skew = int(config["CLOCK_SKEW"])
+        self.keyring = keyring_at(str(config["SEAL_KEYS"]))  # opens sealed tasks' reports
 
     def check(
         self, task_id: str, headers: Headers, body: bytes, now: float, *, shuffled: bool = False
@@ -95,7 +97,8 @@ class Intake:
         charge(self.quotas, task_id, len(reports) if isinstance(reports, list) else 1)
         task = stored.config
         try:
-            decoded, rejected = decode_batch(task, batch)
+            keys = self.keyring.private_keys() if task.sealed else None
+            decoded, rejected = decode_batch(task, batch, keys)
         except DecodeError as error:
             raise ApiError(400, "invalid_batch", str(error)) from None
         admitted = admit(

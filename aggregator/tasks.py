@@ -11,6 +11,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from aggregator.auth import hash_token, new_token, require_role
 from aggregator.body import json_body
 from aggregator.problems import ApiError
+from aggregator.sealing_keys import check_sealable, seal_fields, task_etag
 from aggregator.store import Store, StoredTask, TaskExists, get_store
 from shared import LdpError, TaskConfig
 from shared.contract import CACHE_CONTROL
@@ -34,7 +35,10 @@ def list_tasks() -> Response:
     """
     stored = get_store().list_tasks()
     tasks = [s.config for s in stored]
-    digest = hashlib.sha256("\n".join(f"{t.task_id} {t.fingerprint}" for t in tasks).encode())
+    # A sealed task's ETag names its current key: a rotation changes the list's too.
+    digest = hashlib.sha256(
+        "\n".join(f"{t.task_id} {task_etag(current_app, t)}" for t in tasks).encode()
+    )
     etag = digest.hexdigest()[:32]
     if request.if_none_match.contains(etag):
         response = Response(status=304)
@@ -50,7 +54,7 @@ def get_task(task_id: str) -> Response:
     """Return one task's public configuration; 304 if the client's copy is current."""
     stored = find_task(task_id)
     response = jsonify(served(stored))
-    response.set_etag(stored.config.fingerprint)
+    response.set_etag(task_etag(current_app, stored.config))
     response.headers["Cache-Control"] = CACHE_CONTROL
     response.make_conditional(request)
     return response
@@ -86,6 +90,7 @@ def served(stored: StoredTask) -> dict[str, Any]:
         **stored.config.to_dict(),
         "upload_key_required": stored.upload_key_hash is not None,
         "archive": stored.archive,
+        **seal_fields(current_app, stored.config),  # a sealed task's current public key
     }
 
 
@@ -120,6 +125,9 @@ def build_task(params: Any) -> tuple[StoredTask, str | None]:
     except (LdpError, TypeError, ValueError, OverflowError) as error:
         raise ApiError(400, "invalid_task", str(error)) from None
     _check_open_buckets(task)
+    unsealable = check_sealable(current_app, task)
+    if unsealable:
+        raise ApiError(400, "invalid_task", unsealable)
     _check_table_size(task)
     upload_key = new_token() if needs_key else None
     key_hash = hash_token(upload_key) if upload_key else None
