@@ -1,7 +1,8 @@
 """The collector's HPKE keys for sealed tasks: a key file, rotation, and the hooks that use it.
 
-Private keys live in one JSON file (``SEAL_KEYS``; default ``seal-keys.json`` in the
-instance folder), mode 0600, written whole and atomically by ``ldp-aggregator keys``
+Private keys live in one JSON file (``SEAL_KEYS``; by default beside a SQLite database,
+named after it, ``try-ldp.sqlite3`` → ``try-ldp.seal-keys.json``; with PostgreSQL,
+``seal-keys.json`` in the instance folder), mode 0600, written whole and atomically by ``ldp-aggregator keys``
 (:mod:`aggregator.cli.key_commands`); never in a task and never in the database, so a
 database backup, an analyst's read access or an archive holds no key that opens reports.
 Several collector nodes share the file the way they share a TLS key.
@@ -31,6 +32,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from flask import Flask
 
+from aggregator.store.backends import split_url
 from shared import TaskConfig
 from shared.errors import DecodeError
 from shared.sealing import (
@@ -45,6 +47,7 @@ from shared.wire import b64decode, b64encode
 
 EXTENSION = "ldp_seal_keys"
 FILE_NAME = "seal-keys.json"
+SUFFIX = ".seal-keys.json"  # the default beside a SQLite database
 RELOAD_EVERY = 1.0  # seconds between two checks of the key file's modification time
 
 
@@ -179,12 +182,20 @@ def keyring_at(path: str) -> Keyring:
 
 
 def init_app(app: Flask) -> Keyring:
-    """Resolve ``SEAL_KEYS`` (default: the instance folder's file) and return its keyring."""
+    """Resolve ``SEAL_KEYS`` (after the store resolved ``DATABASE``); return its keyring."""
     if not app.config.get("SEAL_KEYS"):
-        app.config["SEAL_KEYS"] = os.path.join(app.instance_path, FILE_NAME)
+        app.config["SEAL_KEYS"] = default_path(str(app.config["DATABASE"]), app.instance_path)
     keyring = keyring_at(str(app.config["SEAL_KEYS"]))
     app.extensions[EXTENSION] = keyring
     return keyring
+
+
+def default_path(database: str, instance_path: str) -> str:
+    """Return the key file's default: beside a SQLite file, else in the instance folder."""
+    scheme, location = split_url(database)
+    if scheme == "sqlite" and location and location != ":memory:":
+        return str(Path(location).with_suffix(SUFFIX))
+    return os.path.join(instance_path, FILE_NAME)
 
 
 def keyring_of(app: Flask) -> Keyring:

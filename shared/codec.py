@@ -176,7 +176,7 @@ def open_sealed(task: TaskConfig, obj: Any, keys: Mapping[str, X25519PrivateKey]
     if not isinstance(obj, dict) or obj.keys() != _with_common(SEALED_FIELDS):
         raise DecodeError(
             f"task {task.task_id!r} takes sealed reports only: fields "
-            f"{sorted(_with_common(SEALED_FIELDS))} (PROTOCOL.md §9)"
+            f"{sorted(_with_common(SEALED_FIELDS))} (PROTOCOL.md §10)"
         )
     return open_report(task.task_id, obj, keys)
 

@@ -1,4 +1,4 @@
-"""Sealed reports: a report's payload encrypted to the collector's HPKE key (PROTOCOL.md §9).
+"""Sealed reports: a report's payload encrypted to the collector's HPKE key (PROTOCOL.md §10).
 
 A task created with ``sealed: true`` takes reports whose mechanism payload is encrypted
 with HPKE (RFC 9180), base mode, one suite: DHKEM(X25519, HKDF-SHA256) (KEM id 0x0020),
@@ -82,7 +82,7 @@ class SealKey:
         """Return the key a task's ``seal`` object publishes, or raise ParameterError."""
         if not isinstance(obj, dict) or set(obj) != {*SUITE_IDS, "key_id", "public_key"}:
             raise ParameterError(
-                "seal must be an object {kem, kdf, aead, key_id, public_key} (PROTOCOL.md §9)"
+                "seal must be an object {kem, kdf, aead, key_id, public_key} (PROTOCOL.md §10)"
             )
         suite = {name: obj[name] for name in SUITE_IDS}
         if suite != SUITE_IDS or any(type(v) is not int for v in suite.values()):

@@ -1,7 +1,7 @@
 """``ldp-aggregator keys``: the HPKE keys that open sealed tasks' reports (new, list, retire).
 
-The key file is the app's ``SEAL_KEYS`` (``LDP_SEAL_KEYS``; default ``seal-keys.json`` in
-the instance folder), or ``--keys PATH``. A running collector picks changes up within a
+The key file is ``--keys PATH``, else the app's ``SEAL_KEYS`` (``LDP_SEAL_KEYS``; default
+beside a SQLite database, named after it, else ``seal-keys.json`` in the instance folder). A running collector picks changes up within a
 second. Rotation: ``keys new`` (sealed tasks publish the new key at once; the old one keeps
 opening), then, once the acceptance window has passed, ``keys retire OLD_ID``
 (aggregator.sealing_keys).
@@ -17,7 +17,10 @@ import click
 
 from aggregator.cli.context import database_option, open_app
 
-KEYS_HELP = "The key file (default: the app's SEAL_KEYS, seal-keys.json in the instance folder)."
+KEYS_HELP = (
+    "The key file (default: LDP_SEAL_KEYS, else beside a SQLite database: x.sqlite3 -> "
+    "x.seal-keys.json, else seal-keys.json in the instance folder)."
+)
 
 
 def _key_file(given: str | None) -> tuple[Path, int]:
