@@ -2,9 +2,10 @@
 
 Private keys live in one JSON file (``SEAL_KEYS``; by default beside a SQLite database,
 named after it, ``try-ldp.sqlite3`` → ``try-ldp.seal-keys.json``; with PostgreSQL,
-``seal-keys.json`` in the instance folder), mode 0600, written whole and atomically by ``ldp-aggregator keys``
-(:mod:`aggregator.cli.key_commands`); never in a task and never in the database, so a
-database backup, an analyst's read access or an archive holds no key that opens reports.
+``seal-keys.json`` in the instance folder), mode 0600, written whole and atomically by
+``ldp-aggregator keys`` (:mod:`aggregator.cli.key_commands`); never in a task and never
+in the database, so a database backup, an analyst's read access or an archive holds no
+key that opens reports.
 Several collector nodes share the file the way they share a TLS key.
 
 The newest key is *current*: every sealed task publishes its public half (``seal``, served

@@ -1,10 +1,10 @@
 """``ldp-aggregator keys``: the HPKE keys that open sealed tasks' reports (new, list, retire).
 
 The key file is ``--keys PATH``, else the app's ``SEAL_KEYS`` (``LDP_SEAL_KEYS``; default
-beside a SQLite database, named after it, else ``seal-keys.json`` in the instance folder). A running collector picks changes up within a
-second. Rotation: ``keys new`` (sealed tasks publish the new key at once; the old one keeps
-opening), then, once the acceptance window has passed, ``keys retire OLD_ID``
-(aggregator.sealing_keys).
+beside a SQLite database, named after it, else ``seal-keys.json`` in the instance folder).
+A running collector picks changes up within a second. Rotation: ``keys new`` (sealed
+tasks publish the new key at once; the old one keeps opening), then, once the acceptance
+window has passed, ``keys retire OLD_ID`` (aggregator.sealing_keys).
 """
 
 from __future__ import annotations
