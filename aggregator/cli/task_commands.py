@@ -78,6 +78,11 @@ def mechanism_options(command: Any) -> Any:
     is_flag=True,
     help="Also keep the privatized reports accepted (see export --reports).",
 )
+@click.option(
+    "--sealed",
+    is_flag=True,
+    help="Devices seal each report to the collector's key (first: ldp-aggregator keys new).",
+)
 def create_task(**options: Any) -> None:
     """Create a task and print its public configuration as JSON."""
     from aggregator.problems import ApiError
@@ -96,7 +101,8 @@ def create_task(**options: Any) -> None:
             raise click.ClickException(error.detail) from None
         except TaskExists:
             raise click.ClickException(f"task {params['task_id']!r} exists already") from None
-    click.echo(json.dumps(created_body(stored, upload_key), indent=2))
+        body = created_body(stored, upload_key)  # in the app: a sealed task serves its key
+    click.echo(json.dumps(body, indent=2))
 
 
 @tasks.command("list")

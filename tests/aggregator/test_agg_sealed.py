@@ -180,3 +180,21 @@ def test_the_keys_command(tmp_path: Path) -> None:
     done = runner.invoke(main, [*base, "retire", "--keys", keys, "--now", rows[0]["key_id"]])
     assert done.exit_code == 0, done.output
     assert [k.key_id for k in read_keys(Path(keys))] == [rows[1]["key_id"]]
+
+
+def test_tasks_create_sealed_needs_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner, db = CliRunner(), str(tmp_path / "cli.sqlite3")
+    create = ["--db", db, "tasks", "create", "--task-id", "s", "--mechanism", "rr"]
+    create += ["--epsilon", "1", "--sealed"]
+    refused = runner.invoke(main, create)
+    assert refused.exit_code != 0 and "keys new" in refused.output
+    # the default key file sits beside the SQLite database, named after it
+    assert runner.invoke(main, ["--db", db, "keys", "new"]).exit_code == 0
+    assert (tmp_path / "cli.seal-keys.json").exists()
+    created = runner.invoke(main, create)
+    assert created.exit_code == 0, created.output
+    body = json.loads(created.output)
+    assert (
+        body["sealed"] is True
+        and body["seal"]["key_id"] == read_keys(tmp_path / "cli.seal-keys.json")[0].key_id
+    )
