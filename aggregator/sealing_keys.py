@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import threading
 import time
@@ -46,6 +47,7 @@ from shared.sealing import (
 )
 from shared.wire import b64decode, b64encode
 
+log = logging.getLogger("ldp.seal_keys")
 EXTENSION = "ldp_seal_keys"
 FILE_NAME = "seal-keys.json"
 SUFFIX = ".seal-keys.json"  # the default beside a SQLite database
@@ -171,7 +173,11 @@ class Keyring:
             except FileNotFoundError:
                 stamp = None
             if stamp != self._stamp:
-                keys = read_keys(self.path) if stamp is not None else []
+                try:
+                    keys = read_keys(self.path) if stamp is not None else []
+                except (OSError, ValueError) as error:  # keep the keys it had; say why
+                    log.error("ldp-aggregator: the seal key file is unreadable: %s", error)
+                    return
                 self._keys, self._stamp = keys, stamp
                 self._private = {k.key_id: k.private_key for k in keys}
 

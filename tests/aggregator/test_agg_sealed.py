@@ -160,6 +160,17 @@ def test_rotation_keeps_the_old_key_opening_until_it_is_retired(
     assert _n(client) == 3
 
 
+def test_an_unreadable_key_file_keeps_the_keys_already_read(
+    client: FlaskClient, keys: Path
+) -> None:
+    add_key(keys)
+    assert _create(client).status_code == 201
+    task = _served(client)
+    keys.write_text("{not json")
+    assert _upload(client, _report(task))["accepted"] == 1  # logged, not a 500
+    assert client.get("/v1/tasks/sealed").json["seal"]["key_id"] == task.seal.key_id  # type: ignore[index,union-attr]
+
+
 def test_the_keys_command(tmp_path: Path) -> None:
     runner = CliRunner()
     db, keys = str(tmp_path / "cli.sqlite3"), str(tmp_path / "keys" / "seal-keys.json")
