@@ -186,17 +186,20 @@ def open_report(
     report_id, fingerprint, time = obj.get("report_id"), obj.get("fingerprint"), obj.get("time")
     if not (isinstance(report_id, str) and isinstance(fingerprint, str) and type(time) is int):
         raise DecodeError("a sealed report needs report_id, fingerprint and an integer time")
+    try:  # RFC 8785 refuses integers past 2^53 and strings with lone surrogates
+        bound = info(task_id, fingerprint, key_id, report_id, time)
+    except ValueError:
+        raise DecodeError("the sealed report's envelope is not canonicalizable JSON") from None
     try:
-        plaintext = _SUITE.decrypt(
-            ciphertext, private, info(task_id, fingerprint, key_id, report_id, time)
-        )
-        payload = json.loads(plaintext)
+        plaintext = _SUITE.decrypt(ciphertext, private, bound)
     except InvalidTag:
         raise DecodeError(
             "the sealed payload does not open under this report's id, time, task and key",
             reason="sealed_invalid",
         ) from None
-    except ValueError:  # opened, but not JSON: a device bug, not an attack on the seal
+    try:
+        payload = json.loads(plaintext)
+    except (ValueError, RecursionError):  # opened but not JSON (or nested past any payload)
         raise DecodeError("the sealed payload is not a JSON object") from None
     if not isinstance(payload, dict) or set(payload) & {"report_id", "fingerprint", "time"}:
         raise DecodeError("the sealed payload must be a JSON object of the payload fields")

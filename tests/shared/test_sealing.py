@@ -156,6 +156,34 @@ def test_malformed_ciphertexts_are_refused_with_a_reason(sealed: Any, reason: st
     assert caught.value.reason == reason
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [{"time": 2**60}, {"report_id": "\ud800" * 22}, {"time": True}, {"fingerprint": None}],
+)
+def test_an_envelope_that_cannot_be_bound_is_invalid(changes: dict[str, Any]) -> None:
+    report = {**OPEN_VECTOR["sealed_report"], **changes}
+    with pytest.raises(DecodeError) as caught:
+        open_report(OPEN_VECTOR["task_id"], report, _vector_keys())
+    assert caught.value.reason == "invalid_message"
+
+
+@pytest.mark.parametrize("plaintext", [b"[" * 40_000, b"not json", b'"a string"', b'{"time": 1}'])
+def test_a_sealed_payload_that_is_no_payload_object_is_invalid(plaintext: bytes) -> None:
+    """Anyone holding the public key can seal anything: what opens is checked too."""
+    from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
+
+    report = dict(OPEN_VECTOR["sealed_report"])
+    bound = OPEN_VECTOR["info"].encode()
+    public = _vector_keys()["vector-key-1"].public_key()
+    sealed = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.CHACHA20_POLY1305).encrypt(
+        plaintext, public, bound
+    )
+    report["sealed"] = b64encode(sealed)
+    with pytest.raises(DecodeError) as caught:
+        open_report(OPEN_VECTOR["task_id"], report, _vector_keys())
+    assert caught.value.reason == "invalid_message"
+
+
 def test_seal_key_json_is_checked() -> None:
     good = OPEN_VECTOR["seal"]
     assert SealKey.from_json(good).to_json() == good
