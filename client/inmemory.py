@@ -4,8 +4,9 @@
 aggregator does: ``GET /v1/tasks/{id}`` (with ETag / If-None-Match) and
 ``POST /v1/tasks/{id}/reports`` (gzip allowed; reports decoded with :mod:`shared.codec`,
 each report id counted once, a repeat answered ``report_replayed``). It does not check
-time windows or upload keys. What arrived can be inspected with :meth:`reports`,
-:meth:`sums` and :meth:`estimate`::
+time windows or upload keys. A sealed task's reports are opened with ``keys`` (key id →
+X25519 private key, as the collector's key file holds them). What arrived can be inspected
+with :meth:`reports`, :meth:`sums` and :meth:`estimate`::
 
     transport = InMemoryTransport([task])
     client = Client("memory://", transport=transport, tasks=[task])
@@ -20,8 +21,10 @@ import gzip
 import json
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from client.transport import Request, Response
 from shared.codec import Envelope, decode_batch
@@ -42,8 +45,11 @@ from shared.task import TaskConfig
 class InMemoryTransport:
     """Serve tasks and collect reports in memory; thread-safe."""
 
-    def __init__(self, tasks: Iterable[TaskConfig] = ()) -> None:
+    def __init__(
+        self, tasks: Iterable[TaskConfig] = (), keys: Mapping[str, X25519PrivateKey] | None = None
+    ) -> None:
         self._lock = threading.Lock()
+        self._keys = dict(keys or {})
         self._tasks: dict[str, TaskConfig] = {}
         self._reports: dict[str, list[Envelope]] = {}
         self._seen: set[bytes] = set()
@@ -108,7 +114,7 @@ class InMemoryTransport:
         task = self._tasks.get(task_id)
         if task is None:
             return _problem(404, "unknown_task", f"there is no task {task_id!r}")
-        etag = task_etag(task.fingerprint)
+        etag = task_etag(task.fingerprint + (f".{task.seal.key_id}" if task.seal else ""))
         headers = {"etag": etag, "cache-control": CACHE_CONTROL}
         if request.header("If-None-Match") == etag:
             return Response(304, headers)
@@ -119,7 +125,7 @@ class InMemoryTransport:
         if task is None:
             return _problem(404, "unknown_task", f"there is no task {task_id!r}")
         try:
-            accepted, rejected = decode_batch(task, _parse_body(request))
+            accepted, rejected = decode_batch(task, _parse_body(request), self._keys)
         except DecodeError as error:
             return _problem(400, "invalid_batch", str(error))
         count = 0

@@ -248,6 +248,8 @@ def _parse_task(task_id: str, response: Response) -> TaskConfig:
         raise TaskUnavailableError("the server's task configuration is invalid") from None
     if task.task_id != task_id:
         raise TaskUnavailableError(f"the server answered task {task.task_id!r}")
+    if task.sealed and task.seal is None:  # nothing to seal to: never send it in the clear
+        raise TaskUnavailableError("the sealed task is served without the collector's key")
     return task
 
 

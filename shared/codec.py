@@ -8,9 +8,10 @@ A batch is ``{"reports": [report, ...]}``. Every report carries::
 
 and its mechanism's payload fields, which the mechanism encodes and decodes itself
 (``payload_fields``, ``encode_payload`` and ``decode_payload``, see
-:mod:`shared.mechanisms`; PROTOCOL.md lists them). Decoding checks every field and
-raises :class:`DecodeError` whose ``reason`` is a stable code and whose message says what
-was wrong.
+:mod:`shared.mechanisms`; PROTOCOL.md lists them). A sealed task's reports carry
+``key_id`` and ``sealed`` instead of the payload fields (:mod:`shared.sealing`). Decoding
+checks every field and raises :class:`DecodeError` whose ``reason`` is a stable code and
+whose message says what was wrong.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.errors import DecodeError
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from shared.errors import DecodeError, ParameterError
+from shared.sealing import SEALED_FIELDS, open_report, seal_report
 from shared.task import TaskConfig
 from shared.wire import b64decode, b64encode, integer
 
@@ -39,6 +43,7 @@ __all__ = [
     "encode_report",
     "encode_report_text",
     "new_report_id",
+    "open_sealed",
 ]
 
 REPORT_ID_BYTES = 16
@@ -82,6 +87,10 @@ def encode_report(task: TaskConfig, envelope: Envelope) -> dict[str, Any]:
         "time": int(envelope.time),
     }
     out.update(task.mechanism_object.encode_payload(envelope.payload))
+    if task.sealed:  # the payload leaves the device encrypted to the collector's key
+        if task.seal is None:
+            raise ParameterError(f"task {task.task_id!r} is sealed but names no seal key")
+        return seal_report(task.task_id, task.seal, out)
     return out
 
 
@@ -136,11 +145,14 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
     return Envelope(report_id, task.fingerprint, time, payload)
 
 
-def decode_batch(task: TaskConfig, body: Any) -> tuple[list[Envelope], list[Rejection]]:
+def decode_batch(
+    task: TaskConfig, body: Any, keys: Mapping[str, X25519PrivateKey] | None = None
+) -> tuple[list[Envelope], list[Rejection]]:
     """Return the valid reports of a parsed JSON batch and a rejection per invalid one.
 
-    Raises DecodeError if the batch itself is malformed (not an object, no report list,
-    empty).
+    A sealed task's reports are opened first with ``keys`` (key id → the collector's
+    private key; see :func:`open_sealed`). Raises DecodeError if the batch itself is
+    malformed (not an object, no report list, empty).
     """
     if not isinstance(body, dict) or not isinstance(body.get("reports"), list):
         raise DecodeError('a batch must be a JSON object {"reports": [...]}')
@@ -151,10 +163,22 @@ def decode_batch(task: TaskConfig, body: Any) -> tuple[list[Envelope], list[Reje
     accepted, rejected = [], []
     for obj in body["reports"]:
         try:
-            accepted.append(decode_report(task, obj))
+            accepted.append(decode_report(task, open_sealed(task, obj, keys or {})))
         except DecodeError as error:
             rejected.append(Rejection(_report_id_of(obj), error.reason, str(error), error.time))
     return accepted, rejected
+
+
+def open_sealed(task: TaskConfig, obj: Any, keys: Mapping[str, X25519PrivateKey]) -> Any:
+    """Return a sealed task's report opened (a plain task's as it is), or raise DecodeError."""
+    if not task.sealed:
+        return obj
+    if not isinstance(obj, dict) or obj.keys() != _with_common(SEALED_FIELDS):
+        raise DecodeError(
+            f"task {task.task_id!r} takes sealed reports only: fields "
+            f"{sorted(_with_common(SEALED_FIELDS))} (PROTOCOL.md §10)"
+        )
+    return open_report(task.task_id, obj, keys)
 
 
 def _expected_fields(task: TaskConfig) -> frozenset[str]:

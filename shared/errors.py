@@ -19,6 +19,8 @@ REPORT_TOO_EARLY = "report_too_early"
 REPORT_EXPIRED = "report_expired"
 OUTDATED_CONFIG = "outdated_config"
 IMPLAUSIBLE_REPORT = "implausible_report"
+SEALED_INVALID = "sealed_invalid"  # sealed tasks (PROTOCOL.md §10)
+UNKNOWN_SEAL_KEY = "unknown_seal_key"
 REJECTION_REASONS = (
     INVALID_MESSAGE,
     REPORT_REPLAYED,
@@ -26,6 +28,8 @@ REJECTION_REASONS = (
     REPORT_EXPIRED,
     OUTDATED_CONFIG,
     IMPLAUSIBLE_REPORT,
+    SEALED_INVALID,
+    UNKNOWN_SEAL_KEY,
 )
 
 

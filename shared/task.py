@@ -24,13 +24,14 @@ from shared.mechanisms import auto
 from shared.mechanisms.base import Mechanism, ParamsBase
 from shared.mechanisms.features import longitudinal, published
 from shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
+from shared.sealing import SealKey
 from shared.validation import check_int
 from shared.wire import canonical_json
 
 DAY = 86_400
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 PROTOCOL_VERSION = "1.0"  # PROTOCOL.md's version, served in every task's JSON
-_COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "fingerprint")
+_COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "sealed", "fingerprint")
 # Every mechanism's parameter names: read as task attributes (None where not taken).
 PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())
 TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
@@ -39,8 +40,9 @@ TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JS
 # created with ``mechanism: "auto"`` was chosen.
 PUBLISHED = ("effective_epsilon", "effective_epsilon_inf", "attack_success", "selection")
 # The collector's policy for a task: served beside it, not fingerprinted (a device needs
-# them to upload, not to privatize).
-SERVED = ("upload_key_required", "archive")
+# them to upload, not to privatize). ``seal``: the collector's current HPKE public key for
+# a sealed task (shared.sealing), served so that keys rotate without a new task.
+SERVED = ("upload_key_required", "archive", "seal")
 CHECKED = ("protocol", "derived")  # fingerprinted; a device checks them against its own
 
 
@@ -63,8 +65,10 @@ class TaskConfig:
     params: ParamsBase
     time_precision: int = DAY
     min_batch_size: int = 100
+    sealed: bool = False
     fingerprint: str = field(default="", compare=False)
     selection: dict[str, Any] | None = field(default=None, compare=False)
+    seal: SealKey | None = field(default=None, compare=False)
 
     def __init__(
         self,
@@ -73,8 +77,10 @@ class TaskConfig:
         params: ParamsBase | None = None,
         time_precision: int = DAY,
         min_batch_size: int = 100,
+        sealed: bool = False,
         fingerprint: str = "",
         selection: dict[str, Any] | None = None,
+        seal: SealKey | None = None,
         **parameters: Any,
     ) -> None:
         # fullmatch: with match, "$" also matches before a trailing newline ("id\n").
@@ -89,12 +95,18 @@ class TaskConfig:
         time_precision, min_batch_size = _plain_int(time_precision), _plain_int(min_batch_size)
         check_int("time_precision", time_precision, 1, 366 * DAY)
         check_int("min_batch_size", min_batch_size, 1, 10**9)
+        if not isinstance(sealed, bool):
+            raise ParameterError("sealed must be true or false")
+        if seal is not None and (not sealed or not isinstance(seal, SealKey)):
+            raise ParameterError("only a sealed task carries a seal key (a SealKey)")
         for name, value in (
             ("task_id", task_id),
             ("mechanism", mechanism),
             ("params", kind.from_fields(given)),
             ("time_precision", time_precision),
             ("min_batch_size", min_batch_size),
+            ("sealed", sealed),
+            ("seal", seal),
         ):
             object.__setattr__(self, name, value)
         self.mechanism_object  # noqa: B018  # validates the mechanism parameters now
@@ -140,7 +152,8 @@ class TaskConfig:
                 f"{PROTOCOL_VERSION!r}: upgrade ldp-telemetry"
             )
         fields = {key: value for key, value in data.items() if key in TASK_FIELDS}
-        task = cls(**fields, selection=data.get("selection"))
+        seal = SealKey.from_json(data["seal"]) if data.get("seal") is not None else None
+        task = cls(**fields, selection=data.get("selection"), seal=seal)
         if "derived" in data and data["derived"] != task.derived:
             raise DerivedMismatch(
                 f"task {task.task_id!r} publishes derived integers {data['derived']!r}; its "
@@ -194,6 +207,8 @@ class TaskConfig:
         data.update(published(mechanism))
         if self.selection is not None:
             data["selection"] = self.selection
+        if self.seal is not None:
+            data["seal"] = self.seal.to_json()
         return data
 
     def _set_fields(self) -> dict[str, Any]:
@@ -204,6 +219,9 @@ class TaskConfig:
             **self.params.to_fields(),
             "time_precision": self.time_precision,
             "min_batch_size": self.min_batch_size,
+            # Fingerprinted, and only when true (older tasks keep their fingerprints): a
+            # task cannot be turned from sealed to plain without devices noticing.
+            **({"sealed": True} if self.sealed else {}),
             "protocol": PROTOCOL_VERSION,
             "derived": self.derived,
             "fingerprint": self.fingerprint,

@@ -190,6 +190,11 @@ SCHEMAS: dict[str, Any] = {
                 "type": "boolean",
                 "description": "keep the privatized reports accepted, besides the sums",
             },
+            "sealed": {
+                "type": "boolean",
+                "description": "reports carry their payload HPKE-sealed to the collector "
+                "(PROTOCOL.md §10; needs a key: ldp-aggregator keys new)",
+            },
         },
     },
     "Task": {
@@ -211,6 +216,12 @@ SCHEMAS: dict[str, Any] = {
             },
             "selection": {"type": "object", "description": "how auto chose the mechanism"},
             "upload_key": {"type": "string"},
+            "sealed": {"type": "boolean"},
+            "seal": {
+                "type": "object",
+                "description": "a sealed task's current HPKE public key: kem, kdf, aead "
+                "(IANA ids 32, 1, 3), key_id, public_key (PROTOCOL.md §10)",
+            },
         },
     },
     "TaskList": {

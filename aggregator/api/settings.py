@@ -15,6 +15,7 @@ from flask import Config
 from flask.sansio.scaffold import find_package
 
 from aggregator.core.config import DEFAULTS
+from aggregator.core.sealing_keys import default_path
 
 APP_NAME = "aggregator"
 
@@ -41,4 +42,8 @@ def load(instance_path: str, test_config: Mapping[str, Any] | None = None) -> Co
             config[key] = str(config[key])
     config["MAX_CONTENT_LENGTH"] = int(config["MAX_BODY_BYTES"])
     config["DATABASE"] = config["DATABASE"] or os.path.join(instance_path, "ldp-aggregator.sqlite3")
+    # the sealed tasks' key file: beside a SQLite database unless set (core.sealing_keys)
+    config["SEAL_KEYS"] = config["SEAL_KEYS"] or default_path(
+        str(config["DATABASE"]), instance_path
+    )
     return config

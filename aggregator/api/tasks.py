@@ -11,6 +11,7 @@ from aggregator.api.auth import require_role
 from aggregator.api.body import json_body
 from aggregator.api.resources import get_store
 from aggregator.core.problems import ApiError
+from aggregator.core.sealing_keys import keyring_of, task_etag
 from aggregator.core.tasks import build_task, created_body, find_task, served
 from aggregator.store import TaskExists
 from shared.contract import CACHE_CONTROL, TASKS_PATH
@@ -25,14 +26,18 @@ def list_tasks() -> Response:
     The ETag digests every task's id and fingerprint: it changes exactly when a task is
     added (tasks are immutable).
     """
+    keyring = keyring_of(current_app.config)
     stored = get_store().list_tasks()
     tasks = [s.config for s in stored]
-    digest = hashlib.sha256("\n".join(f"{t.task_id} {t.fingerprint}" for t in tasks).encode())
+    # A sealed task's ETag names its current key: a rotation changes the list's too.
+    digest = hashlib.sha256(
+        "\n".join(f"{t.task_id} {task_etag(keyring, t)}" for t in tasks).encode()
+    )
     etag = digest.hexdigest()[:32]
     if request.if_none_match.contains(etag):
         response = Response(status=304)
     else:
-        response = jsonify(tasks=[served(s) for s in stored])
+        response = jsonify(tasks=[served(s, keyring) for s in stored])
     response.set_etag(etag)
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
@@ -41,9 +46,10 @@ def list_tasks() -> Response:
 @bp.get("/<task_id>")
 def get_task(task_id: str) -> Response:
     """Return one task's public configuration; 304 if the client's copy is current."""
+    keyring = keyring_of(current_app.config)
     stored = find_task(task_id, get_store())
-    response = jsonify(served(stored))
-    response.set_etag(stored.config.fingerprint)
+    response = jsonify(served(stored, keyring))
+    response.set_etag(task_etag(keyring, stored.config))
     response.headers["Cache-Control"] = CACHE_CONTROL
     response.make_conditional(request)
     return response
@@ -63,6 +69,6 @@ def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
             f"a task {stored.config.task_id!r} exists already; "
             "tasks are immutable, so choose a new task_id",
         ) from None
-    body = created_body(stored, upload_key)
+    body = created_body(stored, upload_key, keyring_of(current_app.config))
     location = url_for("tasks.get_task", task_id=stored.config.task_id)
     return body, 201, {"Location": location}

@@ -17,6 +17,7 @@ import click
 from aggregator.cli.analysis_commands import estimates, heavy_hitters
 from aggregator.cli.context import DB_HELP
 from aggregator.cli.data_commands import backup, export, migrate
+from aggregator.cli.key_commands import keys
 from aggregator.cli.server_commands import serve
 from aggregator.cli.shuffler_commands import shuffler
 from aggregator.cli.task_commands import tasks
@@ -35,3 +36,4 @@ def main(ctx: click.Context, db: str | None) -> None:
 
 for command in (serve, tasks, tokens, estimates, heavy_hitters, export, backup, migrate, shuffler):
     main.add_command(command)
+main.add_command(keys)  # the keys of sealed tasks (aggregator.cli.key_commands)

@@ -56,13 +56,19 @@ class Collector:
     config: Mapping[str, Any]
 
 
-def open_collector(db: str | None = None) -> Collector:
-    """Return the store on the command line's database (creating or migrating its schema)."""
+def collector_settings(db: str | None = None) -> Mapping[str, Any]:
+    """Return the collector's settings as the app reads them, on the command line's database."""
     from aggregator.api import settings
-    from aggregator.store import StoreUnavailable, open_store
 
     db = db or database()
-    config = settings.load(settings.instance_folder(), {"DATABASE": db} if db else None)
+    return settings.load(settings.instance_folder(), {"DATABASE": db} if db else None)
+
+
+def open_collector(db: str | None = None) -> Collector:
+    """Return the store on the command line's database (creating or migrating its schema)."""
+    from aggregator.store import StoreUnavailable, open_store
+
+    config = collector_settings(db)
     try:
         store = open_store(str(config["DATABASE"]), config)
         store.initialize()

@@ -78,9 +78,15 @@ def mechanism_options(command: Any) -> Any:
     is_flag=True,
     help="Also keep the privatized reports accepted (see export --reports).",
 )
+@click.option(
+    "--sealed",
+    is_flag=True,
+    help="Devices seal each report to the collector's key (first: ldp-aggregator keys new).",
+)
 def create_task(**options: Any) -> None:
     """Create a task and print its public configuration as JSON."""
     from aggregator.core.problems import ApiError
+    from aggregator.core.sealing_keys import keyring_of
     from aggregator.core.tasks import build_task, created_body
     from aggregator.store import TaskExists
 
@@ -96,7 +102,7 @@ def create_task(**options: Any) -> None:
         raise click.ClickException(error.detail) from None
     except TaskExists:
         raise click.ClickException(f"task {params['task_id']!r} exists already") from None
-    click.echo(json.dumps(created_body(stored, upload_key), indent=2))
+    click.echo(json.dumps(created_body(stored, upload_key, keyring_of(opened.config)), indent=2))
 
 
 @tasks.command("list")

@@ -63,6 +63,10 @@ DEFAULTS: dict[str, object] = {
     # runs share the next one (aggregator/core/group_commit.py).
     "GROUP_COMMIT_REPORTS": 10_000,
     "GROUP_COMMIT_WAIT_MS": 0,
+    # The HPKE private keys that open sealed tasks' reports (aggregator/core/sealing_keys.py,
+    # `ldp-aggregator keys`); None: beside a SQLite database, named after it
+    # (x.sqlite3 → x.seal-keys.json), else "seal-keys.json" in the instance folder.
+    "SEAL_KEYS": None,
     # Seconds between two collections of expired report ids (per process).
     "COLLECT_INTERVAL": 60,
     # The dashboard's session cookie (/dashboard) is signed with SECRET_KEY. Unset,

@@ -31,6 +31,7 @@ from aggregator.core.group_commit import GroupCommitter
 from aggregator.core.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
 from aggregator.core.problems import ApiError, Parts, answer_of, too_large
 from aggregator.core.quotas import Quotas, charge
+from aggregator.core.sealing_keys import keyring_of
 from aggregator.core.tasks import find_task
 from aggregator.store import Store, Upload
 from shared import DecodeError, Rejection, decode_batch
@@ -77,6 +78,7 @@ class Intake:
         self.max_reports = int(config["MAX_REPORTS_PER_BATCH"])
         self.acceptance_window = int(config["ACCEPTANCE_WINDOW"])
         self.clock_skew = int(config["CLOCK_SKEW"])
+        self.keyring = keyring_of(config)  # opens sealed tasks' reports
 
     def check(
         self, task_id: str, headers: Headers, body: bytes, now: float, *, shuffled: bool = False
@@ -111,7 +113,8 @@ class Intake:
         charge(self.quotas, task_id, len(reports) if isinstance(reports, list) else 1)
         task = stored.config
         try:
-            decoded, rejected = decode_batch(task, batch)
+            keys = self.keyring.private_keys() if task.sealed else None
+            decoded, rejected = decode_batch(task, batch, keys)
         except DecodeError as error:
             raise ApiError(400, "invalid_batch", str(error)) from None
         admitted = admit(

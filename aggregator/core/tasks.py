@@ -11,6 +11,7 @@ from typing import Any
 
 from aggregator.core.auth import hash_token, new_token
 from aggregator.core.problems import ApiError
+from aggregator.core.sealing_keys import Keyring, check_sealable, keyring_of, seal_fields
 from aggregator.store import Store, StoredTask
 from shared import LdpError, TaskConfig
 from shared.mechanisms.auto import AUTO_FIELDS
@@ -23,7 +24,7 @@ CREATE_FIELDS = (
 )
 
 
-def served(stored: StoredTask) -> dict[str, Any]:
+def served(stored: StoredTask, keyring: Keyring) -> dict[str, Any]:
     """Return a task's public JSON: its configuration and this collector's policy for it.
 
     ``upload_key_required`` and ``archive`` (the collector keeps the privatized reports it
@@ -34,12 +35,13 @@ def served(stored: StoredTask) -> dict[str, Any]:
         **stored.config.to_dict(),
         "upload_key_required": stored.upload_key_hash is not None,
         "archive": stored.archive,
+        **seal_fields(keyring, stored.config),  # a sealed task's current public key
     }
 
 
-def created_body(stored: StoredTask, upload_key: str | None) -> dict[str, Any]:
+def created_body(stored: StoredTask, upload_key: str | None, keyring: Keyring) -> dict[str, Any]:
     """Return what creating a task answers: its public JSON, and the upload key once."""
-    body = served(stored)
+    body = served(stored, keyring)
     if upload_key is not None:
         body["upload_key"] = upload_key  # shown once: only its hash is stored
     return body
@@ -72,6 +74,9 @@ def build_task(params: Any, config: Mapping[str, Any]) -> tuple[StoredTask, str 
     except (LdpError, TypeError, ValueError, OverflowError) as error:
         raise ApiError(400, "invalid_task", str(error)) from None
     _check_open_buckets(task, config)
+    unsealable = check_sealable(keyring_of(config), task)
+    if unsealable:
+        raise ApiError(400, "invalid_task", unsealable)
     _check_table_size(task, config)
     upload_key = new_token() if needs_key else None
     key_hash = hash_token(upload_key) if upload_key else None

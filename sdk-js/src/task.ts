@@ -29,6 +29,7 @@ const UNHASHED = [
   "archive",
   "attack_success",
   "selection",
+  "seal",
 ];
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
@@ -167,6 +168,8 @@ export function parseTask(json: unknown): Task {
   if (task["protocol"] !== PROTOCOL) {
     throw new TaskError(`task ${id} is for protocol ${String(task["protocol"])}; this SDK speaks ${PROTOCOL}`);
   }
+  // Never send a sealed task's payload in the clear: this SDK does not seal yet (PROTOCOL §10).
+  if ("sealed" in task) throw new TaskError(`task ${id} is sealed; this SDK cannot seal reports`);
   const kind = KINDS[String(task["mechanism"])];
   if (!kind) throw new TaskError(`task ${id} has a mechanism this SDK does not know`);
   const { epsilon, spec } = privacy(task);
