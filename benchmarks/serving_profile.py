@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +55,12 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # A sample whose deepest frame is one of these waits (py-spy --nonblocking cannot always
 # tell): the loop's epoll, the writer's queue and the store's write lock. Not CPU.
-IDLE = ("EpollSelector.select (", "GroupCommitter._run (", "GroupCommitter._gather (", "WriterLock.held (")
+IDLE = (
+    "EpollSelector.select (",
+    "GroupCommitter._run (",
+    "GroupCommitter._gather (",
+    "WriterLock.held (",
+)
 OTHER = "other Python"
 RUST = "granian (Rust: HTTP, sockets, callbacks; no Python frame)"
 
@@ -91,14 +96,14 @@ def stages(cpu: dict[int, float], stacks: list[str]) -> dict[str, float]:
     """
     per_thread: dict[int, Counter[str]] = {}
     for line in stacks:
-        stack, _, count = line.rpartition(" ")
+        stack, _, number = line.rpartition(" ")
         head, _, frames = stack.partition(";")
         tid = int(head.split("(", 1)[1].split(")", 1)[0])
         if frames and frames.rpartition(";")[2].startswith(IDLE):
             continue
         stage = stage_of(frames) if frames else RUST
-        per_thread.setdefault(tid, Counter())[stage] += int(count)
-    out: Counter[str] = Counter()
+        per_thread.setdefault(tid, Counter())[stage] += int(number)
+    out: defaultdict[str, float] = defaultdict(float)
     for tid, seconds in cpu.items():
         samples = per_thread.get(tid) or Counter({RUST: 1})
         total = sum(samples.values())

@@ -24,7 +24,7 @@ from typing import Any
 
 from shared.errors import DecodeError
 from shared.task import TaskConfig
-from shared.wire import b64decode, b64encode, integer
+from shared.wire import b64decode, b64encode, integer, try_b64decode
 
 __all__ = [
     "REPORT_ID_BYTES",
@@ -149,12 +149,39 @@ def decode_batch(task: TaskConfig, body: Any) -> tuple[list[Envelope], list[Reje
     if not body["reports"]:
         raise DecodeError("a batch must hold at least one report")
     accepted, rejected = [], []
+    expected = _expected_fields(task)
     for obj in body["reports"]:
         try:
-            accepted.append(decode_report(task, obj))
+            accepted.append(_plain_report(task, obj, expected) or decode_report(task, obj))
         except DecodeError as error:
             rejected.append(Rejection(_report_id_of(obj), error.reason, str(error), error.time))
     return accepted, rejected
+
+
+def _plain_report(task: TaskConfig, obj: Any, expected: frozenset[str]) -> Envelope | None:
+    """Return a report whose common fields are plainly valid, else None (then
+    ``decode_report`` says what is wrong).
+
+    The same checks as ``decode_report``, without its messages: a device's report passes
+    them in one go (measured in ``benchmarks/decode_bench.py``). The payload is the
+    mechanism's, decoded as always; a DecodeError it raises is the same either way.
+    """
+    if type(obj) is not dict or obj.keys() != expected:
+        return None
+    time = obj["time"]
+    if type(time) is not int or not 0 <= time <= 2**62 or time % task.time_precision:
+        return None
+    if obj["fingerprint"] != task.fingerprint:
+        return None
+    report_id = try_b64decode(obj["report_id"], REPORT_ID_BYTES)
+    if report_id is None:
+        return None
+    try:
+        payload = task.mechanism_object.decode_payload(obj)
+    except DecodeError as error:
+        error.time = time  # the report's bucket is known: its refusal can be counted there
+        raise
+    return Envelope(report_id, task.fingerprint, time, payload)
 
 
 def _expected_fields(task: TaskConfig) -> frozenset[str]:
