@@ -9,8 +9,10 @@ samples each worker's Python threads (idle threads are not sampled) and the work
 time is read from /proc. Each sample is put in the stage its deepest known frame belongs to
 (``STAGES``), samples of a thread waiting (``IDLE``) are dropped, and each thread's CPU
 time is split as its samples are; threads py-spy never sees with a Python frame (granian's
-Rust runtime: HTTP parsing, socket IO) form their own stage. Prints a table of CPU per request
-and share per stage, and the load average beside it.
+Rust runtime: HTTP parsing, socket IO) form their own stage. The waits are asyncio's: under
+uvloop (granian's loop when installed) the loop's waits have no Python frame of their own,
+so the per-request CPU still holds but the split of the loop thread does not. Prints a
+table of CPU per request and share per stage, and the load average beside it.
 """
 
 from __future__ import annotations
