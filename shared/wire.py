@@ -52,10 +52,11 @@ def try_b64decode(text: object, size: int) -> bytes | None:
     """Return the bytes of a canonical base64url string of ``size`` bytes, else None.
 
     Runs twice per report on ingest: one strict ``binascii`` call checks the alphabet and
-    decodes (measured 2.3 -> 1.1 µs for 128 bytes against the regex and ``base64``'s
-    wrappers). None for anything ``b64decode`` would refuse, so its messages stay the same.
+    decodes, instead of a regex and ``base64``'s wrappers (``b64decode`` measured in CPU
+    time: 1.0 -> 0.6 µs for 16 bytes, 1.7 -> 1.4 µs for 128). None for anything
+    ``b64decode`` would refuse, so its messages stay the same.
     """
-    if type(text) is not str or len(text) != (4 * size + 2) // 3:
+    if type(text) is not str or not text or len(text) != (4 * size + 2) // 3:
         return None
     if text[-1] not in _canonical_last_characters(size):
         return None
