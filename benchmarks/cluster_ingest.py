@@ -1,6 +1,6 @@
 """Ingest of two collector nodes on one PostgreSQL against one node on SQLite, same run.
 
-    python -m benchmarks.cluster_ingest [--seconds 10] [--batches 1 100]
+    python -m benchmarks.cluster_ingest [--seconds 10] [--batches 1 10 100]
 
 Single node: ``serve --workers 2`` on SQLite. Cluster: two ``serve --workers 1`` nodes on
 one PostgreSQL 16 (the bundled throwaway server of ``make demo-cluster``), the load split
@@ -83,7 +83,7 @@ def main() -> None:
     """Run both set-ups one after the other and print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 100])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument(
         "--synchronous-commit",
         default="on",

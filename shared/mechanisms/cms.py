@@ -41,7 +41,7 @@ from shared.randomness import (
 )
 from shared.shuffling import VariationRatio, two_flips
 from shared.sums import Sums
-from shared.wire import b64decode, b64encode, integer
+from shared.wire import b64decode, b64encode, integer, try_b64decode
 
 # add_many lays out ~16 reports per row at once, so each row's int64 read-modify-write is
 # shared by many reports: ADD_CHUNK (k <= 8192) to MAX_ADD_CHUNK reports, <= ~180 MiB at m=1024.
@@ -191,8 +191,12 @@ class CountMeanSketch(Sketch):
 
     def decode_payload(self, obj: Mapping[str, Any]) -> SketchReport:
         """Return the report a JSON object holds, or raise DecodeError."""
-        row = integer(obj, "row", 0, self.k - 1)
-        bits = b64decode(obj["bits"], self.report_bytes, "bits")
+        row = obj["row"]
+        if type(row) is not int or not 0 <= row < self.k:  # else integer() says why
+            row = integer(obj, "row", 0, self.k - 1)
+        bits = try_b64decode(obj["bits"], self.report_bytes) or b64decode(
+            obj["bits"], self.report_bytes, "bits"
+        )
         m = self.m
         if m % 8 and bits[-1] & ((1 << (8 - m % 8)) - 1):
             raise DecodeError(f"bits must hold exactly m={m} bits: the padding bits must be 0")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +27,7 @@ from shared import (
     encode_report,
     new_report_id,
 )
+from shared.wire import b64decode, try_b64decode
 
 TASKS = {
     "rr": TaskConfig(task_id="golden-rr", mechanism="rr", epsilon=1.0),
@@ -350,3 +353,45 @@ def test_numpy_integers_in_payloads_encode_as_json_numbers() -> None:
     sketch = SketchReport(np.int64(3), PAYLOADS["cms"][0].bits)
     encoded = encode_report(cms, Envelope(ID_A, cms.fingerprint, TIME_A, sketch))
     assert decode_report(cms, json.loads(json.dumps(encoded))) == golden_envelopes("cms")[0]
+
+
+# ---------------------------------------------------------------- the plain-report path
+
+URLSAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+ODD = ["+", "/", "=", "é", " ", "\n", "\ud800"]  # what base64url never holds
+
+
+@st.composite
+def base64ish(draw: st.DrawFn) -> tuple[str, int]:
+    """Return (text, size): base64url of about the length ``size`` bytes take, at times
+    with one character base64url never holds."""
+    size = draw(st.sampled_from([1, 2, 16, 17, 128]))
+    width = (4 * size + 2) // 3 + draw(st.sampled_from([0, 0, 0, 0, -1, 1]))
+    chars = draw(st.lists(st.sampled_from(URLSAFE), min_size=width, max_size=width))
+    if chars and draw(st.booleans()):
+        chars[draw(st.integers(0, width - 1))] = draw(st.sampled_from(ODD))
+    return "".join(chars), size
+
+
+def canonical_base64url(text: str, size: int) -> bytes | None:
+    """Return what a canonical base64url string of ``size`` bytes holds, else None (an
+    oracle apart from shared.wire: canonical means re-encoding gives the string back)."""
+    if len(text) != (4 * size + 2) // 3 or not re.fullmatch("[A-Za-z0-9_-]+", text):
+        return None
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return raw if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() == text else None
+
+
+@settings(max_examples=600, deadline=None)
+@given(case=base64ish())
+def test_base64url_decoding_accepts_canonical_strings_only(case: tuple[str, int]) -> None:
+    # The upload path decodes through try_b64decode (None: b64decode then says why): both
+    # must accept exactly the canonical strings, or a refusal's message would change.
+    text, size = case
+    expected = canonical_base64url(text, size)
+    assert try_b64decode(text, size) == expected
+    if expected is None:
+        with pytest.raises(DecodeError):
+            b64decode(text, size, "x")
+    else:
+        assert b64decode(text, size, "x") == expected
