@@ -38,17 +38,17 @@ WARMUP = 2.0  # s of load before sampling starts
 # (stage, substrings of a frame "function (file:line)"); a sample belongs to the stage of its
 # deepest frame that matches, tried in this order per frame.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("JSON decode", ("aggregator/body.py", "json/decoder.py", "json/__init__.py")),
+    ("JSON decode", ("aggregator/core/body.py", "json/decoder.py", "json/__init__.py")),
     ("shared decode + validation", ("shared/codec.py", "shared/wire.py", "shared/mechanisms/")),
-    ("admission", ("aggregator/admission.py",)),
+    ("admission", ("aggregator/core/admission.py",)),
     ("fold (staged -> sums, with its SQL)", ("store/folding.py", "fold_", "add_rows", "bitsum")),
     ("stage packing", ("store/staging.py", "staged_rows")),
     ("SQLite (transaction, seen ids, staging rows)", ("store/sqlite", "store/sql.py")),
     ("group commit (hand-over, writer thread)", ("group_commit.py",)),
-    ("metrics (prometheus_client)", ("prometheus_client", "aggregator/metrics.py")),
+    ("metrics (prometheus_client)", ("prometheus_client", "aggregator/core/metrics.py")),
     (
         "intake (task, auth, quotas, answer)",
-        ("aggregator/intake.py", "auth.py", "quotas.py", "tasks.py", "problems.py", "contract.py"),
+        ("aggregator/core/intake.py", "auth.py", "quotas.py", "tasks.py", "problems.py", "contract.py"),
     ),
     ("body read (RSGI protocol())", ("RsgiBridge._body (",)),
     ("response (RSGI response_bytes)", ("RsgiBridge._respond (",)),
