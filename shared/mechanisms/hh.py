@@ -47,7 +47,8 @@ from shared.mechanisms.hh_reports import (
     check_alphabet,
 )
 from shared.mechanisms.hh_search import DEFAULT_SURVIVORS, Discovery, LevelSearch, search
-from shared.mechanisms.poisoning import Check, Reach, rows_test, table_total, weight_test
+from shared.mechanisms.poisoning import Check, Reach, rows_test, weight_test
+from shared.mechanisms.row_totals import RowTotals
 from shared.randomness import Rng, uniform_below, uniform_below_many
 from shared.sums import RowSums, check_shape
 from shared.validation import check_int
@@ -96,6 +97,7 @@ class HeavyHitters:
             UTF8_BYTES if self.alphabet == BYTES else tuple(c.encode() for c in self.alphabet)
         )
         self.device_level = device_level
+        self.row_totals = RowTotals()  # the levels estimates read, for the checks
         LevelSearch.check_bounds(len(self.symbols), self.lengths, survivors=1)
 
     def derived(self) -> dict[str, Any]:
@@ -273,7 +275,7 @@ class HeavyHitters:
     def searcher(self, sums: Any) -> LevelSearch:
         """Return the level-by-level estimator over ``sums`` (see hh_search)."""
         check_shape(sums, self.level_count * self.k, self.m, repr(self))
-        return LevelSearch(self.sketches, self.lengths, self.symbols, END, sums)
+        return LevelSearch(self.sketches, self.lengths, self.symbols, END, sums, self.row_totals)
 
     def estimate(
         self, sums: Any, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
@@ -298,10 +300,15 @@ class HeavyHitters:
         return self.sketches[0].reach().scaled(self.level_count)
 
     def check_sums(self, sums: Any) -> list[Check]:
-        """Return the row-spread test over every level's rows and the total bit weight."""
+        """Return the row-spread test over every level's rows and the total bit weight.
+
+        Each level's total is the one an estimate of these sums read, if one read it
+        (row_totals); the other levels are read here.
+        """
         check = rows_test(sums.n)
         band = self.sketches[0].band  # every level: the same m and flip
-        weight = weight_test(table_total(sums.table, len(sums.n)), sums.total, band)
+        levels = [(g * self.k, (g + 1) * self.k) for g in range(self.level_count)]
+        weight = weight_test(self.row_totals.total(sums, levels), sums.total, band)
         return [check, weight] if check is not None else [weight]
 
     def discover(

@@ -30,6 +30,7 @@ from shared.errors import ParameterError
 from shared.estimates import DEFAULT_LEVEL, Estimates, z_value
 from shared.mechanisms.cms import CountMeanSketch
 from shared.mechanisms.hh_collisions import disentangle, shared_rows
+from shared.mechanisms.row_totals import RowTotals
 
 MAX_LEVEL_CANDIDATES = 1 << 20  # per level: about 2 s of gathering at k = 2048
 CHUNK = 1 << 16  # candidates hashed and gathered at once
@@ -69,9 +70,11 @@ class LevelSearch:
         symbols: Sequence[bytes],
         end: bytes,
         sums: Any,
+        totals: RowTotals | None = None,
     ) -> None:
         self.sketches, self.lengths, self.symbols, self.end = sketches, lengths, symbols, end
         self.sums, self.levels = sums, len(sketches)
+        self.totals = totals if totals is not None else RowTotals()  # levels read whole
         self.k, self.m = sketches[0].k, sketches[0].m
         self._n: dict[int, float] = {}
 
@@ -117,9 +120,8 @@ class LevelSearch:
             if isinstance(n, np.ndarray) and n.shape == (self.levels * self.k,):
                 self._n[g] = float(n[rows].sum())
             else:
-                sketch, ones = self.sketches[g], 0
-                for start in range(rows.start, rows.stop, 256):
-                    ones += int(self.sums.table[start : min(rows.stop, start + 256)].sum())
+                sketch = self.sketches[g]
+                ones = self.totals.total(self.sums, [(rows.start, rows.stop)])
                 per_report = (1 - sketch.flip) + (self.m - 1) * sketch.flip
                 self._n[g] = ones / per_report
         return self._n[g]
@@ -128,9 +130,9 @@ class LevelSearch:
         """Return f̂_g of each item: its count among level g's devices."""
         sketch, offset = self.sketches[g], g * self.k
         keys = sketch.keys([item.decode("latin-1") for item in items])
-        gathered = sketch.gather(
-            keys, lambda rows: self.sums.table[offset + rows.start : offset + rows.stop]
-        )
+        read, done = self.totals.reader(self.sums, offset)
+        gathered = sketch.gather(keys, read)
+        done()  # the level's total, for the sums checks (row_totals)
         return np.asarray(sketch.debias(gathered, round(self.level_n(g))), dtype=float)
 
     def final(
