@@ -11,9 +11,10 @@ share 3 of 64 rows with it stand 4.5–5.6 SE high and pass a Bonferroni test.
 
 So a discovery estimates the items of one level jointly: f = r − (A − I)·f_found, with r
 the items' raw estimates, A − I the a(d, h) above and f_found the counts of the items
-found (at least the discovery's reliable z standard errors), in two fixed-point steps: the
-first takes the largest items out of the others, so a string high only through them is no
-longer found in the second. Left in each count's variance: its own noise, the noise of
+found. Items are taken from the largest down, each found when its count with the found
+ones' collisions taken out is at least the discovery's reliable z standard errors (so a
+string high only through a found one's rows is not found), then the found counts are
+refined twice. Left in each count's variance: its own noise, the noise of
 the estimates subtracted (Σ a²·Var f̂(h)),
 and the spread of how many of h's devices drew a shared row (f(h)·p(1−p), p = C/k, added
 on top of the sketch's average 1/m(1−1/m) for every device: an upper bound). Devices of
@@ -29,7 +30,7 @@ import numpy as np
 from shared.mechanisms.cms import CountMeanSketch
 
 CODES_PER_CHUNK = 1 << 21  # (items × rows) bucket codes hashed at once: 16 MiB of int64
-STEPS = 2  # fixed-point steps: each adds one order in the a(d, h) ≤ C/k
+STEPS = 2  # passes over the found counts: each adds one order in the a(d, h) ≤ C/k
 
 
 @dataclass(frozen=True)
@@ -74,29 +75,46 @@ def disentangle(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return the items' counts with the found items' collisions taken out, and variances.
 
-    ``raw``: the items' own estimates (``sketch.debias``) over ``n`` reports. An item is
-    found when its count is at least ``found_z`` standard errors of noise (a discovery's
-    reliable z); only found items are subtracted, since the others' estimates are mostly
-    noise picked for being high, and subtracting that noise would bias the found ones.
+    ``raw``: the items' own estimates (``sketch.debias``) over ``n`` reports. Items are
+    taken from the largest raw estimate down; one is found when its count, with the
+    collisions of those found before it taken out, is at least ``found_z`` standard errors
+    of noise (a discovery's reliable z). Only found items are subtracted: the others'
+    estimates are mostly noise picked for being high (or a found one's collisions), and
+    subtracting them would bias the found ones.
     """
+    order = np.argsort(pairs.first, kind="stable")
+    first, second, rows = pairs.first[order], pairs.second[order], pairs.rows[order]
+    bounds = np.searchsorted(first, np.arange(len(raw) + 1))
+    scale, k, m = sketch.m / (sketch.m - 1), sketch.k, sketch.m
+    found = np.zeros(len(raw))  # the count of each item found so far, else 0
+    for d in np.argsort(-raw, kind="stable"):
+        mine = slice(bounds[d], bounds[d + 1])
+        # Σ_{h≠d} a(d,h)·f(h) = (m/(m−1))·Σ_shared C·f(h)/k − (S − f(d))/(m−1)
+        taken = scale * float(rows[mine] @ found[second[mine]]) / k - found.sum() / (m - 1)
+        count = raw[d] - taken
+        if count >= found_z * np.sqrt(sketch.noise_variance(n, np.clip([count], 0, n))[0]):
+            found[d] = count
+    for _ in range(STEPS):  # the found counts again, each with all the others taken out
+        spread = (found.sum() - found) / (m - 1)
+        shared = np.bincount(first, rows * found[second], len(raw))
+        counts = raw - (scale * shared / k - spread)
+        found = np.where(found != 0, counts, 0.0)
+    return counts, _variance(sketch, counts, n, pairs, found)
+
+
+def _variance(
+    sketch: CountMeanSketch, counts: np.ndarray, n: int, pairs: SharedRows, found: np.ndarray
+) -> np.ndarray:
+    """Return each count's noise plus what taking the found items out leaves."""
     k, m = sketch.k, sketch.m
     scale = m / (m - 1)
-    counts, found = raw.astype(float), np.zeros(len(raw))
-    for _ in range(STEPS):
-        noise = sketch.noise_variance(n, np.clip(counts, 0, n))
-        found = np.where(counts >= found_z * np.sqrt(noise), counts, 0.0)
-        # Σ_{h≠d} a(d,h)·f(h) = −(S − f(d))/(m−1) + (m/(m−1))·Σ_shared C·f(h)/k
-        spread = (found.sum() - found) / (m - 1)
-        shared = np.bincount(pairs.first, pairs.rows * found[pairs.second], len(raw))
-        counts = raw - (scale * shared / k - spread)
     noise = sketch.noise_variance(n, np.clip(counts, 0, n))
-    was_found = found > 0
-    known = np.where(was_found, noise, 0.0)  # Var of each subtracted estimate
+    known = np.where(found != 0, noise, 0.0)  # Var of each subtracted estimate
     p = pairs.rows / k
     coefficient = scale * (p - 1 / m)
     # Σ_{h≠d} a²·Var f̂(h): the found items not sharing a row have a = −1/(m−1)
     apart = (known.sum() - known) / (m - 1) ** 2
     shared_noise = (coefficient**2 - 1 / (m - 1) ** 2) * known[pairs.second]
-    drawn = scale**2 * np.minimum(found[pairs.second], n) * p * (1 - p)
-    extra = np.bincount(pairs.first, shared_noise + drawn, len(raw))
-    return counts, noise + apart + extra
+    drawn = scale**2 * np.clip(found[pairs.second], 0, n) * p * (1 - p)
+    extra = np.bincount(pairs.first, shared_noise + drawn, len(counts))
+    return noise + apart + extra

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import string
+
 import numpy as np
 
 from shared.mechanisms.cms import CountMeanSketch
+from shared.mechanisms.hh import HeavyHitters
 from shared.mechanisms.hh_collisions import disentangle, shared_rows
 
 
@@ -56,3 +59,18 @@ def test_only_found_items_are_taken_out() -> None:
     counts, variance = disentangle(sketch, raw, sums.total, pairs, found_z=1e6)
     assert np.array_equal(counts, raw)
     assert np.allclose(variance, sketch.noise_variance(sums.total, np.clip(raw, 0, sums.total)))
+
+
+def test_a_discovery_over_a_point_mass_flags_only_the_point_mass_reliable() -> None:
+    # k = 16 rows: among ~45,000 last-level candidates some share 4 or 5 of them with
+    # "gold"; before its collisions were taken out, seeds 0 and 3 flagged one reliable.
+    for seed in (0, 3):
+        rng = np.random.default_rng(seed)
+        hh = HeavyHitters(
+            epsilon=4.0, k=16, m=64, hash_seed=seed, alphabet=string.ascii_lowercase, max_length=4
+        )
+        sums = hh.new_sums()
+        sums.add_many(hh.privatize_many(["gold"] * 20_000, rng))
+        rows = hh.discover(sums, top=5).rows()
+        assert [r["value"] for r in rows if r["reliable"]] == ["gold"]
+        assert rows[0]["ci_low"] < 20_000 < rows[0]["ci_high"]
