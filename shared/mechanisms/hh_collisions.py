@@ -42,25 +42,29 @@ class SharedRows:
     rows: np.ndarray  # C(d, h) ≥ 1
 
 
-def shared_rows(sketch: CountMeanSketch, keys: np.ndarray) -> SharedRows:
-    """Return C(d, h) for every pair of the keys' items sharing a bucket in some row.
+def shared_rows(
+    sketch: CountMeanSketch, keys: np.ndarray, among: np.ndarray | None = None
+) -> SharedRows:
+    """Return C(d, h) for every item d and every item h of ``among`` (default: all) that
+    share a bucket in some row, d ≠ h.
 
-    Each (row, bucket) becomes the code j·m + h_j; the items' codes are sorted once and
-    each item's codes looked up in them, so the work is about items × k · log, not items².
+    Each (row, bucket) becomes the code j·m + h_j; the codes of ``among`` are sorted once
+    and every item's codes looked up in them, chunk by chunk, so memory is that of
+    ``among`` × k and a chunk, and the work about items × k · log, not items².
     """
     k, m, count = sketch.k, sketch.m, len(keys)
-    codes = sketch.hashes.flat_bucket_matrix(keys, slice(0, k), m).ravel()
-    owner = np.repeat(np.arange(count, dtype=np.int64), k)
+    among = np.arange(count, dtype=np.int64) if among is None else np.asarray(among, np.int64)
+    codes = sketch.hashes.flat_bucket_matrix(keys[among], slice(0, k), m).ravel()
+    owner = np.repeat(among, k)
     order = np.argsort(codes, kind="stable")
     codes, owner = codes[order], owner[order]
-    pair_ids = []
+    pair_ids = [np.zeros(0, dtype=np.int64)]
     per_chunk = max(1, CODES_PER_CHUNK // k)
     for first in range(0, count, per_chunk):
         part = np.arange(first, min(count, first + per_chunk), dtype=np.int64)
         mine = sketch.hashes.flat_bucket_matrix(keys[part], slice(0, k), m).ravel()
         low = np.searchsorted(codes, mine, "left")
-        high = np.searchsorted(codes, mine, "right")
-        width = high - low
+        width = np.searchsorted(codes, mine, "right") - low
         who = np.repeat(np.repeat(part, k), width)  # d, once per item sharing the cell
         start = np.repeat(low - np.cumsum(width) + width, width)
         other = owner[start + np.arange(len(who))]  # h: walks each cell's run of owners
@@ -71,23 +75,28 @@ def shared_rows(sketch: CountMeanSketch, keys: np.ndarray) -> SharedRows:
 
 
 def disentangle(
-    sketch: CountMeanSketch, raw: np.ndarray, n: int, pairs: SharedRows, found_z: float
+    sketch: CountMeanSketch, raw: np.ndarray, n: int, keys: np.ndarray, found_z: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return the items' counts with the found items' collisions taken out, and variances.
 
-    ``raw``: the items' own estimates (``sketch.debias``) over ``n`` reports. Items are
-    taken from the largest raw estimate down; one is found when its count, with the
-    collisions of those found before it taken out, is at least ``found_z`` standard errors
-    of noise (a discovery's reliable z). Only found items are subtracted: the others'
-    estimates are mostly noise picked for being high (or a found one's collisions), and
-    subtracting them would bias the found ones.
+    ``raw``: the items' own estimates (``sketch.debias``) over ``n`` reports; ``keys``
+    their keys. Items are taken from the largest raw estimate down; one is found when its
+    count, with the collisions of those found before it taken out, is at least ``found_z``
+    standard errors of noise (a discovery's reliable z). Only found items are subtracted:
+    the others' estimates are mostly noise picked for being high (or a found one's
+    collisions), and subtracting them would bias the found ones. Only items within
+    n/(m−1) (what the found ones' −1/(m−1) shifts add up to at most) of the threshold can
+    be found, so only their rows are compared with every item's.
     """
+    least = found_z * np.sqrt(sketch.noise_variance(n, np.array([float(n)]))[0])
+    contenders = np.flatnonzero(raw >= least - n / (sketch.m - 1))
+    pairs = shared_rows(sketch, keys, contenders)
     order = np.argsort(pairs.first, kind="stable")
     first, second, rows = pairs.first[order], pairs.second[order], pairs.rows[order]
     bounds = np.searchsorted(first, np.arange(len(raw) + 1))
     scale, k, m = sketch.m / (sketch.m - 1), sketch.k, sketch.m
     found = np.zeros(len(raw))  # the count of each item found so far, else 0
-    for d in np.argsort(-raw, kind="stable"):
+    for d in contenders[np.argsort(-raw[contenders], kind="stable")]:
         mine = slice(bounds[d], bounds[d + 1])
         # Σ_{h≠d} a(d,h)·f(h) = (m/(m−1))·Σ_shared C·f(h)/k − (S − f(d))/(m−1)
         taken = scale * float(rows[mine] @ found[second[mine]]) / k - found.sum() / (m - 1)

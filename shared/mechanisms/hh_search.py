@@ -29,7 +29,7 @@ from shared.accuracy import sketch_collision_variance
 from shared.errors import ParameterError
 from shared.estimates import DEFAULT_LEVEL, Estimates, z_value
 from shared.mechanisms.cms import CountMeanSketch
-from shared.mechanisms.hh_collisions import disentangle, shared_rows
+from shared.mechanisms.hh_collisions import disentangle
 from shared.mechanisms.row_totals import RowTotals
 
 MAX_LEVEL_CANDIDATES = 1 << 20  # per level: about 2 s of gathering at k = 2048
@@ -198,9 +198,7 @@ class LevelSearch:
         sketch = self.sketches[h]
         raw = self.chunked_counts(h, items)
         keys = sketch.keys([item.decode("latin-1") for item in items])
-        counts, variance = disentangle(
-            sketch, raw, round(self.level_n(h)), shared_rows(sketch, keys), found_z
-        )
+        counts, variance = disentangle(sketch, raw, round(self.level_n(h)), keys, found_z)
         chosen = [where[self.item_of(strings[i], h)] for i in whole]
         return counts[chosen], variance[chosen]
 
