@@ -177,11 +177,16 @@ def compute(
 ) -> list[dict[str, Any]]:
     """Return one row per count case and per numeric (case, statistic).
 
-    ``kinds``: only the cases of these kinds (first word: ``hh`` gives hh and hh discover),
-    e.g. to re-measure one kind's rows alone; every case is still built from ``rng``.
+    ``kinds``: only the cases of these kinds, named whole (``hh discover``) or by the first
+    word (``hh``: hh and hh discover), e.g. to re-measure one kind's rows alone; every case
+    is still built from ``rng``.
     """
     rows = []
-    chosen = [c for c in cases(sizes.devices, rng) if not kinds or c.kind.split()[0] in kinds]
+    chosen = [
+        c
+        for c in cases(sizes.devices, rng)
+        if not kinds or c.kind in kinds or c.kind.split()[0] in kinds
+    ]
     for case in progress(chosen, "coverage cases", show):
         reps = sizes.costly_reps if case.costly else sizes.reps
         runs = run_case(case, reps, rng)
