@@ -172,10 +172,22 @@ def _meets(row: dict[str, Any], noise: float) -> bool:
     return bool(covered and bias and honest)
 
 
-def compute(sizes: Sizes, rng: np.random.Generator, show: bool) -> list[dict[str, Any]]:
-    """Return one row per count case and per numeric (case, statistic)."""
+def compute(
+    sizes: Sizes, rng: np.random.Generator, show: bool, kinds: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Return one row per count case and per numeric (case, statistic).
+
+    ``kinds``: only the cases of these kinds, named whole (``hh discover``) or by the first
+    word (``hh``: hh and hh discover), e.g. to re-measure one kind's rows alone; every case
+    is still built from ``rng``.
+    """
     rows = []
-    for case in progress(cases(sizes.devices, rng), "coverage cases", show):
+    chosen = [
+        c
+        for c in cases(sizes.devices, rng)
+        if not kinds or c.kind in kinds or c.kind.split()[0] in kinds
+    ]
+    for case in progress(chosen, "coverage cases", show):
         reps = sizes.costly_reps if case.costly else sizes.reps
         runs = run_case(case, reps, rng)
         head = {"kind": case.kind, "setting": case.setting, "population": case.population}

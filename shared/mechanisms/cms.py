@@ -27,7 +27,6 @@ from shared.mechanisms.poisoning import (
     IMPLAUSIBLE,
     Check,
     WeightBand,
-    table_total,
     weight_band,
     weight_test,
 )
@@ -210,10 +209,13 @@ class CountMeanSketch(Sketch):
         return SketchReport(row, bits)
 
     def check_sums(self, sums: Sums) -> list[Check]:
-        """Return the row-spread test and the total bit weight against honest reports'."""
+        """Return the row-spread test and the total bit weight against honest reports'.
+
+        The total is the one the estimate of these sums read, if it ran (row_totals).
+        """
         return [
             *super().check_sums(sums),
-            weight_test(table_total(sums.table, self.k), sums.total, self.band),
+            weight_test(self.row_totals.total(sums, [(0, self.k)]), sums.total, self.band),
         ]
 
     def noise_variance(self, n: int, counts: np.ndarray) -> np.ndarray:

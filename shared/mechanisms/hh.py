@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -35,7 +34,7 @@ import numpy as np
 from shared.errors import ParameterError, ValueOutOfDomain
 from shared.estimates import DEFAULT_LEVEL, Estimates
 from shared.hashing import MAX_SEED, splitmix64
-from shared.mechanisms.base import Batch, Option, ParamsBase, as_float, check_candidate_strings
+from shared.mechanisms.base import Batch, check_candidate_strings
 from shared.mechanisms.cms import CountMeanSketch, SketchBatch, SketchReport
 from shared.mechanisms.hh_reports import (
     BYTES,
@@ -48,8 +47,8 @@ from shared.mechanisms.hh_reports import (
     check_alphabet,
 )
 from shared.mechanisms.hh_search import DEFAULT_SURVIVORS, Discovery, LevelSearch, search
-from shared.mechanisms.poisoning import Check, Reach, rows_test, table_total, weight_test
-from shared.mechanisms.sketch import SketchParams, with_hash_seed
+from shared.mechanisms.poisoning import Check, Reach, rows_test, weight_test
+from shared.mechanisms.row_totals import RowTotals
 from shared.randomness import Rng, uniform_below, uniform_below_many
 from shared.sums import RowSums, check_shape
 from shared.validation import check_int
@@ -98,6 +97,7 @@ class HeavyHitters:
             UTF8_BYTES if self.alphabet == BYTES else tuple(c.encode() for c in self.alphabet)
         )
         self.device_level = device_level
+        self.row_totals = RowTotals()  # the levels estimates read, for the checks
         LevelSearch.check_bounds(len(self.symbols), self.lengths, survivors=1)
 
     def derived(self) -> dict[str, Any]:
@@ -275,7 +275,7 @@ class HeavyHitters:
     def searcher(self, sums: Any) -> LevelSearch:
         """Return the level-by-level estimator over ``sums`` (see hh_search)."""
         check_shape(sums, self.level_count * self.k, self.m, repr(self))
-        return LevelSearch(self.sketches, self.lengths, self.symbols, END, sums)
+        return LevelSearch(self.sketches, self.lengths, self.symbols, END, sums, self.row_totals)
 
     def estimate(
         self, sums: Any, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
@@ -300,10 +300,15 @@ class HeavyHitters:
         return self.sketches[0].reach().scaled(self.level_count)
 
     def check_sums(self, sums: Any) -> list[Check]:
-        """Return the row-spread test over every level's rows and the total bit weight."""
+        """Return the row-spread test over every level's rows and the total bit weight.
+
+        Each level's total is the one an estimate of these sums read, if one read it
+        (row_totals); the other levels are read here.
+        """
         check = rows_test(sums.n)
         band = self.sketches[0].band  # every level: the same m and flip
-        weight = weight_test(table_total(sums.table, len(sums.n)), sums.total, band)
+        levels = [(g * self.k, (g + 1) * self.k) for g in range(self.level_count)]
+        weight = weight_test(self.row_totals.total(sums, levels), sums.total, band)
         return [check, weight] if check is not None else [weight]
 
     def discover(
@@ -335,91 +340,3 @@ class HeavyHitters:
     def decode_item(self, item: bytes) -> str:
         """Return the string an item names (END dropped; invalid UTF-8 replaced)."""
         return item.rstrip(END).decode("utf-8", "replace")
-
-
-@dataclass(frozen=True)
-class HeavyHitterParams(ParamsBase):
-    """hh: the CMS parameters per level, the alphabet, L, L0 and the step."""
-
-    epsilon: float | None = None
-    k: int | None = None
-    m: int | None = None
-    hash_seed: int | None = None
-    alphabet: str | None = None
-    max_length: int | None = None
-    first: int | None = None
-    step: int | None = None
-
-    name = "hh"
-    options = (
-        *SketchParams.options,
-        Option(
-            "alphabet",
-            "string",
-            "hh: 'bytes' (UTF-8 bytes) or the symbols "
-            "themselves, e.g. abcdefghijklmnopqrstuvwxyz (default bytes).",
-        ),
-        Option("max_length", "integer", "hh: longest value, in symbols."),
-        Option("first", "integer", "hh: prefix length of level 0 (default 2)."),
-        Option(
-            "step",
-            "integer",
-            "hh: symbols added per level (default 2; 1 when 2 cannot be searched, e.g. bytes).",
-        ),
-    )
-
-    @classmethod
-    def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
-        """Draw a random hash seed unless one is given; refuse what cannot be searched.
-
-        A new task whose default heavy-hitters query (``DEFAULT_SURVIVORS`` survivors)
-        would be refused is refused now, with the fix. Only new tasks: a stored task is
-        loaded as it was published.
-        """
-        given = with_hash_seed(given)
-        try:
-            mechanism = cls.from_fields(given).build()
-        except (ParameterError, ValueOutOfDomain):
-            return given  # the task's own validation names the problem
-        try:
-            LevelSearch.check_bounds(len(mechanism.symbols), mechanism.lengths, DEFAULT_SURVIVORS)
-        except ParameterError as error:
-            raise ParameterError(
-                f"hh: the default heavy-hitters query ({DEFAULT_SURVIVORS} survivors) "
-                f"could not run: {str(error).split(':')[0]}; use step 1, a smaller first, "
-                "or declare a smaller alphabet"
-            ) from None
-        return given
-
-    def validate(self) -> None:
-        """Fill the defaults (bytes, L0 = 2, s = 2 or 1) and check every parameter is given.
-
-        The step defaults to 2 unless the default search would then not fit (the bytes
-        alphabet: 64 survivors × 59,293 extensions), and then to 1.
-        """
-        object.__setattr__(self, "epsilon", as_float(self.epsilon))
-        for name, default in (("alphabet", BYTES), ("first", 2)):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, default)
-        if self.step is None:
-            symbols = len(UTF8_BYTES) if self.alphabet == BYTES else len(str(self.alphabet))
-            object.__setattr__(self, "step", LevelSearch.default_step(symbols))
-        self.require("epsilon")
-        self.require("k", "m", "hash_seed", "alphabet", "max_length", "first", "step")
-
-    def build(self) -> HeavyHitters:
-        """Return the mechanism."""
-        assert self.epsilon is not None and self.k is not None and self.m is not None
-        assert self.hash_seed is not None and self.alphabet is not None
-        assert self.max_length is not None and self.first is not None
-        assert self.step is not None  # validate() checked them all
-        return HeavyHitters(
-            epsilon=self.epsilon,
-            k=self.k,
-            m=self.m,
-            hash_seed=self.hash_seed,
-            alphabet=self.alphabet,
-            max_length=self.max_length,
-            first=self.first,
-            step=self.step,
-        )

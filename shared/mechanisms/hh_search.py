@@ -29,6 +29,8 @@ from shared.accuracy import sketch_collision_variance
 from shared.errors import ParameterError
 from shared.estimates import DEFAULT_LEVEL, Estimates, z_value
 from shared.mechanisms.cms import CountMeanSketch
+from shared.mechanisms.hh_collisions import disentangle
+from shared.mechanisms.row_totals import RowTotals
 
 MAX_LEVEL_CANDIDATES = 1 << 20  # per level: about 2 s of gathering at k = 2048
 CHUNK = 1 << 16  # candidates hashed and gathered at once
@@ -68,9 +70,11 @@ class LevelSearch:
         symbols: Sequence[bytes],
         end: bytes,
         sums: Any,
+        totals: RowTotals | None = None,
     ) -> None:
         self.sketches, self.lengths, self.symbols, self.end = sketches, lengths, symbols, end
         self.sums, self.levels = sums, len(sketches)
+        self.totals = totals if totals is not None else RowTotals()  # levels read whole
         self.k, self.m = sketches[0].k, sketches[0].m
         self._n: dict[int, float] = {}
 
@@ -116,9 +120,8 @@ class LevelSearch:
             if isinstance(n, np.ndarray) and n.shape == (self.levels * self.k,):
                 self._n[g] = float(n[rows].sum())
             else:
-                sketch, ones = self.sketches[g], 0
-                for start in range(rows.start, rows.stop, 256):
-                    ones += int(self.sums.table[start : min(rows.stop, start + 256)].sum())
+                sketch = self.sketches[g]
+                ones = self.totals.total(self.sums, [(rows.start, rows.stop)])
                 per_report = (1 - sketch.flip) + (self.m - 1) * sketch.flip
                 self._n[g] = ones / per_report
         return self._n[g]
@@ -127,9 +130,9 @@ class LevelSearch:
         """Return f̂_g of each item: its count among level g's devices."""
         sketch, offset = self.sketches[g], g * self.k
         keys = sketch.keys([item.decode("latin-1") for item in items])
-        gathered = sketch.gather(
-            keys, lambda rows: self.sums.table[offset + rows.start : offset + rows.stop]
-        )
+        read, done = self.totals.reader(self.sums, offset)
+        gathered = sketch.gather(keys, read)
+        done()  # the level's total, for the sums checks (row_totals)
         return np.asarray(sketch.debias(gathered, round(self.level_n(g))), dtype=float)
 
     def final(
@@ -137,6 +140,7 @@ class LevelSearch:
         strings: Sequence[Sequence[bytes]],
         values: Sequence[Any],
         level: float = DEFAULT_LEVEL,
+        found_z: float | None = None,
     ) -> Estimates:
         """Return whole-population estimates of full strings (each a tuple of symbols).
 
@@ -145,6 +149,10 @@ class LevelSearch:
         (G/|H|)·Σ_{h∈H} f̂_h, with variance (G/|H|)²·Σ Var_h (noise and collisions at n_h
         reports) plus f·(G/|H| − 1), the spread of how many of its devices fell in H. A
         short string is thus estimated from most devices, a long one from 1/G of them.
+        ``found_z`` (a discovery's strings and reliable z): at each level the strings'
+        items, whole or prefixes, are estimated together, the collisions of those found
+        (≥ found_z SE) taken out of every other (:mod:`shared.mechanisms.hh_collisions`)
+        instead of counted as noise.
         """
         big_g, last = self.levels, self.lengths[-1]
         total = np.zeros(len(strings))
@@ -158,23 +166,52 @@ class LevelSearch:
             ]
             if not whole:
                 continue
-            items = [
-                b"".join(strings[i]) + (self.end if len(strings[i]) < length else b"")
-                for i in whole
-            ]
-            counts = np.concatenate(
-                [self.level_counts(h, items[i : i + CHUNK]) for i in range(0, len(items), CHUNK)]
-            )
-            sketch, n_h = self.sketches[h], self.level_n(h)
-            noise = sketch.noise_variance(round(n_h), np.clip(counts, 0, n_h))
-            pairs = counts * counts - counts - noise
+            if found_z is not None:
+                counts, level_variance = self.joint_counts(h, strings, whole, found_z)
+            else:
+                counts, level_variance = self.whole_counts(h, [strings[i] for i in whole])
             total[whole] += counts
-            variance[whole] += noise + sketch_collision_variance(pairs, self.k, self.m)
+            variance[whole] += level_variance
             used[whole] += 1
         scale = big_g / np.maximum(used, 1)
         estimate = scale * total
         variance = scale**2 * variance + np.maximum(estimate, 0) * (scale - 1)
         return Estimates.from_variance(values, estimate, variance, int(self.sums.total), level)
+
+    def whole_counts(
+        self, h: int, strings: Sequence[Sequence[bytes]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return f̂_h of strings whole at level h and its variance: noise and collisions."""
+        counts = self.chunked_counts(h, [self.item_of(s, h) for s in strings])
+        sketch, n_h = self.sketches[h], self.level_n(h)
+        noise = sketch.noise_variance(round(n_h), np.clip(counts, 0, n_h))
+        pairs = counts * counts - counts - noise
+        return counts, noise + sketch_collision_variance(pairs, self.k, self.m)
+
+    def joint_counts(
+        self, h: int, strings: Sequence[Sequence[bytes]], whole: Sequence[int], found_z: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return f̂_h of the ``whole`` strings, with every string's level-h item's
+        found items' collisions taken out, and its variance."""
+        items = list(dict.fromkeys(self.item_of(s, h) for s in strings))
+        where = {item: i for i, item in enumerate(items)}
+        sketch = self.sketches[h]
+        raw = self.chunked_counts(h, items)
+        keys = sketch.keys([item.decode("latin-1") for item in items])
+        counts, variance = disentangle(sketch, raw, round(self.level_n(h)), keys, found_z)
+        chosen = [where[self.item_of(strings[i], h)] for i in whole]
+        return counts[chosen], variance[chosen]
+
+    def item_of(self, string: Sequence[bytes], h: int) -> bytes:
+        """Return what a device holding ``string`` reports at level h (bytes, END if whole)."""
+        length = self.lengths[h]
+        return b"".join(string[:length]) + (self.end if len(string) < length else b"")
+
+    def chunked_counts(self, h: int, items: Sequence[bytes]) -> np.ndarray:
+        """Return f̂_h of many items, gathered ``CHUNK`` at a time."""
+        return np.concatenate(
+            [self.level_counts(h, items[i : i + CHUNK]) for i in range(0, len(items), CHUNK)]
+        )
 
     def level_size(self, g: int, kept: Sequence[bytes]) -> int:
         """Return how many candidates level g examines after ``kept`` survived level g − 1."""
@@ -223,8 +260,8 @@ def search(
         z = family_z(level, levels.level_size(g, kept))
         kept, count, history = _top_of(levels, g, candidates, survivors, history, z)
         examined.append(count)
-    result = levels.final([split(c) for c in kept], [decode(c) for c in kept], level)
     z = family_z(level, examined[-1])
+    result = levels.final([split(c) for c in kept], [decode(c) for c in kept], level, z)
     # Rank by the lower bound (then the estimate): the reliable rows first, and among
     # the others a string known to be frequent before a larger but noisier one.
     bound = result.estimate - z * result.std_error

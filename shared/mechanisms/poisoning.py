@@ -23,7 +23,6 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 
@@ -117,15 +116,6 @@ class Check:
     def to_json(self) -> dict[str, object]:
         """Return the check as the estimates answer shows it."""
         return {"test": self.name, "z": round(self.z, 3), "p_value": self.p_value}
-
-
-def table_total(table: Any, rows: int, block: int = 4096) -> int:
-    """Return the sum of every cell of a sums table read in row blocks.
-
-    The collector serves a big sketch's table block by block from storage (never whole),
-    so the total is read the way the estimator reads it.
-    """
-    return sum(int(table[start : start + block].sum()) for start in range(0, rows, block))
 
 
 def weight_test(ones: int, n: int, band: WeightBand) -> Check:

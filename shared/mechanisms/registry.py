@@ -11,7 +11,7 @@ from shared.mechanisms.base import Option, ParamsBase, Plan
 from shared.mechanisms.cms import CountMeanSketchParams
 from shared.mechanisms.grr import GeneralizedRandomizedResponseParams
 from shared.mechanisms.hcms import HadamardCountMeanSketchParams
-from shared.mechanisms.hh import HeavyHitterParams
+from shared.mechanisms.hh_params import HeavyHitterParams
 from shared.mechanisms.numeric import NumericParams
 from shared.mechanisms.olh import OptimizedLocalHashingParams
 from shared.mechanisms.oue import OptimizedUnaryEncodingParams

@@ -39,6 +39,7 @@ from shared.mechanisms.base import (
 )
 from shared.mechanisms.longitudinal import LongitudinalSpec, Rerandomizable
 from shared.mechanisms.poisoning import Check, Reach, rows_test
+from shared.mechanisms.row_totals import RowTotals
 from shared.randomness import SCALE, check_implementable, log_ratio, threshold_at_least
 from shared.sums import RowSums, Sums, check_shape
 from shared.validation import check_epsilon, check_int
@@ -73,6 +74,7 @@ class Sketch:
         self.hash_seed = check_int("hash_seed", hash_seed, 0, MAX_SEED)
         self.hashes = RowHashes(self.hash_seed, self.k, self.m)
         self.sums_shape = (self.k, self.m)
+        self.row_totals = RowTotals()  # what estimates read, for the checks
 
     def __repr__(self) -> str:
         return (
@@ -182,15 +184,18 @@ class Sketch:
         check_shape(sums, self.k, self.m, repr(self))
         n = sums.total
         squares = np.zeros(1)  # Σ of X's squared cells, gathered with the rows (one pass)
+        # The table's total too, for the sums checks that follow (row_totals): one pass.
+        read, done = self.row_totals.reader(sums)
 
         def block_of(rows: slice) -> np.ndarray:
-            block = self.row_transform(sums.table[rows])
+            block = self.row_transform(read(rows))
             if self.second_moment:
                 cells = np.asarray(block, dtype=float).ravel()
                 squares[0] += cells @ cells
             return block
 
         gathered = self.gather(self.keys(candidates), block_of)
+        done()
         estimate = self.debias(gathered, n)
         variance = self.noise_variance(n, np.clip(estimate, 0, n))
         pairs = None

@@ -82,7 +82,10 @@ def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
     named = estimates(server.url, task.task_id, candidates=["hello", RARE])
     assert named.status_code == 200, named.text
     hello, rare = named.json()["estimates"]
-    assert hello["estimate"] == rows["hello"]["estimate"]
+    # The same levels' estimate, but for the other found strings' collisions, which a
+    # discovery takes out (shared/mechanisms/hh_collisions.py) and the named estimate's
+    # standard error counts as noise.
+    assert abs(hello["estimate"] - rows["hello"]["estimate"]) < hello["std_error"]
     assert rare["ci_low"] <= 30 <= rare["ci_high"]
     bad = estimates(server.url, task.task_id, candidates=["Hello!"])
     assert bad.status_code == 400 and "alphabet" in bad.json()["detail"]

@@ -169,9 +169,10 @@ def test_discovery_finds_the_planted_strings_and_not_a_rare_one() -> None:
         assert rows[word]["ci_low"] < count < rows[word]["ci_high"]
     assert found.examined[0] == 26 + 26**2 and len(found.examined) == hh.level_count
     assert found.estimates.n == len(values)
-    # The estimates endpoint's path: the same last-level estimate for a named string.
+    # The estimates endpoint's path: the same levels' estimate for a named string, but
+    # for the other found strings' collisions, which the discovery takes out.
     named = hh.estimate(sums, ["hello", "zzq"])
-    assert named.estimate[0] == pytest.approx(rows["hello"]["estimate"])
+    assert abs(named.estimate[0] - rows["hello"]["estimate"]) < 0.25 * named.std_error[0]
     assert abs(named.estimate[1]) < 4 * named.std_error[1]
 
 

@@ -103,3 +103,9 @@ def test_seeded_runs_that_once_missed_are_honest(kind: str, population: str, dev
     assert 0.91 <= row["coverage"] <= 0.985, row
     assert row["worst_z"] < 0.35, row
     assert 0.88 <= row["se_over_sd"] <= 1.12, row
+
+
+def test_compute_can_run_one_kinds_cases_alone() -> None:
+    sizes = coverage.Sizes(devices=300, reps=3, costly_reps=2)
+    rows = coverage.compute(sizes, np.random.default_rng(5), False, kinds=("rr",))
+    assert {row["kind"] for row in rows} == {"rr"} and len(rows) == 6
