@@ -166,7 +166,9 @@ def _truth_of(counts: dict[Any, int]) -> Callable[[Sequence[Any]], np.ndarray]:
     return truth
 
 
-TRUTH_SAMPLE = 4_000_000  # draws that fix a numeric population's own statistics
+# Draws per device that fix a numeric population's own statistics: the truth's error is a
+# twentieth of one run's sampling SE, so it moves a row's z̄ by at most ~0.05.
+TRUTH_DRAWS = 400
 
 
 def numeric_cases(
@@ -175,7 +177,7 @@ def numeric_cases(
     """Return the numeric cases: uniform, lognormal, bimodal, point mass, 5 % clipped each end.
 
     A numeric population is a distribution: every run draws its n devices' values afresh
-    and the truth is the distribution's own statistic (from ``TRUTH_SAMPLE`` draws). That
+    and the truth is the distribution's own statistic (from ``TRUTH_DRAWS`` · n draws). That
     is what the numeric answers' standard errors describe (see the estimator modules).
     """
     lo, hi, log = fields["lo"], fields["hi"], fields.get("scale") == "log"
@@ -201,13 +203,17 @@ def numeric_cases(
         "point mass": lambda g, size: np.full(size, back(a + 0.5 * span)),
         "clipped 5%+5%": lambda g, size: np.choose(
             g.choice(3, size, p=[0.9, 0.05, 0.05]),
-            [back(g.uniform(a, b, size)), lo / 2 if log else lo - 10.0, hi * 2 if log else hi + 10.0],
+            [
+                back(g.uniform(a, b, size)),
+                lo / 2 if log else lo - 10.0,
+                hi * 2 if log else hi + 10.0,
+            ],
         ),
     }
     build = builder("numeric", fields)
     out = []
     for name, make in populations.items():
-        values = make(rng, TRUTH_SAMPLE)
+        values = make(rng, TRUTH_DRAWS * n)
         numeric: Any = build(0)  # the range's buckets: what the end buckets' truth needs
         truth = _numeric_truth(values, lo, hi, numeric.buckets_of(values), numeric.d)
         costly = fields.get("method", "sw") == "sw"  # EMS and its bootstrap refits
