@@ -85,6 +85,8 @@ def run_case(case: Case, reps: int, rng: np.random.Generator) -> Runs:
     for _ in range(reps):
         mechanism: Any = case.build(int(rng.integers(0, MAX_SEED + 1)))
         sums = mechanism.new_sums()
+        if case.draw is not None:  # a numeric population: new devices from its distribution
+            values = case.draw(rng)
         if case.repeats == 1:
             sums.add_many(mechanism.privatize_many(values, rng))
         else:  # one permanent response per device, re-randomized in every bucket

@@ -71,6 +71,23 @@ def test_seeded_small_runs_of_the_count_kinds_are_honest(kind: str) -> None:
     assert 0.85 <= row["se_over_sd"] <= 1.2, row
 
 
+def test_a_seeded_small_run_of_the_one_bit_mean_is_honest() -> None:
+    """200 runs, devices drawn afresh each run: at ε = 4 the SE once counted a sample's
+    spread while the truth was one fixed population's mean (SE/SD 1.36)."""
+    rng = np.random.default_rng(17)
+    case = next(
+        c
+        for c in cases(2_000, rng)
+        if c.kind == "numeric" and c.setting.startswith("1bit ε=4") and c.population == "uniform"
+    )
+    assert case.draw is not None
+    runs = coverage.run_case(case, 200, rng)
+    row = coverage.summarize(runs, [0])
+    assert 0.91 <= row["coverage"] <= 0.99, row
+    assert row["worst_z"] < 0.3, row
+    assert 0.85 <= row["se_over_sd"] <= 1.15, row
+
+
 def test_a_discovery_is_judged_on_the_coverage_of_its_reliable_rows() -> None:
     rng = np.random.default_rng(13)
     case = next(c for c in cases(2_000, rng) if c.discover and c.population == "bimodal")
