@@ -48,7 +48,14 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("metrics (prometheus_client)", ("prometheus_client", "aggregator/core/metrics.py")),
     (
         "intake (task, auth, quotas, answer)",
-        ("aggregator/core/intake.py", "auth.py", "quotas.py", "tasks.py", "problems.py", "contract.py"),
+        (
+            "aggregator/core/intake.py",
+            "auth.py",
+            "quotas.py",
+            "tasks.py",
+            "problems.py",
+            "contract.py",
+        ),
     ),
     ("body read (RSGI protocol())", ("RsgiBridge._body (",)),
     ("response (RSGI response_bytes)", ("RsgiBridge._respond (",)),

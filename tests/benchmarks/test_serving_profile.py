@@ -10,7 +10,10 @@ from benchmarks import decode_bench
 from benchmarks.serving_profile import OTHER, RUST, stage_of, stages
 
 LOOP = "BaseEventLoop.run_forever (asyncio/base_events.py:607)"
-UPLOAD = "RsgiBridge._upload (aggregator/serving/rsgi_bridge.py:171);Intake.check (aggregator/core/intake.py:98)"
+UPLOAD = (
+    "RsgiBridge._upload (aggregator/serving/rsgi_bridge.py:171);"
+    "Intake.check (aggregator/core/intake.py:98)"
+)
 WRITER = "GroupCommitter._run (aggregator/core/group_commit.py:176)"
 
 
