@@ -14,11 +14,11 @@ the items' raw estimates, A − I the a(d, h) above and f_found the counts of th
 found. Items are taken from the largest down, each found when its count with the found
 ones' collisions taken out is at least the discovery's reliable z standard errors (so a
 string high only through a found one's rows is not found), then the found counts are
-refined twice. Left in each count's variance: its own noise, the noise of
-the estimates subtracted (Σ a²·Var f̂(h)),
-and the spread of how many of h's devices drew a shared row (f(h)·p(1−p), p = C/k, added
-on top of the sketch's average 1/m(1−1/m) for every device: an upper bound). Devices of
-items not in the set still collide at random, as they do for an asked count.
+refined twice. Left in each count's variance: its own noise, the noise of the estimates
+subtracted (Σ a²·Var f̂(h)), and the spread of how many of h's devices drew a shared row
+(f(h)·p(1−p), p = C/k, added on top of the sketch's average 1/m(1−1/m) for every device:
+an upper bound). Devices of items not in the set still collide at random, as they do for
+an asked count.
 """
 
 from __future__ import annotations

@@ -33,6 +33,12 @@ class RowTotals:
         self._lock = threading.RLock()  # a weakref callback may run inside
         self._seen: dict[int, tuple[weakref.ref[Any], int, dict[tuple[int, int], int]]] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # a pickled or deep-copied mechanism starts with nothing recorded
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
     def reader(
         self, sums: Any, start: int = 0
     ) -> tuple[Callable[[slice], np.ndarray], Callable[[], None]]:

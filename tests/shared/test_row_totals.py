@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import string
 from typing import Any
 
@@ -84,3 +86,12 @@ def test_hh_checks_read_only_the_levels_the_estimate_did_not() -> None:
     assert checks == _fresh(hh).check_sums(inner)
     hh.check_sums(sums)
     assert sums.rows_read == hh.level_count * hh.k  # now every level is known
+
+
+def test_a_pickled_mechanism_starts_with_nothing_recorded() -> None:
+    cms = CountMeanSketch(epsilon=2.0, k=16, m=32, hash_seed=4)
+    sums = cms.new_sums()
+    sums.add_many(cms.privatize_many(["a"] * 100, np.random.default_rng(4)))
+    cms.estimate(sums, ["a"])
+    twin = pickle.loads(pickle.dumps(cms))
+    assert twin.check_sums(sums) == cms.check_sums(sums) == copy.deepcopy(cms).check_sums(sums)
