@@ -25,7 +25,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from shared.errors import DecodeError, ParameterError
+from shared.errors import OUTDATED_CONFIG, DecodeError, ParameterError
 from shared.sealing import SEALED_FIELDS, open_report, seal_report
 from shared.task import TaskConfig
 from shared.wire import b64decode, b64encode, integer, try_b64decode
@@ -130,7 +130,7 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
     if obj["fingerprint"] != task.fingerprint:
         raise DecodeError(
             "the report was made with another version of this task; fetch the task again",
-            reason="outdated_config",
+            reason=OUTDATED_CONFIG,
         )
     time = integer(obj, "time", 0, 2**62)
     if time % task.time_precision:

@@ -26,7 +26,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-IMPLAUSIBLE = "implausible_report"  # the rejection reason of a report outside its band
+from shared.errors import IMPLAUSIBLE_REPORT
+
+IMPLAUSIBLE = IMPLAUSIBLE_REPORT  # the rejection reason of a report outside its band
 # An honest report falls outside the plausible weight band with at most this probability.
 HONEST_MISS = 1e-9
 # |z| above which a bucket's sums are reported as suspected (two-sided p ≈ 1.3e-5: an
