@@ -21,9 +21,10 @@ interval holds the truth. Per row:
 
 Count kinds give one row per case (their candidates pooled); a kind that discovers also
 gives one row of its top strings found without a list (truth: each string's own count);
-numeric gives one row per statistic (mean, percentiles, clipped shares), the truth being
-the population's own statistic of its values clipped into [lo, hi] (clipped shares: the
-share outside).
+numeric gives one row per statistic (mean, percentiles, end buckets' shares); a numeric
+population is a distribution, its devices drawn afresh in every run, and the truth is the
+distribution's own statistic of its values clipped into [lo, hi] (what numeric standard
+errors describe).
 """
 
 from __future__ import annotations

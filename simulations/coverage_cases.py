@@ -14,6 +14,7 @@ Longitudinal variants are every kind whose parameters take ``longitudinal``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -185,7 +186,7 @@ def numeric_cases(
     back = (lambda u: np.exp(u)) if log else (lambda u: u)
     a, b = forward(lo), forward(hi)
     span = b - a
-    populations: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
+    populations: dict[str, Callable[..., np.ndarray]] = {
         "uniform": lambda g, size: back(g.uniform(a, b, size)),
         # lognormal: normal on the log scale (linear tasks: median at a fifth of the range)
         "lognormal": lambda g, size: (
@@ -228,7 +229,7 @@ def numeric_cases(
                 truth,
                 numeric=True,
                 costly=costly,
-                draw=lambda g, make=make: make(g, n),
+                draw=functools.partial(make, size=n),
             )
         )
     return out

@@ -15,8 +15,8 @@ fitted distribution, so every numeric SE is that of a statistic of the distribut
 devices' values are drawn from. EMS's smoothing biases some statistics by an amount that
 does not shrink with n; the bootstrap measures it and a statistic it moves by more than
 ``BIAS_LIMIT`` SE is answered ``reliable: false`` with the reason, as is a percentile
-:func:`numeric_shape.doubt` doubts (on a pile at the range's end, in a gap, or narrower
-than its bucket). Two statistics need no reconstruction and are unbiased in closed form:
+:func:`numeric_shape.doubt` doubts (on a pile at the range's end or in a gap between
+modes). Two statistics need no reconstruction and are unbiased in closed form:
 the mean on a linear scale (the mean output index is linear in the bucket) and the end
 buckets' shares. Intervals are estimate ± z·SE.
 
@@ -314,22 +314,12 @@ def answer(
                 "errors (a point mass, a gap or an empty tail)"
             )
         elif PERCENTILE.match(label):
-            reasons.append(_percentile_doubt(fitted, label, float(errors[j]), to_value))
+            q = float(label[1:]) / 100
+            reasons.append(doubt(fitted, q, percentile(fitted, q)))
         else:
             reasons.append(None)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
     return flagged(base, reasons)
-
-
-def _percentile_doubt(
-    fitted: np.ndarray, label: str, error: float, to_value: Callable[[np.ndarray], np.ndarray]
-) -> str | None:
-    q = float(label[1:]) / 100
-    unit = percentile(fitted, q)
-    d = len(fitted)
-    i = min(int(unit * d), d - 1)
-    edges = to_value(np.array([i, i + 1]) / d)
-    return doubt(fitted, q, unit, error, float(edges[1] - edges[0]))
 
 
 def closed_form(
