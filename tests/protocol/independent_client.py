@@ -1,8 +1,8 @@
 """A second device-side implementation, written only from PROTOCOL.md.
 
 It imports nothing of this project (a test checks): the standard library, mmh3 (the
-MurmurHash3 the protocol names), rfc8785 (the JSON Canonicalization Scheme it names) and,
-for sealed tasks (§10), cryptography's RFC 9180 HPKE.
+MurmurHash3 the protocol names) and rfc8785 (the JSON Canonicalization Scheme it names);
+sealing (§10) is in independent_sealing.py.
 It fetches a task, checks its protocol version, fingerprint and derived integers,
 privatizes values for rr, grr, cms, hcms, olh and numeric with the published integers,
 derives permanent responses by HMAC-DRBG, and uploads batches. Randomness is the OS CSPRNG.
@@ -304,9 +304,6 @@ PRIVATIZE = {
 }
 
 
-# -- HTTP -------------------------------------------------------------------------------------
-
-
 # -- §3.9 permanent responses ------------------------------------------------------------
 
 
@@ -386,6 +383,9 @@ def reflip_cms(report: dict[str, Any], m: int, t_i: int) -> dict[str, Any]:
     }
 
 
+# -- HTTP -------------------------------------------------------------------------------------
+
+
 def get_task(base_url: str, task_id: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{base_url}/v1/tasks/{task_id}", timeout=10) as answer:
         task: dict[str, Any] = json.load(answer)
@@ -408,51 +408,3 @@ def upload(base_url: str, task_id: str, reports: list[dict[str, Any]]) -> dict[s
     with urllib.request.urlopen(request, timeout=30) as answer:
         result: dict[str, Any] = json.load(answer)
     return result
-
-
-# -- §10 sealed reports -------------------------------------------------------------------
-
-
-def widest(value: Any) -> int:
-    """§10: the JSON length with every number and literal 24 characters wide."""
-    if isinstance(value, dict):
-        inner = [
-            len(json.dumps(str(k), ensure_ascii=False).encode()) + 1 + widest(v)
-            for k, v in value.items()
-        ]
-        return 2 + sum(inner) + max(0, len(inner) - 1)
-    if isinstance(value, list):
-        return 2 + sum(widest(v) for v in value) + max(0, len(value) - 1)
-    if isinstance(value, str):
-        return len(json.dumps(value, ensure_ascii=False).encode())
-    return 24
-
-
-def seal(task: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
-    """§10: the report with its payload fields replaced by key_id and sealed."""
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
-    from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
-
-    key = task["seal"]
-    if (key["kem"], key["kdf"], key["aead"]) != (0x20, 0x01, 0x03):
-        raise ValueError("§10: only DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, ChaCha20-Poly1305")
-    common = ("report_id", "fingerprint", "time")
-    payload = {k: v for k, v in report.items() if k not in common}
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    plaintext = text.ljust(-(-widest(payload) // 16) * 16, b" ")
-    bound = {name: report[name] for name in common}
-    info = rfc8785.dumps(
-        {
-            **bound,
-            "key_id": key["key_id"],
-            "label": "ldp-telemetry/seal/1",
-            "task_id": task["task_id"],
-        }
-    )
-    public = X25519PublicKey.from_public_bytes(
-        base64.urlsafe_b64decode(key["public_key"] + "=" * (-len(key["public_key"]) % 4))
-    )
-    sealed = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.CHACHA20_POLY1305).encrypt(
-        plaintext, public, info
-    )
-    return {**bound, "key_id": key["key_id"], "sealed": b64url(sealed)}

@@ -16,6 +16,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' server helper
 
 import independent_client as ic  # noqa: E402
+import independent_sealing as sealing  # noqa: E402
 from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
 DOMAIN = ["north", "south", "east", "west"]
@@ -47,7 +48,7 @@ def test_the_collector_opens_the_independent_clients_sealed_reports(
         assert created.status_code == 201, created.text
         task = ic.get_task(server.url, "indep-sealed")  # fingerprint: `sealed` in, `seal` out
         reports = [
-            ic.seal(task, ic.envelope(task, time.time(), ic.grr(task, v))) for v in POPULATION
+            sealing.seal(task, ic.envelope(task, time.time(), ic.grr(task, v))) for v in POPULATION
         ]
         assert len({len(r["sealed"]) for r in reports}) == 1  # §10's padding: one length
         answer = ic.upload(server.url, "indep-sealed", reports)
