@@ -38,24 +38,11 @@ export function base64url(bytes: Uint8Array): string {
   return out;
 }
 
-/** Return the bytes of base64url without padding, or null if it is not exactly that. */
+/** Return the bytes of canonical base64url without padding, or null if it is not exactly that. */
 export function fromBase64url(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
-  const out = new Uint8Array((text.length * 3) >> 2);
-  let bits = 0;
-  let value = 0;
-  let at = 0;
-  for (const char of text) {
-    value = (value << 6) | ALPHABET.indexOf(char);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[at++] = value >> bits;
-      value &= (1 << bits) - 1;
-    }
-  }
-  // Canonical only: the unused low bits of the last character are zero.
-  return value === 0 ? out : null;
+  const bytes = Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  return base64url(bytes) === text ? bytes : null; // canonical: the unused low bits are zero
 }
 
 /** Return lowercase hexadecimal. */
