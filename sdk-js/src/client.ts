@@ -278,7 +278,8 @@ export class Client {
   /**
    * Privatize `value` for task `taskId` and queue the report; true if queued. The value
    * must fit the task's kind (a boolean for rr, a domain value for grr, a string for
-   * sketches and hh, a number for numeric). Never throws.
+   * sketches and hh, a number for numeric). Never throws. For a sealed task true means
+   * privatized and charged: the report is queued once sealed (a failure counts seal_failed).
    */
   record(taskId: string, value: unknown): boolean {
     if (!this.enabled) return false;
