@@ -47,12 +47,20 @@ export function sealInfo(taskId: string, fingerprint: string, keyId: string, rep
   return jcs({ fingerprint, key_id: keyId, label: INFO_LABEL, report_id: reportId, task_id: taskId, time });
 }
 
+/** The seal in progress: reports are sealed one after another, so a burst of records leaves the page room between seals. */
+let last: Promise<unknown> = Promise.resolve();
+
 /** Return a sealed report's text: the envelope, key_id and base64url(enc ‖ ct) of the padded payload. */
-export async function sealedReportText(taskId: string, key: SealKey, reportId: string, fingerprint: string, time: number, payload: Payload): Promise<string> {
+export function sealedReportText(taskId: string, key: SealKey, reportId: string, fingerprint: string, time: number, payload: Payload): Promise<string> {
   const info = sealInfo(taskId, fingerprint, key.keyId, reportId, time);
-  const { sealPayload } = await import("./hpke.js");
-  const sealed = base64url(await sealPayload(key.publicKey, info, payload));
-  return JSON.stringify({ report_id: reportId, fingerprint, time, key_id: key.keyId, sealed });
+  const seal = async () => {
+    const { sealPayload } = await import("./hpke.js");
+    const sealed = base64url(await sealPayload(key.publicKey, info, payload));
+    return JSON.stringify({ report_id: reportId, fingerprint, time, key_id: key.keyId, sealed });
+  };
+  const next = last.then(seal, seal);
+  last = next.catch(() => {});
+  return next;
 }
 
 /** Resolve once a key can be sealed to (HPKE loaded, the point not of low order); reject if not. */
