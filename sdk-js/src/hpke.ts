@@ -4,7 +4,9 @@
  * (HKDF over WebCrypto's HMAC-SHA256), @hpke/dhkem-x25519 (X25519 in JavaScript: WebCrypto's
  * X25519 is missing from browsers before Chrome 133 and Firefox 130) and
  * @hpke/chacha20poly1305 (no WebCrypto has it). It imports nothing of the SDK's own, so the
- * bundler shares no chunk with the core.
+ * bundler shares no chunk with the core. Measured (esbuild, min+gzip, the suite alone):
+ * 14,592 bytes with @hpke/dhkem-x25519, 10,949 with @hpke/core's WebCrypto X25519 KEM; the
+ * 3.6 KB buy every browser with WebCrypto, in a chunk only sealed tasks load.
  */
 
 import { Chacha20Poly1305 } from "@hpke/chacha20poly1305";
