@@ -38,6 +38,13 @@ export function base64url(bytes: Uint8Array): string {
   return out;
 }
 
+/** Return the bytes of canonical base64url without padding, or null if it is not exactly that. */
+export function fromBase64url(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
+  const bytes = Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  return base64url(bytes) === text ? bytes : null; // canonical: the unused low bits are zero
+}
+
 /** Return lowercase hexadecimal. */
 export function hex(bytes: Uint8Array): string {
   let out = "";

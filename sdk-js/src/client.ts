@@ -5,6 +5,12 @@
  * background (a record for a task not known yet is dropped and counted); uploads run from
  * timers and, in a browser, whenever the page is hidden or left. Only a bad configuration
  * throws, from `init()`.
+ *
+ * A sealed task's record (PROTOCOL §10) privatizes and is charged on the caller's thread as
+ * any other; the raw value is not kept past the call. Only the privatized payload is handed
+ * to HPKE (async: the lazily loaded ./hpke.ts), and the sealed text is what is queued, kept
+ * and sent. Known tasks are revalidated with their ETag ("<fingerprint>.<key_id>" for a
+ * sealed one) when their max-age has passed, so a rotated key is used from then on.
  */
 
 import { base64url } from "./bytes.js";
@@ -12,6 +18,7 @@ import { type Charge, Ledger, type Limits, type Pending, deviceKey, lookupKey, v
 import { ValueError } from "./mechanisms/base.js";
 import { SecureWords, randomBytes } from "./random.js";
 import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./store.js";
+import { checkSealable, sealedReportText } from "./seal.js";
 import { type Task, parseTask } from "./task.js";
 import { type Counters, Uploader } from "./uploader.js";
 import { floorTime, reportText } from "./wire.js";
@@ -59,6 +66,16 @@ export interface Stats extends Counters {
 }
 
 const SECRET_BYTES = 32;
+/** A task's max-age without Cache-Control, its cap, and the wait after a failed revalidation (seconds). */
+const DEFAULT_MAX_AGE = 60;
+const MAX_AGE_CAP = 86_400;
+const RETRY_SECONDS = 30;
+
+/** Return the seconds a task's copy stays fresh (Cache-Control max-age, capped). */
+function maxAge(header: string | null): number {
+  const match = /max-age=(\d+)/i.exec(header ?? "");
+  return match ? Math.min(Number(match[1]), MAX_AGE_CAP) : DEFAULT_MAX_AGE;
+}
 
 function cap(name: string, value: number | null | undefined, fallback: number | null): number | null {
   const v = value === undefined ? fallback : value;
@@ -79,6 +96,8 @@ function positive(name: string, value: number | undefined, fallback: number, int
 export class Client {
   private readonly tasks = new Map<string, Task>();
   private readonly fetching = new Set<string>();
+  /** A fetched task's ETag and when (clock seconds) to revalidate it. */
+  private readonly fresh = new Map<string, { etag: string | null; due: number }>();
   private readonly words = new SecureWords();
   private readonly deviceKeys = new Map<string, Uint8Array>();
   private readonly ledger: Ledger;
@@ -121,6 +140,7 @@ export class Client {
       positive("maxQueue", options.maxQueue, 10_000),
       positive("maxQueueBytes", options.maxQueueBytes, 16 << 20),
       this.store,
+      (reason) => this.drop(reason),
     );
     this.uploader = new Uploader(
       this.ledger,
@@ -135,6 +155,7 @@ export class Client {
       },
       this.counters,
       (taskId) => this.refetch(taskId),
+      (taskId) => void this.revalidate(taskId, true),
     );
     for (const json of options.tasks ?? []) this.adopt(parseTask(json), false);
     this.timer = setInterval(() => this.tick(), positive("flushInterval", options.flushInterval, 30, false) * 1000);
@@ -153,7 +174,10 @@ export class Client {
     if (!options.secret && !saved.secret) this.store.secret(this.secret);
     for (const json of saved.tasks) {
       try {
-        if (!this.tasks.has(String(json["task_id"]))) this.adopt(parseTask(json), false);
+        const id = String(json["task_id"]);
+        if (this.tasks.has(id)) continue;
+        this.adopt(parseTask(json), false);
+        this.fresh.set(id, { etag: null, due: 0 }); // a copy from an earlier page: revalidated soon
       } catch {
         /* a cached task this version refuses: fetched again when recorded */
       }
@@ -183,6 +207,7 @@ export class Client {
   private tick(): void {
     this.upload(false);
     for (const id of this.fetching) void this.want(id, true);
+    for (const id of this.fresh.keys()) void this.revalidate(id);
   }
 
   private upload(force: boolean): void {
@@ -209,11 +234,40 @@ export class Client {
     if (this.tasks.has(taskId) || (this.fetching.has(taskId) && !again) || this.closed) return;
     this.fetching.add(taskId);
     try {
-      const response = await this.fetch(`${this.endpoint}/v1/tasks/${encodeURIComponent(taskId)}`);
-      if (response.ok) this.adopt(parseTask(await response.json()), true);
+      await this.get(taskId, null);
     } catch {
       this.drop("task_refused", 0);
     }
+  }
+
+  /** Ask for a known task again once its max-age has passed (now if `now`); a 304 keeps it. */
+  private async revalidate(taskId: string, now = false): Promise<void> {
+    const fresh = this.fresh.get(taskId);
+    if (!fresh || (!now && this.clock() < fresh.due) || this.closed) return;
+    fresh.due = this.clock() + RETRY_SECONDS; // one request at a time; the answer sets it
+    try {
+      await this.get(taskId, fresh.etag);
+    } catch {
+      this.drop("task_refused", 0); // the copy in use stays (as the Python SDK keeps it)
+    }
+  }
+
+  /** GET a task (If-None-Match `etag`), check it and adopt it; throws if refused. */
+  private async get(taskId: string, etag: string | null): Promise<void> {
+    const headers: Record<string, string> = etag ? { "If-None-Match": etag } : {};
+    const response = await this.fetch(`${this.endpoint}/v1/tasks/${encodeURIComponent(taskId)}`, { headers });
+    const due = this.clock() + maxAge(response.headers.get("Cache-Control"));
+    if (response.status === 304 && etag !== null) {
+      this.fresh.set(taskId, { etag, due });
+      return;
+    }
+    if (!response.ok) return;
+    const task = parseTask(await response.json());
+    if (task.id !== taskId) throw new TypeError("the server answered another task");
+    // A key that cannot be sealed to is refused here (and HPKE is loaded before a record needs it).
+    if (task.seal) await checkSealable(task.seal);
+    this.fresh.set(taskId, { etag: response.headers.get("ETag"), due });
+    this.adopt(task, true);
   }
 
   private refetch(taskId: string): void {
@@ -224,7 +278,8 @@ export class Client {
   /**
    * Privatize `value` for task `taskId` and queue the report; true if queued. The value
    * must fit the task's kind (a boolean for rr, a domain value for grr, a string for
-   * sketches and hh, a number for numeric). Never throws.
+   * sketches and hh, a number for numeric). Never throws. For a sealed task true means
+   * privatized and charged: the report is queued once sealed (a failure counts seal_failed).
    */
   record(taskId: string, value: unknown): boolean {
     if (!this.enabled) return false;
@@ -269,11 +324,15 @@ export class Client {
     return key;
   }
 
-  private privatize(task: Task, secret: Uint8Array, period: number, value: unknown): Pending {
+  private privatize(task: Task, secret: Uint8Array, period: number, value: unknown): Pending | Promise<Pending> {
     const mechanism = task.mechanism.forDevice(this.deviceKey(secret, task.id));
     const payload = mechanism.encode(mechanism.privatize(value, this.words));
     const id = randomBytes(16);
-    return { taskId: task.id, id: base64url(id), text: reportText(id, task.fingerprint, period, payload) };
+    if (!task.seal) return { taskId: task.id, id: base64url(id), text: reportText(id, task.fingerprint, period, payload) };
+    // Only the privatized payload crosses into the async sealing; `value` stays in this call.
+    const reportId = base64url(id);
+    const sealing = sealedReportText(task.id, task.seal, reportId, task.fingerprint, period, payload);
+    return sealing.then((text) => ({ taskId: task.id, id: reportId, text }));
   }
 
   /** Resolve true once these tasks (default: every task asked for) are known, false after the timeout. */

@@ -7,6 +7,11 @@
  * app's republishedEpsilonInf allows it), the PRRs drawn (by HMAC value key) within the
  * lifetime cap maxEpsilonInf, and the ε of one device period within maxEpsilonPerPeriod.
  * A refused record draws no noise and changes nothing. Only encoded reports are kept.
+ *
+ * A sealed task's report is made in two steps: admit() decides and charges at once, on the
+ * caller's thread, and holds the report's promise in the memo (a repeat of the value in the
+ * period is "reused", never a second report); the sealed text is queued and persisted when
+ * the promise settles, so storage and the queue only ever see ciphertext.
  */
 
 import { bigEndian, concat, hex, utf8 } from "./bytes.js";
@@ -23,7 +28,7 @@ export interface Pending {
 export interface Period {
   start: number;
   end: number;
-  memo: Map<string, Pending>;
+  memo: Map<string, Pending | Promise<Pending>>;
 }
 
 export type Admission =
@@ -94,20 +99,27 @@ export class Ledger {
   readonly periods = new Map<string, Period[]>();
   readonly configurations = new Map<string, [string, number][]>();
   readonly drawn = new Map<string, number>();
+  /** Reports being sealed: queued when sealed (flush waits for them). */
+  readonly sealing = new Set<Promise<Pending>>();
   period = { start: 0, epsilon: 0 };
   private lifetime = 0;
+  /** Bumped by clear(): a report sealed after it is not queued. */
+  private cleared = 0;
   private bytes = 0;
 
   constructor(
     private readonly maxQueue: number,
     private readonly maxBytes: number,
     private readonly persist: Persist,
+    /** A sealed report was lost: it did not seal, or the queue had no room when it had. */
+    private readonly lost: (reason: string) => void = () => {},
   ) {}
 
   /** Apply the device rules (PROTOCOL §4, in its order) to a record; make() privatizes it. */
-  admit(taskId: string, start: number, end: number, lookup: string, charge: Charge, limits: Limits, make: () => Pending): Admission {
+  admit(taskId: string, start: number, end: number, lookup: string, charge: Charge, limits: Limits, make: () => Pending | Promise<Pending>): Admission {
     const periods = this.periods.get(taskId) ?? [];
     const earlier = periods.find((p) => p.start === start && p.end === end)?.memo.get(lookup);
+    if (earlier instanceof Promise) return "reused"; // still being sealed: queued when it is
     if (earlier) return this.enqueue(earlier) ? "reused" : "queue_full";
     const permanent = charge.permanent;
     const adopt = this.adopts(taskId, charge, limits);
@@ -124,8 +136,9 @@ export class Ledger {
     if (newPrr && !within(this.lifetime, newPrr.epsilonInf, limits.maxEpsilonInf)) return "epsilon_inf_exhausted";
     if (!this.hasRoom(0)) return "queue_full"; // before privatizing: no noise drawn for nothing
     const pending = make();
-    if (!this.enqueue(pending)) return "queue_full";
-    this.remember(taskId, start, end, lookup, pending, periods);
+    if (pending instanceof Promise) this.seal(taskId, start, end, lookup, pending, periods);
+    else if (!this.enqueue(pending)) return "queue_full";
+    else this.remember(taskId, start, end, lookup, pending, periods);
     if (adopt && permanent) {
       const list = [...(this.configurations.get(taskId) ?? []), [permanent.configuration, permanent.epsilonInf] as [string, number]];
       this.configurations.set(taskId, list);
@@ -153,14 +166,37 @@ export class Ledger {
     return within(later, permanent.epsilonInf, limits.republishedEpsilonInf) ? true : null;
   }
 
-  private remember(taskId: string, start: number, end: number, lookup: string, pending: Pending, periods: Period[]): void {
+  private remember(taskId: string, start: number, end: number, lookup: string, pending: Pending | Promise<Pending>, periods: Period[]): Period {
     const kept = periods.filter((p) => p.end > start);
     if (kept.length < periods.length) this.persist.forgotten(taskId, start);
     let period = kept.find((p) => p.start === start && p.end === end);
     if (!period) kept.push((period = { start, end, memo: new Map() }));
     period.memo.set(lookup, pending);
     this.periods.set(taskId, kept);
-    this.persist.remembered(taskId, start, end, lookup, pending);
+    if (!(pending instanceof Promise)) this.persist.remembered(taskId, start, end, lookup, pending);
+    return period;
+  }
+
+  /** Hold a report being sealed in the memo; queue and persist it once sealed. */
+  private seal(taskId: string, start: number, end: number, lookup: string, sealing: Promise<Pending>, periods: Period[]): void {
+    const period = this.remember(taskId, start, end, lookup, sealing, periods);
+    const cleared = this.cleared;
+    this.sealing.add(sealing);
+    sealing
+      .then(
+        (pending) => {
+          if (period.memo.get(lookup) === sealing) period.memo.set(lookup, pending);
+          this.persist.remembered(taskId, start, end, lookup, pending);
+          if (cleared !== this.cleared) this.lost("disabled");
+          else if (!this.enqueue(pending)) this.lost("queue_full");
+        },
+        () => {
+          // Its budget stays spent (the safe side); a repeat of the value makes a new report.
+          if (period.memo.get(lookup) === sealing) period.memo.delete(lookup);
+          this.lost("seal_failed");
+        },
+      )
+      .finally(() => this.sealing.delete(sealing));
   }
 
   /** Put back what the ledger held (restored from storage). */
@@ -210,6 +246,7 @@ export class Ledger {
 
   /** Drop every queued report (the ledger stays); return how many there were. */
   clear(): number {
+    this.cleared++;
     const ids = [...this.queue.keys()];
     this.remove(ids);
     return ids.length;

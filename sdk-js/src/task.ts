@@ -16,10 +16,11 @@ import { GeneralizedRandomizedResponse, RandomizedResponse } from "./mechanisms/
 import { OptimizedUnaryEncoding, SubsetSelection } from "./mechanisms/sets.js";
 import { CountMeanSketch, HadamardCountMeanSketch, OptimizedLocalHashing } from "./mechanisms/sketch.js";
 import { SCALE } from "./random.js";
+import { type SealKey, sealKeyOf } from "./seal.js";
 import { sha256 } from "./sha256.js";
 
 export const PROTOCOL = "1.0";
-const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived"];
+const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed"];
 /** Served beside a task but not fingerprinted. */
 const UNHASHED = [
   "fingerprint",
@@ -47,6 +48,8 @@ export interface Task {
   readonly epsilonInf: number | null;
   /** The permanent configuration a ledger records (PROTOCOL §4), null if not longitudinal. */
   readonly configuration: string | null;
+  /** The collector's key its reports are sealed to (PROTOCOL §10), null for a plain task. */
+  readonly seal: SealKey | null;
   /** The task's JSON as served (what is cached). */
   readonly json: Fields;
 }
@@ -168,8 +171,11 @@ export function parseTask(json: unknown): Task {
   if (task["protocol"] !== PROTOCOL) {
     throw new TaskError(`task ${id} is for protocol ${String(task["protocol"])}; this SDK speaks ${PROTOCOL}`);
   }
-  // Never send a sealed task's payload in the clear: this SDK does not seal yet (PROTOCOL §10).
-  if ("sealed" in task) throw new TaskError(`task ${id} is sealed; this SDK cannot seal reports`);
+  const sealed = task["sealed"] ?? false;
+  if (typeof sealed !== "boolean") throw new TaskError(`task ${id}: sealed must be true or false`);
+  if (!sealed && task["seal"] != null) throw new TaskError(`task ${id}: only a sealed task carries a seal key`);
+  // Never send a sealed task's payload in the clear: no valid key, no task (PROTOCOL §10).
+  const seal = sealed ? sealKeyOf(task["seal"], id) : null;
   const kind = KINDS[String(task["mechanism"])];
   if (!kind) throw new TaskError(`task ${id} has a mechanism this SDK does not know`);
   const { epsilon, spec } = privacy(task);
@@ -184,7 +190,7 @@ export function parseTask(json: unknown): Task {
       ? hex(sha256(utf8(`${String(task["mechanism"])}\0${mechanism.identity}`))).slice(0, 32)
       : null;
   const timePrecision = int(task, "time_precision", 1, 366 * 86400);
-  return { id, fingerprint, timePrecision, mechanism, ...epsilonsOf(mechanism), configuration, json: task };
+  return { id, fingerprint, timePrecision, mechanism, ...epsilonsOf(mechanism), configuration, seal, json: task };
 }
 
 /**

@@ -3,7 +3,8 @@
  * at most 15 requests in flight, `keepalive` while the keepalive bodies in flight stay under
  * 60 KB (what browsers let outlive the page); a resend is byte for byte the same; 413 halves the task's batches;
  * 408, 429, 5xx and network errors back off (Retry-After when given, else exponential with
- * jitter); any other 4xx drops the batch; an `outdated_config` rejection refetches the task.
+ * jitter); any other 4xx drops the batch; an `outdated_config` rejection refetches the task,
+ * an `unknown_seal_key` one revalidates it (the key it was sealed to is retired).
  */
 
 import type { Ledger, Pending } from "./ledger.js";
@@ -54,11 +55,12 @@ export class Uploader {
     private readonly options: UploaderOptions,
     private readonly counters: Counters,
     private readonly outdated: (taskId: string) => void,
+    private readonly unknownKey: (taskId: string) => void = () => {},
   ) {}
 
-  /** Return whether nothing is queued. */
+  /** Return whether nothing is queued or being sealed. */
   get idle(): boolean {
-    return this.ledger.queue.size === 0;
+    return this.ledger.queue.size === 0 && this.ledger.sealing.size === 0;
   }
 
   /** Start as many batches as allowed now (never throws, never waits). */
@@ -135,6 +137,7 @@ export class Uploader {
       if (reason === "report_replayed") delivered++;
       else this.counters.rejected[reason] = (this.counters.rejected[reason] ?? 0) + 1;
       if (reason === "outdated_config") this.outdated(batch[0]!.taskId);
+      if (reason === "unknown_seal_key") this.unknownKey(batch[0]!.taskId); // a retired key: fetch the new one
     }
     this.counters.sent += delivered;
   }

@@ -1,9 +1,10 @@
 """The TypeScript SDK against the reference implementation, bit for bit.
 
 Python writes a fixture: tasks of every kind (longitudinal ones with ``flip`` and with
-``epsilon_1``), a device secret kept in a data_dir exactly as the Python SDK keeps it
+``epsilon_1``, sealed ones), a device secret kept in a data_dir exactly as the Python SDK keeps it
 (``device.key``), and per value its memo key, its whole report drawn from a fixed HMAC-DRBG
-stream, and (longitudinal) the device's permanent response. sdk-js/test/python/cross.ts reads
+stream, its sealed plaintext's padded length (PROTOCOL.md §10), and (longitudinal) the
+device's permanent response. sdk-js/test/python/cross.ts reads
 the same device.key and must reproduce every byte: one device secret, the same permanent
 responses in both SDKs.
 """
@@ -19,9 +20,9 @@ import pytest
 from sdkjs_helpers import run
 
 from client.budget import canonical_value, device_key, load_secret, lookup_key
-from shared.codec import Envelope, encode_report
 from shared.mechanisms.longitudinal import Longitudinal
 from shared.randomness import KeyedStream
+from shared.sealing import SealKey, padded_length
 from shared.task import TaskConfig
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("sdk")]
@@ -59,7 +60,17 @@ TASKS: list[dict[str, Any]] = [
     {"mechanism": "numeric", "epsilon": 2.0, "lo": 0, "hi": 250, "buckets": 64},
     {"mechanism": "numeric", "epsilon": 1.0, "lo": 1, "hi": 1e-05 + 10_000, "scale": "log"},
     {"mechanism": "numeric", "epsilon": 2.0, "lo": -5, "hi": 5, "buckets": 16, "method": "1bit"},
+    # Sealed (PROTOCOL.md §10): `sealed` is no mechanism parameter, so the permanent
+    # responses are those of the same task unsealed.
+    {"mechanism": "rr", "longitudinal": {"epsilon_inf": 3.0, "epsilon_1": 1.0}, "sealed": True},
+    {
+        "mechanism": "cms",
+        "longitudinal": {"epsilon_inf": 4.0, "flip": 0.1},
+        "sealed": True,
+        **SKETCH,
+    },
 ]
+SEAL = SealKey("cross-key", bytes(range(32)))
 VALUES: dict[str, list[Any]] = {
     "rr": [True, False],
     "grr": FRUIT,
@@ -84,24 +95,28 @@ def case(number: int, fields: dict[str, Any], secret: bytes) -> dict[str, Any]:
         except ValueError:
             continue
         report = mechanism.privatize(value, KeyedStream(STREAM_SEED[:32], STREAM_SEED[32:]))
-        wire = encode_report(task, Envelope(b"\0" * 16, task.fingerprint, PERIOD, report))
         permanent = None
         if isinstance(mechanism, Longitudinal):
             permanent = mechanism.permanent.encode_payload(mechanism.permanent_response(value))
+        payload = task.mechanism_object.encode_payload(
+            report
+        )  # a plain report's, or the sealed plaintext
         values.append(
             {
                 "value": value,
                 "memo_key": lookup_key(secret, task, PERIOD, canonical).hex(),
-                "report": {
-                    k: v for k, v in wire.items() if k not in ("report_id", "fingerprint", "time")
-                },
+                "report": payload,
+                "padded": padded_length(payload),
                 "permanent": permanent,
             }
         )
     assert values
     threshold = mechanism.threshold if isinstance(mechanism, Longitudinal) else None
+    served = task.to_dict()
+    if task.sealed:  # the key a collector serves beside a sealed task
+        served["seal"] = SEAL.to_json()
     return {
-        "task": task.to_dict(),
+        "task": served,
         "device_key": key.hex(),
         "threshold": threshold,
         "values": values,
