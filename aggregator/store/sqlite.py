@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from aggregator.core.metrics import STORE_LOCK_WAIT
 from aggregator.store.base import SqlStore
@@ -62,7 +63,7 @@ class SqliteStore(SqlStore):
         # One connection per thread and per process: a connection must not cross a fork.
         conn = getattr(self._local, "conn", None)
         if conn is None or self._local.pid != os.getpid():
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            conn = self._open()
             # In WAL mode NORMAL writes every commit to the WAL file before COMMIT returns
             # (no fsync): a killed process (kill -9) loses nothing, a power cut may lose the
             # last commits. FULL also fsyncs each commit.
@@ -70,6 +71,20 @@ class SqliteStore(SqlStore):
             conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
             self._local.conn, self._local.pid, self._local.commits = conn, os.getpid(), 0
         return conn
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect to the database file. Once the store has opened it, never create it: a
+        file moved away mid-serving must not be replaced by an empty one that this thread
+        would go on using after the right file is back (no such table: a 500 for ever)."""
+        mode = "rw" if self._identity.expected is not None else "rwc"
+        uri = f"file:{quote(os.path.abspath(self.path))}?mode={mode}"
+        try:
+            return sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, isolation_level=None)
+        except sqlite3.Error as error:  # e.g. the file is gone: 503, retry later
+            fault = classify(error)
+            if fault is None:
+                raise
+            raise fault from error
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -118,7 +133,7 @@ class SqliteStore(SqlStore):
             conn.execute("COMMIT")
 
     def _stream(self, sql: str, parameters: Sequence[Any]) -> Iterator[Any]:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout)  # its own snapshot
+        conn = self._open()  # its own connection: the statement's own snapshot
         try:
             yield from conn.execute(sql, parameters)
         finally:

@@ -7,7 +7,9 @@
 - The database file's identity (device and inode) is taken when the store opens it and
   checked before every write: a file deleted or replaced under a running collector stops
   ingest (503, /readyz unready) instead of committing into an unlinked inode that vanishes
-  at restart. Restart the collector once the right file is back.
+  at restart. Ingest resumes once the right file is back at its path (its identity
+  matches again), or restart the collector on the file it should use; no connection
+  opened meanwhile creates a file (the store connects with ``mode=rw``).
 - The WAL is kept bounded: SQLite's automatic checkpoints cannot reset the WAL while
   writers keep it busy, so every ``CHECK_EVERY`` commits a connection looks at the WAL's
   size and, past ``WAL_LIMIT``, runs a TRUNCATE checkpoint (it waits for readers within
@@ -62,8 +64,8 @@ class FileIdentity:
         if self.expected is not None and self._current() != self.expected:
             raise StoreUnavailable(
                 f"the database file {self.path} was deleted or replaced "
-                "while serving; ingest is stopped until the collector "
-                "is restarted on the right file"
+                "while serving; ingest is stopped until the right file is back "
+                "or the collector is restarted on the file it should use"
             )
 
     def _current(self) -> tuple[int, int] | None:

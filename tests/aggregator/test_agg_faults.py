@@ -118,6 +118,28 @@ def test_a_deleted_database_stops_ingest_instead_of_writing_into_the_void(
     assert http.get("/readyz").status_code == 503
 
 
+def test_a_database_moved_away_and_back_creates_no_file_and_ingest_resumes(
+    tmp_path: Path,
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aggregator.store import StoreUnavailable
+    from aggregator.store.sqlite import SqliteStore
+
+    db = tmp_path / "c.sqlite3"
+    store = SqliteStore(str(db))
+    store.initialize()
+    os.replace(db, tmp_path / "away")
+    # a thread with no connection yet opens one now: refused, nothing created
+    with ThreadPoolExecutor(1) as fresh, pytest.raises(StoreUnavailable):
+        fresh.submit(store.list_tokens).result()
+    assert not db.exists()  # no empty database was created in its place
+    os.replace(tmp_path / "away", db)
+    with ThreadPoolExecutor(1) as fresh:  # the right file is back: it reads and writes
+        fresh.submit(store.add_token, "h" * 64, "admin").result()
+    assert [t.role for t in store.list_tokens()] == ["admin"]
+
+
 def test_a_replaced_database_stops_ingest(tmp_path: Path) -> None:
     db = tmp_path / "c.sqlite3"
     _, http = collector(db)
