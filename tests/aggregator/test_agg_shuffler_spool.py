@@ -4,6 +4,7 @@ survive a crash with their id, replays, expiry, and backpressure."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -113,8 +114,9 @@ def test_intake_answers_202_with_what_it_knows(shuffler_app: object) -> None:
 
 
 def test_a_full_spool_answers_503_with_retry_after(shuffler_app: object) -> None:
-    first = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(0, 3)]})
+    now = int(time.time())  # current reports: the forwarder's prune must not free room
+    first = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(0, 3, when=now)]})
     assert first.status_code == 202  # type: ignore[attr-defined]
-    full = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(10, 2)]})
+    full = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(10, 2, when=now)]})
     assert full.status_code == 503  # type: ignore[attr-defined]
     assert full.headers["Retry-After"] == "5"  # type: ignore[attr-defined]
