@@ -111,8 +111,8 @@ def test_a_task_older_than_the_roll_up_gets_it_built_on_first_read(
     for bucket, reports in more.items():
         by_bucket.setdefault(bucket, []).extend(reports)
     check_window(again, task, by_bucket, None, None)
-    low = min(by_bucket)
-    check_window(again, task, by_bucket, low + task.time_precision, None)  # cuts the roll-up: per bucket
+    cut = min(by_bucket) + task.time_precision  # a window that cuts the roll-up: per bucket
+    check_window(again, task, by_bucket, cut, None)
 
 
 WHOLE = (-(2**63), 2**63 - 1)
