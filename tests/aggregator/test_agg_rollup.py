@@ -16,6 +16,7 @@ from agg_stores import Stores
 
 from aggregator.store import StoredTask, rollup
 from aggregator.store.base import SqlStore
+from aggregator.store.reads import NO_LIMIT
 from shared import TaskConfig
 from shared.codec import Payload
 
@@ -94,25 +95,26 @@ def test_a_task_older_than_the_roll_up_gets_it_built_on_first_read(
 ) -> None:
     rng = np.random.default_rng(8)
     store = stores.open(backend, staged_bytes=1)
-    task = kind_task("hh")
-    store.create_task(StoredTask(task))
+    task, empty = kind_task("hh"), kind_task("cms")
+    for each in (task, empty):
+        store.create_task(StoredTask(each))
     by_bucket = fill(store, task, rng, 100)
-    with store._write() as tx:  # as migration 0006 leaves a task that had sums
-        tx.execute("DELETE FROM rollup WHERE task_id = ?", (task.task_id,))
-        tx.execute("DELETE FROM rollup_ready WHERE task_id = ?", (task.task_id,))
-    again = stores.reopen(store, staged_bytes=1)
+    with store._write() as tx:  # the database as schema version 5 left it
+        tx.execute("DROP TABLE rollup")
+        tx.execute("DROP TABLE rollup_ready")
+        tx.execute("DELETE FROM schema_version WHERE version >= 6")
+    again = stores.reopen(store, staged_bytes=1)  # applies migration 0006
+    assert again.schema_change == (5, again.schema_change[1])
     with again._read() as tx:
-        assert not rollup.is_ready(tx, task.task_id)
-        assert not rollup.covers(tx, task.task_id, *WHOLE)
+        assert not rollup.is_ready(tx, task.task_id)  # it had sums: built on first read
+        assert rollup.is_ready(tx, empty.task_id)  # no sums yet: every fold goes in
+        assert not rollup.covers(tx, task.task_id, *NO_LIMIT)
     check_window(again, task, by_bucket, None, None)
     with again._read() as tx:
-        assert rollup.covers(tx, task.task_id, *WHOLE)
+        assert rollup.covers(tx, task.task_id, *NO_LIMIT)
     more = fill(again, task, rng, 30)
     for bucket, reports in more.items():
         by_bucket.setdefault(bucket, []).extend(reports)
     check_window(again, task, by_bucket, None, None)
     cut = min(by_bucket) + task.time_precision  # a window that cuts the roll-up: per bucket
     check_window(again, task, by_bucket, cut, None)
-
-
-WHOLE = (-(2**63), 2**63 - 1)

@@ -7,4 +7,6 @@ CREATE TABLE IF NOT EXISTS rollup (
     PRIMARY KEY (task_id, row)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rollup_ready (task_id TEXT PRIMARY KEY) WITHOUT ROWID;
 INSERT INTO rollup_ready (task_id)
-    SELECT task_id FROM tasks WHERE NOT EXISTS (SELECT 1 FROM sums WHERE sums.task_id = tasks.task_id)
+    SELECT task_id FROM tasks
+    WHERE NOT EXISTS (SELECT 1 FROM sums WHERE sums.task_id = tasks.task_id)
+    ON CONFLICT (task_id) DO NOTHING
