@@ -1,4 +1,4 @@
-"""The roll-up: every bucket's sums of a task added up, one stored row per table row.
+"""The roll-up: every bucket's sums of a sketch task added up, one stored row per table row.
 
 A read over all of a task's buckets (heavy-hitter discovery, a whole-range estimate) would
 otherwise read one row per bucket: 24 hourly buckets of an hh task (k = 1,024, four
@@ -10,6 +10,7 @@ rows to the roll-up's rows too, in the same transaction, so a snapshot's roll-up
 equals the sum of its buckets. A task is ``rollup_ready`` when its roll-up holds every
 fold: from its creation on, or once :func:`build` has added up its buckets (a task that
 had sums before the roll-up existed, on its first read).
+Single-row mechanisms have none: their sums are small and read whole.
 Nothing deletes a bucket's sums today; whatever comes to delete them must rebuild the
 task's roll-up (or drop its ``rollup_ready`` row) in the same transaction.
 """

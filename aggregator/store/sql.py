@@ -113,17 +113,19 @@ def fold_into_sums(tx: Tx, task: TaskConfig, staged: Iterable[tuple[int, bytes]]
     """Add staged (bucket, packed batch) rows to the task's stored sums and its roll-up.
 
     The caller holds what makes this read-modify-write safe (SQLite's write lock, or a
-    PostgreSQL lock on the task's folds). The roll-up (:mod:`aggregator.store.rollup`)
-    gains in the same transaction what the buckets gain.
+    PostgreSQL lock on the task's folds). A sketch's roll-up
+    (:mod:`aggregator.store.rollup`) gains in the same transaction what the buckets gain.
     """
     by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
     for bucket, data in staged:
         by_bucket[int(bucket)].append(bytes(data))
     mechanism = task.mechanism_object
+    rolled_up = mechanism.sums_shape[0] > 1  # a single row is read whole: no roll-up
     for bucket, blobs in sorted(by_bucket.items()):
         for part in fold_parts(mechanism, unpack(mechanism, blobs)):
             add_rows(tx, task.task_id, bucket, part)
-            merge_rows(tx, "rollup", ("task_id",), (task.task_id,), part)
+            if rolled_up:
+                merge_rows(tx, "rollup", ("task_id",), (task.task_id,), part)
 
 
 def add_rows(tx: Tx, task_id: str, bucket: int, new: RowSums) -> None:
