@@ -270,17 +270,19 @@ def hh_rows(found: dict[str, Any] | None) -> list[Row]:
     """Return heavy-hitter discovery on the dashboard benchmark store's hh task."""
     if not found:
         return []
-    median = float(statistics.median(found["seconds"]))
+    first, *again = [float(s) for s in found["seconds"]]
+    median = float(statistics.median(again or [first]))
     return [
         Row(
             f"Heavy-hitter discovery (top 20), hh task k = m = 1024 of the "
             f"{found['store_reports']:,}-report store ({found['reports']:,} reports, "
             f"{found['buckets']} buckets)",
-            f"{median:.2f} s median of {len(found['seconds'])} (load {found['loadavg']:.1f})",
+            f"first {first:.2f} s, then {median:.2f} s median of {len(again)} "
+            f"(load {found['loadavg']:.1f})",
             "—",
             "—",
-            "≤ 1 s",
-            _met(median <= 1.0),
+            "≤ 1 s (first and repeated)",
+            _met(max(first, median) <= 1.0),
         )
     ]
 

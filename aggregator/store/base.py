@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aggregator.store import shuffled
+from aggregator.store import rollup, shuffled
 from aggregator.store.interface import (
     ShuffledBatch,
     ShuffledWindow,
@@ -62,6 +62,7 @@ class SqlStore:
     def __init__(self, *, staged_bytes: int) -> None:
         self.staged_bytes = staged_bytes
         self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
+        self._rolled_up: set[str] = set()  # tasks whose roll-up is ready (it stays so)
 
     # -- what a backend supplies -------------------------------------------------------
 
@@ -94,6 +95,9 @@ class SqlStore:
     def _before_read(self, task: TaskConfig) -> None:
         """Prepare a read of the task's sums or buckets (default: nothing)."""
 
+    def _hold_folds(self, tx: Tx, task: TaskConfig) -> None:
+        """Keep the task's folds out until ``tx`` ends (default: the write lock does)."""
+
     # -- schema ------------------------------------------------------------------------
 
     def initialize(self) -> None:
@@ -123,6 +127,7 @@ class SqlStore:
                         int(task.archive),
                     ),
                 )
+                rollup.mark_ready(tx, task.config.task_id)  # no sums yet: every fold goes in
         except self.duplicate:
             raise TaskExists(task.config.task_id) from None
 
@@ -226,8 +231,24 @@ class SqlStore:
         staged in that snapshot (:mod:`aggregator.store.staged_view`).
         """
         self._before_read(task)
+        self._ensure_rollup(task)
         with self._read() as tx, snapshot_sums(tx, task, start, end) as sums:
             yield sums
+
+    def _ensure_rollup(self, task: TaskConfig) -> None:
+        """Build a sketch task's roll-up if it predates the roll-up (once per database)."""
+        rows, width = task.mechanism_object.sums_shape
+        if rows == 1 or task.task_id in self._rolled_up:
+            return
+        with self._read() as tx:
+            ready = rollup.is_ready(tx, task.task_id)
+        if not ready:
+            with self._write() as tx:
+                self._hold_folds(tx, task)
+                if not rollup.is_ready(tx, task.task_id):
+                    buckets = stored_buckets(tx, task.task_id, *NO_LIMIT)
+                    rollup.build(tx, task.task_id, rows, width, buckets)
+        self._rolled_up.add(task.task_id)
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""

@@ -218,6 +218,10 @@ class PostgresStore(SqlStore):
         """Fold every committed staged report of the task into its sums now."""
         self._fold(task, wait=True)
 
+    def _hold_folds(self, tx: Tx, task: TaskConfig) -> None:
+        """Wait for the task's fold lock (held until ``tx`` ends)."""
+        tx.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (FOLD_LOCK, task.task_id))
+
     def _fold(self, task: TaskConfig, *, wait: bool) -> None:
         with self._write() as tx:
             if not any(

@@ -2,7 +2,9 @@
 
 A single-row mechanism's sums are loaded whole; a sketch's rows are streamed block by block
 (:mod:`aggregator.store.streamed`) through the same transaction, so memory depends on the
-block, not on k or n. The reports still staged in that snapshot are added in memory
+block, not on k or n. A read over every stored bucket of a task whose roll-up is ready reads
+the roll-up instead (:mod:`aggregator.store.rollup`): one row per table row, not one per
+bucket. The reports still staged in that snapshot are added in memory
 (:mod:`aggregator.store.staged_view`): a read writes nothing. The caller opens the snapshot
 (SQLite: a read transaction on the WAL; PostgreSQL: REPEATABLE READ) and closes it after
 the ``with`` block.
@@ -15,8 +17,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from aggregator.store import rollup
 from aggregator.store.interface import SumsView
-from aggregator.store.sql import COUNTER, Tx
+from aggregator.store.sql import COUNTER, Tx, sum_buckets
 from aggregator.store.staged_view import StagedRows
 from aggregator.store.streamed import StreamedSums
 from shared import Sums, TaskConfig
@@ -41,6 +44,9 @@ def snapshot_sums(
         yield _dense(tx, task, where, args, staged)
         return
     buckets = stored_buckets(tx, task.task_id, low, high)
+    if rollup.covers(tx, task.task_id, low, high):  # every stored bucket: read their sum
+        yield _rolled_up(tx, task.task_id, rows, width, staged, len(staged.buckets.union(buckets)))
+        return
     yield StreamedSums(
         lambda: _total(tx, where, args) + staged.total,
         rows,
@@ -48,6 +54,26 @@ def snapshot_sums(
         lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width, staged),
         lambda: _row_counts(tx, where, args, rows, staged),
         len(staged.buckets.union(buckets)),
+    )
+
+
+def _rolled_up(
+    tx: Tx, task_id: str, rows: int, width: int, staged: StagedRows, buckets: int
+) -> StreamedSums:
+    """Return streamed sums read from the task's roll-up (plus what is staged)."""
+
+    def block(start: int, stop: int) -> np.ndarray:
+        found = rollup.row_block(tx, task_id, start, stop, width)
+        staged.add_block(found, start)
+        return found
+
+    def counts() -> np.ndarray:
+        n = rollup.row_counts(tx, task_id, rows)
+        staged.add_n(n)
+        return n
+
+    return StreamedSums(
+        lambda: rollup.total(tx, task_id) + staged.total, rows, width, block, counts, buckets
     )
 
 
@@ -107,15 +133,8 @@ def _row_block(
     staged: StagedRows,
 ) -> np.ndarray:
     """Return rows [start, stop) summed over the buckets (index range scans, one per bucket)."""
-    block = np.zeros((stop - start, width), dtype=np.int64)
+    _, block = sum_buckets(tx, task_id, buckets, start, stop, width)
     staged.add_block(block, start)
-    for bucket in buckets:
-        for row, blob in tx.execute(
-            "SELECT row, counters FROM sums WHERE task_id = ? AND bucket = ? AND row >= ? "
-            "AND row < ?",
-            (task_id, bucket, start, stop),
-        ):
-            block[row - start] += np.frombuffer(blob, dtype=COUNTER)
     return block
 
 

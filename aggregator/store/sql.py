@@ -110,42 +110,81 @@ def stage(tx: Tx, rows: list[tuple[str, int, bytes]], *, archive: bool) -> None:
 
 
 def fold_into_sums(tx: Tx, task: TaskConfig, staged: Iterable[tuple[int, bytes]]) -> None:
-    """Add staged (bucket, packed batch) rows to the task's stored sums, through ``tx``.
+    """Add staged (bucket, packed batch) rows to the task's stored sums and its roll-up.
 
     The caller holds what makes this read-modify-write safe (SQLite's write lock, or a
-    PostgreSQL lock on the task's folds).
+    PostgreSQL lock on the task's folds). A sketch's roll-up
+    (:mod:`aggregator.store.rollup`) gains in the same transaction what the buckets gain.
     """
     by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
     for bucket, data in staged:
         by_bucket[int(bucket)].append(bytes(data))
     mechanism = task.mechanism_object
+    rolled_up = mechanism.sums_shape[0] > 1  # a single row is read whole: no roll-up
     for bucket, blobs in sorted(by_bucket.items()):
         for part in fold_parts(mechanism, unpack(mechanism, blobs)):
             add_rows(tx, task.task_id, bucket, part)
+            if rolled_up:
+                merge_rows(tx, "rollup", ("task_id",), (task.task_id,), part)
 
 
 def add_rows(tx: Tx, task_id: str, bucket: int, new: RowSums) -> None:
-    """Add freshly folded sums to the stored rows (``new`` becomes the stored totals)."""
+    """Add freshly folded sums to a bucket's stored rows."""
+    merge_rows(tx, "sums", ("task_id", "bucket"), (task_id, bucket), new)
+
+
+def merge_rows(
+    tx: Tx, table: str, key: tuple[str, ...], values: tuple[Any, ...], new: RowSums
+) -> None:
+    """Add ``new`` to the rows of ``table`` (``sums`` or ``rollup``) under ``key``.
+
+    ``new`` is left as it was: a fold adds the same part to a bucket and to the roll-up.
+    """
     index = {int(row): i for i, row in enumerate(new.rows)}
-    n, table = new.n, new.table
+    n, counters = new.n.astype(np.int64), new.table.astype(np.int64)  # copies
     rows = list(index)
+    where = " AND ".join(f"{column} = ?" for column in key)
     for start in range(0, len(rows), CHUNK):
         part = rows[start : start + CHUNK]
         for row, count, blob in tx.execute(
-            f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
-            f"AND row IN ({marks(len(part))})",
-            (task_id, bucket, *part),
+            f"SELECT row, n, counters FROM {table} WHERE {where} AND row IN ({marks(len(part))})",
+            (*values, *part),
         ):
             n[index[row]] += count
-            table[index[row]] += np.frombuffer(blob, dtype=COUNTER)
+            counters[index[row]] += np.frombuffer(blob, dtype=COUNTER)
     tx.executemany(
-        "INSERT INTO sums VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, bucket, row) "
+        f"INSERT INTO {table} VALUES ({marks(len(key) + 3)}) "
+        f"ON CONFLICT ({', '.join(key)}, row) "
         "DO UPDATE SET n = excluded.n, counters = excluded.counters",
         [
-            (task_id, bucket, row, int(n[i]), table[i].astype(COUNTER, copy=False).tobytes())
+            (*values, row, int(n[i]), counters[i].astype(COUNTER, copy=False).tobytes())
             for row, i in index.items()
         ],
     )
+
+
+def sum_buckets(
+    tx: Tx, task_id: str, buckets: Sequence[int], start: int, stop: int, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (n, counters) of rows [start, stop) summed over ``buckets`` (one index range
+    scan per bucket; each bucket's blobs joined and added with one numpy add)."""
+    n = np.zeros(stop - start, dtype=np.int64)
+    block = np.zeros((stop - start, width), dtype=np.int64)
+    for bucket in buckets:
+        found = list(
+            tx.execute(
+                "SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
+                "AND row >= ? AND row < ?",
+                (task_id, bucket, start, stop),
+            )
+        )
+        if not found:
+            continue
+        rows = np.fromiter((row for row, _, _ in found), dtype=np.int64, count=len(found))
+        n[rows - start] += np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
+        joined = np.frombuffer(b"".join(bytes(b) for _, _, b in found), dtype=COUNTER)
+        block[rows - start] += joined.reshape(len(found), width)  # rows unique per bucket
+    return n, block
 
 
 def record_refusals(tx: Tx, uploads: Sequence[Upload]) -> None:
