@@ -2,10 +2,11 @@
 // its lazily loaded HPKE chunk dist/ldp-telemetry-hpke-<hash>.js (imported on the first sealed
 // task, PROTOCOL §10), dist/node.js (the Node-only file secret). With --size, print the sizes.
 import { build } from "esbuild";
-import { readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 
 const common = { bundle: true, format: "esm", minify: true, target: "es2022", sourcemap: false, logLevel: "warning" };
+mkdirSync("dist", { recursive: true }); // a fresh clone has none yet
 for (const old of readdirSync("dist", { withFileTypes: true }).filter((f) => f.name.startsWith("ldp-telemetry-"))) {
   rmSync(`dist/${old.name}`); // chunks of earlier builds (their names hash their content)
 }
