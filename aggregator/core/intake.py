@@ -29,7 +29,7 @@ from aggregator.core.auth import check_upload_key, parse_bearer
 from aggregator.core.body import decode_json
 from aggregator.core.group_commit import GroupCommitter
 from aggregator.core.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
-from aggregator.core.problems import ApiError, Parts, answer_of, too_large
+from aggregator.core.problems import ApiError, Parts, answer_of, too_large, too_many_reports
 from aggregator.core.quotas import Quotas, charge
 from aggregator.core.sealing_keys import keyring_of
 from aggregator.core.tasks import find_task
@@ -104,12 +104,7 @@ class Intake:
         batch = decode_json(headers.content_type, headers.content_encoding, body, self.max_body)
         reports = batch.get("reports") if isinstance(batch, dict) else None
         if isinstance(reports, list) and len(reports) > self.max_reports:
-            raise ApiError(
-                413,
-                "too_many_reports",
-                f"a batch holds at most {self.max_reports} reports, got {len(reports)}; split it",
-                limit=self.max_reports,
-            )
+            raise too_many_reports(len(reports), self.max_reports)
         charge(self.quotas, task_id, len(reports) if isinstance(reports, list) else 1)
         task = stored.config
         try:

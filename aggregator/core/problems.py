@@ -58,6 +58,16 @@ def too_large(limit: int) -> ApiError:
     )
 
 
+def too_many_reports(count: int, limit: int) -> ApiError:
+    """Return the 413 of a batch holding more than ``limit`` reports (collector or shuffler)."""
+    return ApiError(
+        413,
+        "too_many_reports",
+        f"a batch holds at most {limit} reports, got {count}; split it",
+        limit=limit,
+    )
+
+
 def internal_error(error: BaseException) -> ApiError:
     """Log an unexpected exception (its type and where, never the request: it may hold
     reports) and return the 500 problem that answers it."""

@@ -23,7 +23,7 @@ from flask import Flask, Response, request
 from aggregator.api import errors
 from aggregator.api.body import read_body
 from aggregator.core.body import decode_json
-from aggregator.core.problems import ApiError
+from aggregator.core.problems import ApiError, too_many_reports
 from aggregator.shuffler.forwarder import Forwarder, session_with_retries
 from aggregator.shuffler.spool import Report, Spool
 from shared import DecodeError, Rejection
@@ -121,7 +121,7 @@ def _reports(
     if not isinstance(listed, list) or not listed or set(body) != {"reports"}:
         raise ApiError(400, "invalid_batch", 'a batch must be a JSON object {"reports": [...]}')
     if len(listed) > int(config["MAX_REPORTS_PER_BATCH"]):
-        raise ApiError(413, "too_many_reports", "too many reports in one batch; split it")
+        raise too_many_reports(len(listed), int(config["MAX_REPORTS_PER_BATCH"]))
     reports, rejected = [], []
     retention = int(config["RETENTION"])
     for obj in listed:

@@ -120,3 +120,13 @@ def test_a_full_spool_answers_503_with_retry_after(shuffler_app: object) -> None
     full = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(10, 2, when=now)]})
     assert full.status_code == 503  # type: ignore[attr-defined]
     assert full.headers["Retry-After"] == "5"  # type: ignore[attr-defined]
+
+
+def test_a_batch_over_the_limit_answers_the_collectors_413(shuffler_app: object) -> None:
+    limit = shuffler_app.config["MAX_REPORTS_PER_BATCH"]  # type: ignore[attr-defined]
+    listed = [json.loads(r.body) for r in reports(0, limit + 1)]
+    answer = post(shuffler_app, {"reports": listed})
+    assert answer.status_code == 413  # type: ignore[attr-defined]
+    problem = answer.get_json()  # type: ignore[attr-defined]
+    assert problem["type"].endswith(":too_many_reports") and problem["limit"] == limit
+    assert f"got {limit + 1}" in problem["detail"]
