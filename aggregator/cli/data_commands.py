@@ -246,7 +246,7 @@ def migrate() -> None:
         store = open_collector().store  # opening the store applies what is pending
     except SchemaTooNew as error:
         raise click.ClickException(str(error)) from None
-    before, after = getattr(store, "schema_change", (None, None))
+    before, after = store.schema_change
     if before == after:
         click.echo(f"schema version {after}: up to date")
     else:

@@ -106,6 +106,8 @@ class SumsSource(Protocol):
 class Store(Protocol):
     """What the views need from storage."""
 
+    schema_change: tuple[int, int]  # (from, to) schema versions of the migrate at opening
+
     def initialize(self) -> None:
         """Create the schema if it is missing; safe to call from every process."""
 
