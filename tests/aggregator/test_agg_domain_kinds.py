@@ -97,8 +97,10 @@ def test_the_sdk_records_through_the_collector(
     answer = estimates(server.url, task.task_id).json()
     assert answer["n"] == len(values)
     truth = Counter(values)
+    # The SDK's noise is CSPRNG (unseedable), so the bound must hold by design: 5 SE over
+    # 12 rows fails a correct estimator about once in 10^5 runs (4 SE missed once in ~100).
     for row in answer["estimates"]:
-        assert abs(row["estimate"] - truth[row["value"]]) <= 4 * row["std_error"], row
+        assert abs(row["estimate"] - truth[row["value"]]) <= 5 * row["std_error"], row
 
 
 def test_auto_records_its_choice_over_http(server: Server) -> None:
