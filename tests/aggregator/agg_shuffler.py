@@ -1,4 +1,4 @@
-"""Helpers of the shuffler tests: a shuffler token, and the shuffler as a subprocess."""
+"""Helpers of the shuffler tests: a shuffler token, the shuffler as a subprocess, a device."""
 
 from __future__ import annotations
 
@@ -10,6 +10,30 @@ from pathlib import Path
 
 import requests
 from agg_server import READY_WAIT, Server, free_port
+
+from client import Client, Timeouts
+
+PATIENT = Timeouts(connect=10, read=60, config=30)
+
+
+def device(url: str, task_id: str, values: list[str], index: int) -> int:
+    """Run one SDK device: record each value once (from ``index`` on, wrapping), upload
+    them in one batch on close; return the reports it sent (asserted: all of them)."""
+    sdk = Client(
+        url,
+        timeouts=PATIENT,
+        task_ids=[task_id],
+        reports_per_period=None,
+        batch_size=len(values),
+        atexit_timeout=None,
+    )
+    assert sdk.wait_for_tasks(timeout=30)
+    for j in range(len(values)):
+        assert sdk.record(task_id, values[(index + j) % len(values)])
+    assert sdk.close(60)
+    stats = sdk.stats()
+    assert stats.sent == len(values), stats
+    return int(stats.sent)
 
 
 def shuffler_token(db: Path) -> str:

@@ -21,16 +21,14 @@ import pytest
 import requests
 from agg_reports import create_task, estimates, post_reports
 from agg_server import Server, start_server
-from agg_shuffler import health, shuffler_token, start_shuffler, wait_for
+from agg_shuffler import device, health, shuffler_token, start_shuffler, wait_for
 
-from client import Client, Timeouts
 from shared import TaskConfig
 from shared.wire import b64encode
 
 pytestmark = pytest.mark.timeout(180)
 DEVICES, PER_DEVICE = 12, 40
 VALUES = [f"value-{i}" for i in range(PER_DEVICE)]  # the SDK sends one report per value
-PATIENT = Timeouts(connect=10, read=60, config=30)
 
 
 @pytest.fixture
@@ -52,23 +50,6 @@ def collector(tmp_path: Path, keys: Path) -> Iterator[Server]:
     server.kill()
 
 
-def device(url: str, index: int) -> int:
-    """Record PER_DEVICE values with the SDK and upload them on close; return reports sent."""
-    sdk = Client(
-        url,
-        timeouts=PATIENT,
-        task_ids=["sealed"],
-        reports_per_period=None,
-        batch_size=PER_DEVICE,
-        atexit_timeout=None,
-    )
-    assert sdk.wait_for_tasks(timeout=30)
-    for j in range(PER_DEVICE):
-        assert sdk.record("sealed", VALUES[(index + j) % len(VALUES)])
-    assert sdk.close(60)
-    return int(sdk.stats().sent)
-
-
 def test_sealed_reports_through_the_shuffler(collector: Server, tmp_path: Path) -> None:
     create_task(
         collector.url,
@@ -83,7 +64,9 @@ def test_sealed_reports_through_the_shuffler(collector: Server, tmp_path: Path) 
     shuffler = start_shuffler(collector.url, token, spool, batch_min=1000)  # 13 uploads: holds all
     try:
         with ThreadPoolExecutor(max_workers=6) as pool:
-            sent = sum(pool.map(lambda i: device(shuffler.url, i), range(DEVICES)))
+            sent = sum(
+                pool.map(lambda i: device(shuffler.url, "sealed", VALUES, i), range(DEVICES))
+            )
         assert sent == DEVICES * PER_DEVICE
         _attack(shuffler.url)
         assert health(shuffler)["waiting"] == sent + 2

@@ -18,9 +18,8 @@ import pytest
 import requests
 from agg_reports import create_task, estimates
 from agg_server import Server, start_server
-from agg_shuffler import health, shuffler_token, start_shuffler, wait_for
+from agg_shuffler import device, health, shuffler_token, start_shuffler, wait_for
 
-from client import Client, Timeouts
 from client.http_transport import USER_AGENT
 from shared import encode_batch
 from shared.codec import Envelope, new_report_id
@@ -28,7 +27,6 @@ from shared.codec import Envelope, new_report_id
 pytestmark = pytest.mark.timeout(240)
 DEVICES, PER_DEVICE, BATCH_MIN = 100, 200, 30  # 20,000 reports in 100 uploads
 VALUES = [f"v{i}" for i in range(PER_DEVICE)]  # the SDK sends one report per value
-PATIENT = Timeouts(connect=10, read=60, config=30)
 MARKER = "device-marker-4f1c"  # a header value no report carries
 
 
@@ -37,25 +35,6 @@ def collector(tmp_path: Path) -> Iterator[Server]:
     server = start_server(tmp_path / "collector.sqlite3")
     yield server
     server.kill()
-
-
-def device(url: str, index: int) -> int:
-    """Run one device: record PER_DEVICE values, upload on close; return reports sent."""
-    sdk = Client(
-        url,
-        timeouts=PATIENT,
-        task_ids=["shuffled"],
-        reports_per_period=None,
-        batch_size=PER_DEVICE,
-        atexit_timeout=None,
-    )
-    assert sdk.wait_for_tasks(timeout=30)
-    for j in range(PER_DEVICE):
-        assert sdk.record("shuffled", VALUES[(index + j) % len(VALUES)])
-    assert sdk.close(60)
-    stats = sdk.stats()
-    assert stats.sent == PER_DEVICE, stats
-    return int(stats.sent)
 
 
 def collector_rows(db: Path) -> tuple[list[tuple[int, int]], int]:
@@ -82,7 +61,9 @@ def test_devices_through_the_shuffler(collector: Server, tmp_path: Path) -> None
     shuffler = start_shuffler(collector.url, token, spool, BATCH_MIN)
     try:
         with ThreadPoolExecutor(max_workers=8) as pool:
-            sent = sum(pool.map(lambda i: device(shuffler.url, i), range(DEVICES)))
+            sent = sum(
+                pool.map(lambda i: device(shuffler.url, "shuffled", VALUES, i), range(DEVICES))
+            )
         assert sent == DEVICES * PER_DEVICE
         # The forwarder settles: every report forwarded or waiting, and what waits is fewer
         # than batch_min uploads' worth.
