@@ -21,6 +21,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' server helper
 
 import independent_client as ic  # noqa: E402
+import independent_longitudinal as il  # noqa: E402
 from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
 from protocol import generate  # noqa: E402
@@ -51,7 +52,9 @@ def test_protocol_md_publishes_the_vectors_file() -> None:
     assert "protocol/vectors.json" in text and f"Protocol {VECTORS['protocol']}" in text
 
 
-@pytest.mark.parametrize("module", ["independent_client.py", "independent_sealing.py"])
+@pytest.mark.parametrize(
+    "module", ["independent_client.py", "independent_longitudinal.py", "independent_sealing.py"]
+)
 def test_the_independent_client_imports_nothing_of_the_project(module: str) -> None:
     tree = ast.parse((HERE / module).read_text())
     imported = {
@@ -82,6 +85,7 @@ def test_the_independent_client_imports_nothing_of_the_project(module: str) -> N
         "mmh3",
         "rfc8785",
         "cryptography",  # §10's HPKE, for sealed tasks
+        "independent_client",  # the longitudinal and sealing parts build on its §3
     }
 
 
@@ -107,7 +111,7 @@ def test_the_independent_client_reproduces_the_vectors() -> None:
         if "epsilon" in task and task["mechanism"] != "hh":  # not alpha/beta, not ε∞
             assert ic.own_derived(task) == case["derived"], task["task_id"]
     for case in VECTORS["drbg"]:
-        generate_bytes = ic.drbg(bytes.fromhex(case["seed_material"]))
+        generate_bytes = il.drbg(bytes.fromhex(case["seed_material"]))
         for call in case["calls"]:
             assert generate_bytes(call["bytes"]).hex() == call["output"]
 
@@ -151,10 +155,10 @@ def test_the_independent_client_derives_the_permanent_responses() -> None:
             continue
         prr = case["prr"]
         assert (
-            ic.prr_seed(bytes(range(32)), task, prr["value"].encode()).hex()
+            il.prr_seed(bytes(range(32)), task, prr["value"].encode()).hex()
             == (prr["seed_material"])
         )
-        assert ic.permanent_cms(task, bytes(range(32)), prr["value"]) == prr["permanent_response"]
+        assert il.permanent_cms(task, bytes(range(32)), prr["value"]) == prr["permanent_response"]
 
 
 POPULATION = {
@@ -286,8 +290,8 @@ def test_the_independent_client_makes_the_hh_and_longitudinal_reports(
             if hh:
                 report = ic.hh(task, vector["value"], secret)
             else:
-                permanent = ic.permanent_cms(task, secret, vector["value"])
-                report = ic.reflip_cms(permanent, task["m"], task["derived"]["T_i"])
+                permanent = il.permanent_cms(task, secret, vector["value"])
+                report = il.reflip_cms(permanent, task["m"], task["derived"]["T_i"])
             assert report == vector["report"], (task["task_id"], vector["value"])
             checked += 1
     assert checked >= 8

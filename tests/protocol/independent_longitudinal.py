@@ -1,0 +1,96 @@
+"""Permanent responses (PROTOCOL.md §3.9) for the independent client, from the spec only.
+
+Like independent_client.py it imports nothing of this project (a test checks): the
+standard library, rfc8785, and independent_client's §3 pieces.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from collections.abc import Callable
+from typing import Any
+
+import independent_client
+import rfc8785
+from independent_client import (
+    NOT_FINGERPRINTED,
+    SCALE,
+    HashFamily,
+    b64url,
+    device_key,
+    pack_bits,
+)
+
+
+def drbg(seed_material: bytes) -> Callable[[int], bytes]:
+    """HMAC-DRBG (SHA-256, no reseed): instantiate, then one generate call per use."""
+    state = {"k": bytes(32), "v": b"\x01" * 32}
+
+    def h(key: bytes, data: bytes) -> bytes:
+        return hmac.new(key, data, hashlib.sha256).digest()
+
+    def update(provided: bytes) -> None:
+        state["k"] = h(state["k"], state["v"] + b"\x00" + provided)
+        state["v"] = h(state["k"], state["v"])
+        if provided:
+            state["k"] = h(state["k"], state["v"] + b"\x01" + provided)
+            state["v"] = h(state["k"], state["v"])
+
+    def generate(size: int) -> bytes:
+        out = b""
+        while len(out) < size:
+            state["v"] = h(state["k"], state["v"])
+            out += state["v"]
+        update(b"")
+        return out[:size]
+
+    update(seed_material)
+    return generate
+
+
+def prr_seed(secret: bytes, task: dict[str, Any], value_bytes: bytes) -> bytes:
+    """§3.9: K ‖ context ‖ P ‖ 0x00 ‖ V, P the RFC 8785 form of the mechanism fields."""
+    common = ("task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived")
+    fields = {k: v for k, v in task.items() if k not in common + NOT_FINGERPRINTED}
+    return (
+        device_key(secret, task["task_id"])
+        + b"ldp-telemetry permanent response\x00"
+        + rfc8785.dumps(fields)
+        + b"\x00"
+        + value_bytes
+    )
+
+
+def drbg_words(generate: Callable[[int], bytes], count: int) -> list[int]:
+    raw = generate(4 * count)
+    return [int.from_bytes(raw[i : i + 4], "little") for i in range(0, len(raw), 4)]
+
+
+def drbg_below(generate: Callable[[int], bytes], n: int) -> int:
+    while True:
+        for r in drbg_words(generate, 5):
+            if r < SCALE - SCALE % n:
+                return r % n
+
+
+def permanent_cms(task: dict[str, Any], secret: bytes, value: str) -> dict[str, Any]:
+    """§3.9: a cms task's permanent response (row, then m words), by the DRBG."""
+    generate = drbg(prr_seed(secret, task, value.encode("utf-8")))
+    k, m, t = task["k"], task["m"], task["derived"]["T"]
+    row = drbg_below(generate, k)
+    bits = [int(r < t) for r in drbg_words(generate, m)]
+    family = HashFamily(task["hash_seed"], k, m)
+    bits[family.bucket(family.key(value), row)] ^= 1
+    return {"row": row, "bits": b64url(pack_bits(bits))}
+
+
+def reflip_cms(report: dict[str, Any], m: int, t_i: int) -> dict[str, Any]:
+    """§3.9: each of the m bits flips when its own fresh word is below T_i."""
+    bits = base64.urlsafe_b64decode(report["bits"] + "=" * (-len(report["bits"]) % 4))
+    flips = [int(independent_client.word() < t_i) for _ in range(m)]  # §3.1's CSPRNG word
+    return {
+        "row": report["row"],
+        "bits": b64url(bytes(a ^ b for a, b in zip(bits, pack_bits(flips), strict=True))),
+    }
