@@ -58,10 +58,17 @@ def check_role(role: str, granted: str | None) -> None:
     """Refuse with 401 (no or unknown token) or 403 (a token of a weaker role)."""
     if granted is None:
         raise unauthorized(
-            f"this endpoint needs an {role} token: send 'Authorization: Bearer <token>'"
+            f"this endpoint needs {_a(role)} token: send 'Authorization: Bearer <token>'"
         )
     if role not in _GRANTS[granted]:
-        raise ApiError(403, "forbidden", f"an {granted} token cannot do this; use an {role} token")
+        raise ApiError(
+            403, "forbidden", f"{_a(granted)} token cannot do this; use {_a(role)} token"
+        )
+
+
+def _a(role: str) -> str:
+    """Return a role with its article ("an admin", "a shuffler")."""
+    return f"{'an' if role[0] in 'aeiou' else 'a'} {role}"
 
 
 def check_upload_key(expected_hash: str | None, token: str | None) -> None:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from aggregator.store.interface import StoreFull, StoreUnavailable
-from shared.contract import PROBLEM_MEDIA_TYPE, problem
+from shared.contract import PROBLEM_MEDIA_TYPE, PROTOCOL_HEADER, problem, speaks
+from shared.task import PROTOCOL_VERSION
 
 log = logging.getLogger(__name__)
 Parts = tuple[int, list[tuple[str, str]], bytes]  # an HTTP answer: status, headers, body
@@ -66,6 +67,19 @@ def too_many_reports(count: int, limit: int) -> ApiError:
         f"a batch holds at most {limit} reports, got {count}; split it",
         limit=limit,
     )
+
+
+def check_protocol(version: str | None) -> None:
+    """Raise the 400 ``unsupported_protocol`` of an ``LDP-Protocol`` this code does not
+    speak (collector or shuffler, PROTOCOL.md §2); no header is a client from before 1.0."""
+    if version is not None and not speaks(version):
+        raise ApiError(
+            400,
+            "unsupported_protocol",
+            f"{PROTOCOL_HEADER} {version[:20]!r} is not spoken here; this "
+            f"collector speaks protocol {PROTOCOL_VERSION} (PROTOCOL.md)",
+            supported=[PROTOCOL_VERSION],
+        )
 
 
 def internal_error(error: BaseException) -> ApiError:

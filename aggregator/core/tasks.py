@@ -14,13 +14,21 @@ from aggregator.core.problems import ApiError
 from aggregator.core.sealing_keys import Keyring, check_sealable, keyring_of, seal_fields
 from aggregator.store import Store, StoredTask
 from shared import LdpError, TaskConfig
-from shared.mechanisms.auto import AUTO_FIELDS
+from shared.mechanisms.auto import AUTO, AUTO_FIELDS
 from shared.task import TASK_FIELDS
 
 # hash_seed is normally left out (the server draws it); giving it recreates a sketch task's
 # hash family exactly, e.g. on a second collector whose sums will be merged with this one's.
 CREATE_FIELDS = (
     (TASK_FIELDS - {"fingerprint"}) | {"upload_key_required", "archive"} | set(AUTO_FIELDS)
+)
+
+# What a task created as "auto" may give: auto chooses the kind and its parameters, so a
+# sketch's k or m, a longitudinal layer or a kind's own fields would be overridden or
+# misread; they are refused instead (name the mechanism to set them).
+AUTO_GIVEN = frozenset(
+    {"task_id", "mechanism", "epsilon", "domain", "hash_seed", "time_precision"}
+    | {"min_batch_size", "sealed", "upload_key_required", "archive", *AUTO_FIELDS}
 )
 
 
@@ -61,6 +69,14 @@ def build_task(params: Any, config: Mapping[str, Any]) -> tuple[StoredTask, str 
             400,
             "invalid_task",
             f"unknown task fields {sorted(unknown)}; allowed: {sorted(CREATE_FIELDS)}",
+        )
+    chosen_by_auto = set(params) - AUTO_GIVEN if params.get("mechanism") == AUTO else set()
+    if chosen_by_auto:
+        raise ApiError(
+            400,
+            "invalid_task",
+            f"auto chooses the mechanism and its parameters: {sorted(chosen_by_auto)} cannot "
+            "be given with it; name the mechanism to set them (tasks plan compares them)",
         )
     params = dict(params)
     needs_key = params.pop("upload_key_required", False)

@@ -23,12 +23,12 @@ from flask import Flask, Response, request
 from aggregator.api import errors
 from aggregator.api.body import read_body
 from aggregator.core.body import decode_json
-from aggregator.core.problems import ApiError, too_many_reports
+from aggregator.core.problems import ApiError, check_protocol, too_many_reports
 from aggregator.shuffler.forwarder import Forwarder, session_with_retries
 from aggregator.shuffler.spool import Report, Spool
 from shared import DecodeError, Rejection
 from shared.codec import REPORT_ID_BYTES
-from shared.contract import replays, upload_answer
+from shared.contract import PROTOCOL_HEADER, replays, upload_answer
 from shared.errors import INVALID_MESSAGE
 from shared.wire import b64decode
 
@@ -69,11 +69,10 @@ def create_app(config: Mapping[str, Any]) -> Flask:
     def upload(task_id: str) -> tuple[dict[str, Any], int]:
         """Spool an upload's reports; answer 202 with the rejections known now."""
         limit = int(app.config["MAX_BODY_BYTES"])
+        raw = read_body(limit)  # a body over the limit is refused before anything else
+        check_protocol(request.headers.get(PROTOCOL_HEADER))  # as the collector does
         body = decode_json(
-            request.headers.get("Content-Type"),
-            request.headers.get("Content-Encoding"),
-            read_body(limit),
-            limit,
+            request.headers.get("Content-Type"), request.headers.get("Content-Encoding"), raw, limit
         )
         reports, rejected = _reports(task_id, body, app.config)
         if not spool.has_room(len(reports)):

@@ -53,6 +53,16 @@ def test_tasks_are_immutable(client: FlaskClient) -> None:
         ({"task_id": "x", "mechanism": "rr", "epsilon": -1}, "epsilon"),
         ({"task_id": "x", "mechanism": "rr", "epsilon": 1.0, "fingerprint": "f"}, "unknown"),
         ({"task_id": "x", "mechanism": "rr", "epsilon": 1.0, "upload_key_required": 1}, "true"),
+        # auto chooses k and m itself: a given one was silently replaced by its own
+        (
+            {"task_id": "x", "mechanism": "auto", "epsilon": 1, "expected_distinct": 10**6, "k": 5},
+            "['k']",
+        ),
+        (
+            {"task_id": "x", "mechanism": "auto", "domain": ["a", "b"]}
+            | {"longitudinal": {"epsilon_inf": 2, "flip": 0.1}},
+            "name the mechanism",
+        ),
     ],
 )
 def test_invalid_task_parameters_say_the_fix(

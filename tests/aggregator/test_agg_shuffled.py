@@ -75,6 +75,9 @@ def test_only_a_shuffler_token_may_put_a_batch(shuffler_client: FlaskClient) -> 
     # and a shuffler token is no analyst's
     refused = shuffler_client.post("/v1/tasks/t/estimates", json={}, headers=bearer(SHUFFLER))
     assert refused.status_code == 403
+    assert refused.get_json()["detail"].startswith("a shuffler token cannot do this; use an ")
+    by_analyst = put(shuffler_client, body, b"\x01" * 16, 3, token=ANALYST).get_json()
+    assert by_analyst["detail"] == "an analyst token cannot do this; use a shuffler token"
 
 
 def test_a_bad_batch_id_or_size_is_a_400(shuffler_client: FlaskClient) -> None:

@@ -130,3 +130,21 @@ def test_a_batch_over_the_limit_answers_the_collectors_413(shuffler_app: object)
     problem = answer.get_json()  # type: ignore[attr-defined]
     assert problem["type"].endswith(":too_many_reports") and problem["limit"] == limit
     assert f"got {limit + 1}" in problem["detail"]
+
+
+def test_an_unspoken_protocol_is_refused_as_the_collector_refuses_it(shuffler_app: object) -> None:
+    body = json.dumps({"reports": [json.loads(r.body) for r in reports(0, 1)]})
+    answers = {
+        version: shuffler_app.test_client().post(  # type: ignore[attr-defined]
+            "/v1/tasks/t/reports",
+            data=body,
+            headers={"Content-Type": "application/json", "LDP-Protocol": version},
+        )
+        for version in ("2.0", "1.x", "1.3")
+    }
+    for version in ("2.0", "1.x"):
+        problem = answers[version].get_json()
+        assert answers[version].status_code == 400
+        assert problem["type"].endswith(":unsupported_protocol")
+        assert problem["supported"] == ["1.0"]
+    assert answers["1.3"].status_code == 202  # any 1.<minor>, as the collector
