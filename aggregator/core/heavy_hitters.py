@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aggregator.core.central import central_fields
 from aggregator.core.estimates import check_min_batch
 from aggregator.core.problems import ApiError
 from aggregator.core.query import Window, invalid, parse_window
@@ -58,6 +59,7 @@ def answer(
         "n": found.estimates.n,
         "epsilon": task.asked_epsilon,
         "effective_epsilon": task.effective_epsilon,
+        **central_fields(task, source, window, found.estimates.n),  # as estimates answer
         "level": window.level,
         "start": window.start,
         "end": window.end,

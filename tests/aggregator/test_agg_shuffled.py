@@ -133,3 +133,34 @@ def test_no_shuffled_batch_says_so(shuffler_client: FlaskClient) -> None:
     answer = central(shuffler_client)
     assert answer["central_epsilon"] is None and answer["smallest_batch"] is None
     assert "no shuffled batch is recorded" in answer["central_epsilon_reason"]
+
+
+def test_heavy_hitters_answer_the_same_central_epsilon_as_estimates(
+    shuffler_client: FlaskClient,
+) -> None:
+    task = make_task(
+        shuffler_client, mechanism="hh", epsilon=4.0, k=8, m=64, alphabet="ab", max_length=2
+    )
+    rng = np.random.default_rng(5)
+    values = ["ab"] * 300
+    privatized = task.mechanism_object.privatize_many(  # type: ignore[call-arg]
+        values, rng, levels=np.zeros(len(values), dtype=np.int64)
+    )
+    bucket = task.floor_time(time.time())
+    body = encode_batch(
+        task,
+        [
+            Envelope(new_report_id(), task.fingerprint, bucket, privatized.report(i))
+            for i in range(len(values))
+        ],
+    )
+    assert put(shuffler_client, body, b"\x06" * 16, 300).get_json()["accepted"] == 300
+    estimated = shuffler_client.post(
+        "/v1/tasks/t/estimates", json={"candidates": ["ab"]}, headers=bearer(ANALYST)
+    ).get_json()
+    found = shuffler_client.post(
+        "/v1/tasks/t/heavy-hitters", json={"top": 2}, headers=bearer(ANALYST)
+    ).get_json()
+    assert estimated["central_epsilon"] is not None
+    for field in ("central_epsilon", "delta", "smallest_batch"):
+        assert found[field] == estimated[field], field
