@@ -1,7 +1,8 @@
 """The shuffler's HTTP face: devices upload to it exactly as to the collector.
 
 ``POST /v1/tasks/{id}/reports`` takes the collector's upload body and answers 202 with
-what it can say per report now (a malformed report, a report id it has seen before); the
+what it can say per report now (a malformed report, a time in a future bucket, a report id
+it has seen before); the
 collector's verdict follows in batches (aggregator.shuffler.forwarder). Reports are in the
 spool, committed, before the answer. A full spool answers 503 with Retry-After, which the
 SDK honours. ``GET /v1/tasks[/{id}]`` is passed to the collector (the SDK fetches task
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +31,7 @@ from aggregator.shuffler.spool import Report, Spool
 from shared import DecodeError, Rejection
 from shared.codec import REPORT_ID_BYTES
 from shared.contract import PROTOCOL_HEADER, replays, upload_answer
-from shared.errors import INVALID_MESSAGE
+from shared.errors import INVALID_MESSAGE, REPORT_TOO_EARLY
 from shared.wire import b64decode
 
 DEFAULTS: dict[str, Any] = {
@@ -39,6 +41,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_BODY_BYTES": 4 * 1024 * 1024,
     "MAX_REPORTS_PER_BATCH": 5000,
     "RETENTION": 8 * 86400,  # seconds after a report's time its id is remembered
+    # The collector's CLOCK_SKEW: a later time is in a future bucket whatever the task, so
+    # the collector would refuse it; spooled, it would hold room until its time + RETENTION.
+    "CLOCK_SKEW": 600,
     "RETRY_AFTER": 5,  # seconds a device is asked to wait when the spool is full
 }
 SPOOL, FORWARDER = "ldp_shuffler_spool", "ldp_shuffler_forwarder"
@@ -123,13 +128,18 @@ def _reports(
         raise too_many_reports(len(listed), int(config["MAX_REPORTS_PER_BATCH"]))
     reports, rejected = [], []
     retention = int(config["RETENTION"])
+    latest = int(time.time()) + int(config["CLOCK_SKEW"])
     for obj in listed:
+        raw = obj.get("report_id") if isinstance(obj, dict) else None
+        shown = raw if isinstance(raw, str) and len(raw) <= 64 else None
         try:
             report_id, when = _envelope(obj)
         except DecodeError as error:
-            raw = obj.get("report_id") if isinstance(obj, dict) else None
-            shown = raw if isinstance(raw, str) and len(raw) <= 64 else None
             rejected.append(Rejection(shown, INVALID_MESSAGE, str(error)))
+            continue
+        if when > latest:
+            message = f"time {when} is in a future bucket; check the device clock"
+            rejected.append(Rejection(shown, REPORT_TOO_EARLY, message))
             continue
         data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
         reports.append(Report(report_id, task_id, when, when + retention, data))

@@ -148,3 +148,16 @@ def test_an_unspoken_protocol_is_refused_as_the_collector_refuses_it(shuffler_ap
         assert problem["type"].endswith(":unsupported_protocol")
         assert problem["supported"] == ["1.0"]
     assert answers["1.3"].status_code == 202  # any 1.<minor>, as the collector
+
+
+def test_a_report_from_the_future_is_refused_not_spooled(shuffler_app: object) -> None:
+    """A time past now + CLOCK_SKEW is in a future bucket for any task: the collector would
+    refuse it, and spooled it would hold room until its time + RETENTION (year 5138 here)."""
+    future = [json.loads(r.body) for r in reports(0, 2, when=10**11)]
+    current = json.loads(reports(5, 1, when=int(time.time()))[0].body)
+    answer = post(shuffler_app, {"reports": [*future, current]})
+    body = answer.get_json()  # type: ignore[attr-defined]
+    assert answer.status_code == 202 and body["accepted"] == 1  # type: ignore[attr-defined]
+    assert [r["reason"] for r in body["rejected"]] == ["report_too_early"] * 2
+    assert body["rejected"][0]["report_id"] == future[0]["report_id"]
+    assert shuffler_app.extensions["ldp_shuffler_spool"].pending == 1  # type: ignore[attr-defined]
