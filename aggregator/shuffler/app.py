@@ -66,6 +66,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         token=str(app.config["TOKEN"]),
         batch_min=int(app.config["BATCH_MIN"]),
         batch_max=int(app.config["BATCH_MAX"]),
+        batch_bytes=int(app.config["MAX_BODY_BYTES"]),  # the collector's limit, by default
     )
     app.extensions[SPOOL], app.extensions[FORWARDER] = spool, forwarder
     tasks = session_with_retries(retries=2)

@@ -25,7 +25,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from aggregator.shuffler.spool import Batch, Spool
+from aggregator.shuffler.spool import BATCH_CLOSE, BATCH_OPEN, Batch, Spool
 from shared.wire import b64encode
 
 log = logging.getLogger("ldp.shuffler")
@@ -65,10 +65,12 @@ class Forwarder:
         token: str,
         batch_min: int,
         batch_max: int,
+        batch_bytes: int | None = None,
         interval: float = 0.5,
     ) -> None:
         self.spool, self.upstream, self.token = spool, upstream.rstrip("/"), token
         self.batch_min, self.batch_max, self.interval = batch_min, batch_max, interval
+        self.batch_bytes = batch_bytes  # the collector's MAX_BODY_BYTES: a batch's body fits it
         self.session = session_with_retries()
         self.wake, self.stopping = threading.Event(), threading.Event()
         self.forwarded = Counter[str]()  # batches, reports, and the collector's verdicts
@@ -121,7 +123,19 @@ class Forwarder:
             groups = self.spool.ready(self.batch_min)
             while groups and not self.stopping.is_set():
                 for task_id, bucket in groups:
-                    batch = self.spool.claim(task_id, bucket, self.batch_min, self.batch_max)
+                    batch = self.spool.claim(
+                        task_id, bucket, self.batch_min, self.batch_max, self.batch_bytes
+                    )
+                    if batch.uploads < self.batch_min:  # its reports are too large for more
+                        log.warning(
+                            "ldp-shuffler: a batch of task %r holds %d uploads, below "
+                            "--batch-min, to fit the collector's body limit (%d bytes); the "
+                            "collector's central epsilon counts %d",
+                            task_id,
+                            batch.uploads,
+                            self.batch_bytes,
+                            batch.uploads,
+                        )
                     sending.append(pool.submit(self.send, batch))
                 groups = self.spool.ready(self.batch_min)
         sent = sum(future.result() for future in sending)
@@ -140,7 +154,7 @@ class Forwarder:
         """Send one batch in a fresh CSPRNG order; return its reports once acknowledged."""
         bodies = self.spool.bodies(batch)
         secrets.SystemRandom().shuffle(bodies)
-        data = b'{"reports":[' + b",".join(bodies) + b"]}"
+        data = BATCH_OPEN + b",".join(bodies) + BATCH_CLOSE
         url = (
             f"{self.upstream}/v1/tasks/{quote(batch.task_id, safe='')}/shuffled/"
             f"{b64encode(batch.batch_id)}?uploads={batch.uploads}"

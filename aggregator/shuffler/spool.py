@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 SAMPLE = 2  # a batch is chosen among this many times batch_max of the oldest reports
+BATCH_OPEN, BATCH_CLOSE = b'{"reports":[', b"]}"  # a forwarded batch's body around its reports
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reports (
     id INTEGER PRIMARY KEY, report_id BLOB NOT NULL UNIQUE, expires INTEGER NOT NULL);
@@ -144,17 +145,20 @@ class Spool:
         )
         return [(str(task_id), int(time)) for task_id, time in rows]
 
-    def claim(self, task_id: str, time: int, batch_min: int, batch_max: int) -> Batch:
+    def claim(
+        self, task_id: str, time: int, batch_min: int, batch_max: int, max_bytes: int | None = None
+    ) -> Batch:
         """Write a batch of up to ``batch_max`` waiting reports of a group and return it.
 
         The oldest ``SAMPLE`` × batch_max waiting reports (all of them if those span fewer
         than ``batch_min`` uploads) are ranked in an order drawn from the OS CSPRNG, one
         report of each upload before a second of any: as many distinct uploads as the
-        batch can hold.
+        batch can hold. ``max_bytes``: the collector's body limit, which the batch's upload
+        body stays within (a larger one would be refused 413, and its reports lost).
         """
         with self._write() as tx:
             rows = _waiting(tx, task_id, time, SAMPLE * batch_max, batch_min)
-            ordered = _one_per_upload_first(rows)[:batch_max]
+            ordered = _fitting(tx, _one_per_upload_first(rows)[:batch_max], max_bytes)
             uploads = len({upload for _, upload in ordered})
             members = json.dumps([row for row, _ in ordered])
             batch_id = secrets.token_bytes(16)
@@ -239,6 +243,27 @@ def _waiting(
     if len(rows) == limit and len({upload for _, upload in rows}) < uploads:
         rows = list(tx.execute(query, (task_id, time)))
     return rows
+
+
+def _fitting(tx: sqlite3.Connection, ordered: list[Any], max_bytes: int | None) -> list[Any]:
+    """Return the longest prefix (at least one report) of ``ordered`` (id, upload) rows
+    whose upload body, ``{"reports":[…]}`` with its commas, is at most ``max_bytes``."""
+    if max_bytes is None or not ordered:
+        return ordered
+    ids = json.dumps([row for row, _ in ordered])
+    sizes = dict(
+        tx.execute(
+            "SELECT id, length(body) FROM bodies WHERE id IN (SELECT value FROM json_each(?))",
+            (ids,),
+        )
+    )
+    total, kept = len(BATCH_OPEN) + len(BATCH_CLOSE) - 1, 0  # - 1: n reports, n - 1 commas
+    for row, _ in ordered:
+        total += sizes[row] + 1
+        if total > max_bytes and kept:
+            break
+        kept += 1
+    return ordered[:kept]
 
 
 def _one_per_upload_first(rows: list[Any]) -> list[Any]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from aggregator.shuffler.app import create_app
-from aggregator.shuffler.spool import Report, Spool
+from aggregator.shuffler.spool import BATCH_CLOSE, BATCH_OPEN, Report, Spool
 from shared.wire import b64encode
 
 
@@ -42,6 +43,26 @@ def test_a_batch_takes_one_report_of_each_upload_first(tmp_path: Path) -> None:
     ids = {json.loads(body)["report_id"] for body in spool.bodies(batch)}
     assert len(ids) == 6
     assert spool.pending == 34
+
+
+def test_a_batch_body_stays_within_the_collectors_body_limit(tmp_path: Path) -> None:
+    """Reports of a wide sketch: 3 uploads' worth would exceed the limit, and a batch the
+    collector refuses 413 is failed and its acknowledged reports lost."""
+    spool = Spool(str(tmp_path / "s.sqlite3"), capacity=10_000)
+    for start in (0, 10, 20):
+        spool.add(
+            [
+                replace(r, body=r.body[:-1] + b',"pad":"' + b"x" * 950 + b'"}')
+                for r in reports(start, 2)
+            ]
+        )
+    size = len(spool.bodies(spool.claim("t", 100, 1, 1))[0])  # one report's JSON
+    limit = len(BATCH_OPEN) + 3 * size + 2 + len(BATCH_CLOSE)  # three reports, two commas
+    batch = spool.claim("t", 100, batch_min=3, batch_max=5, max_bytes=limit)
+    body = BATCH_OPEN + b",".join(spool.bodies(batch)) + BATCH_CLOSE
+    assert len(body) == limit and batch.uploads == 3
+    assert spool.claim("t", 100, 3, 5, max_bytes=10).uploads == 1  # never empty
+    assert spool.pending == 6 - 1 - 3 - 1
 
 
 def test_a_claimed_batch_survives_a_restart_with_its_id(tmp_path: Path) -> None:
