@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import requests
 from flask import Flask, Response, request
@@ -95,7 +96,8 @@ def create_app(config: Mapping[str, Any]) -> Flask:
     def task_config(task_id: str | None = None) -> Response:
         """Pass a task configuration request to the collector (no device header but the
         ETag it revalidates)."""
-        path = "/v1/tasks" + ("" if task_id is None else f"/{task_id}")
+        # quoted: an id holding "?" or "#" (sent as %3F, %23) must not become a query
+        path = "/v1/tasks" + ("" if task_id is None else "/" + quote(task_id, safe=""))
         etag = request.headers.get("If-None-Match")
         headers = {"If-None-Match": etag} if etag else {}
         try:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import requests
 
 from aggregator.shuffler.app import create_app
 from aggregator.shuffler.spool import BATCH_CLOSE, BATCH_OPEN, Report, Spool
@@ -182,3 +183,20 @@ def test_a_report_from_the_future_is_refused_not_spooled(shuffler_app: object) -
     assert [r["reason"] for r in body["rejected"]] == ["report_too_early"] * 2
     assert body["rejected"][0]["report_id"] == future[0]["report_id"]
     assert shuffler_app.extensions["ldp_shuffler_spool"].pending == 1  # type: ignore[attr-defined]
+
+
+def test_a_task_request_is_relayed_with_its_id_quoted(
+    shuffler_app: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def get(self: object, url: str, **kwargs: object) -> requests.Response:
+        asked.append(url)
+        answer = requests.Response()
+        answer.status_code, answer._content = 404, b"{}"
+        return answer
+
+    monkeypatch.setattr(requests.Session, "get", get)
+    client = shuffler_app.test_client()  # type: ignore[attr-defined]
+    assert client.get("/v1/tasks/a%3Fb%23c").status_code == 404
+    assert asked == ["http://127.0.0.1:9/v1/tasks/a%3Fb%23c"]
