@@ -81,6 +81,23 @@ PATHS: dict[str, Any] = {
             },
         },
     },
+    "/v1/tasks/{task_id}/upload-key": {
+        "get": {
+            "summary": "The SHA-256 (hex) of the task's upload key, null when uploads are "
+            "public (shuffler token): a shuffler refuses the uploads the collector would",
+            "parameters": [TASK_ID],
+            "security": [{"bearer": []}],
+            "responses": {
+                "200": {
+                    "description": "task_id and upload_key_sha256 (string or null)",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "401": PROBLEM,
+                "403": PROBLEM,
+                "404": PROBLEM,
+            },
+        },
+    },
     "/v1/tasks/{task_id}/shuffled/{batch_id}": {
         "put": {
             "summary": "A shuffled batch from a shuffler (shuffler token): counted like an "

@@ -3,7 +3,8 @@
 ``PUT /v1/tasks/{id}/shuffled/{batch_id}?uploads=K`` takes the body of an ordinary upload
 from a shuffler token (aggregator.shuffler). Its reports go through the same intake as a
 device's upload (task, fingerprint, time window, one count per report id); the task's
-upload key is not asked, since the shuffler strips every header. The batch is then
+upload key is not asked: the shuffler checked each device's against the key's SHA-256,
+which ``GET /v1/tasks/{id}/upload-key`` gives a shuffler token. The batch is then
 recorded — per bucket, with K, the distinct uploads it was drawn from — so estimates can
 state the central epsilon (aggregator.core.central). A retried batch (same id) records nothing
 new and its reports are replays: forwarding twice never counts twice.
@@ -22,6 +23,7 @@ from aggregator.api.body import read_body
 from aggregator.api.resources import get_store
 from aggregator.core.intake import EXTENSION, Headers, Intake
 from aggregator.core.problems import ApiError
+from aggregator.core.tasks import find_task
 from aggregator.store import ShuffledBatch
 from shared import DecodeError
 from shared.contract import TASKS_PATH
@@ -29,6 +31,17 @@ from shared.wire import b64decode
 
 bp = Blueprint("shuffled", __name__, url_prefix=TASKS_PATH)
 BATCH_ID_BYTES = 16
+
+
+@bp.get("/<task_id>/upload-key")
+@require_role("shuffler")
+def upload_key(task_id: str) -> dict[str, Any]:
+    """Give a shuffler the SHA-256 of the task's upload key (null: uploads are public), so
+    that it refuses the uploads the collector would (the key itself is never stored)."""
+    return {
+        "task_id": task_id,
+        "upload_key_sha256": find_task(task_id, get_store()).upload_key_hash,
+    }
 
 
 @bp.put("/<task_id>/shuffled/<batch_id>")

@@ -2,7 +2,8 @@
 
 ``POST /v1/tasks/{id}/reports`` takes the collector's upload body and answers 202 with
 what it can say per report now (a malformed report, a time in a future bucket, a report id
-it has seen before); the
+it has seen before), after checking the task's upload key as the collector would
+(aggregator.shuffler.upload_keys); the
 collector's verdict follows in batches (aggregator.shuffler.forwarder). Reports are in the
 spool, committed, before the answer. A full spool answers 503 with Retry-After, which the
 SDK honours. ``GET /v1/tasks[/{id}]`` is passed to the collector (the SDK fetches task
@@ -29,6 +30,7 @@ from aggregator.core.body import decode_json
 from aggregator.core.problems import ApiError, check_protocol, too_many_reports
 from aggregator.shuffler.forwarder import Forwarder, session_with_retries
 from aggregator.shuffler.spool import Report, Spool
+from aggregator.shuffler.upload_keys import UploadKeys
 from shared import DecodeError, Rejection
 from shared.codec import REPORT_ID_BYTES
 from shared.contract import PROTOCOL_HEADER, replays, upload_answer
@@ -47,7 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "CLOCK_SKEW": 600,
     "RETRY_AFTER": 5,  # seconds a device is asked to wait when the spool is full
 }
-SPOOL, FORWARDER = "ldp_shuffler_spool", "ldp_shuffler_forwarder"
+SPOOL, FORWARDER, KEYS = "ldp_shuffler_spool", "ldp_shuffler_forwarder", "ldp_shuffler_keys"
 PASSED_ON = ("Content-Type", "ETag", "Cache-Control", "Last-Modified")
 
 
@@ -69,7 +71,10 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         batch_max=int(app.config["BATCH_MAX"]),
         batch_bytes=int(app.config["MAX_BODY_BYTES"]),  # the collector's limit, by default
     )
-    app.extensions[SPOOL], app.extensions[FORWARDER] = spool, forwarder
+    keys = UploadKeys(
+        forwarder.upstream, str(app.config["TOKEN"]), retry_after=int(app.config["RETRY_AFTER"])
+    )
+    app.extensions[SPOOL], app.extensions[FORWARDER], app.extensions[KEYS] = spool, forwarder, keys
     tasks = session_with_retries(retries=2)
 
     @app.post("/v1/tasks/<task_id>/reports")
@@ -78,6 +83,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         limit = int(app.config["MAX_BODY_BYTES"])
         raw = read_body(limit)  # a body over the limit is refused before anything else
         check_protocol(request.headers.get(PROTOCOL_HEADER))  # as the collector does
+        keys.check(task_id, request.headers.get("Authorization"))  # the collector won't
         body = decode_json(
             request.headers.get("Content-Type"), request.headers.get("Content-Encoding"), raw, limit
         )

@@ -100,7 +100,7 @@ def start_server(
         try:
             if requests.get(server.url + "/readyz", timeout=2).status_code == 200:
                 return server
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
             time.sleep(0.1)
     server.kill()
     raise RuntimeError(f"server did not start: {log_path.read_text()[-3000:]}")

@@ -1,0 +1,108 @@
+"""A shuffler refuses the uploads a task's upload key would refuse at the collector.
+
+A real collector (subprocess) and the shuffler app in process: the shuffler asks the
+collector for the key's SHA-256 with its token and answers 401 as the collector would; when
+it cannot ask and knows nothing, 503 with Retry-After (a key it cannot check is not passed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from agg_reports import create_task
+from agg_server import ADMIN, Server, bearer, start_server
+from agg_shuffler import shuffler_token
+from flask import Flask
+
+from aggregator.shuffler.app import create_app
+from shared import Envelope, TaskConfig, encode_batch
+from shared.codec import new_report_id
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[Server]:
+    server = start_server(tmp_path / "collector.sqlite3")
+    yield server
+    server.kill()
+
+
+def shuffler(collector: Server, tmp_path: Path, token: str) -> Flask:
+    config = {"SPOOL": str(tmp_path / "spool.sqlite3"), "UPSTREAM": collector.url}
+    return create_app({**config, "TOKEN": token, "BATCH_MIN": 1000})
+
+
+def keyed_task(collector: Server) -> tuple[TaskConfig, str]:
+    """Create an rr task that needs an upload key; return it and the key."""
+    fields = {"task_id": "keyed", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1}
+    answer = requests.post(
+        f"{collector.url}/v1/tasks",
+        json={**fields, "upload_key_required": True},
+        headers=bearer(ADMIN),
+        timeout=30,
+    )
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    key = body.pop("upload_key")
+    body.pop("archive")
+    return TaskConfig.from_dict(body), key
+
+
+def upload(app: Flask, task: TaskConfig, key: str | None) -> Any:
+    report = Envelope(new_report_id(), task.fingerprint, task.floor_time(time.time()), 1)
+    headers = {"Content-Type": "application/json", **({} if key is None else bearer(key))}
+    return app.test_client().post(
+        f"/v1/tasks/{task.task_id}/reports", data=encode_batch(task, [report]), headers=headers
+    )
+
+
+def test_a_keyed_task_takes_only_uploads_with_its_key(collector: Server, tmp_path: Path) -> None:
+    task, key = keyed_task(collector)
+    public = create_task(collector.url, task_id="public", mechanism="rr", epsilon=1.0)
+    app = shuffler(collector, tmp_path, shuffler_token(Path(str(collector.db))))
+    try:
+        for wrong in (None, "not-the-key", key + "x"):
+            refused = upload(app, task, wrong)
+            assert refused.status_code == 401, refused.get_json()
+            assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+            assert "upload key" in refused.get_json()["detail"]
+        assert upload(app, task, key).get_json() == {"accepted": 1, "rejected": []}
+        assert upload(app, public, None).status_code == 202  # public tasks need nothing
+        assert app.extensions["ldp_shuffler_spool"].pending == 2
+    finally:
+        app.extensions["ldp_shuffler_forwarder"].stop()
+
+
+def test_a_key_it_cannot_check_is_not_passed(collector: Server, tmp_path: Path) -> None:
+    task, key = keyed_task(collector)
+    token = shuffler_token(Path(str(collector.db)))
+    app = shuffler(collector, tmp_path, token)
+    try:
+        assert upload(app, task, key).status_code == 202  # learnt while the collector answers
+        collector.kill()
+        assert upload(app, task, None).status_code == 401  # the last answer stands
+        assert upload(app, task, key).status_code == 202
+    finally:
+        app.extensions["ldp_shuffler_forwarder"].stop()
+    (tmp_path / "fresh").mkdir()
+    fresh = shuffler(collector, tmp_path / "fresh", token)  # knows nothing, cannot ask
+    try:
+        unknown = upload(fresh, task, key)
+        assert unknown.status_code == 503, unknown.get_json()
+        assert unknown.headers["Retry-After"] == "5"
+        assert unknown.get_json()["type"].endswith(":upstream_unavailable")
+    finally:
+        fresh.extensions["ldp_shuffler_forwarder"].stop()
+
+
+def test_a_token_that_is_no_shufflers_learns_nothing(collector: Server) -> None:
+    keyed_task(collector)
+    url = f"{collector.url}/v1/tasks/keyed/upload-key"
+    assert requests.get(url, timeout=10).status_code == 401
+    assert requests.get(url, headers=bearer(ADMIN), timeout=10).status_code == 403
