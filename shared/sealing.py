@@ -171,7 +171,9 @@ def open_report(
     if not isinstance(key_id, str) or not KEY_ID.fullmatch(key_id):
         raise DecodeError("key_id must be 1-32 characters of A-Z a-z 0-9 - _")
     if not isinstance(sealed, str) or len(sealed) > MAX_SEALED_CHARS:
-        raise DecodeError(f"sealed must be a base64url string of at most {MAX_SEALED_CHARS}")
+        raise DecodeError(
+            f"sealed must be a base64url string of at most {MAX_SEALED_CHARS} characters"
+        )
     private = keys.get(key_id)
     if private is None:
         raise DecodeError(

@@ -24,7 +24,10 @@ KEYS_HELP = (
 
 
 def _key_file(given: str | None) -> tuple[Path, int]:
-    """Return the key file and the acceptance window (s) of the collector's settings."""
+    """Return the key file and the acceptance window (s) of the collector's settings.
+
+    ``LDP_SEAL_KEYS`` is read with the other settings (as ``serve`` reads it, JSON or a
+    plain path), not by click, so both commands open the same file."""
     config = collector_settings()
     path = Path(given) if given else Path(str(config["SEAL_KEYS"]))
     return path, int(config["ACCEPTANCE_WINDOW"])
@@ -37,7 +40,7 @@ def keys() -> None:
 
 @keys.command("new")
 @database_option
-@click.option("--keys", "given", default=None, envvar="LDP_SEAL_KEYS", help=KEYS_HELP)
+@click.option("--keys", "given", default=None, help=KEYS_HELP)
 def new_key(given: str | None) -> None:
     """Create a key and make it current; print its id (older keys keep opening)."""
     from aggregator.core.sealing_keys import add_key
@@ -49,7 +52,7 @@ def new_key(given: str | None) -> None:
 
 @keys.command("list")
 @database_option
-@click.option("--keys", "given", default=None, envvar="LDP_SEAL_KEYS", help=KEYS_HELP)
+@click.option("--keys", "given", default=None, help=KEYS_HELP)
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
@@ -81,7 +84,7 @@ def list_keys(given: str | None, fmt: str) -> None:
 
 @keys.command("retire")
 @database_option
-@click.option("--keys", "given", default=None, envvar="LDP_SEAL_KEYS", help=KEYS_HELP)
+@click.option("--keys", "given", default=None, help=KEYS_HELP)
 @click.option(
     "--now", is_flag=True, help="Retire it even if superseded less than the acceptance window ago."
 )

@@ -210,3 +210,19 @@ def test_tasks_create_sealed_needs_a_key(tmp_path: Path, monkeypatch: pytest.Mon
         body["sealed"] is True
         and body["seal"]["key_id"] == read_keys(tmp_path / "cli.seal-keys.json")[0].key_id
     )
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_the_keys_command_reads_ldp_seal_keys_as_serve_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quoted: bool
+) -> None:
+    keys = tmp_path / "elsewhere.json"
+    monkeypatch.setenv("LDP_SEAL_KEYS", json.dumps(str(keys)) if quoted else str(keys))
+    runner, db = CliRunner(), str(tmp_path / "cli.sqlite3")
+    made = runner.invoke(main, ["--db", db, "keys", "new"])
+    assert made.exit_code == 0, made.output
+    listed = runner.invoke(main, ["--db", db, "keys", "list", "--format", "json"])
+    assert [r["key_id"] for r in json.loads(listed.output)] == [made.output.strip()]
+    assert [k.key_id for k in read_keys(keys)] == [made.output.strip()]
+    app = create_app({"DATABASE": db})
+    assert Path(str(app.config["SEAL_KEYS"])) == keys  # the file serve opens
