@@ -72,8 +72,9 @@ def shuffler(
     }
     for key, value in settings.items():
         os.environ[f"LDP_SHUFFLER_{key}"] = json.dumps(value)
-    # One worker: one forwarder thread owns the spool's batches.
-    argv = serving.command("gthread", "aggregator.shuffler.wsgi:app", host, port, 1)
+    # One worker: one forwarder thread owns the spool's batches. granian, like `serve`: slow
+    # clients cost an await, not a thread (gunicorn gthread: 20 dribbling ones stopped it).
+    argv = serving.command(serving.DEFAULT_SERVER, "aggregator.shuffler.wsgi:app", host, port, 1)
     click.echo(
         f"ldp-aggregator shuffler: serving on http://{host}:{port}, spool {settings['SPOOL']}, "
         f"batches of ≥ {batch_min} uploads to {upstream}",

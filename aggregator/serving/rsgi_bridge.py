@@ -261,14 +261,14 @@ def load(target: str) -> RsgiBridge:
     """Import ``module:attribute`` (a WSGI app) and wrap it; granian's target loader.
 
     The collector's app carries its :class:`~aggregator.core.intake.Intake`: its uploads take the
-    fast path. Any other WSGI app (the benchmark's no-op) is served as it is.
+    fast path. Any other WSGI app runs on the event loop (the benchmark's no-op), or on
+    ``BRIDGE_THREADS`` threads when its config asks (the shuffler: its requests commit to
+    a spool and may ask the collector, which must not stall the loop reading bodies).
     """
     app = import_app(target)
     config = getattr(app, "config", {})
     intake = getattr(app, "extensions", {}).get(INTAKE)
+    threads = serving.APP_THREADS if intake is not None else int(config.get("BRIDGE_THREADS", 0))
     return RsgiBridge(
-        app,
-        int(config.get("MAX_BODY_BYTES", 4 * 1024 * 1024)),
-        threads=serving.APP_THREADS if intake is not None else 0,
-        intake=intake,
+        app, int(config.get("MAX_BODY_BYTES", 4 * 1024 * 1024)), threads=threads, intake=intake
     )

@@ -48,6 +48,9 @@ DEFAULTS: dict[str, Any] = {
     # the collector would refuse it; spooled, it would hold room until its time + RETENTION.
     "CLOCK_SKEW": 600,
     "RETRY_AFTER": 5,  # seconds a device is asked to wait when the spool is full
+    # Served by granian behind aggregator.serving.rsgi_bridge, which reads every body on its
+    # event loop (a dribbling client holds no thread) and runs requests on these threads.
+    "BRIDGE_THREADS": 4,
 }
 SPOOL, FORWARDER, KEYS = "ldp_shuffler_spool", "ldp_shuffler_forwarder", "ldp_shuffler_keys"
 PASSED_ON = ("Content-Type", "ETag", "Cache-Control", "Last-Modified")

@@ -10,16 +10,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
 from agg_server import Server, free_port
+from agg_slow import bodiless, http_host
 
 from shared import TaskConfig, encode_batch
 
@@ -75,11 +75,6 @@ def test_an_upload_is_answered_while_an_analysts_query_runs(
     assert inside, "every upload waited for the analyst's estimate"
 
 
-def _http_host(url: str) -> tuple[str, int]:
-    address = urlsplit(url)
-    return address.hostname or "127.0.0.1", address.port or 80
-
-
 def _metric(server: Server, name: str, label: str) -> float:
     text = requests.get(server.url + "/metrics", timeout=30).text
     found = re.search(rf'^{name}\{{reason="{label}"\}} (\S+)$', text, re.MULTILINE)
@@ -101,7 +96,7 @@ def test_a_client_that_stops_mid_body_gets_a_400_and_no_traceback(
     head = UPLOAD_HEAD.replace(b"{task}", b"mid")
     answers = []
     for ending in ("half-close", "close") * 5:
-        with socket.create_connection(_http_host(server.url), timeout=10) as connection:
+        with socket.create_connection(http_host(server.url), timeout=10) as connection:
             connection.sendall(head + b'{"reports": [')
             if ending == "close":
                 continue  # closed at once: nothing can be answered, only counted
@@ -116,48 +111,6 @@ def test_a_client_that_stops_mid_body_gets_a_400_and_no_traceback(
         time.sleep(0.2)
     log = db.with_suffix(".log").read_text()
     assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
-
-
-@contextmanager
-def bodiless(url: str, head: bytes, count: int) -> Iterator[list[int]]:
-    """Hold ``count`` connections that sent an upload's headers and never its body,
-    reopening any the server closes (as an attacker would). Yields [connections opened]."""
-    target = _http_host(url)
-    opened = [0]
-    stop = threading.Event()
-    sockets: list[socket.socket] = []
-
-    def connect() -> socket.socket:
-        connection = socket.create_connection(target, timeout=5)
-        connection.sendall(head)
-        connection.setblocking(False)
-        opened[0] += 1
-        return connection
-
-    def hold() -> None:
-        while not stop.wait(0.2):
-            for index, connection in enumerate(sockets):
-                try:
-                    connection.recv(4096)  # an answer (408) or the end: this one is done
-                except BlockingIOError:
-                    continue  # still held open
-                except OSError:
-                    pass
-                connection.close()
-                with suppress(OSError):
-                    sockets[index] = connect()
-
-    for _ in range(count):
-        sockets.append(connect())
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    try:
-        yield opened
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        for connection in sockets:
-            connection.close()
 
 
 def test_hundreds_of_bodiless_requests_leave_uploads_prompt(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,9 +20,10 @@ import requests
 from agg_reports import create_task, estimates
 from agg_server import Server, start_server
 from agg_shuffler import device, health, shuffler_token, start_shuffler, wait_for
+from agg_slow import bodiless
 
 from client.http_transport import USER_AGENT
-from shared import encode_batch
+from shared import TaskConfig, encode_batch
 from shared.codec import Envelope, new_report_id
 
 pytestmark = pytest.mark.timeout(240)
@@ -102,8 +104,6 @@ def _settled(counters: dict[str, int], sent: int) -> bool:
 def _resend_twice(shuffler_url: str, collector_url: str) -> int:
     """POST one upload twice to the shuffler with identifying headers; return its size."""
     task = requests.get(f"{collector_url}/v1/tasks/shuffled", timeout=10).json()
-    from shared import TaskConfig
-
     config = TaskConfig.from_dict({k: v for k, v in task.items() if k != "archive"})
     reports = [
         Envelope(new_report_id(), config.fingerprint, config.floor_time(_now()), 3)
@@ -125,8 +125,6 @@ def _resend_twice(shuffler_url: str, collector_url: str) -> int:
 
 
 def _now() -> float:
-    import time
-
     return time.time()
 
 
@@ -140,3 +138,46 @@ def _no_device_trace(db: Path, collector: Server) -> None:
         assert USER_AGENT.encode() not in data, path
     log = db.with_suffix(".log").read_bytes()
     assert MARKER.encode() not in log
+
+
+def test_clients_that_never_send_their_body_do_not_stop_the_shuffler(
+    collector: Server, tmp_path: Path
+) -> None:
+    # Under gunicorn gthread, 20 such connections held its 8 threads: /healthz and uploads
+    # waited over 15 s. Behind granian and the bridge, a waiting body costs an await.
+    create_task(collector.url, task_id="crowd", mechanism="rr", epsilon=1.0, min_batch_size=1)
+    token = shuffler_token(Path(str(collector.db)))
+    shuffler = start_shuffler(collector.url, token, tmp_path / "crowd.sqlite3", 1000)
+    head = (
+        b"POST /v1/tasks/crowd/reports HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    )
+    task = TaskConfig.from_dict(
+        {
+            k: v
+            for k, v in requests.get(f"{collector.url}/v1/tasks/crowd", timeout=10).json().items()
+            if k != "archive"
+        }
+    )
+    slowest = 0.0
+    try:
+        with bodiless(shuffler.url, head, 100):
+            time.sleep(1.0)
+            for _ in range(10):
+                started = time.monotonic()
+                assert requests.get(f"{shuffler.url}/healthz", timeout=10).status_code == 200
+                report = Envelope(
+                    new_report_id(), task.fingerprint, task.floor_time(time.time()), 1
+                )
+                answer = requests.post(
+                    f"{shuffler.url}/v1/tasks/crowd/reports",
+                    data=encode_batch(task, [report]),
+                    headers={"Content-Type": "application/json"},
+                    timeout=10,
+                )
+                assert answer.status_code == 202, answer.text
+                slowest = max(slowest, time.monotonic() - started)
+                time.sleep(0.2)
+    finally:
+        shuffler.kill(signal.SIGKILL)
+    assert slowest < 1.0, f"slowest health check + upload: {slowest:.2f} s"
