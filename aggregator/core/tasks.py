@@ -136,10 +136,15 @@ def find_task(task_id: str, store: Store) -> StoredTask:
     """Return a stored task, or raise the 404 problem ``unknown_task``."""
     stored = store.get_task(task_id)
     if stored is None:
-        raise ApiError(
-            404,
-            "unknown_task",
-            f"there is no task {task_id!r}; list the tasks with GET /v1/tasks",
-            task_id=task_id[:64],
-        )
+        raise unknown_task(task_id)
     return stored
+
+
+def unknown_task(task_id: str) -> ApiError:
+    """Return the 404 problem ``unknown_task`` (the collector's, and a shuffler's)."""
+    return ApiError(
+        404,
+        "unknown_task",
+        f"there is no task {task_id!r}; list the tasks with GET /v1/tasks",
+        task_id=task_id[:64],
+    )

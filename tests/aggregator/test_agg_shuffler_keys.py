@@ -106,3 +106,19 @@ def test_a_token_that_is_no_shufflers_learns_nothing(collector: Server) -> None:
     url = f"{collector.url}/v1/tasks/keyed/upload-key"
     assert requests.get(url, timeout=10).status_code == 401
     assert requests.get(url, headers=bearer(ADMIN), timeout=10).status_code == 403
+
+
+def test_an_unknown_task_is_refused_not_spooled(collector: Server, tmp_path: Path) -> None:
+    app = shuffler(collector, tmp_path, shuffler_token(Path(str(collector.db))))
+    ghost = TaskConfig.from_dict({"task_id": "ghost", "mechanism": "rr", "epsilon": 1.0})
+    try:
+        refused = upload(app, ghost, None)
+        assert refused.status_code == 404, refused.get_json()
+        assert refused.get_json()["type"].endswith(":unknown_task")
+        assert app.extensions["ldp_shuffler_spool"].pending == 0
+        # created meanwhile: served once the short memory of "unknown" has passed
+        app.extensions["ldp_shuffler_keys"].unknown_ttl = 0.0
+        task = create_task(collector.url, task_id="ghost", mechanism="rr", epsilon=1.0)
+        assert upload(app, task, None).status_code == 202
+    finally:
+        app.extensions["ldp_shuffler_forwarder"].stop()
