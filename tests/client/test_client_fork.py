@@ -63,7 +63,8 @@ def test_a_forked_child_records_and_its_reports_arrive(
     assert len(reports) == 3  # before fork, the child's one, the parent's queued one
     sent = [report_id for seen in collector.uploads() for report_id in seen.report_ids()]
     assert len(sent) == len(set(sent)) == 3  # nothing was sent twice
-    # In memory the parent's queued report stays the parent's; on disk the queue is shared
-    # and the child's flush delivered it.
-    assert sdk.stats().sent == (1 if on_disk else 2)
+    # In memory the parent's queued report stays the parent's; on disk the queue is shared,
+    # so the child's flush usually delivers it, but the parent may claim it first (seen
+    # under load): either way once, as asserted above.
+    assert sdk.stats().sent in ((1, 2) if on_disk else (2,))
     sdk.close(5)
