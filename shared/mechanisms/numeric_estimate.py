@@ -398,7 +398,8 @@ def percentile_doubt(fitted: np.ndarray, refits: np.ndarray, q: float, peak: flo
     # and the rest covered 75 %).
     unit, zone = percentile(fitted, q), min(blur, len(fitted) // 4) / len(fitted)
     near = (unit < zone, unit > 1 - zone)
-    if any(close and pile > width for close, pile, width in zip(near, found_piles, spread, strict=True)):
+    real = found_piles > spread
+    if (near[0] and real[0]) or (near[1] and real[1]):
         return (
             "it is within the reconstruction's blur of values piled at the range's end "
             "(clipped there): the pile's bleed moves it by more than its interval shows"
