@@ -14,11 +14,14 @@ answer). Resampling n reports from the fitted outputs is drawing n devices from 
 fitted distribution, so every numeric SE is that of a statistic of the distribution the
 devices' values are drawn from. EMS's smoothing biases some statistics by an amount that
 does not shrink with n; the bootstrap measures it and a statistic it moves by more than
-``BIAS_LIMIT`` SE is answered ``reliable: false`` with the reason, as is a percentile
-:func:`numeric_shape.doubt` doubts (on a pile at the range's end or in a gap between
-modes). Two statistics need no reconstruction and are unbiased in closed form:
-the mean on a linear scale (the mean output index is linear in the bucket) and the end
-buckets' shares. Intervals are estimate ± z·SE.
+``BIAS_LIMIT`` SE is answered ``reliable: false`` with the reason, as is a statistic
+:mod:`numeric_doubt` doubts (values concentrated about as tightly as EMS resolves, a
+percentile in a gap between modes or near values piled at the range's end, a linear
+mean of values in one bucket). Two statistics need no reconstruction and are unbiased
+in closed form: the mean on a linear scale (the mean output index is linear in the
+bucket) and the end buckets' shares. A percentile's SE is the refits' spread where the
+buckets are equal (unit space), taken to the task's units through the scale's slope.
+Intervals are estimate ± z·SE.
 
 A query names what it wants: ``mean``, ``pNN`` (a percentile, e.g. ``p50``, ``p99.9``),
 ``histogram`` (one row per bucket, ``[lo, hi)`` in the task's units, its estimated count)
@@ -39,7 +42,8 @@ import numpy as np
 
 from shared.errors import ParameterError
 from shared.estimates import Estimates
-from shared.mechanisms.numeric_shape import densest, doubt, near_piles, percentile
+from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
+from shared.mechanisms.numeric_shape import percentile
 
 # EMS stops once the log-likelihood gains less than this per report. Stopping early leaves
 # mass spread into the far tail, which biases the mean up: 1e-7 gave +5.9 % on lognormal
@@ -52,13 +56,6 @@ BOOTSTRAP = 40  # resamples for the standard errors (and EMS's bias)
 # more than the refits (SE/SD 0.75 for a uniform population's p90-p99), and the bias at
 # the fit underestimates the bias at a sharper truth anyway.
 BIAS_LIMIT = 0.6
-# A linear mean is flagged when the fit's largest bucket holds this share of a single
-# value's reconstructed peak and half a bucket exceeds MEAN_SLACK standard errors (its
-# bias can reach half a bucket: +1.0 SE for a point mass on a bucket's edge at eps = 1).
-MEAN_CONCENTRATION, MEAN_SLACK = 0.8, 0.3
-# A percentile within this many bootstrap SEs of a pile at the range's end is flagged: the
-# pile's share is uncertain, and a percentile just short of it may be the end itself.
-PILE_REACH = 2.0
 DEFAULT_QUERY = ("mean", "p50", "p75", "p90", "p95", "p99", "first_bucket", "last_bucket")
 RENAMED = {"clipped_low": "first_bucket", "clipped_high": "last_bucket"}
 PERCENTILE = re.compile(r"^p(\d{1,2}(\.\d{1,3})?)$")
@@ -367,66 +364,6 @@ def unit_spread(
     points = to_value(ends)
     slope = float(points[1] - points[0]) / float(ends[1] - ends[0])
     return float(np.std(units, ddof=1)) * slope, float(np.mean(units) - unit) * slope
-
-
-def percentile_doubt(fitted: np.ndarray, refits: np.ndarray, q: float, peak: float) -> str | None:
-    """Return why the q-quantile's interval misleads, or None.
-
-    :func:`numeric_shape.doubt` on the fit, and a pile at the range's end within
-    ``PILE_REACH`` of the refits' spread of it, counting what EMS bled of it into the
-    buckets within its blur (:func:`numeric_shape.near_piles`): a percentile just short of
-    a pile, whose share is uncertain, may be the range's end itself (a clipped
-    population's p95, right at the pile's edge, was flagged in 42-60 % of runs; the rest
-    covered 70-81 %).
-    """
-    found = doubt(fitted, q, percentile(fitted, q), peak)
-    if found is not None:
-        return found
-    blur = 2 * round(1 / peak) if peak > 0 else 1  # bleed seen up to ~20 buckets
-    piles = np.array([near_piles(x, blur) for x in refits])
-    spread = PILE_REACH * np.std(piles, axis=0, ddof=1)
-    found_piles = np.array(near_piles(fitted, blur))
-    reach = found_piles + spread
-    if q <= reach[0] or q >= 1 - reach[1]:
-        return (
-            "it is within reach of the values piled at the range's end (clipped there: "
-            f"{reach[0]:.1%} at lo, {reach[1]:.1%} at hi with {PILE_REACH:g} standard errors): "
-            "it may be the range's end itself"
-        )
-    # A real pile blurs the percentiles within its bleed (a clipped population's p90, three
-    # buckets short of the pile at eps = 1 and 64 buckets, was flagged in 57-70 % of runs
-    # and the rest covered 75 %).
-    unit, zone = percentile(fitted, q), min(blur, len(fitted) // 4) / len(fitted)
-    near = (unit < zone, unit > 1 - zone)
-    real = found_piles > spread
-    if (near[0] and real[0]) or (near[1] and real[1]):
-        return (
-            "it is within the reconstruction's blur of values piled at the range's end "
-            "(clipped there): the pile's bleed moves it by more than its interval shows"
-        )
-    return None
-
-
-def concentrated_mean(
-    fitted: np.ndarray,
-    peak: float,
-    to_value: Callable[[np.ndarray], np.ndarray],
-    error: float,
-) -> str | None:
-    """Return why a linear mean's interval misleads when the values sit in one bucket, or None.
-
-    The closed-form mean is that of the buckets' centres; values concentrated in one
-    bucket may sit anywhere in it, up to half a bucket from its centre.
-    """
-    share = densest(fitted)  # values piled at lo and hi sit there, not anywhere inside
-    half = float(to_value(np.array([1.0]))[0] - to_value(np.array([0.0]))[0]) / len(fitted) / 2
-    if share < MEAN_CONCENTRATION * peak or half <= MEAN_SLACK * error:
-        return None
-    return (
-        f"most values concentrate in one bucket (its reconstruction holds {share / peak:.0%} "
-        "of one repeated value's): the mean is known only to within half a bucket "
-        f"(± {half:.6g}), more than its interval allows"
-    )
 
 
 def closed_form(
