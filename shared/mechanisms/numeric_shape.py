@@ -30,7 +30,7 @@ import numpy as np
 # GAP_DENSITY of the densest neighbourhood on either side sits in a gap between modes.
 # Those must be modes, at least GAP_MODE times an even spread (else noise in a uniform
 # middle, or clipped piles' bleed into their neighbours, looked like a gap).
-GAP_SIDE, GAP_DENSITY, GAP_REACH, GAP_MODE = 0.2, 0.65, 2, 1.4
+GAP_SIDE, GAP_DENSITY, GAP_REACH, GAP_MODE = 0.2, 0.6, 2, 1.4
 # A reconstruction whose densest bucket holds at least this share of what a single
 # value's reconstruction holds at its peak is of values about as concentrated as EMS
 # resolves, and its blur biases every percentile (a point mass: 0.98-1.04; the coverage
