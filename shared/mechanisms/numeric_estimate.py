@@ -267,8 +267,7 @@ def replicates(
     measure: Callable[[np.ndarray], np.ndarray],
     counts: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the statistics ``measure`` gives on ``BOOTSTRAP`` parametric resamples (rows),
-    and the refits themselves.
+    """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), and the refits.
 
     Each resample is n reports drawn from the fitted distribution's outputs, reconstructed
     by the same EMS as the fit; the generator is seeded by the observed ``counts``, so the
