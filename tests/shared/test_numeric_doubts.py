@@ -1,0 +1,88 @@
+"""Square Wave answers flag, in every run, the statistics whose intervals would mislead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from shared.mechanisms import numeric_estimate as est
+from shared.mechanisms.numeric import SquareWave
+from shared.mechanisms.numeric_shape import percentile
+
+SEEDS = (0, 1, 2)
+
+
+def square_wave(epsilon: float, buckets: int, scale: str = "linear") -> SquareWave:
+    lo, hi = (1.0, 1e4) if scale == "log" else (0.0, 100.0)
+    return SquareWave(epsilon=epsilon, lo=lo, hi=hi, buckets=buckets, scale=scale)
+
+
+def rows(mechanism: SquareWave, values: np.ndarray, seed: int, names: list[str]) -> dict[str, Any]:
+    sums = mechanism.new_sums()
+    sums.add_many(mechanism.privatize_many(values, np.random.default_rng(seed)))
+    return {row["value"]: row for row in mechanism.estimate(sums, names).rows()}
+
+
+def test_a_point_mass_on_a_bucket_edge_is_flagged_in_every_run() -> None:
+    mechanism = square_wave(1.0, 64)  # 50.0: the edge between buckets 31 and 32
+    for seed in SEEDS:
+        found = rows(mechanism, np.full(10_000, 50.0), seed, ["mean", "p50"])
+        for name in ("mean", "p50"):
+            assert found[name]["reliable"] is False, (seed, name)
+            assert "concentrate" in found[name]["reason"]
+
+
+def test_a_bimodal_median_in_the_gap_is_flagged_in_every_run() -> None:
+    mechanism = square_wave(1.0, 64)
+    for seed in SEEDS:
+        rng = np.random.default_rng(100 + seed)
+        values = np.where(rng.random(10_000) < 0.5, rng.normal(25, 4, 10_000), 75.0)
+        values[values == 75.0] = rng.normal(75, 4, int(np.sum(values == 75.0)))
+        assert rows(mechanism, values, seed, ["p50"])["p50"]["reliable"] is False, seed
+
+
+def test_a_percentile_at_a_piles_edge_is_flagged_in_every_run() -> None:
+    mechanism = square_wave(1.0, 64)
+    for seed in SEEDS[:2]:
+        rng = np.random.default_rng(200 + seed)
+        side = rng.random(10_000)
+        values = np.where(
+            side < 0.05, -10.0, np.where(side > 0.95, 110.0, rng.uniform(0, 100, 10_000))
+        )
+        row = rows(mechanism, values, seed, ["p95"])["p95"]
+        assert row["reliable"] is False and "piled" in row["reason"], seed
+
+
+@pytest.mark.parametrize(("epsilon", "buckets", "scale"), [(1.0, 64, "linear"), (2.0, 256, "log")])
+def test_smooth_populations_raise_none_of_the_shape_doubts(
+    epsilon: float, buckets: int, scale: str
+) -> None:
+    mechanism = square_wave(epsilon, buckets, scale)
+    rng = np.random.default_rng(300)
+    unit = rng.uniform(0, 1, 10_000) if scale == "linear" else rng.normal(0.45, 0.12, 10_000)
+    values = np.asarray(mechanism.to_value(np.clip(unit, 0, 1)))
+    for seed in SEEDS[:2]:
+        for name, row in rows(mechanism, values, seed, ["p50", "p75"]).items():
+            reason = row.get("reason", "")  # EMS's bias may flag one now and then: noise
+            assert not any(w in reason for w in ("concentrate", "between modes", "piled")), (
+                seed,
+                name,
+            )
+
+
+def test_log_scale_percentile_errors_are_measured_where_the_buckets_are_equal() -> None:
+    def to_value(u: np.ndarray) -> np.ndarray:
+        return np.exp(10 * np.asarray(u))
+
+    rng = np.random.default_rng(4)
+    fitted = np.full(32, 1 / 32)
+    refits = rng.dirichlet(np.full(32, 20.0), size=40)  # percentiles scattered around 0.5
+    units = np.array([percentile(r, 0.5) for r in refits])
+    error, bias = est.unit_spread(fitted, refits, 0.5, to_value)
+    slope = 10 * np.exp(10 * 0.5)  # d value / d unit at the estimate
+    assert error == pytest.approx(np.std(units, ddof=1) * slope, rel=1e-4)
+    assert bias == pytest.approx((np.mean(units) - 0.5) * slope, rel=1e-4)
+    skewed = np.std(to_value(units), ddof=1)  # what the spread in the task's units gave
+    assert skewed != pytest.approx(error, rel=1e-3)
