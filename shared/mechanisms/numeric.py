@@ -321,7 +321,8 @@ class OneBitMean(NumericBase):
         span = self.hi - self.lo
         mean = self.lo + unit * span
         variance = share * (1 - share) / max(n - 1, 1) / slope**2 * span**2
-        return Estimates.from_variance(["mean"], np.array([mean]), np.array([variance]), n, level)
+        base = Estimates.from_variance(["mean"], np.array([mean]), np.array([variance]), n, level)
+        return est.flagged(base, [None])
 
 
 @dataclass(frozen=True)

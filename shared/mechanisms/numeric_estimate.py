@@ -103,8 +103,17 @@ class NumericEstimates(Estimates):
         return rows
 
 
+# Below this many reports every SE is a plug-in from too few outputs (one report: the
+# bootstrap redraws it alone and the closed forms see a share of 0 or 1, so SE 0).
+FEW_REPORTS = 30
+
+
 def flagged(base: Estimates, reasons: Sequence[str | None]) -> NumericEstimates:
-    """Return ``base`` with a reason per row (None: reliable)."""
+    """Return ``base`` with a reason per row (None: reliable); with fewer than FEW_REPORTS
+    reports every row is unreliable."""
+    if 0 < base.n < FEW_REPORTS:
+        few = f"only {base.n} reports: a standard error from fewer than {FEW_REPORTS} is not one"
+        reasons = [few if r is None else r for r in reasons]
     return NumericEstimates(
         values=base.values,
         estimate=base.estimate,

@@ -247,3 +247,19 @@ def test_vectorized_buckets_equal_the_per_value_ones() -> None:
     for bad in (["7"], [True], [1.0, float("nan")]):
         with pytest.raises(ValueOutOfDomain):
             mechanism.privatize_many(bad)
+
+
+@pytest.mark.parametrize("method", ["sw", "1bit"])
+def test_a_handful_of_reports_is_answered_but_not_called_reliable(method: str) -> None:
+    # One report: the bootstrap redraws it alone and the closed forms see a share of 0 or
+    # 1, so every SE came out 0.0 with reliable: true (found by an outside audit).
+    kind = SquareWave if method == "sw" else OneBitMean
+    mechanism = kind(epsilon=2.0, lo=0.0, hi=100.0, buckets=64, scale="linear")
+    rng = np.random.default_rng(3)
+    for n, few in ((1, True), (est.FEW_REPORTS - 1, True), (est.FEW_REPORTS, False)):
+        sums = mechanism.new_sums()
+        sums.add_many(mechanism.privatize_many(rng.uniform(0, 100, n), rng))
+        mean = next(row for row in mechanism.estimate(sums).rows() if row["value"] == "mean")
+        assert mean["reliable"] is not few, (n, mean)
+        if few:
+            assert f"only {n} reports" in mean["reason"]
