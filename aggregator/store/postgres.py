@@ -5,24 +5,28 @@ stores run alike (:mod:`aggregator.store.base`) are the SQLite store's, so both 
 bit-identical sums for the same reports. What differs is how concurrent nodes stay exact
 without one write lock:
 
-- **Exactly once across nodes.** An upload is one transaction: its report ids go into
-  ``seen`` with ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` (ids sorted, so two uploads
-  sharing ids cannot deadlock). The primary key decides: when two nodes take the same id
-  at once, the second waits for the first to commit and then finds it there. Only the ids
-  returned are staged; the rest are replays.
+- **Exactly once across nodes.** A group of uploads is one transaction, and the primary key
+  of ``seen`` decides: when two nodes take the same id at once, the second waits for the
+  first to commit and then finds it there. A group is first tried as one statement that
+  inserts every new id plainly (:mod:`aggregator.store.postgres_writer`): an id stored
+  before makes it fail whole, and the group is then committed by the general path, which
+  claims ids with ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` and stages only the ids
+  returned. Ids are sorted in both, so two writers sharing ids cannot deadlock.
 - **No hot rows on ingest.** An upload only inserts: its ids and its reports, packed, in
   ``staged``. Nothing is read-modified-written, so nodes never wait on each other.
 - **Folds that concurrent nodes can run.** Staged reports are added to the sums by a fold
   that holds a transaction-scoped advisory lock on the task: one fold per task at a time
   in the whole cluster, while ingest goes on. A node folds after it has staged
-  ``staged_bytes`` for a task (skipping if another node is folding it) and before every
-  read, so an estimate includes every report acknowledged before it was asked.
+  ``staged_bytes`` for a task, on a thread of its own (:mod:`aggregator.store.postgres_folder`;
+  skipping if another node is folding it), and before every read, so an estimate includes
+  every report acknowledged before it was asked.
 - **Faults are answers.** A lost connection, a restarting server, a deadlock or a full
   disk become :class:`StoreUnavailable` / :class:`StoreFull` (503 / 507 with Retry-After);
   nothing of the request was committed, so a client's retry is safe.
 
 Connections come from a psycopg pool, one per worker process (opened lazily, after fork),
-each checked before use so that a restarted server is reconnected to transparently.
+each checked before use so that a restarted server is reconnected to transparently; the
+group-commit writer has a connection of its own, checked after a pause.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from aggregator.store import postgres_writer
 from aggregator.store.base import SqlStore
 from aggregator.store.interface import Upload
 from aggregator.store.postgres_faults import faults
+from aggregator.store.postgres_folder import Folder
 from aggregator.store.postgres_migrations import SCHEMA
 from aggregator.store.sql import Rows, Tx, fold_into_sums
 from shared import TaskConfig
@@ -98,6 +103,7 @@ class PostgresStore(SqlStore):
         self._pools: dict[int, ConnectionPool] = {}
         self._lock = threading.Lock()
         self._staged: dict[str, int] = {}  # bytes this process staged per task since a fold
+        self._folder = Folder(lambda task: self._fold(task, wait=False))
         self._writer = postgres_writer.WriterConnection(
             url, connect_timeout=connect_timeout, synchronous_commit=synchronous_commit
         )
@@ -154,6 +160,7 @@ class PostgresStore(SqlStore):
 
     def close(self) -> None:
         """Close this process's pool (the store reopens one if used again)."""
+        self._folder.close()
         self._writer.close()
         with self._lock:
             pools, self._pools = self._pools, {}
@@ -201,13 +208,16 @@ class PostgresStore(SqlStore):
         return set(ids) - inserted
 
     def _after_commit(self, task: TaskConfig, added: int) -> None:
-        """Fold once this process has staged ``staged_bytes`` for the task since its last fold."""
+        """Fold once this process has staged ``staged_bytes`` for the task since its last fold.
+
+        On the folding thread (:mod:`aggregator.store.postgres_folder`): the writer goes on.
+        """
         with self._lock:
             total = self._staged.get(task.task_id, 0) + added
             due = total >= self.staged_bytes
             self._staged[task.task_id] = 0 if due else total
         if due:
-            self._fold(task, wait=False)
+            self._folder.ask(task)
 
     def _before_read(self, task: TaskConfig) -> None:
         """Fold first, so the sums of every node's acknowledged reports are folded once."""
