@@ -159,11 +159,10 @@ class WriterConnection:
                 conn = self._conn = None
         if conn is None:
             conn = psycopg.connect(
-                self.url,
-                autocommit=True,
-                connect_timeout=max(1, round(self.connect_timeout)),
-                options=f"-c synchronous_commit={self.synchronous_commit}",
+                self.url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
             )
+            # SET, not a startup option: connection poolers (PgBouncer) may refuse those
+            conn.execute(f"SET synchronous_commit = {self.synchronous_commit}")
             conn.adapters.register_dumper(int, Int8BinaryDumper)  # one type: one prepared plan
             self._conn, self._pid = conn, os.getpid()
         return conn

@@ -140,3 +140,16 @@ def test_a_forked_child_writes_on_a_connection_of_its_own(stores: Stores) -> Non
     assert store._writer._conn is parent and parent.info.backend_pid == backend
     with store.read_sums(task, None, None) as sums:
         assert sums.total == 6
+
+
+@pytest.mark.parametrize("setting", ["on", "off"])
+def test_the_writer_connection_has_the_store_s_synchronous_commit(
+    stores: Stores, setting: str
+) -> None:
+    store = pg_store(stores, synchronous_commit=setting)
+    task = kind_task("rr")
+    store.create_task(StoredTask(task))
+    store.add_uploads(uploads(task, 1, 2, seed=6))
+    assert store._writer._conn is not None
+    ((shown,),) = store._writer._conn.execute("SHOW synchronous_commit").fetchall()
+    assert shown == setting
