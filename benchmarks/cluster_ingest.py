@@ -1,6 +1,7 @@
 """Ingest of two collector nodes on one PostgreSQL against one node on SQLite, same run.
 
     python -m benchmarks.cluster_ingest [--seconds 10] [--batches 1 10 100]
+        [--synchronous-commit on|off] [--sqlite-synchronous NORMAL|FULL]
 
 Single node: ``serve --workers 2`` on SQLite. Cluster: two ``serve --workers 1`` nodes on
 one PostgreSQL 16 (the bundled throwaway server of ``make demo-cluster``), the load split
@@ -9,7 +10,9 @@ report ids on every request) over 16 keep-alive connections in total, from wrk w
 installed (``make bench`` installs it), else Python threads. Every process shares this
 machine's cores: PostgreSQL, both nodes and the load generator. Each figure is checked
 against the count the collector reports. Targets (issue 15): the cluster at ≥ 0.8× the
-single node with 100 reports per request, ≥ 0.5× with 1.
+single node with 100 reports per request, ≥ 0.5× with 1. By default each store keeps its
+own default durability: PostgreSQL flushes its WAL to disk before an upload is answered,
+SQLite (``NORMAL``) does not; ``--sqlite-synchronous FULL`` makes SQLite flush too.
 """
 
 from __future__ import annotations
@@ -90,8 +93,16 @@ def main() -> None:
         choices=["on", "off"],
         help="the nodes' POSTGRES_SYNCHRONOUS_COMMIT (docs/operations.md)",
     )
+    parser.add_argument(
+        "--sqlite-synchronous",
+        default="NORMAL",
+        choices=["NORMAL", "FULL"],
+        help="the single node's SQLITE_SYNCHRONOUS (FULL: a disk flush per commit, as "
+        "PostgreSQL's synchronous_commit on)",
+    )
     args = parser.parse_args()
     os.environ["LDP_POSTGRES_SYNCHRONOUS_COMMIT"] = json.dumps(args.synchronous_commit)
+    os.environ["LDP_SQLITE_SYNCHRONOUS"] = json.dumps(args.sqlite_synchronous)
     rows: dict[str, dict[int, dict]] = {"single": {}, "cluster": {}}
     with tempfile.TemporaryDirectory(prefix="ldp-cluster-bench-") as scratch:
         folder = Path(scratch)
@@ -114,7 +125,7 @@ def main() -> None:
         f"{rows['single'][args.batches[0]]['tool']}"
     )
     print(
-        "| reports per request | 1 node, SQLite, 2 workers "
+        f"| reports per request | 1 node, SQLite ({args.sqlite_synchronous}), 2 workers "
         f"| 2 nodes × 1 worker, PostgreSQL (synchronous_commit {args.synchronous_commit}) "
         "| ratio |"
     )

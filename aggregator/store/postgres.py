@@ -5,24 +5,28 @@ stores run alike (:mod:`aggregator.store.base`) are the SQLite store's, so both 
 bit-identical sums for the same reports. What differs is how concurrent nodes stay exact
 without one write lock:
 
-- **Exactly once across nodes.** An upload is one transaction: its report ids go into
-  ``seen`` with ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` (ids sorted, so two uploads
-  sharing ids cannot deadlock). The primary key decides: when two nodes take the same id
-  at once, the second waits for the first to commit and then finds it there. Only the ids
-  returned are staged; the rest are replays.
+- **Exactly once across nodes.** A group of uploads is one transaction, and the primary key
+  of ``seen`` decides: when two nodes take the same id at once, the second waits for the
+  first to commit and then finds it there. A group is first tried as one statement that
+  inserts every new id plainly (:mod:`aggregator.store.postgres_writer`): an id stored
+  before makes it fail whole, and the group is then committed by the general path, which
+  claims ids with ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` and stages only the ids
+  returned. Ids are sorted in both, so two writers sharing ids cannot deadlock.
 - **No hot rows on ingest.** An upload only inserts: its ids and its reports, packed, in
   ``staged``. Nothing is read-modified-written, so nodes never wait on each other.
 - **Folds that concurrent nodes can run.** Staged reports are added to the sums by a fold
   that holds a transaction-scoped advisory lock on the task: one fold per task at a time
   in the whole cluster, while ingest goes on. A node folds after it has staged
-  ``staged_bytes`` for a task (skipping if another node is folding it) and before every
-  read, so an estimate includes every report acknowledged before it was asked.
+  ``staged_bytes`` for a task, on a thread of its own (:mod:`aggregator.store.postgres_folder`;
+  skipping if another node is folding it), and before every read, so an estimate includes
+  every report acknowledged before it was asked.
 - **Faults are answers.** A lost connection, a restarting server, a deadlock or a full
   disk become :class:`StoreUnavailable` / :class:`StoreFull` (503 / 507 with Retry-After);
   nothing of the request was committed, so a client's retry is safe.
 
 Connections come from a psycopg pool, one per worker process (opened lazily, after fork),
-each checked before use so that a restarted server is reconnected to transparently.
+each checked before use so that a restarted server is reconnected to transparently; the
+group-commit writer has a connection of its own, checked after a pause.
 """
 
 from __future__ import annotations
@@ -38,8 +42,11 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import ConnectionPool
 
+from aggregator.store import postgres_writer
 from aggregator.store.base import SqlStore
-from aggregator.store.interface import StoreFull, StoreUnavailable
+from aggregator.store.interface import Upload
+from aggregator.store.postgres_faults import faults
+from aggregator.store.postgres_folder import Folder
 from aggregator.store.postgres_migrations import SCHEMA
 from aggregator.store.sql import Rows, Tx, fold_into_sums
 from shared import TaskConfig
@@ -49,7 +56,6 @@ FOLD_LOCK = 0x1D9 + 1  # first half of a task's fold lock; the second is hashtex
 # answered once in PostgreSQL's memory (a node's kill -9 still loses nothing; a crash of
 # PostgreSQL itself may lose the last ~0.6 s of acknowledged uploads).
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
-_BUSY = (errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable)
 _SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 
@@ -67,32 +73,6 @@ class PgTx:
         """Run one statement once per parameter row (pipelined by psycopg)."""
         with self.conn.cursor() as cursor:
             cursor.executemany(sql.replace("?", "%s"), parameters)
-
-
-def classify(error: BaseException) -> StoreUnavailable | None:
-    """Return the retryable store error a PostgreSQL failure means, or None (a bug)."""
-    if isinstance(error, errors.DiskFull):
-        return StoreFull("the disk holding the PostgreSQL database is full")
-    if isinstance(error, _BUSY):
-        # "locked" makes the answer's Retry-After short: a retry will likely pass.
-        return StoreUnavailable(f"the database is locked (a conflicting transaction): {error}")
-    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
-        # Connection refused or lost, server shutting down or starting, pool exhausted.
-        return StoreUnavailable(f"PostgreSQL cannot be reached now: {error}")
-    if isinstance(error, errors.ReadOnlySqlTransaction):
-        return StoreUnavailable(f"PostgreSQL accepts no writes now (a standby?): {error}")
-    return None
-
-
-@contextmanager
-def _faults() -> Iterator[None]:
-    try:
-        yield
-    except psycopg.Error as error:
-        fault = classify(error)
-        if fault is None:
-            raise
-        raise fault from error
 
 
 class PostgresStore(SqlStore):
@@ -123,6 +103,10 @@ class PostgresStore(SqlStore):
         self._pools: dict[int, ConnectionPool] = {}
         self._lock = threading.Lock()
         self._staged: dict[str, int] = {}  # bytes this process staged per task since a fold
+        self._folder = Folder(lambda task: self._fold(task, wait=False))
+        self._writer = postgres_writer.WriterConnection(
+            url, connect_timeout=connect_timeout, synchronous_commit=synchronous_commit
+        )
 
     # -- connections and transactions --------------------------------------------------
 
@@ -157,18 +141,18 @@ class PostgresStore(SqlStore):
     @contextmanager
     def _write(self) -> Iterator[PgTx]:
         """One committed transaction; PostgreSQL's faults become retryable store errors."""
-        with _faults(), self._pool().connection() as conn, conn.transaction():
+        with faults(), self._pool().connection() as conn, conn.transaction():
             yield PgTx(conn)
 
     @contextmanager
     def _read(self) -> Iterator[PgTx]:
         """One read-only snapshot (REPEATABLE READ): every statement sees the same data."""
-        with _faults(), self._pool().connection() as conn, conn.transaction():
+        with faults(), self._pool().connection() as conn, conn.transaction():
             conn.execute(_SNAPSHOT)
             yield PgTx(conn)
 
     def _stream(self, sql: str, parameters: Sequence[Any]) -> Iterator[Any]:
-        with _faults(), self._pool().connection() as conn, conn.transaction():
+        with faults(), self._pool().connection() as conn, conn.transaction():
             conn.execute(_SNAPSHOT)
             with conn.cursor(name="ldp_stream") as cursor:  # server-side: rows streamed
                 cursor.execute(sql.replace("?", "%s"), parameters)
@@ -176,6 +160,8 @@ class PostgresStore(SqlStore):
 
     def close(self) -> None:
         """Close this process's pool (the store reopens one if used again)."""
+        self._folder.close()
+        self._writer.close()
         with self._lock:
             pools, self._pools = self._pools, {}
         for pool in pools.values():
@@ -183,6 +169,26 @@ class PostgresStore(SqlStore):
                 pool.close()
 
     # -- ingest: ids, folds ------------------------------------------------------------
+
+    def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
+        """Add the uploads' reports not seen before in one transaction; return the replays.
+
+        One statement on the writer's connection when no id was stored before
+        (:mod:`aggregator.store.postgres_writer`); else the general path, which finds them.
+        """
+        if not uploads:
+            return []
+        group = postgres_writer.prepare(uploads, self._archives)
+        if not self._writer.commit(group):
+            return super().add_uploads(uploads)
+        for task in {upload.task.task_id: upload.task for upload in uploads}.values():
+            if task.task_id in group.added:
+                self._after_commit(task, group.added[task.task_id])
+        return group.replayed
+
+    def _archives(self, task_id: str) -> bool:
+        stored = self.get_task(task_id)
+        return stored is not None and stored.archive
 
     def _claim(self, tx: Tx, task_id: str, first: dict[bytes, int]) -> set[bytes]:
         """Insert the task's new ids; return the ids known before.
@@ -202,13 +208,16 @@ class PostgresStore(SqlStore):
         return set(ids) - inserted
 
     def _after_commit(self, task: TaskConfig, added: int) -> None:
-        """Fold once this process has staged ``staged_bytes`` for the task since its last fold."""
+        """Fold once this process has staged ``staged_bytes`` for the task since its last fold.
+
+        On the folding thread (:mod:`aggregator.store.postgres_folder`): the writer goes on.
+        """
         with self._lock:
             total = self._staged.get(task.task_id, 0) + added
             due = total >= self.staged_bytes
             self._staged[task.task_id] = 0 if due else total
         if due:
-            self._fold(task, wait=False)
+            self._folder.ask(task)
 
     def _before_read(self, task: TaskConfig) -> None:
         """Fold first, so the sums of every node's acknowledged reports are folded once."""
