@@ -19,7 +19,6 @@ limit is refused when it is inflated. Each is the one 413 of
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,7 @@ from aggregator.core.admission import admit
 from aggregator.core.auth import check_upload_key, parse_bearer
 from aggregator.core.body import decode_json
 from aggregator.core.group_commit import GroupCommitter
-from aggregator.core.metrics import REPORTS_ACCEPTED, REPORTS_REJECTED
+from aggregator.core.metrics import count_accepted, count_rejected
 from aggregator.core.problems import ApiError, Parts, answer_of, too_large, too_many_reports
 from aggregator.core.quotas import Quotas, charge
 from aggregator.core.sealing_keys import keyring_of
@@ -137,9 +136,9 @@ class Intake:
         stored = len(sent)
         accepted = stored - len(replayed)
         if accepted:
-            REPORTS_ACCEPTED.labels(checked.task_id).inc(accepted)
-        for reason, count in Counter(r.reason for r in rejected).items():
-            REPORTS_REJECTED.labels(reason).inc(count)
+            count_accepted(checked.task_id, accepted)
+        if rejected:
+            count_rejected(r.reason for r in rejected)
         return upload_answer(accepted, rejected)
 
     def respond(self, checked: Checked, replayed: set[bytes]) -> Parts:

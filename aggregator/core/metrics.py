@@ -16,11 +16,13 @@ and a run killed with ``kill -9`` leaves a folder whose lock nobody holds, which
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -150,10 +152,13 @@ def exposition() -> tuple[bytes, str]:
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
-# Label values come from closed sets (route templates, these methods, status codes), so
-# an attacker cannot grow the series; each series' child is looked up once per process.
+# Label values come from closed sets (route templates, these methods, status codes, reasons,
+# stored tasks' ids), so an attacker cannot grow the series; each series' child is looked up
+# once per process (``labels`` takes a lock and checks its values: measured ~2 µs a call).
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _children: dict[tuple[str, str, int], Any] = {}
+_accepted: dict[str, Any] = {}
+_rejected: dict[str, Any] = {}
 
 
 def observe_request(endpoint: str, method: str, status: int, seconds: float) -> None:
@@ -163,3 +168,20 @@ def observe_request(endpoint: str, method: str, status: int, seconds: float) -> 
     if child is None:
         child = _children[key] = REQUESTS.labels(key[0], key[1], str(key[2]))
     child.observe(seconds)
+
+
+def count_accepted(task_id: str, count: int) -> None:
+    """Add ``count`` reports counted into a stored task's sums."""
+    child = _accepted.get(task_id)
+    if child is None:
+        child = _accepted[task_id] = REPORTS_ACCEPTED.labels(task_id)
+    child.inc(count)
+
+
+def count_rejected(reasons: Iterable[str]) -> None:
+    """Add one refused report per reason given (``reasons``: shared.errors' codes)."""
+    for reason, count in collections.Counter(reasons).items():
+        child = _rejected.get(reason)
+        if child is None:
+            child = _rejected[reason] = REPORTS_REJECTED.labels(reason)
+        child.inc(count)
