@@ -24,7 +24,7 @@ so the SDK can import the mechanisms; :mod:`shared.shuffling_accountant` does th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from shared.mechanisms.features import stated_variation_ratio
@@ -39,6 +39,9 @@ class Reduction:
     alpha: float
     r: float
     name: str
+    # The ε₀ the reduction was made from, when given: ln(exp(ε₀)) can come back one ulp
+    # above ε₀, and the central ε must never be published above the local one.
+    given_epsilon0: float | None = None
 
     def __post_init__(self) -> None:
         if not self.p > 1.0:
@@ -50,8 +53,9 @@ class Reduction:
 
     @property
     def epsilon0(self) -> float:
-        """Return the local epsilon, ln p: no shuffle makes a report worse than that."""
-        return math.log(self.p)
+        """Return the local epsilon, ln p (or the ε₀ given): no shuffle makes a report
+        worse than that."""
+        return math.log(self.p) if self.given_epsilon0 is None else self.given_epsilon0
 
     @property
     def blanket(self) -> float:
@@ -82,13 +86,13 @@ def generic(epsilon0: float) -> VariationRatio:
 def stronger_clone(epsilon0: float) -> Reduction:
     """Return the 2023 "stronger clone" reduction of an ε₀-LDP randomizer."""
     e = math.exp(epsilon0)
-    return Reduction(e, 1.0 / (e + 1.0), 1.0 / (e + 1.0), "stronger_clone")
+    return Reduction(e, 1.0 / (e + 1.0), 1.0 / (e + 1.0), "stronger_clone", epsilon0)
 
 
 def clone_2021(epsilon0: float) -> Reduction:
     """Return the 2021 clone reduction (Apple's ml-shuffling-amplification computes it)."""
     e = math.exp(epsilon0)
-    return Reduction(e, 1.0 / (e + 1.0), 0.5 / e, "clone_2021")
+    return Reduction(e, 1.0 / (e + 1.0), 0.5 / e, "clone_2021", epsilon0)
 
 
 def binary_flip(keep: float, flip: float, share: float = 1.0) -> VariationRatio:
@@ -113,6 +117,7 @@ def reduction_of(mechanism: Any) -> Reduction:
     reduction; any other gets the generic one at its effective epsilon.
     """
     stated: VariationRatio | None = stated_variation_ratio(mechanism)
-    if stated is not None:
-        return stated.reduction()
-    return generic(float(mechanism.effective_epsilon)).reduction()
+    local = float(mechanism.effective_epsilon)
+    reduction = (generic(local) if stated is None else stated).reduction()
+    # ln of the float ratio can round above the task's ε: the cap is the task's own
+    return replace(reduction, given_epsilon0=min(reduction.epsilon0, local))

@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from shared_cases import all_outputs
 from test_privacy import CASES
@@ -132,6 +132,7 @@ def test_delta_equals_a_brute_force_sum(reduction: Reduction, n: int, epsilon: f
     more=st.integers(1, 50_000),
     target=st.sampled_from([1e-4, 1e-6, 1e-8, 1e-10]),
 )
+@example(epsilon0=0.150390625, n=1, more=1, target=1e-8)  # ln(e^ε₀) is one ulp above ε₀
 def test_never_above_epsilon0_and_falls_with_n(
     epsilon0: float, n: int, more: int, target: float
 ) -> None:
@@ -178,4 +179,18 @@ def test_a_mechanism_without_parameters_gets_the_generic_bound() -> None:
     class Plain:
         effective_epsilon = 3.0
 
-    assert reduction_of(Plain()) == generic(3.0).reduction()
+    got, plain = reduction_of(Plain()), generic(3.0).reduction()
+    assert (got.p, got.alpha, got.r, got.name) == (plain.p, plain.alpha, plain.r, plain.name)
+    assert got.epsilon0 <= 3.0
+
+
+@pytest.mark.parametrize("epsilon", [0.150390625, 0.05, 1.0, 2.0, 4.0, 7.3])
+@pytest.mark.parametrize("name", ["rr", "grr", "olh", "cms", "hcms"])
+def test_no_central_epsilon_is_above_the_tasks_own(name: str, epsilon: float) -> None:
+    fields = {"epsilon": epsilon, "k": 64, "m": 64, "hash_seed": 1, "domain": ["a", "b", "c"]}
+    params = params_class(name)
+    mechanism = params.from_fields({k: v for k, v in fields.items() if k in params.fields()})
+    built = mechanism.build()
+    reduction = reduction_of(built)
+    assert reduction.epsilon0 <= built.effective_epsilon
+    assert central_epsilon(reduction, 1, 1e-8) <= built.effective_epsilon
