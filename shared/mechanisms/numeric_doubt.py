@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from shared.mechanisms.numeric_shape import densest, doubt, near_piles, percentile
+from shared.mechanisms.numeric_shape import blur, densest, doubt, near_piles, percentile
 
 # A linear mean is flagged when the fit's largest bucket holds this share of a single
 # value's reconstructed peak and half a bucket exceeds MEAN_SLACK standard errors (its
@@ -37,9 +37,9 @@ def percentile_doubt(fitted: np.ndarray, refits: np.ndarray, q: float, peak: flo
     found = doubt(fitted, q, percentile(fitted, q), peak)
     if found is not None:
         return found
-    blur = 2 * round(1 / peak) if peak > 0 else 1  # bleed seen up to ~20 buckets
-    piles = np.array([near_piles(x, blur) for x in refits])
-    reach = np.array(near_piles(fitted, blur)) + PILE_REACH * np.std(piles, axis=0, ddof=1)
+    bleed = max(1, 2 * blur(peak))  # a pile's bleed was seen up to ~20 buckets
+    piles = np.array([near_piles(x, bleed) for x in refits])
+    reach = np.array(near_piles(fitted, bleed)) + PILE_REACH * np.std(piles, axis=0, ddof=1)
     if q <= reach[0] or q >= 1 - reach[1]:
         return (
             "it is within reach of the values piled at the range's end (clipped there: "

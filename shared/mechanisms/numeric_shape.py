@@ -89,6 +89,12 @@ def densest(distribution: np.ndarray) -> float:
     return max(ends, float(np.max(distribution[1:-1])))
 
 
+def blur(peak: float) -> int:
+    """Return how many buckets EMS spreads one repeated value over, about 1 / ``peak``
+    (``peak``: the share its reconstruction puts in its fullest bucket; 0: unknown)."""
+    return round(1 / peak) if peak > 0 else 0
+
+
 def in_gap(distribution: np.ndarray, q: float, bucket: int, peak: float) -> bool:
     """Return whether the q-quantile's bucket is thin between denser places on both sides.
 
@@ -99,7 +105,7 @@ def in_gap(distribution: np.ndarray, q: float, bucket: int, peak: float) -> bool
         return False
     width = 2 * GAP_REACH + 1
     local = np.convolve(distribution, np.ones(width) / width, mode="same")
-    margin = max(GAP_REACH + 1, round(1 / peak)) if peak > 0 else GAP_REACH + 1
+    margin = max(GAP_REACH + 1, blur(peak))
     if not margin < bucket < len(distribution) - 1 - margin:
         return False
     left = float(local[margin:bucket].max())
