@@ -36,6 +36,8 @@ export interface Options {
   secret?: Uint8Array;
   /** The IndexedDB database name, or false for memory only; default "ldp-telemetry" where IndexedDB exists. */
   database?: string | false;
+  /** Where the device's state lives instead (Node: `fileStore(dir)` from dist/node.js); overrides `database`. */
+  store?: Store;
   /** Reports per task id per period (default 1). */
   reportsPerPeriod?: number;
   /** The ε∞ a task id may spend on permanent configurations after its first (default 0; null: no cap). */
@@ -135,7 +137,8 @@ export class Client {
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.enabled = options.enabled ?? true;
     const database = options.database ?? (typeof indexedDB === "undefined" ? false : "ldp-telemetry");
-    this.store = database === false ? new MemoryStore() : new IndexedDBStore(database, () => this.drop("storage_error"));
+    this.store = options.store ?? (database === false ? new MemoryStore() : new IndexedDBStore(database, () => this.drop("storage_error")));
+    this.store.reportErrors?.(() => this.drop("storage_error"));
     this.ledger = new Ledger(
       positive("maxQueue", options.maxQueue, 10_000),
       positive("maxQueueBytes", options.maxQueueBytes, 16 << 20),

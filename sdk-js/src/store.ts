@@ -28,6 +28,8 @@ export interface Saved {
 
 export interface Store extends Persist {
   load(): Promise<Saved>;
+  /** Called once by the client: how the store reports a write that failed. */
+  reportErrors?(handler: () => void): void;
   secret(secret: Uint8Array): void;
   task(json: Record<string, unknown>): void;
 }
