@@ -41,7 +41,11 @@ class HeavyHitterParams(ParamsBase):
             "themselves, e.g. abcdefghijklmnopqrstuvwxyz (default bytes).",
         ),
         Option("max_length", "integer", "hh: longest value, in symbols."),
-        Option("first", "integer", "hh: prefix length of level 0 (default 2)."),
+        Option(
+            "first",
+            "integer",
+            "hh: prefix length of level 0 (default 2, or max_length when that is 1).",
+        ),
         Option(
             "step",
             "integer",
@@ -73,15 +77,20 @@ class HeavyHitterParams(ParamsBase):
         return given
 
     def validate(self) -> None:
-        """Fill the defaults (bytes, L0 = 2, s = 2 or 1) and check every parameter is given.
+        """Fill the defaults (bytes, L0 = 2 or 1, s = 2 or 1) and check every parameter is given.
+
+        Level 0 is 2 symbols long unless no value is: a task of one-symbol values
+        (``max_length`` 1) starts at 1, the only level it can have.
 
         The step defaults to 2 unless the default search would then not fit (the bytes
         alphabet: 64 survivors × 59,293 extensions), and then to 1.
         """
         object.__setattr__(self, "epsilon", as_float(self.epsilon))
-        for name, default in (("alphabet", BYTES), ("first", 2)):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, default)
+        if self.alphabet is None:
+            object.__setattr__(self, "alphabet", BYTES)
+        if self.first is None:
+            one_symbol = isinstance(self.max_length, int) and self.max_length == 1
+            object.__setattr__(self, "first", 1 if one_symbol else 2)
         if self.step is None:
             symbols = len(UTF8_BYTES) if self.alphabet == BYTES else len(str(self.alphabet))
             object.__setattr__(self, "step", LevelSearch.default_step(symbols))

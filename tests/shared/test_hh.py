@@ -115,6 +115,9 @@ def test_parameters_defaults_wire_and_bounds() -> None:
     assert (task.alphabet, task.first, task.step) == ("bytes", 2, 1)
     assert TaskConfig.from_dict(task.to_dict()) == task
     assert task.mechanism_object.sums_shape == (5 * 16, 32)
+    # one-symbol values: level 0 is the only level, 1 symbol long (2 was refused)
+    short = TaskConfig.create(task_id="s", mechanism="hh", epsilon=4, k=16, m=32, max_length=1)
+    assert (short.first, short.mechanism_object.lengths) == (1, (1,))
     small = TaskConfig.create(
         task_id="w", mechanism="hh", epsilon=4, k=16, m=32, max_length=6, alphabet=LETTERS
     )
