@@ -151,17 +151,23 @@ class SqliteStore(SqlStore):
     def _claim(self, tx: Tx, task_id: str, first: dict[bytes, int]) -> set[bytes]:
         """Return the ids known before; insert the others (the write lock is held).
 
-        Replays are rare, so every id is inserted with ``INSERT OR IGNORE``: the unique
-        index's lookup is the insert's own and no ``SELECT`` goes before it (the store
-        alone: about 0.9x the CPU per 1-report upload). Only if some id was ignored are the known
-        ones read back: a new row's rowid is the largest one + 1 (SQLite picks at random
-        only past 2**63 - 1, which appending ids cannot reach), so this claim's rows are
-        the last ``inserted`` rowids and every other row holding one of its ids is older.
+        Replays are rare, so the ids are inserted at once (one ``INSERT OR IGNORE`` of many
+        rows: one statement, one release of the GIL, where ``executemany`` stepped once per
+        id) and no ``SELECT`` goes before: the unique index's lookup is the insert's own.
+        Only if some id was ignored are the known ones read back: a new row's rowid is the
+        largest one + 1 (SQLite picks at random only past 2**63 - 1, which appending ids
+        cannot reach), so this claim's rows are the last ``inserted`` rowids and any other
+        row holding one of its ids is older. The store alone (groups of 4 uploads): 0.91x
+        the CPU per 1-report upload, 0.86x per 10-report upload.
         """
-        inserted = tx.executemany(
-            "INSERT OR IGNORE INTO seen VALUES (?, ?, ?)",
-            [(task_id, i, x) for i, x in first.items()],
-        ).rowcount
+        rows = [(task_id, i, x) for i, x in first.items()]
+        inserted = 0
+        for start in range(0, len(rows), CHUNK):
+            part = rows[start : start + CHUNK]
+            inserted += tx.execute(
+                f"INSERT OR IGNORE INTO seen VALUES {','.join(['(?, ?, ?)'] * len(part))}",
+                [value for row in part for value in row],
+            ).rowcount
         if inserted == len(first):
             return set()
         if inserted == 0:
