@@ -32,6 +32,9 @@ from aggregator.store.sqlite_lock import WriterLock
 from aggregator.store.sqlite_migrations import SCHEMA
 from shared import TaskConfig
 
+# rows of one INSERT of ids: 3 parameters each, under the 999 of SQLite before 3.32
+IDS_PER_INSERT = 333
+
 
 class SqliteStore(SqlStore):
     """:class:`~aggregator.store.interface.Store` on one SQLite file (a connection per thread)."""
@@ -162,11 +165,11 @@ class SqliteStore(SqlStore):
         """
         rows = [(task_id, i, x) for i, x in first.items()]
         inserted = 0
-        for start in range(0, len(rows), CHUNK):
-            part = rows[start : start + CHUNK]
+        for start in range(0, len(rows), IDS_PER_INSERT):
+            chunk = rows[start : start + IDS_PER_INSERT]
             inserted += tx.execute(
-                f"INSERT OR IGNORE INTO seen VALUES {','.join(['(?, ?, ?)'] * len(part))}",
-                [value for row in part for value in row],
+                f"INSERT OR IGNORE INTO seen VALUES {','.join(['(?, ?, ?)'] * len(chunk))}",
+                [value for row in chunk for value in row],
             ).rowcount
         if inserted == len(first):
             return set()

@@ -85,6 +85,9 @@ def test_a_claim_tells_known_ids_from_new_ones_wherever_they_sit(tmp_path: Path)
     }
     assert store.collect_expired(500) == 11  # every row: the next rowid starts again at 1
     assert store.add_reports(a, [old[0], old[0], *new[:2]], [600] * 4) == {old[0].report_id}
-    for task, total in ((a, 6 + 4 + 3), (b, 3 + 1)):
+    many = envelopes(a, [1] * 1000, 1.7e9)  # three INSERTs of ids
+    assert store.add_reports(a, many[::2], [600] * 500) == set()
+    assert store.add_reports(a, many, [600] * 1000) == {e.report_id for e in many[::2]}
+    for task, total in ((a, 6 + 4 + 3 + 1000), (b, 3 + 1)):
         with store.read_sums(task, None, None) as sums:
             assert sums.total == total  # each id once per task while remembered
