@@ -10,8 +10,8 @@ time is read from /proc. Each sample is put in the stage its deepest known frame
 (``STAGES``), samples of a thread waiting (``IDLE``) are dropped, and each thread's CPU
 time is split as its samples are; threads py-spy never sees with a Python frame (granian's
 Rust runtime: HTTP parsing, socket IO) form their own stage. The waits are asyncio's: under
-uvloop (granian's loop when installed) the loop's waits have no Python frame of their own,
-so the per-request CPU still holds but the split of the loop thread does not. Prints a
+uvloop (granian's loop when installed) the loop's work has no Python frame of its own: its
+samples end in the worker's serve call, counted as the event loop's. Prints a
 table of CPU per request and share per stage, and the load average beside it.
 """
 
@@ -57,9 +57,13 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "contract.py",
         ),
     ),
-    ("body read (RSGI protocol())", ("RsgiBridge._body (",)),
+    ("body read (RSGI protocol())", ("RsgiBridge._body (", "_Deadline.read (")),
     ("response (RSGI response_bytes)", ("RsgiBridge._respond (",)),
-    ("asyncio loop (scheduling, cross-thread wake-ups)", ("asyncio/",)),
+    # uvloop runs in C under the worker's serve call: its samples end in granian's frame
+    (
+        "event loop (scheduling, cross-thread wake-ups; uvloop's own C code)",
+        ("asyncio/", "_spawn_rsgi_worker ("),
+    ),
     ("RSGI bridge (request coroutine, response)", ("rsgi_bridge.py", "granian/")),
 )
 # A sample whose deepest frame is one of these waits (py-spy --nonblocking cannot always

@@ -18,6 +18,7 @@ limit is refused when it is inflated. Each is the one 413 of
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -143,8 +144,12 @@ class Intake:
 
     def respond(self, checked: Checked, replayed: set[bytes]) -> Parts:
         """Return the 200 answer of a committed upload as (status, headers, body)."""
-        body = json.dumps(self.answer(checked, replayed), separators=(",", ":"))
-        return 200, JSON_HEADERS, body.encode() + b"\n"  # as Flask's jsonify writes it
+        if not replayed and not checked.rejected:  # the usual answer: every report counted
+            accepted = 0 if checked.upload is None else len(checked.upload.envelopes)
+            if accepted:
+                count_accepted(checked.task_id, accepted)
+            return 200, JSON_HEADERS, _all_accepted(accepted)
+        return 200, JSON_HEADERS, _encoded(self.answer(checked, replayed))
 
     def upload(self, task_id: str, headers: Headers, body: bytes, now: float) -> Parts:
         """Check, commit (blocking this thread until the group commits) and answer."""
@@ -165,6 +170,16 @@ class Intake:
             return self.respond(checked, replayed)
         except Exception as error:
             return answer_of(error)
+
+
+def _encoded(answer: dict[str, Any]) -> bytes:
+    return json.dumps(answer, separators=(",", ":")).encode() + b"\n"  # as Flask's jsonify
+
+
+@functools.lru_cache(maxsize=1024)
+def _all_accepted(accepted: int) -> bytes:
+    """Return the answer counting every report of an upload (encoded once per size)."""
+    return _encoded(upload_answer(accepted, []))
 
 
 def init_app(store: Store, quotas: Quotas | None, config: Mapping[str, Any]) -> Intake:

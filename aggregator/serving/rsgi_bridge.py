@@ -36,9 +36,8 @@ import json
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from typing import Any
 
 from granian.rsgi import ProtocolClosed, ProtocolError
@@ -70,21 +69,41 @@ _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 UPLOAD_PATTERN = re.compile(re.escape(UPLOAD_PATH).replace(re.escape("{task_id}"), "([^/]+)"))
 
 
-if sys.version_info >= (3, 11):
-    _deadline = asyncio.timeout  # no extra task per request, unlike wait_for
-else:  # pragma: no cover - Python 3.10
+class _Deadline:
+    """Give up on the awaited body read when ``seconds`` have passed.
 
-    @asynccontextmanager
-    async def _deadline(seconds: float) -> AsyncIterator[None]:
-        task = asyncio.current_task()
-        assert task is not None
-        handle = asyncio.get_running_loop().call_later(seconds, task.cancel)
+    The read (granian's future) is itself cancelled when the time is up, not the task
+    awaiting it: one timer per body, and no task cancellation to tell apart from others.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self.current: Any = None
+        self.handle = asyncio.get_running_loop().call_later(seconds, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        if self.current is not None:
+            self.current.cancel()
+
+    async def read(self, awaitable: Any) -> Any:
+        """Return what ``awaitable`` (a granian future) gives, or raise TimeoutError."""
+        if self.expired:
+            raise TimeoutError
+        if not hasattr(awaitable, "cancel"):  # a coroutine (tests), not granian's future
+            awaitable = asyncio.ensure_future(awaitable)
+        self.current = awaitable
         try:
-            yield
+            return await awaitable
         except asyncio.CancelledError:
-            raise asyncio.TimeoutError from None
+            if self.expired:
+                raise TimeoutError from None
+            raise
         finally:
-            handle.cancel()
+            self.current = None
+
+    def close(self) -> None:
+        self.handle.cancel()
 
 
 class RsgiBridge:
@@ -140,18 +159,22 @@ class RsgiBridge:
         """Return the request body, or answer (408, 400) and return None if it never came."""
         crowded = self.waiting >= BODY_WAIT_SLOTS
         self.waiting += 1
+        deadline = _Deadline(CROWDED_BODY_TIMEOUT if crowded else BODY_TIMEOUT)
         try:
-            async with _deadline(CROWDED_BODY_TIMEOUT if crowded else BODY_TIMEOUT):
-                # Content-Length (bounded above): one read in Rust; else capped chunks
-                body: bytes = await (protocol() if declared is not None else self._read(protocol))
-                return body
-        except asyncio.TimeoutError:
+            # Content-Length (bounded above): one read in Rust; else capped chunks
+            if declared is not None:
+                body: bytes = await deadline.read(protocol())
+            else:
+                body = await self._read(protocol, deadline)
+            return body
+        except TimeoutError:
             self.aborted["body_timeout"].inc()
             self._respond(protocol, 408, PROBLEM_CLOSE, TIMEOUT_BODY)
         except (ProtocolClosed, ProtocolError):  # the client closed or broke its connection
             self.aborted["closed_mid_body"].inc()
             self._respond(protocol, 400, PROBLEM_CLOSE, INCOMPLETE_BODY)
         finally:
+            deadline.close()
             self.waiting -= 1
         return None
 
@@ -187,9 +210,14 @@ class RsgiBridge:
         if self.pool is not None:
             self.pool.shutdown(wait=True)
 
-    async def _read(self, protocol: Any) -> bytes:
+    async def _read(self, protocol: Any, deadline: _Deadline) -> bytes:
         chunks, size = [], 0
-        async for chunk in protocol:
+        stream = protocol.__aiter__()
+        while True:
+            try:
+                chunk = await deadline.read(stream.__anext__())
+            except StopAsyncIteration:
+                break
             chunks.append(chunk)
             size += len(chunk)
             if size > self.max_body:  # enough for the app to answer 413; stop reading

@@ -50,3 +50,12 @@ def test_decode_bench_measures_every_contender(monkeypatch: pytest.MonkeyPatch) 
     for size in decode_bench.SIZES:
         assert {"decode_batch", "parse: json"} <= set(found[size])
         assert all(spent >= 0 for spent in found[size].values())
+
+
+def test_uvloops_own_work_is_the_event_loops() -> None:
+    worker = (
+        "<module> (granian/server/mp.py:1);MPServer._spawn_rsgi_worker (granian/server/mp.py:317)"
+    )
+    assert stage_of(worker).startswith("event loop")
+    deadline = f"{worker};RsgiBridge._body (rsgi_bridge.py:160);_Deadline.read (rsgi_bridge.py:97)"
+    assert stage_of(deadline) == "body read (RSGI protocol())"
