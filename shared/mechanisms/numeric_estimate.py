@@ -43,13 +43,15 @@ import numpy as np
 from shared.errors import ParameterError
 from shared.estimates import Estimates
 from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
-from shared.mechanisms.numeric_shape import percentile
+from shared.mechanisms import numeric_spline as spline
+from shared.mechanisms.numeric_shape import concentrated, percentile
 
 # EMS stops once the log-likelihood gains less than this per report. Stopping early leaves
 # mass spread into the far tail, which biases the mean up: 1e-7 gave +5.9 % on lognormal
 # latencies (n = 10^5, eps = 2), 1e-10 gives +1.5 % (simulations/numeric.py).
 TOLERANCE = 1e-10
 MAX_ITERATIONS = 10_000
+SPIKE_REPORTS = 10_000  # the single value's reconstruction: of expected counts of this many
 BOOTSTRAP = 40  # resamples for the standard errors (and EMS's bias)
 # EMS's bias, as the bootstrap measures it at the fit: a statistic it moves by more than
 # this many SEs is flagged unreliable. It is not subtracted: the corrected estimate varied
@@ -58,6 +60,7 @@ BOOTSTRAP = 40  # resamples for the standard errors (and EMS's bias)
 # population's p95 and p99 at eps = 1 unflagged, 7-16 SE off; measured with 40 refits,
 # the bias itself is uncertain by about 0.16 SE).
 BIAS_LIMIT = 0.6
+SHAPE_LIMIT, SHAPE_Z = 0.6, 2.0
 DEFAULT_QUERY = ("mean", "p50", "p75", "p90", "p95", "p99", "first_bucket", "last_bucket")
 RENAMED = {"clipped_low": "first_bucket", "clipped_high": "last_bucket"}
 PERCENTILE = re.compile(r"^p(\d{1,2}(\.\d{1,3})?)$")
@@ -223,6 +226,17 @@ def ems(channel: Channel, counts: np.ndarray) -> np.ndarray:
     return x[0] if np.ndim(counts) == 1 else x
 
 
+def reconstruct(channel: Channel, counts: np.ndarray) -> np.ndarray:
+    """Return the bucket distribution fitted to output ``counts`` (:mod:`numeric_spline`)."""
+    return spline.select(dense(channel), np.asarray(counts, dtype=float))[0]
+
+
+@functools.lru_cache(maxsize=64)
+def dense(channel: Channel) -> np.ndarray:
+    """Return the channel's transition matrix P[o, i], kept per channel."""
+    return channel.dense()
+
+
 def index_mean(channel: Channel, counts: np.ndarray) -> tuple[float, float]:
     """Return the mean bucket index and its standard error, unbiased and in closed form.
 
@@ -275,18 +289,32 @@ def replicates(
     n: int,
     measure: Callable[[np.ndarray], np.ndarray],
     counts: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), and the refits.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), the refits, and each
+    refit's :func:`shape_move`.
 
     Each resample is n reports drawn from the fitted distribution's outputs, reconstructed
-    by the same EMS as the fit; the generator is seeded by the observed ``counts``, so the
-    same sums always give the same answer.
+    by the same procedure as the fit (its own knots); the generator is seeded by the
+    observed ``counts``, so the same sums always give the same answer.
     """
     seed = int.from_bytes(hashlib.sha256(counts.astype("<i8").tobytes()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
     outputs = channel.forward(fitted)
-    refits = ems(channel, rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP))
-    return np.array([measure(refit) for refit in refits]), refits
+    draws = rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP)
+    fits = [spline.select(dense(channel), draw.astype(float)) for draw in draws]
+    boot = np.array([measure(best) for best, _ in fits])
+    moves = np.array([shape_move(b, others, measure) for b, (_, others) in zip(boot, fits)])
+    return boot, np.array([best for best, _ in fits]), moves
+
+
+def shape_move(
+    values: np.ndarray, others: Sequence[np.ndarray], measure: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """Return, per statistic, the largest move from ``values`` among the fits with more knots."""
+    if not others:
+        return np.zeros(len(values))
+    moves = np.array([measure(other) - values for other in others])
+    return moves[np.argmax(np.abs(moves), axis=0), np.arange(len(values))]
 
 
 def answer(
@@ -308,39 +336,58 @@ def answer(
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
-    fitted = ems(channel, counts)
+    fitted, sharper = spline.select(dense(channel), counts.astype(float))
     rows = statistics(fitted, names, n, to_value)
 
     def measure(distribution: np.ndarray) -> np.ndarray:
         return np.array([v for _, v in statistics(distribution, names, n, to_value)])
 
-    boot, refits = replicates(channel, fitted, n, measure, counts)
+    boot, refits, null = replicates(channel, fitted, n, measure, counts)
     errors = np.std(boot, axis=0, ddof=1)
     values = np.array([v for _, v in rows])
     bias = np.mean(boot, axis=0) - values
-    peak = single_value_peak(channel)
+    shape = shape_move(values, sharper, measure)
+    usual = np.abs(shape - np.mean(null, axis=0)) <= SHAPE_Z * np.std(null, axis=0, ddof=1)
+    screen, peak = ems(channel, counts), single_value_peak(channel)
     reasons: list[str | None] = []
     for j, (label, _) in enumerate(rows):
         exact = closed_form(channel, counts, label, to_value, linear)
         if exact is not None:
             values[j], errors[j] = exact
             mean = label == "mean"
-            reasons.append(concentrated_mean(fitted, peak, to_value, errors[j]) if mean else None)
+            reasons.append(concentrated_mean(screen, peak, to_value, errors[j]) if mean else None)
             continue
         q = float(label[1:]) / 100 if PERCENTILE.match(label) else None
         if q is not None:  # spread measured where the buckets are equal (log: the delta method)
             errors[j], bias[j] = unit_spread(fitted, refits, q, to_value)
-        if not abs(bias[j]) <= BIAS_LIMIT * errors[j]:
-            reasons.append(
-                f"EMS moves this statistic by {bias[j] / max(errors[j], 1e-300):+.1f} standard "
-                "errors (a point mass, a gap or an empty tail)"
+        reason = moved(bias[j], 0.0 if usual[j] else shape[j], errors[j])
+        if reason is None and q is not None:
+            reason = concentrated(screen, peak) or percentile_doubt(
+                fitted, refits, q, spline_peak(channel)
             )
-        elif q is not None:
-            reasons.append(percentile_doubt(fitted, refits, q, peak))
-        else:
-            reasons.append(None)
+        reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
     return flagged(base, reasons)
+
+
+def moved(bias: float, shape: float, error: float) -> str | None:
+    """Return why a statistic the reconstruction moves by more than its limits misleads, or None.
+
+    ``bias``: how far the refits move it from the fit; ``shape``: how far the fit with
+    one more spline function moves it (a shape the chosen fit could not take).
+    """
+    error = max(error, 1e-300)
+    if not abs(bias) <= BIAS_LIMIT * error:
+        return (
+            f"the reconstruction moves this statistic by {bias / error:+.1f} standard errors "
+            "(a point mass, a gap or an empty tail)"
+        )
+    if not abs(shape) <= SHAPE_LIMIT * error:
+        return (
+            f"a reconstruction free to take one more bend moves it by {shape / error:+.1f} "
+            "standard errors: its value depends on a shape the reports barely tell"
+        )
+    return None
 
 
 @functools.lru_cache(maxsize=64)
@@ -350,9 +397,20 @@ def single_value_peak(channel: Channel) -> float:
     The middle bucket's exact output distribution, fitted: EMS's blur of a single value,
     the same at any n (a noisy fit of 10^4 such reports peaks within 3 % of it).
     """
-    spike = np.zeros(channel.buckets)
-    spike[channel.buckets // 2] = 1.0
-    return float(ems(channel, channel.forward(spike)).max())
+    return float(ems(channel, channel.forward(_spike(channel.buckets))).max())
+
+
+@functools.lru_cache(maxsize=64)
+def spline_peak(channel: Channel) -> float:
+    """Return the largest share the log-spline fit of ``SPIKE_REPORTS`` reports of one
+    value (their expected counts) puts in one bucket."""
+    return float(reconstruct(channel, channel.forward(_spike(channel.buckets)) * SPIKE_REPORTS).max())
+
+
+def _spike(buckets: int) -> np.ndarray:
+    spike = np.zeros(buckets)
+    spike[buckets // 2] = 1.0
+    return spike
 
 
 def unit_spread(

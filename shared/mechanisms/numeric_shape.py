@@ -127,17 +127,29 @@ def doubt(distribution: np.ndarray, q: float, unit: float, peak: float) -> str |
             "itself may lie beyond the range"
         )
     i = min(int(unit * d), d - 1)
+    found = concentrated(distribution, peak)
+    if found is not None:
+        return found
+    if in_gap(distribution, q, i, peak):
+        return (
+            "it falls where the reconstruction is thin between larger masses (a gap "
+            "between modes): EMS's smoothing fills a gap in, so its place there is biased"
+        )
+    return None
+
+
+def concentrated(distribution: np.ndarray, peak: float) -> str | None:
+    """Return why no percentile of values this concentrated can be trusted, or None.
+
+    ``peak``: the largest share the same reconstruction puts in one bucket when every
+    device holds one value.
+    """
     top = densest(distribution)
     if peak > 0 and top >= CONCENTRATION * peak:
         return (
             "the values concentrate about as tightly as the reconstruction resolves (its "
             f"densest bucket holds {top / peak:.0%} of what one repeated value's would): it "
-            "blurs them over about a dozen buckets and cannot place values inside a bucket, "
-            "so percentiles may be off by more than their intervals show"
-        )
-    if in_gap(distribution, q, i, peak):
-        return (
-            "it falls where the reconstruction is thin between larger masses (a gap "
-            "between modes): EMS's smoothing fills a gap in, so its place there is biased"
+            "cannot place values inside a bucket, so percentiles may be off by more than "
+            "their intervals show"
         )
     return None
