@@ -1,27 +1,27 @@
 """What a numeric task's estimates are: the reconstructed distribution and its statistics.
 
 Square Wave reports are turned back into a distribution over the task's input buckets by
-EMS, expectation-maximisation with smoothing (Li et al., SIGMOD 2020): EM on the exact
-channel P(output | bucket), with a binomial [1, 2, 1]/4 smoothing of the estimate after
-every step (the two end buckets left out: clipped values pile up there), from the uniform
-distribution until the log-likelihood gains less than ``TOLERANCE`` per report. From it
-come percentiles (:mod:`numeric_shape`: even inside a bucket, an end bucket's excess at
-the range's end), the histogram and, on a log scale, the mean. EMS has no closed-form
+maximum likelihood on the exact channel P(output | bucket), the log of the distribution a
+cubic spline whose knots a criterion chooses (:mod:`numeric_spline`). From it come
+percentiles (:mod:`numeric_shape`: even inside a bucket, an end bucket's excess at the
+range's end), the histogram and, on a log scale, the mean. The fit has no closed-form
 variance: standard errors come from a parametric bootstrap, ``BOOTSTRAP`` multinomial
-resamples of n reports from the fitted output distribution, each reconstructed by the
-same EMS from the same start (seeded by the counts, so the same sums always give the same
-answer). Resampling n reports from the fitted outputs is drawing n devices from the
+resamples of n reports from the fitted output distribution, each reconstructed by the same
+procedure, knots chosen afresh (seeded by the counts, so the same sums always give the
+same answer). Resampling n reports from the fitted outputs is drawing n devices from the
 fitted distribution, so every numeric SE is that of a statistic of the distribution the
-devices' values are drawn from. EMS's smoothing biases some statistics by an amount that
-does not shrink with n; the bootstrap measures it and a statistic it moves by more than
-``BIAS_LIMIT`` SE is answered ``reliable: false`` with the reason, as is a statistic
-:mod:`numeric_doubt` doubts (values concentrated about as tightly as EMS resolves, a
-percentile in a gap between modes or near values piled at the range's end, a linear
-mean of values in one bucket). Two statistics need no reconstruction and are unbiased
-in closed form: the mean on a linear scale (the mean output index is linear in the
-bucket) and the end buckets' shares. A percentile's SE is the refits' spread where the
-buckets are equal (unit space), taken to the task's units through the scale's slope.
-Intervals are estimate ± z·SE.
+devices' values are drawn from. A statistic is answered ``reliable: false`` with the
+reason when the refits move it by more than ``BIAS_LIMIT`` SE, when a fit with more knots
+moves it by more than ``SHAPE_LIMIT`` SE and further than such fits move the refits' (a
+shape the chosen fit could not take), or when :mod:`numeric_doubt` doubts it (a percentile
+in a gap between modes or near values piled at the range's end, a linear mean of values in
+one bucket). Whether the values concentrate about as tightly as Square Wave resolves is
+judged as before the spline, on an EMS fit (EM with smoothing, Li et al., SIGMOD 2020)
+against EMS's fit of one repeated value: the thresholds were set on it (``ldp-sim
+coverage``). Two statistics need no reconstruction and are unbiased in closed form: the
+mean on a linear scale (the mean output index is linear in the bucket) and the end
+buckets' shares. A percentile's SE is the refits' spread where the buckets are equal (unit
+space), taken to the task's units through the scale's slope. Intervals are estimate ± z·SE.
 
 A query names what it wants: ``mean``, ``pNN`` (a percentile, e.g. ``p50``, ``p99.9``),
 ``histogram`` (one row per bucket, ``[lo, hi)`` in the task's units, its estimated count)
@@ -42,24 +42,28 @@ import numpy as np
 
 from shared.errors import ParameterError
 from shared.estimates import Estimates
-from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
 from shared.mechanisms import numeric_spline as spline
+from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
 from shared.mechanisms.numeric_shape import concentrated, percentile
 
-# EMS stops once the log-likelihood gains less than this per report. Stopping early leaves
+# EMS (the concentration yardstick) stops once the log-likelihood gains less than this per
+# report. Stopping early leaves
 # mass spread into the far tail, which biases the mean up: 1e-7 gave +5.9 % on lognormal
 # latencies (n = 10^5, eps = 2), 1e-10 gives +1.5 % (simulations/numeric.py).
 TOLERANCE = 1e-10
 MAX_ITERATIONS = 10_000
 SPIKE_REPORTS = 10_000  # the single value's reconstruction: of expected counts of this many
-BOOTSTRAP = 40  # resamples for the standard errors (and EMS's bias)
-# EMS's bias, as the bootstrap measures it at the fit: a statistic it moves by more than
-# this many SEs is flagged unreliable. It is not subtracted: the corrected estimate varied
-# more than the refits (SE/SD 0.75 for a uniform population's p90-p99), and the bias at
-# the fit underestimates the bias at a sharper truth anyway (0.75 left 2-5 % of a bimodal
-# population's p95 and p99 at eps = 1 unflagged, 7-16 SE off; measured with 40 refits,
-# the bias itself is uncertain by about 0.16 SE).
+BOOTSTRAP = 40  # resamples for the standard errors (and the reconstruction's bias)
+# The reconstruction's bias, as the bootstrap measures it at the fit: a statistic it moves
+# by more than this many SEs is flagged unreliable (set when EMS reconstructed, kept). It
+# is not subtracted: with EMS the corrected estimate varied more than the refits (SE/SD
+# 0.75 for a uniform population's p90-p99), and the bias at the fit underestimates the
+# bias at a sharper truth anyway (measured with 40 refits, the bias itself is uncertain
+# by about 0.16 SE).
 BIAS_LIMIT = 0.6
+# A statistic a fit with more knots moves by more than SHAPE_LIMIT SE, and by more than
+# SHAPE_Z of the refits' own spread of that move from its mean, is flagged: at eps = 1,
+# n = 10^4 a linear-scale lognormal's p90/p95 came out 0.8-1 SE low, its p50 high.
 SHAPE_LIMIT, SHAPE_Z = 0.6, 2.0
 DEFAULT_QUERY = ("mean", "p50", "p75", "p90", "p95", "p99", "first_bucket", "last_bucket")
 RENAMED = {"clipped_low": "first_bucket", "clipped_high": "last_bucket"}
@@ -303,8 +307,8 @@ def replicates(
     draws = rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP)
     fits = [spline.select(dense(channel), draw.astype(float)) for draw in draws]
     boot = np.array([measure(best) for best, _ in fits])
-    moves = np.array([shape_move(b, others, measure) for b, (_, others) in zip(boot, fits)])
-    return boot, np.array([best for best, _ in fits]), moves
+    moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
+    return boot, np.array([best for best, _ in fits]), np.array(moves)
 
 
 def shape_move(
@@ -328,11 +332,9 @@ def answer(
     """Answer each statistic asked of Square Wave output ``counts``.
 
     A linear scale's mean and the end buckets' shares are unbiased in closed form. Every
-    other statistic is read off the EMS fit, its SE from the bootstrap's full refits; the
-    bootstrap also measures how far EMS moves it from the distribution it was fitted to,
-    and a statistic moved by more than ``BIAS_LIMIT`` SE is flagged: its interval would
-    not hold the truth as often as it says (a point mass, a gap, an empty tail). So is a
-    percentile :func:`numeric_shape.doubt` doubts.
+    other statistic is read off the log-spline fit, its SE from the bootstrap's full
+    refits, and flagged by :func:`moved` (the refits' bias; the move of a fit with more
+    knots), by concentration judged on an EMS fit, or by :func:`numeric_doubt.percentile_doubt`.
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
@@ -404,7 +406,9 @@ def single_value_peak(channel: Channel) -> float:
 def spline_peak(channel: Channel) -> float:
     """Return the largest share the log-spline fit of ``SPIKE_REPORTS`` reports of one
     value (their expected counts) puts in one bucket."""
-    return float(reconstruct(channel, channel.forward(_spike(channel.buckets)) * SPIKE_REPORTS).max())
+    return float(
+        reconstruct(channel, channel.forward(_spike(channel.buckets)) * SPIKE_REPORTS).max()
+    )
 
 
 def _spike(buckets: int) -> np.ndarray:
