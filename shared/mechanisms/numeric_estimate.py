@@ -42,16 +42,11 @@ import numpy as np
 
 from shared.errors import ParameterError
 from shared.estimates import Estimates
+from shared.mechanisms import numeric_ems as yardstick
 from shared.mechanisms import numeric_spline as spline
 from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
 from shared.mechanisms.numeric_shape import concentrated, percentile
 
-# EMS (the concentration yardstick) stops once the log-likelihood gains less than this per
-# report. Stopping early leaves
-# mass spread into the far tail, which biases the mean up: 1e-7 gave +5.9 % on lognormal
-# latencies (n = 10^5, eps = 2), 1e-10 gives +1.5 % (simulations/numeric.py).
-TOLERANCE = 1e-10
-MAX_ITERATIONS = 10_000
 SPIKE_REPORTS = 10_000  # the single value's reconstruction: of expected counts of this many
 BOOTSTRAP = 40  # resamples for the standard errors (and the reconstruction's bias)
 # The reconstruction's bias, as the bootstrap measures it at the fit: a statistic it moves
@@ -185,51 +180,6 @@ def _cumulative(x: np.ndarray) -> np.ndarray:
     return np.concatenate((np.zeros((*x.shape[:-1], 1)), np.cumsum(x, axis=-1)), axis=-1)
 
 
-def smooth(x: np.ndarray) -> np.ndarray:
-    """Return each row convolved with [1, 2, 1]/4, the edges reflected (mass is kept)."""
-    padded = np.concatenate((x[..., :1], x, x[..., -1:]), axis=-1)
-    return (padded[..., :-2] + 2 * padded[..., 1:-1] + padded[..., 2:]) / 4
-
-
-def smooth_inside(x: np.ndarray) -> np.ndarray:
-    """Return each row smoothed but for its two end buckets, which are left as they are.
-
-    Values clipped to the range pile up in the end buckets: smoothing them with their
-    neighbours spread 5 % clipped at each end over the last few buckets and pulled p95 and
-    p99 down by 6 standard errors.
-    """
-    return np.concatenate((x[..., :1], smooth(x[..., 1:-1]), x[..., -1:]), axis=-1)
-
-
-def ems(channel: Channel, counts: np.ndarray) -> np.ndarray:
-    """Return the bucket distribution(s) EMS fits to output ``counts`` (one fit per row).
-
-    Every fit starts from the uniform distribution and stops on its own log-likelihood
-    gain, so a bootstrap refit is the same procedure as the fit it measures (refits
-    started from the fitted answer stopped after a few steps and halved the SE).
-    """
-    observed = np.atleast_2d(np.asarray(counts, dtype=float))
-    totals = observed.sum(axis=1, keepdims=True)
-    observed = observed / np.where(totals > 0, totals, 1.0)
-    x = np.full((len(observed), channel.buckets), 1.0 / channel.buckets)
-    active = np.flatnonzero(totals[:, 0] > 0)
-    previous = np.full(len(active), -np.inf)
-    fitted = channel.forward(x[active])
-    for _ in range(MAX_ITERATIONS):
-        if not len(active):
-            break
-        seen = observed[active]
-        ratio = np.divide(seen, fitted, where=fitted > 0, out=np.zeros_like(fitted))
-        part = smooth_inside(x[active] * channel.backward(ratio))
-        part /= part.sum(axis=1, keepdims=True)
-        x[active] = part
-        fitted = channel.forward(part)
-        likelihood = (seen * np.log(np.maximum(fitted, 1e-300))).sum(axis=1)
-        going = likelihood - previous >= TOLERANCE
-        active, previous, fitted = active[going], likelihood[going], fitted[going]
-    return x[0] if np.ndim(counts) == 1 else x
-
-
 def reconstruct(channel: Channel, counts: np.ndarray) -> np.ndarray:
     """Return the bucket distribution fitted to output ``counts`` (:mod:`numeric_spline`)."""
     return spline.select(dense(channel), np.asarray(counts, dtype=float))[0]
@@ -350,7 +300,7 @@ def answer(
     bias = np.mean(boot, axis=0) - values
     shape = shape_move(values, sharper, measure)
     usual = np.abs(shape - np.mean(null, axis=0)) <= SHAPE_Z * np.std(null, axis=0, ddof=1)
-    screen, peak = ems(channel, counts), single_value_peak(channel)
+    screen, peak = yardstick.ems(channel, counts), yardstick.single_value_peak(channel)
     reasons: list[str | None] = []
     for j, (label, _) in enumerate(rows):
         exact = closed_form(channel, counts, label, to_value, linear)
@@ -393,28 +343,14 @@ def moved(bias: float, shape: float, error: float) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def single_value_peak(channel: Channel) -> float:
-    """Return the largest share EMS puts in one bucket when every device holds one value.
-
-    The middle bucket's exact output distribution, fitted: EMS's blur of a single value,
-    the same at any n (a noisy fit of 10^4 such reports peaks within 3 % of it).
-    """
-    return float(ems(channel, channel.forward(_spike(channel.buckets))).max())
-
-
-@functools.lru_cache(maxsize=64)
 def spline_peak(channel: Channel) -> float:
     """Return the largest share the log-spline fit of ``SPIKE_REPORTS`` reports of one
     value (their expected counts) puts in one bucket."""
     return float(
-        reconstruct(channel, channel.forward(_spike(channel.buckets)) * SPIKE_REPORTS).max()
+        reconstruct(
+            channel, channel.forward(yardstick.spike(channel.buckets)) * SPIKE_REPORTS
+        ).max()
     )
-
-
-def _spike(buckets: int) -> np.ndarray:
-    spike = np.zeros(buckets)
-    spike[buckets // 2] = 1.0
-    return spike
 
 
 def unit_spread(
