@@ -14,12 +14,10 @@ tail and put a lognormal's p99 10.5 % off on average (simulations/README.md).
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from shared.mechanisms.numeric_estimate import Channel
+from shared.mechanisms.numeric_channel import Channel
 
 # EMS (the concentration yardstick) stops once the log-likelihood gains less than this per
 # report. Stopping early leaves
