@@ -143,13 +143,7 @@ def nothing(
 
 def reconstruct(channel: Channel, counts: np.ndarray) -> np.ndarray:
     """Return the bucket distribution fitted to output ``counts`` (:mod:`numeric_spline`)."""
-    return spline.select(dense(channel), np.asarray(counts, dtype=float))[0]
-
-
-@functools.lru_cache(maxsize=64)
-def dense(channel: Channel) -> np.ndarray:
-    """Return the channel's transition matrix P[o, i], kept per channel."""
-    return channel.dense()
+    return spline.select(channel, np.asarray(counts, dtype=float))[0]
 
 
 def index_mean(channel: Channel, counts: np.ndarray) -> tuple[float, float]:
@@ -216,7 +210,7 @@ def replicates(
     rng = np.random.default_rng(seed)
     outputs = channel.forward(fitted)
     draws = rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP)
-    fits = [spline.select(dense(channel), draw.astype(float)) for draw in draws]
+    fits = [spline.select(channel, draw.astype(float)) for draw in draws]
     boot = np.array([measure(best) for best, _ in fits])
     moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
     return boot, np.array([best for best, _ in fits]), np.array(moves)
@@ -249,7 +243,7 @@ def answer(
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
-    fitted, sharper = spline.select(dense(channel), counts.astype(float))
+    fitted, sharper = spline.select(channel, counts.astype(float))
     rows = statistics(fitted, names, n, to_value)
 
     def measure(distribution: np.ndarray) -> np.ndarray:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from shared.mechanisms.numeric_channel import Channel
+
 FEWEST = 4  # basis functions of a cubic without inner knots: the smoothest log-density
 MOST = 24  # the most tried (a point mass climbs to it)
 PATIENCE = 2  # k stops growing after this many steps without a smaller criterion
@@ -53,27 +55,29 @@ def basis(buckets: int, k: int) -> np.ndarray:
     return np.hstack((b, ends))
 
 
-def fit(dense: np.ndarray, design: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
+def fit(channel: Channel, design: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
     """Return the distribution of largest likelihood in the design's span, and its log-likelihood.
 
-    ``dense``: P[output, bucket]. Fisher scoring with Levenberg-Marquardt damping from the
-    uniform distribution; the damping grows until a step gains likelihood.
+    Fisher scoring with Levenberg-Marquardt damping from the uniform distribution; the
+    damping grows until a step gains likelihood. Products with the channel go through its
+    cumulative sums (O(outputs) each), never a dense matrix: at 1,024 buckets a point
+    mass's fit took 33 s of CPU with one.
     """
     y = np.asarray(counts, dtype=float)
     n = y.sum()
     theta = np.zeros(design.shape[1])
-    x, f, best = _evaluate(dense, design, theta, y)
+    x, f, best = _evaluate(channel, design, theta, y)
     damping = 1e-3
     for _ in range(STEPS):
-        h = (y / f) @ dense
+        h = channel.backward(y / f)
         gradient = design.T @ (x * (h - n))
-        jacobian = dense @ (x[:, None] * design) - np.outer(f, x @ design)
+        jacobian = channel.forward((x[:, None] * design).T).T - np.outer(f, x @ design)
         info = n * jacobian.T @ (jacobian / f[:, None])
         scale = np.diag(info) + 1e-12 * n
         gained = False
         while damping < 1e12:
             step = np.linalg.solve(info + damping * np.diag(scale), gradient)
-            x2, f2, value = _evaluate(dense, design, theta + step, y)
+            x2, f2, value = _evaluate(channel, design, theta + step, y)
             if value >= best:
                 gained, theta, x, f = value - best >= GAIN * n, theta + step, x2, f2
                 best, damping = value, max(damping / 10, 1e-9)
@@ -85,27 +89,27 @@ def fit(dense: np.ndarray, design: np.ndarray, counts: np.ndarray) -> tuple[np.n
 
 
 def _evaluate(
-    dense: np.ndarray, design: np.ndarray, theta: np.ndarray, y: np.ndarray
+    channel: Channel, design: np.ndarray, theta: np.ndarray, y: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float]:
     z = design @ theta
     x = np.exp(z - z.max())
     x /= x.sum()
-    f = np.maximum(dense @ x, 1e-300)
+    f = np.maximum(channel.forward(x), 1e-300)
     return x, f, float(y @ np.log(f))
 
 
-def select(dense: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+def select(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """Return the fit of smallest criterion, and the fits with more spline functions tried after it.
 
     The others say how much the answer depends on the shapes the first could not take.
     """
-    buckets = dense.shape[1]
+    buckets = channel.buckets
     n = float(np.sum(counts))
     penalty = 2 * np.log(np.log(max(n, 3.0)))  # Hannan-Quinn, per parameter
     fits: list[np.ndarray] = []
     scores: list[float] = []
     for k in range(FEWEST, min(MOST, buckets) + 1):
-        x, likelihood = fit(dense, basis(buckets, k), counts)
+        x, likelihood = fit(channel, basis(buckets, k), counts)
         fits.append(x)
         scores.append(-2 * likelihood + (k + 2) * penalty)
         if len(scores) - 1 - int(np.argmin(scores)) >= PATIENCE:

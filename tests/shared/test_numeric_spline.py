@@ -25,7 +25,7 @@ def test_a_smooth_log_density_is_recovered_from_its_expected_reports() -> None:
     u = (np.arange(128) + 0.5) / 128
     truth = np.exp(-0.5 * ((u - 0.4) / 0.12) ** 2)  # a Gaussian: a quadratic log-density
     truth /= truth.sum()
-    best, others = spline.select(sw.channel.dense(), sw.channel.forward(truth) * 1e5)
+    best, others = spline.select(sw.channel, sw.channel.forward(truth) * 1e5)
     assert np.abs(best - truth).sum() < 0.01
     assert len(others) == spline.PATIENCE  # more knots tried, none better
 
