@@ -4,7 +4,7 @@ Latencies drawn lognormal with median 120 ms and p99 1.2 s (σ = ln 10 / z₀.�
 a page's load times might be. Four ways to collect them, each at ε = 1, 2 and 4:
 
 - ``sw``: the numeric task's Square Wave, its default buckets on a log scale over
-  [5 ms, 20 s], answered as the collector answers (EMS, bootstrap bias correction);
+  [5 ms, 20 s], answered as the collector answers (a log-spline fit, bootstrap SEs);
 - ``grr``: k-ary randomized response over 64 of the same log buckets, its unbiased
   frequencies clipped at 0 and renormalised (the "OUE/GRR over buckets" baseline);
 - ``1bit``: the numeric task's one-bit mean, on a linear scale over [0, 5 s];
@@ -35,7 +35,7 @@ from simulations.tables import Column, Table
 NAME = "numeric"
 SUMMARY = (
     "lognormal latencies (median 120 ms, p99 1.2 s): p50/p95/p99/mean errors of Square Wave "
-    "+ EMS, GRR over buckets, the 1-bit mean and Piecewise, at eps 1, 2, 4"
+    "+ its log-spline fit, GRR over buckets, the 1-bit mean and Piecewise, at eps 1, 2, 4"
 )
 MEDIAN_MS, SIGMA = 120.0, math.log(10) / 2.3263478740408408
 LOG_RANGE, LINEAR_RANGE = (5.0, 20_000.0), (0.0, 5_000.0)

@@ -12,8 +12,8 @@ tests work per bucket.
   smallest 32-bit threshold at least the ideal far probability, P = ⌊(2^32 − (d−1)·T) /
   (2w+1)⌋, and a word past U = (d−1)·T + (2w+1)·P (fewer than 2w+1 of 2^32) is drawn
   again: every probability is exact and ε_eff = ln(P/T) ≤ ε. The
-  collector reconstructs the distribution by EMS (:mod:`numeric_estimate`): mean,
-  percentiles, histogram.
+  collector reconstructs the distribution as a log-spline density by maximum likelihood
+  (:mod:`numeric_estimate`, :mod:`numeric_spline`): mean, percentiles, histogram.
 - ``1bit``, the one-bit mean (Duchi et al. 2013; Ding et al. 2017): bucket i, at centre
   x_i = (i + ½)/d, reports 1 with probability (L + i·S)/2^32, where L = ⌈2^32/(e^ε + 1)⌉
   and S = ⌊(2^32 − 2L)/(d − 1)⌋: the thresholds sit on the extreme inputs a device can
@@ -176,7 +176,7 @@ class NumericBase(SingleRowMechanism):
 
 
 class SquareWave(NumericBase):
-    """Square Wave over ``buckets`` input buckets, d + 2w outputs, reconstructed by EMS."""
+    """Square Wave over ``buckets`` input buckets, d + 2w outputs, reconstructed as a log-spline."""
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -247,10 +247,10 @@ class SquareWave(NumericBase):
     def estimate(
         self, sums: Sums, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
     ) -> Estimates:
-        """Reconstruct the distribution by EMS; answer each statistic with its SE.
+        """Reconstruct the distribution (a log-spline); answer each statistic with its SE.
 
         The linear mean and the end buckets' shares are unbiased in closed form; the rest
-        come from EMS with bootstrap SEs, flagged unreliable when EMS biases them.
+        come from the fit with bootstrap SEs, flagged unreliable when the fit biases them.
         """
         check_shape(sums, 1, self.outputs, repr(self))
         names = list(est.DEFAULT_QUERY if candidates is None else candidates)

@@ -1,27 +1,27 @@
 """What a numeric task's estimates are: the reconstructed distribution and its statistics.
 
 Square Wave reports are turned back into a distribution over the task's input buckets by
-EMS, expectation-maximisation with smoothing (Li et al., SIGMOD 2020): EM on the exact
-channel P(output | bucket), with a binomial [1, 2, 1]/4 smoothing of the estimate after
-every step (the two end buckets left out: clipped values pile up there), from the uniform
-distribution until the log-likelihood gains less than ``TOLERANCE`` per report. From it
-come percentiles (:mod:`numeric_shape`: even inside a bucket, an end bucket's excess at
-the range's end), the histogram and, on a log scale, the mean. EMS has no closed-form
+maximum likelihood on the exact channel P(output | bucket), the log of the distribution a
+cubic spline whose knots a criterion chooses (:mod:`numeric_spline`). From it come
+percentiles (:mod:`numeric_shape`: even inside a bucket, an end bucket's excess at the
+range's end), the histogram and, on a log scale, the mean. The fit has no closed-form
 variance: standard errors come from a parametric bootstrap, ``BOOTSTRAP`` multinomial
-resamples of n reports from the fitted output distribution, each reconstructed by the
-same EMS from the same start (seeded by the counts, so the same sums always give the same
-answer). Resampling n reports from the fitted outputs is drawing n devices from the
+resamples of n reports from the fitted output distribution, each reconstructed by the same
+procedure, knots chosen afresh (seeded by the counts, so the same sums always give the
+same answer). Resampling n reports from the fitted outputs is drawing n devices from the
 fitted distribution, so every numeric SE is that of a statistic of the distribution the
-devices' values are drawn from. EMS's smoothing biases some statistics by an amount that
-does not shrink with n; the bootstrap measures it and a statistic it moves by more than
-``BIAS_LIMIT`` SE is answered ``reliable: false`` with the reason, as is a statistic
-:mod:`numeric_doubt` doubts (values concentrated about as tightly as EMS resolves, a
-percentile in a gap between modes or near values piled at the range's end, a linear
-mean of values in one bucket). Two statistics need no reconstruction and are unbiased
-in closed form: the mean on a linear scale (the mean output index is linear in the
-bucket) and the end buckets' shares. A percentile's SE is the refits' spread where the
-buckets are equal (unit space), taken to the task's units through the scale's slope.
-Intervals are estimate ± z·SE.
+devices' values are drawn from. A statistic is answered ``reliable: false`` with the
+reason when the refits move it by more than ``BIAS_LIMIT`` SE, when a fit with more knots
+moves it by more than ``SHAPE_LIMIT`` SE and further than such fits move the refits' (a
+shape the chosen fit could not take), or when :mod:`numeric_doubt` doubts it (a percentile
+in a gap between modes or near values piled at the range's end, a linear mean of values in
+one bucket). Whether the values concentrate about as tightly as Square Wave resolves is
+judged as before the spline, on an EMS fit (EM with smoothing, Li et al., SIGMOD 2020)
+against EMS's fit of one repeated value: the thresholds were set on it (``ldp-sim
+coverage``). Two statistics need no reconstruction and are unbiased in closed form: the
+mean on a linear scale (the mean output index is linear in the bucket) and the end
+buckets' shares. A percentile's SE is the refits' spread where the buckets are equal (unit
+space), taken to the task's units through the scale's slope. Intervals are estimate ± z·SE.
 
 A query names what it wants: ``mean``, ``pNN`` (a percentile, e.g. ``p50``, ``p99.9``),
 ``histogram`` (one row per bucket, ``[lo, hi)`` in the task's units, its estimated count)
@@ -42,22 +42,25 @@ import numpy as np
 
 from shared.errors import ParameterError
 from shared.estimates import Estimates
+from shared.mechanisms import numeric_ems as yardstick
+from shared.mechanisms import numeric_spline as spline
+from shared.mechanisms.numeric_channel import Channel
 from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
-from shared.mechanisms.numeric_shape import percentile
+from shared.mechanisms.numeric_shape import concentrated, percentile
 
-# EMS stops once the log-likelihood gains less than this per report. Stopping early leaves
-# mass spread into the far tail, which biases the mean up: 1e-7 gave +5.9 % on lognormal
-# latencies (n = 10^5, eps = 2), 1e-10 gives +1.5 % (simulations/numeric.py).
-TOLERANCE = 1e-10
-MAX_ITERATIONS = 10_000
-BOOTSTRAP = 40  # resamples for the standard errors (and EMS's bias)
-# EMS's bias, as the bootstrap measures it at the fit: a statistic it moves by more than
-# this many SEs is flagged unreliable. It is not subtracted: the corrected estimate varied
-# more than the refits (SE/SD 0.75 for a uniform population's p90-p99), and the bias at
-# the fit underestimates the bias at a sharper truth anyway (0.75 left 2-5 % of a bimodal
-# population's p95 and p99 at eps = 1 unflagged, 7-16 SE off; measured with 40 refits,
-# the bias itself is uncertain by about 0.16 SE).
+SPIKE_REPORTS = 10_000  # the single value's reconstruction: of expected counts of this many
+BOOTSTRAP = 40  # resamples for the standard errors (and the reconstruction's bias)
+# The reconstruction's bias, as the bootstrap measures it at the fit: a statistic it moves
+# by more than this many SEs is flagged unreliable (set when EMS reconstructed, kept). It
+# is not subtracted: with EMS the corrected estimate varied more than the refits (SE/SD
+# 0.75 for a uniform population's p90-p99), and the bias at the fit underestimates the
+# bias at a sharper truth anyway (measured with 40 refits, the bias itself is uncertain
+# by about 0.16 SE).
 BIAS_LIMIT = 0.6
+# A statistic a fit with more knots moves by more than SHAPE_LIMIT SE, and by more than
+# SHAPE_Z of the refits' own spread of that move from its mean, is flagged: at eps = 1,
+# n = 10^4 a linear-scale lognormal's p90/p95 came out 0.8-1 SE low, its p50 high.
+SHAPE_LIMIT, SHAPE_Z = 0.6, 2.0
 DEFAULT_QUERY = ("mean", "p50", "p75", "p90", "p95", "p99", "first_bucket", "last_bucket")
 RENAMED = {"clipped_low": "first_bucket", "clipped_high": "last_bucket"}
 PERCENTILE = re.compile(r"^p(\d{1,2}(\.\d{1,3})?)$")
@@ -138,89 +141,9 @@ def nothing(
     return flagged(base, ["no reports"] * len(rows))
 
 
-@dataclass(frozen=True)
-class Channel:
-    """Square Wave's P(output o | bucket i): ``near`` for i ≤ o < i + ``window``, else ``far``.
-
-    Products with it cost O(outputs) through cumulative sums instead of a dense matrix,
-    and take one distribution per row, so the bootstrap's refits run side by side.
-    """
-
-    buckets: int
-    window: int
-    near: float
-    far: float
-
-    @property
-    def outputs(self) -> int:
-        """Return how many outputs there are (d + 2w)."""
-        return self.buckets + self.window - 1
-
-    def forward(self, x: np.ndarray) -> np.ndarray:
-        """Return each output's probability under the bucket distributions x (rows)."""
-        pad = np.zeros((*x.shape[:-1], self.window - 1))
-        sums = _cumulative(np.concatenate((pad, x, pad), axis=-1))
-        inside = sums[..., self.window : self.window + self.outputs] - sums[..., : self.outputs]
-        return self.far * x.sum(axis=-1, keepdims=True) + (self.near - self.far) * inside
-
-    def backward(self, r: np.ndarray) -> np.ndarray:
-        """Return r @ P: each bucket's sum of r over its window of outputs (rows)."""
-        sums = _cumulative(r)
-        inside = sums[..., self.window : self.window + self.buckets] - sums[..., : self.buckets]
-        return self.far * r.sum(axis=-1, keepdims=True) + (self.near - self.far) * inside
-
-    def dense(self) -> np.ndarray:
-        """Return the transition matrix P[o, i] (for tests and small checks)."""
-        return self.forward(np.eye(self.buckets)).T
-
-
-def _cumulative(x: np.ndarray) -> np.ndarray:
-    return np.concatenate((np.zeros((*x.shape[:-1], 1)), np.cumsum(x, axis=-1)), axis=-1)
-
-
-def smooth(x: np.ndarray) -> np.ndarray:
-    """Return each row convolved with [1, 2, 1]/4, the edges reflected (mass is kept)."""
-    padded = np.concatenate((x[..., :1], x, x[..., -1:]), axis=-1)
-    return (padded[..., :-2] + 2 * padded[..., 1:-1] + padded[..., 2:]) / 4
-
-
-def smooth_inside(x: np.ndarray) -> np.ndarray:
-    """Return each row smoothed but for its two end buckets, which are left as they are.
-
-    Values clipped to the range pile up in the end buckets: smoothing them with their
-    neighbours spread 5 % clipped at each end over the last few buckets and pulled p95 and
-    p99 down by 6 standard errors.
-    """
-    return np.concatenate((x[..., :1], smooth(x[..., 1:-1]), x[..., -1:]), axis=-1)
-
-
-def ems(channel: Channel, counts: np.ndarray) -> np.ndarray:
-    """Return the bucket distribution(s) EMS fits to output ``counts`` (one fit per row).
-
-    Every fit starts from the uniform distribution and stops on its own log-likelihood
-    gain, so a bootstrap refit is the same procedure as the fit it measures (refits
-    started from the fitted answer stopped after a few steps and halved the SE).
-    """
-    observed = np.atleast_2d(np.asarray(counts, dtype=float))
-    totals = observed.sum(axis=1, keepdims=True)
-    observed = observed / np.where(totals > 0, totals, 1.0)
-    x = np.full((len(observed), channel.buckets), 1.0 / channel.buckets)
-    active = np.flatnonzero(totals[:, 0] > 0)
-    previous = np.full(len(active), -np.inf)
-    fitted = channel.forward(x[active])
-    for _ in range(MAX_ITERATIONS):
-        if not len(active):
-            break
-        seen = observed[active]
-        ratio = np.divide(seen, fitted, where=fitted > 0, out=np.zeros_like(fitted))
-        part = smooth_inside(x[active] * channel.backward(ratio))
-        part /= part.sum(axis=1, keepdims=True)
-        x[active] = part
-        fitted = channel.forward(part)
-        likelihood = (seen * np.log(np.maximum(fitted, 1e-300))).sum(axis=1)
-        going = likelihood - previous >= TOLERANCE
-        active, previous, fitted = active[going], likelihood[going], fitted[going]
-    return x[0] if np.ndim(counts) == 1 else x
+def reconstruct(channel: Channel, counts: np.ndarray) -> np.ndarray:
+    """Return the bucket distribution fitted to output ``counts`` (:mod:`numeric_spline`)."""
+    return spline.select(channel, np.asarray(counts, dtype=float))[0]
 
 
 def index_mean(channel: Channel, counts: np.ndarray) -> tuple[float, float]:
@@ -275,18 +198,32 @@ def replicates(
     n: int,
     measure: Callable[[np.ndarray], np.ndarray],
     counts: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), and the refits.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), the refits, and each
+    refit's :func:`shape_move`.
 
     Each resample is n reports drawn from the fitted distribution's outputs, reconstructed
-    by the same EMS as the fit; the generator is seeded by the observed ``counts``, so the
-    same sums always give the same answer.
+    by the same procedure as the fit (its own knots); the generator is seeded by the
+    observed ``counts``, so the same sums always give the same answer.
     """
     seed = int.from_bytes(hashlib.sha256(counts.astype("<i8").tobytes()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
     outputs = channel.forward(fitted)
-    refits = ems(channel, rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP))
-    return np.array([measure(refit) for refit in refits]), refits
+    draws = rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP)
+    fits = [spline.select(channel, draw.astype(float)) for draw in draws]
+    boot = np.array([measure(best) for best, _ in fits])
+    moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
+    return boot, np.array([best for best, _ in fits]), np.array(moves)
+
+
+def shape_move(
+    values: np.ndarray, others: Sequence[np.ndarray], measure: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """Return, per statistic, the largest move from ``values`` among the fits with more knots."""
+    if not others:
+        return np.zeros(len(values))
+    moves = np.array([measure(other) - values for other in others])
+    return moves[np.argmax(np.abs(moves), axis=0), np.arange(len(values))]
 
 
 def answer(
@@ -300,59 +237,75 @@ def answer(
     """Answer each statistic asked of Square Wave output ``counts``.
 
     A linear scale's mean and the end buckets' shares are unbiased in closed form. Every
-    other statistic is read off the EMS fit, its SE from the bootstrap's full refits; the
-    bootstrap also measures how far EMS moves it from the distribution it was fitted to,
-    and a statistic moved by more than ``BIAS_LIMIT`` SE is flagged: its interval would
-    not hold the truth as often as it says (a point mass, a gap, an empty tail). So is a
-    percentile :func:`numeric_shape.doubt` doubts.
+    other statistic is read off the log-spline fit, its SE from the bootstrap's full
+    refits, and flagged by :func:`moved` (the refits' bias; the move of a fit with more
+    knots), by concentration judged on an EMS fit, or by :func:`numeric_doubt.percentile_doubt`.
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
-    fitted = ems(channel, counts)
+    fitted, sharper = spline.select(channel, counts.astype(float))
     rows = statistics(fitted, names, n, to_value)
 
     def measure(distribution: np.ndarray) -> np.ndarray:
         return np.array([v for _, v in statistics(distribution, names, n, to_value)])
 
-    boot, refits = replicates(channel, fitted, n, measure, counts)
+    boot, refits, null = replicates(channel, fitted, n, measure, counts)
     errors = np.std(boot, axis=0, ddof=1)
     values = np.array([v for _, v in rows])
     bias = np.mean(boot, axis=0) - values
-    peak = single_value_peak(channel)
+    shape = shape_move(values, sharper, measure)
+    usual = np.abs(shape - np.mean(null, axis=0)) <= SHAPE_Z * np.std(null, axis=0, ddof=1)
+    screen, peak = yardstick.ems(channel, counts), yardstick.single_value_peak(channel)
     reasons: list[str | None] = []
     for j, (label, _) in enumerate(rows):
         exact = closed_form(channel, counts, label, to_value, linear)
         if exact is not None:
             values[j], errors[j] = exact
             mean = label == "mean"
-            reasons.append(concentrated_mean(fitted, peak, to_value, errors[j]) if mean else None)
+            reasons.append(concentrated_mean(screen, peak, to_value, errors[j]) if mean else None)
             continue
         q = float(label[1:]) / 100 if PERCENTILE.match(label) else None
         if q is not None:  # spread measured where the buckets are equal (log: the delta method)
             errors[j], bias[j] = unit_spread(fitted, refits, q, to_value)
-        if not abs(bias[j]) <= BIAS_LIMIT * errors[j]:
-            reasons.append(
-                f"EMS moves this statistic by {bias[j] / max(errors[j], 1e-300):+.1f} standard "
-                "errors (a point mass, a gap or an empty tail)"
+        reason = moved(bias[j], 0.0 if usual[j] else shape[j], errors[j])
+        if reason is None and q is not None:
+            reason = concentrated(screen, peak) or percentile_doubt(
+                fitted, refits, q, spline_peak(channel)
             )
-        elif q is not None:
-            reasons.append(percentile_doubt(fitted, refits, q, peak))
-        else:
-            reasons.append(None)
+        reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
     return flagged(base, reasons)
 
 
-@functools.lru_cache(maxsize=64)
-def single_value_peak(channel: Channel) -> float:
-    """Return the largest share EMS puts in one bucket when every device holds one value.
+def moved(bias: float, shape: float, error: float) -> str | None:
+    """Return why a statistic the reconstruction moves by more than its limits misleads, or None.
 
-    The middle bucket's exact output distribution, fitted: EMS's blur of a single value,
-    the same at any n (a noisy fit of 10^4 such reports peaks within 3 % of it).
+    ``bias``: how far the refits move it from the fit; ``shape``: how far the fit with
+    one more spline function moves it (a shape the chosen fit could not take).
     """
-    spike = np.zeros(channel.buckets)
-    spike[channel.buckets // 2] = 1.0
-    return float(ems(channel, channel.forward(spike)).max())
+    error = max(error, 1e-300)
+    if not abs(bias) <= BIAS_LIMIT * error:
+        return (
+            f"the reconstruction moves this statistic by {bias / error:+.1f} standard errors "
+            "(a point mass, a gap or an empty tail)"
+        )
+    if not abs(shape) <= SHAPE_LIMIT * error:
+        return (
+            f"a reconstruction free to take one more bend moves it by {shape / error:+.1f} "
+            "standard errors: its value depends on a shape the reports barely tell"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def spline_peak(channel: Channel) -> float:
+    """Return the largest share the log-spline fit of ``SPIKE_REPORTS`` reports of one
+    value (their expected counts) puts in one bucket."""
+    return float(
+        reconstruct(
+            channel, channel.forward(yardstick.spike(channel.buckets)) * SPIKE_REPORTS
+        ).max()
+    )
 
 
 def unit_spread(

@@ -7,10 +7,11 @@ percentile by more than its bootstrap standard error can show:
 - values clipped to the range pile up *at* lo and hi, not across the end buckets: the
   share an end bucket holds beyond its neighbour's is put on the range's end, the rest
   spread evenly (:func:`percentile`);
-- what a gap between two modes looks like (EMS's smoothing fills it in);
+- what a gap between two modes looks like (a smooth reconstruction fills it in);
 - where inside a bucket its values sit, and how tightly values concentrate: EMS blurs a
   single repeated value over about a dozen buckets whatever n is, so a percentile among
-  values about that concentrated is off by up to a bucket plus the blur's pull.
+  values about that concentrated is off by up to a bucket plus the blur's pull (the
+  concentration is judged on an EMS fit, :mod:`numeric_ems`).
 
 :func:`doubt` says when a percentile's interval should not be read as one: it sits on a
 pile at the range's end, among values concentrated about as tightly as the
@@ -69,10 +70,10 @@ def percentile(distribution: np.ndarray, q: float) -> float:
 
 
 def near_piles(distribution: np.ndarray, reach: int) -> tuple[float, float]:
-    """Return the shares piled at each end, counting what EMS bled into ``reach`` buckets.
+    """Return the shares piled at each end, counting what the fit bled into ``reach`` buckets.
 
-    A pile's mass is not all in its end bucket: EMS spreads part of it over the buckets
-    within its blur. Each end's share is what its ``reach`` buckets hold beyond the even
+    A pile's mass is not all in its end bucket: a reconstruction spreads part of it over
+    the buckets within its blur. Each end's share is what its ``reach`` buckets hold beyond the even
     level of the ``reach`` buckets inside them (0 if less).
     """
     x = np.asarray(distribution, dtype=float)
@@ -90,7 +91,7 @@ def densest(distribution: np.ndarray) -> float:
 
 
 def blur(peak: float) -> int:
-    """Return how many buckets EMS spreads one repeated value over, about 1 / ``peak``
+    """Return how many buckets a reconstruction spreads one repeated value over, about 1 / ``peak``
     (``peak``: the share its reconstruction puts in its fullest bucket; 0: unknown)."""
     return round(1 / peak) if peak > 0 else 0
 
@@ -98,7 +99,7 @@ def blur(peak: float) -> int:
 def in_gap(distribution: np.ndarray, q: float, bucket: int, peak: float) -> bool:
     """Return whether the q-quantile's bucket is thin between denser places on both sides.
 
-    The buckets within EMS's blur of the range's ends (1 / ``peak``) are left out: clipped
+    The buckets within the fit's blur of the range's ends (1 / ``peak``) are left out: clipped
     values piled at an end bleed into them and made a uniform middle look like a gap.
     """
     if not GAP_SIDE <= q <= 1 - GAP_SIDE:
@@ -127,17 +128,30 @@ def doubt(distribution: np.ndarray, q: float, unit: float, peak: float) -> str |
             "itself may lie beyond the range"
         )
     i = min(int(unit * d), d - 1)
+    found = concentrated(distribution, peak)
+    if found is not None:
+        return found
+    if in_gap(distribution, q, i, peak):
+        return (
+            "it falls where the reconstruction is thin between larger masses (a gap "
+            "between modes): a smooth reconstruction fills a gap in, so its place there is "
+            "biased"
+        )
+    return None
+
+
+def concentrated(distribution: np.ndarray, peak: float) -> str | None:
+    """Return why no percentile of values this concentrated can be trusted, or None.
+
+    ``peak``: the largest share the same reconstruction puts in one bucket when every
+    device holds one value.
+    """
     top = densest(distribution)
     if peak > 0 and top >= CONCENTRATION * peak:
         return (
             "the values concentrate about as tightly as the reconstruction resolves (its "
             f"densest bucket holds {top / peak:.0%} of what one repeated value's would): it "
-            "blurs them over about a dozen buckets and cannot place values inside a bucket, "
-            "so percentiles may be off by more than their intervals show"
-        )
-    if in_gap(distribution, q, i, peak):
-        return (
-            "it falls where the reconstruction is thin between larger masses (a gap "
-            "between modes): EMS's smoothing fills a gap in, so its place there is biased"
+            "cannot place values inside a bucket, so percentiles may be off by more than "
+            "their intervals show"
         )
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shared.mechanisms import numeric_estimate as est
+from shared.mechanisms import numeric_ems as ems
 from shared.mechanisms.numeric import SquareWave
 from shared.mechanisms.numeric_shape import CONCENTRATION, densest, doubt, end_piles, percentile
 
@@ -49,10 +49,10 @@ def test_noise_in_an_even_spread_is_no_gap() -> None:
 
 def test_values_as_concentrated_as_one_value_are_doubted_and_smooth_ones_not() -> None:
     sw = SquareWave(epsilon=1.0, lo=0.0, hi=100.0, buckets=64, scale="linear")
-    peak = est.single_value_peak(sw.channel)
+    peak = ems.single_value_peak(sw.channel)
     spike = np.zeros(64)
     spike[32] = 1.0
-    blurred = est.ems(sw.channel, sw.channel.forward(spike))  # what EMS makes of one value
+    blurred = ems.ems(sw.channel, sw.channel.forward(spike))  # what EMS makes of one value
     assert densest(blurred) == pytest.approx(peak)
     assert "concentrate" in str(doubt(blurred, 0.5, percentile(blurred, 0.5), peak))
     wide = np.exp(-0.5 * ((np.arange(64) - 32) / 12.0) ** 2)  # sd 12 buckets

@@ -10,17 +10,19 @@ SMALL = nc.Setting("linear ε=1, 32 buckets, small", 1.0, 0.0, 100.0, "linear", 
 
 
 def test_smooth_statistics_cover_and_their_errors_match_the_spread() -> None:
-    rows = {r["statistic"]: r for r in nc.cell(SMALL, nc.uniform, 24, np.random.default_rng(1))}
+    # 48 populations: one SE of the coverage is 3 %, of SE/SD about 10 % (with 24 the
+    # median's SE/SD came out 1.55 where 80 populations give 1.13)
+    rows = {r["statistic"]: r for r in nc.cell(SMALL, nc.uniform, 48, np.random.default_rng(1))}
     for name in ("mean", "p50", "first_bucket", "last_bucket"):
         row = rows[name]
-        assert row["coverage"] >= 0.85, row  # 24 populations: one SE is 4.4 %
+        assert row["coverage"] >= 0.85, row
         assert abs(row["mean_z"]) < 0.5 and 0.7 < row["se_over_sd"] < 1.4, row
         assert row["unreliable"] <= 0.2, row  # a bumpy fit can look biased
 
 
 def test_a_point_mass_tail_says_it_cannot_be_trusted() -> None:
     rows = {r["statistic"]: r for r in nc.cell(SMALL, nc.point_mass, 10, np.random.default_rng(2))}
-    assert rows["p99"]["unreliable"] == 1.0  # EMS smears the spike: flagged, not covered
+    assert rows["p99"]["unreliable"] == 1.0  # a spike: flagged, not covered
     assert rows["first_bucket"]["unreliable"] == 0.0
 
 
