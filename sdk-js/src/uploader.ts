@@ -2,6 +2,7 @@
  * The uploader (PROTOCOL §5): batches of one task's oldest reports sent with fetch,
  * at most 15 requests in flight, `keepalive` while the keepalive bodies in flight stay under
  * 60 KB (what browsers let outlive the page); a resend is byte for byte the same; 413 halves the task's batches;
+ * 200, or 202 from a shuffler, delivers;
  * 408, 429, 5xx and network errors back off (Retry-After when given, else exponential with
  * jitter); any other 4xx drops the batch; an `outdated_config` rejection refetches the task,
  * an `unknown_seal_key` one revalidates it (the key it was sealed to is retired).
@@ -114,7 +115,8 @@ export class Uploader {
   private async settle(batch: Pending[], response: Response): Promise<void> {
     const status = response.status;
     const ids = batch.map((p) => p.id);
-    if (status === 200) {
+    // 202: a shuffler spooled the reports (PROTOCOL §2: a client treats 202 as 200).
+    if (status === 200 || status === 202) {
       this.failures = 0;
       this.account(batch, await response.json().catch(() => ({})));
       this.ledger.remove(ids);

@@ -105,6 +105,24 @@ test("413 halves the batch, 429 waits for Retry-After, replayed reports count as
   await sdk.close(100);
 });
 
+test("a shuffler's 202 delivers the batch as a 200 does", async () => {
+  const tasks = [task({ task_id: "r", mechanism: "rr", epsilon: 1 })];
+  const fake = collector(tasks, (reports) =>
+    Response.json({ accepted: reports.length - 1, rejected: [{ report_id: "x", reason: "report_replayed" }] }, { status: 202 }),
+  );
+  const sdk = client({ tasks, reportsPerPeriod: 2 }, fake.fetch);
+  await sdk.ready;
+  assert.equal(sdk.record("r", true), true);
+  assert.equal(sdk.record("r", false), true);
+  assert.equal(await sdk.flush(5000), true);
+  assert.equal(fake.bodies.length, 1); // not resent
+  const stats = sdk.stats();
+  assert.equal(stats.sent, 2);
+  assert.deepEqual(stats.dropped, {});
+  assert.equal(stats.failedBatches, 0);
+  await sdk.close(100);
+});
+
 test("outdated_config fetches the task again; network errors and bad answers never throw", async () => {
   const tasks = [task({ task_id: "r", mechanism: "rr", epsilon: 1 })];
   let calls = 0;
