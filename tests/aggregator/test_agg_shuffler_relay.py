@@ -1,10 +1,11 @@
-"""A shuffler whose collector is slow, down or full.
+"""A shuffler whose collector is slow, down or full, or whose own disk is full.
 
 The shuffler app in process against a fake upstream (a loopback HTTP server) whose task
 requests hang until released while its upload-key answers come at once: relays end within
 ``RELAY_TIMEOUT`` with 503 + Retry-After, at most ``BRIDGE_THREADS`` − 1 wait at once, and
 an upload is answered meanwhile. A batch answered 507 (a full disk) is sent again no sooner
-than the collector's Retry-After.
+than the collector's Retry-After. A full spool disk answers 507 + Retry-After as the
+collector's does, not 500.
 """
 
 from __future__ import annotations
@@ -89,11 +90,12 @@ def shuffler(upstream_url: str, tmp_path: Path, batch_min: int = 1000) -> Flask:
     return create_app({**config, "BATCH_MIN": batch_min, "RELAY_TIMEOUT": 0.5})
 
 
-def upload(app: Flask) -> Any:
-    report = Envelope(new_report_id(), TASK.fingerprint, TASK.floor_time(time.time()), 1)
+def upload(app: Flask, reports: int = 1) -> Any:
+    bucket = TASK.floor_time(time.time())
+    batch = [Envelope(new_report_id(), TASK.fingerprint, bucket, 1) for _ in range(reports)]
     return app.test_client().post(
         "/v1/tasks/slow/reports",
-        data=encode_batch(TASK, [report]),
+        data=encode_batch(TASK, batch),
         headers={"Content-Type": "application/json", "LDP-Protocol": "1.0"},
     )
 
@@ -147,5 +149,25 @@ def test_a_batch_refused_507_waits_for_the_retry_after(upstream: Upstream, tmp_p
             time.sleep(0.05)
         first, second = upstream.puts[:2]
         assert second - first >= 2.0  # the forwarder's own pause would have been 0.5–1 s
+    finally:
+        app.extensions["ldp_shuffler_forwarder"].stop()
+
+
+def test_a_full_spool_disk_answers_507_with_retry_after(upstream: Upstream, tmp_path: Path) -> None:
+    app = shuffler(upstream.url, tmp_path)
+    spool = app.extensions["ldp_shuffler_spool"]
+    try:
+        assert upload(app).status_code == 202
+        # SQLite's page cap stands in for a full disk (SQLITE_FULL); the test client runs
+        # the app on this thread, on this connection.
+        conn = spool._connection()
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        refused = [upload(app, 500) for _ in range(3)]  # not left inside a failed transaction
+        assert {answer.status_code for answer in refused} == {507}
+        assert refused[0].headers["Retry-After"] == "60"
+        assert refused[0].get_json()["type"].endswith(":insufficient_storage")
+        conn.execute("PRAGMA max_page_count = 1073741823")
+        assert upload(app).status_code == 202 and spool.pending == 2
     finally:
         app.extensions["ldp_shuffler_forwarder"].stop()
