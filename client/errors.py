@@ -34,9 +34,7 @@ class TransportError(ClientError):
     transport gave up because that wait would pass its deadline (else None).
     """
 
-    def __init__(
-        self, message: str, *, retries: int = 0, retry_after: float | None = None
-    ) -> None:
+    def __init__(self, message: str, *, retries: int = 0, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retries = retries
         self.retry_after = retry_after
