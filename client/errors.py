@@ -29,12 +29,15 @@ class ConfigurationError(ClientError, ValueError):
 class TransportError(ClientError):
     """A request failed without an HTTP answer.
 
-    ``retries`` is how many times the transport retried before giving up.
+    ``retries`` is how many times the transport retried before giving up;
+    ``retry_after`` the seconds the last answer's Retry-After asked for, when the
+    transport gave up because that wait would pass its deadline (else None).
     """
 
-    def __init__(self, message: str, *, retries: int = 0) -> None:
+    def __init__(self, message: str, *, retries: int = 0, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retries = retries
+        self.retry_after = retry_after
 
 
 class TaskUnavailableError(ClientError):

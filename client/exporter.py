@@ -9,7 +9,8 @@ large, or more reports than the collector's ``MAX_REPORTS_PER_BATCH``) halves th
 batches for the life of the client, down to one report, and a single report still
 refused with 413 is dropped; any other 4xx drops the batch (``batch_rejected``); 408,
 429, 5xx and network errors leave it queued for the scheduler (:mod:`client.uploader`)
-to retry after a backoff.
+to retry after a backoff, and no sooner than the answer's Retry-After
+(:attr:`Exporter.retry_after`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from client.settings import Settings
 from client.stats import Counters
 from client.storage import Pending, Storage
 from client.tasks import TaskRegistry
-from client.transport import Request, Response, Transport
+from client.transport import Request, Response, Transport, retry_after
 from shared.codec import batch_body
 from shared.contract import PROTOCOL_HEADER, problem_code, upload_path
 from shared.errors import OUTDATED_CONFIG, REPORT_REPLAYED
@@ -66,6 +67,9 @@ class Exporter:
         self._counters, self._problems, self._settings = counters, problems, settings
         self._last_body: tuple[tuple[str, ...], bytes] = ((), b"")
         self._caps: dict[str, int] = {}  # batch size per task after a 413 (halved each time)
+        # The Retry-After of the last batch to be sent again (seconds, or None): the
+        # scheduler waits at least this long before the next attempt.
+        self.retry_after: float | None = None
 
     def next_batch(self) -> list[Pending]:
         """Return the oldest reports of one task, within the count and byte bounds."""
@@ -79,6 +83,7 @@ class Exporter:
         try:
             response = self._transport.handle(request, timeout=self._settings.retry.deadline)
         except TransportError as error:
+            self.retry_after = error.retry_after
             self._counters.retried(error.retries)
             self._problems.report(
                 "network",
@@ -87,6 +92,7 @@ class Exporter:
             )
             return Outcome.RETRY
         self._counters.retried(response.retries)
+        self.retry_after = retry_after(response.header("Retry-After"))
         outcome = self._settle(batch, response)
         if outcome is Outcome.DONE:
             self._storage.remove(p.report_id for p in batch)

@@ -5,8 +5,10 @@ errors, read timeouts, 429 and 5xx are retried, POST included (uploads are idemp
 every report has its id and a replay is recognised by the server), and a Retry-After
 answer is honoured. Two things urllib3 does not do are added by subclassing its Retry:
 waits happen on an event that :meth:`HTTPTransport.close` sets (so a shutdown is never
-stuck in a backoff sleep), and no wait goes past the call's deadline. A retry resends the
-very same body bytes.
+stuck in a backoff sleep), and no wait goes past the call's deadline: a Retry-After
+longer than what is left of it ends the call with a :class:`TransportError` that carries
+the wait, which the uploader then honours (a 507's 60 s, say). A retry resends the very
+same body bytes.
 
 Socket timeouts bound each read, not a call: a server that drips a byte a second never
 trips them. So every call also has a watchdog: at its deadline the sockets the call is
@@ -33,15 +35,19 @@ from urllib3.util import Retry
 
 from client.errors import TransportError
 from client.settings import RetryPolicy, Timeouts
-from client.transport import Request, Response
+from client.transport import Request, Response, retry_after
 
 MAX_RESPONSE_BYTES = 1 << 20  # the API's answers are small; never buffer more than this
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 507})  # PROTOCOL §5: 507 included
 USER_AGENT = "ldp-telemetry-client/0.1"
 
 
 class _GiveUp(Exception):
     """Raised from a retry wait that would pass the deadline or was interrupted."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # the answer's Retry-After, when that was the wait
 
 
 class _CallState(threading.local):
@@ -124,6 +130,9 @@ class DeadlineRetry(Retry):
             delay = min(self.backoff_max, self.backoff_factor * 2**attempt)
             delay += random.random() * self.jitter  # spreads clients retrying together
         if time.monotonic() + delay >= _call.deadline:
+            asked = retry_after(response.headers.get("Retry-After")) if response else None
+            if asked is not None:
+                raise _GiveUp(f"the collector asked to retry in {asked:g} s (Retry-After)", asked)
             raise _GiveUp("the retry deadline would pass before the next attempt")
         if _call.interrupt is not None and _call.interrupt.wait(delay):
             raise _GiveUp("the transport was closed")
@@ -176,7 +185,9 @@ class HTTPTransport:
             if expired.is_set():
                 detail = f"no complete answer within the {timeout:g} s deadline"
             raise TransportError(
-                f"{request.method} {request.path} failed: {detail}", retries=_call.retries
+                f"{request.method} {request.path} failed: {detail}",
+                retries=_call.retries,
+                retry_after=error.retry_after if isinstance(error, _GiveUp) else None,
             ) from None
         finally:
             watchdog.cancel()

@@ -9,6 +9,9 @@ and raises :class:`client.TransportError` when there is none.
 
 from __future__ import annotations
 
+import email.utils
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -40,6 +43,21 @@ class Response:
     def header(self, name: str) -> str | None:
         """Return a header's value (name matched without case), or None."""
         return _header(self.headers, name)
+
+
+def retry_after(value: str | None) -> float | None:
+    """Return the seconds a Retry-After value asks for (delay-seconds or an HTTP date)."""
+    if value is None:
+        return None
+    if re.fullmatch(r"\s*[0-9]+\s*", value):
+        return float(int(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None  # unparsable: the caller's own backoff applies
+    if when.tzinfo is None:  # RFC 9110 dates are GMT
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

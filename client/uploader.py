@@ -6,7 +6,8 @@ it first does the storage's upkeep (the on-disk queue's checkpoint, kept off the
 thread), fetches wanted or stale task configurations (:mod:`client.tasks`), then has the
 exporter (:mod:`client.exporter`) send batch after batch. When a batch must be sent again
 the thread waits longer after each failure (doubling from ``flush_interval``, up to
-``MAX_BACKOFF``, jittered); until then only a flush makes it send. Fork handling lives
+``MAX_BACKOFF``, jittered), and at least the answer's Retry-After (also capped at
+``MAX_BACKOFF``); until then only a flush makes it send. Fork handling lives
 here: a forked child forgets the parent's thread and starts its own on demand.
 """
 
@@ -156,19 +157,23 @@ class Uploader:
                 return
             outcome = self._exporter.send(batch)
             if outcome is Outcome.RETRY:
-                self._failed()
+                self._failed(self._exporter.retry_after)
                 return
             if outcome is Outcome.DONE:
                 self._failures, self._resume_at = 0, 0.0
             with self._progress:
                 self._progress.notify_all()
 
-    def _failed(self) -> None:
-        """Count a failed attempt and back off: doubling from flush_interval, jittered."""
+    def _failed(self, retry_after: float | None = None) -> None:
+        """Count a failed attempt and back off: doubling from flush_interval, jittered,
+        and never sooner than the collector's Retry-After."""
         self._failures += 1
         self._failed_ever += 1
         self._counters.batch_failed()
         interval = self._settings.flush_interval
         backoff = min(MAX_BACKOFF, interval * 2 ** min(self._failures - 1, 20))
         # Jitter: devices that lost the collector together do not come back in step.
-        self._resume_at = time.monotonic() + backoff * (0.5 + random.random() / 2)
+        wait = backoff * (0.5 + random.random() / 2)
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, MAX_BACKOFF))
+        self._resume_at = time.monotonic() + wait

@@ -67,6 +67,7 @@ def collector_settings(db: str | None = None) -> Mapping[str, Any]:
 def open_collector(db: str | None = None) -> Collector:
     """Return the store on the command line's database (creating or migrating its schema)."""
     from aggregator.store import StoreUnavailable, open_store
+    from aggregator.store.migrations import SchemaTooNew
 
     config = collector_settings(db)
     try:
@@ -74,6 +75,8 @@ def open_collector(db: str | None = None) -> Collector:
         store.initialize()
     except StoreUnavailable as error:  # e.g. PostgreSQL not reachable: say so, no traceback
         raise click.ClickException(f"the database cannot be opened: {error}") from None
+    except SchemaTooNew as error:  # a newer version migrated it: refused, as migrate does
+        raise click.ClickException(str(error)) from None
     return Collector(store, config)
 
 
@@ -81,12 +84,15 @@ def open_app(db: str | None = None) -> Flask:
     """Return the collector app on the command line's database (``serve``: its workers)."""
     from aggregator import create_app  # imported late: serve must configure metrics first
     from aggregator.store import StoreUnavailable
+    from aggregator.store.migrations import SchemaTooNew
 
     db = db or database()
     try:
         return create_app({"DATABASE": db} if db else None)
     except StoreUnavailable as error:  # e.g. PostgreSQL not reachable: say so, no traceback
         raise click.ClickException(f"the database cannot be opened: {error}") from None
+    except SchemaTooNew as error:  # a newer version migrated it: refused, not misread
+        raise click.ClickException(str(error)) from None
 
 
 def load_task(store: Store, task_id: str) -> TaskConfig:

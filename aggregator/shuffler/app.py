@@ -7,7 +7,10 @@ it has seen before), after checking the task's upload key as the collector would
 collector's verdict follows in batches (aggregator.shuffler.forwarder). Reports are in the
 spool, committed, before the answer. A full spool answers 503 with Retry-After, which the
 SDK honours. ``GET /v1/tasks[/{id}]`` is passed to the collector (the SDK fetches task
-configurations from the same URL); ``/healthz`` and ``/readyz`` serve operations. No
+configurations from the same URL), on at most ``BRIDGE_THREADS`` − 1 threads at once and
+within ``RELAY_TIMEOUT``: a slow or stopped collector never holds every thread, so uploads,
+which only commit to the spool, are still answered (else 503 ``upstream_unavailable`` with
+Retry-After); ``/healthz`` and ``/readyz`` serve operations. No
 address, header or arrival time is stored or logged: a report is kept as its own JSON.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -51,6 +55,9 @@ DEFAULTS: dict[str, Any] = {
     # Served by granian behind aggregator.serving.rsgi_bridge, which reads every body on its
     # event loop (a dribbling client holds no thread) and runs requests on these threads.
     "BRIDGE_THREADS": 4,
+    # Seconds a relayed task request waits for the collector (to connect, then per read; one
+    # retry): a stopped collector held a thread for 90 s, and four of them every upload.
+    "RELAY_TIMEOUT": 5,
 }
 SPOOL, FORWARDER, KEYS = "ldp_shuffler_spool", "ldp_shuffler_forwarder", "ldp_shuffler_keys"
 PASSED_ON = ("Content-Type", "ETag", "Cache-Control", "Last-Modified")
@@ -78,7 +85,10 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         forwarder.upstream, str(app.config["TOKEN"]), retry_after=int(app.config["RETRY_AFTER"])
     )
     app.extensions[SPOOL], app.extensions[FORWARDER], app.extensions[KEYS] = spool, forwarder, keys
-    tasks = session_with_retries(retries=2)
+    tasks = session_with_retries(retries=1)
+    # Relays wait on the collector; uploads must keep a thread whatever it does.
+    relays = threading.BoundedSemaphore(max(1, int(app.config["BRIDGE_THREADS"]) - 1))
+    relay_timeout = float(app.config["RELAY_TIMEOUT"])
 
     @app.post("/v1/tasks/<task_id>/reports")
     def upload(task_id: str) -> tuple[dict[str, Any], int]:
@@ -109,10 +119,16 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         path = "/v1/tasks" + ("" if task_id is None else "/" + quote(task_id, safe=""))
         etag = request.headers.get("If-None-Match")
         headers = {"If-None-Match": etag} if etag else {}
+        if not relays.acquire(blocking=False):
+            raise _upstream_unavailable(app.config, "the collector is slow to answer")
         try:
-            answer = tasks.get(f"{forwarder.upstream}{path}", headers=headers, timeout=(5, 30))
+            answer = tasks.get(
+                f"{forwarder.upstream}{path}", headers=headers, timeout=relay_timeout
+            )
         except requests.RequestException as error:
-            raise ApiError(503, "upstream_unavailable", "cannot reach the collector") from error
+            raise _upstream_unavailable(app.config, "cannot reach the collector") from error
+        finally:
+            relays.release()
         passed = {k: answer.headers[k] for k in PASSED_ON if k in answer.headers}
         return Response(answer.content, status=answer.status_code, headers=passed)
 
@@ -127,6 +143,13 @@ def create_app(config: Mapping[str, Any]) -> Flask:
 
     forwarder.start()
     return app
+
+
+def _upstream_unavailable(config: Mapping[str, Any], why: str) -> ApiError:
+    """Return the 503 a task request gets when the collector does not answer it now."""
+    error = ApiError(503, "upstream_unavailable", f"{why}; retry later")
+    error.headers["Retry-After"] = str(int(config["RETRY_AFTER"]))
+    return error
 
 
 def _reports(

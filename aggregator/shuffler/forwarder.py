@@ -39,11 +39,12 @@ class UpstreamError(Exception):
 
 
 def session_with_retries(retries: int = 4) -> requests.Session:
-    """Return a session that retries network errors, 429 and 5xx with backoff."""
+    """Return a session that retries network errors, 429 and 5xx with backoff (waiting
+    Retry-After when the collector sends one)."""
     policy = Retry(
         total=retries,
         backoff_factor=0.2,
-        status_forcelist=(429, 500, 502, 503, 504),
+        status_forcelist=(429, 500, 502, 503, 504, 507),  # 507: a full disk, Retry-After 60
         allowed_methods=frozenset({"GET", "PUT"}),  # PUT of a batch id is idempotent
         respect_retry_after_header=True,
         raise_on_status=False,

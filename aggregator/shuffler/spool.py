@@ -13,6 +13,7 @@ which the collector counts once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sqlite3
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from aggregator.store.sqlite_faults import classify
 
 SAMPLE = 2  # a batch is chosen among this many times batch_max of the oldest reports
 BATCH_OPEN, BATCH_CLOSE = b'{"reports":[', b"]}"  # a forwarded batch's body around its reports
@@ -93,14 +96,24 @@ class Spool:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; a full disk or an unwritable file becomes the collector's
+        retryable StoreFull / StoreUnavailable (507 / 503 with Retry-After), not a 500."""
         conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # a failed COMMIT may have rolled back already
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            fault = classify(error)
+            if fault is None:
+                raise
+            raise fault from error
 
     @property
     def pending(self) -> int:

@@ -20,7 +20,8 @@ import { SecureWords, randomBytes } from "./random.js";
 import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./store.js";
 import { checkSealable, sealedReportText } from "./seal.js";
 import { type Task, parseTask } from "./task.js";
-import { type Counters, Uploader } from "./uploader.js";
+import { timeoutSignal } from "./timeout.js";
+import { type Counters, Uploader, retryAfter } from "./uploader.js";
 import { floorTime, reportText } from "./wire.js";
 
 export interface Options {
@@ -57,6 +58,8 @@ export interface Options {
   /** First backoff and its cap, seconds (default 0.5 and 30). */
   backoff?: number;
   backoffMax?: number;
+  /** Seconds before a request is abandoned as failed (default 60; a task's configuration: at most 10). */
+  timeout?: number;
   enabled?: boolean;
   fetch?: typeof fetch;
   /** Unix time in seconds (tests). */
@@ -72,6 +75,9 @@ const SECRET_BYTES = 32;
 const DEFAULT_MAX_AGE = 60;
 const MAX_AGE_CAP = 86_400;
 const RETRY_SECONDS = 30;
+/** The longest a task request may take, and the least wait before asking again after one failed (seconds). */
+const TASK_TIMEOUT = 10;
+const TASK_RETRY = 1;
 
 /** Return the seconds a task's copy stays fresh (Cache-Control max-age, capped). */
 function maxAge(header: string | null): number {
@@ -98,6 +104,10 @@ function positive(name: string, value: number | undefined, fallback: number, int
 export class Client {
   private readonly tasks = new Map<string, Task>();
   private readonly fetching = new Set<string>();
+  /** Task ids with a request in flight, and when (ms) one that failed may be asked again. */
+  private readonly asking = new Set<string>();
+  private readonly notBefore = new Map<string, number>();
+  private readonly timeout: number;
   /** A fetched task's ETag and when (clock seconds) to revalidate it. */
   private readonly fresh = new Map<string, { etag: string | null; due: number }>();
   private readonly words = new SecureWords();
@@ -135,6 +145,7 @@ export class Client {
     };
     this.clock = options.clock ?? (() => Date.now() / 1000);
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.timeout = positive("timeout", options.timeout, 60, false);
     this.enabled = options.enabled ?? true;
     const database = options.database ?? (typeof indexedDB === "undefined" ? false : "ldp-telemetry");
     this.store = options.store ?? (database === false ? new MemoryStore() : new IndexedDBStore(database, () => this.drop("storage_error")));
@@ -154,6 +165,7 @@ export class Client {
         maxBatchBytes: positive("maxBatchBytes", options.maxBatchBytes, 60_000),
         backoff: positive("backoff", options.backoff, 0.5, false),
         backoffMax: positive("backoffMax", options.backoffMax, 30, false),
+        timeout: this.timeout,
         fetch: this.fetch,
       },
       this.counters,
@@ -188,7 +200,9 @@ export class Client {
     for (const e of saved.ledger) this.ledger.restore(e.taskId, e.start, e.end, e.lookup, e.pending);
     this.ledger.restoreLedger(saved.configurations, saved.drawn, saved.period);
     for (const pending of saved.queue) this.ledger.enqueue(pending, false);
-    await Promise.all((options.taskIds ?? []).map((id) => this.want(id)));
+    // Asked for, not awaited: a collector that never answers must not hold ready (and so
+    // flush, close and waitForTasks) past their own timeouts.
+    for (const id of options.taskIds ?? []) void this.want(id);
   }
 
   /** Page lifecycle: upload when the page is hidden or left, shown again, or back online. */
@@ -232,14 +246,23 @@ export class Client {
     if (save) this.store.task(task.json);
   }
 
-  /** Fetch a task's configuration (kept for later tries when it fails). */
+  /** Fetch a task's configuration (kept for later tries when it fails: one request at a
+   * time, and after a failure not before its Retry-After, at least a second). */
   private async want(taskId: string, again = false): Promise<void> {
     if (this.tasks.has(taskId) || (this.fetching.has(taskId) && !again) || this.closed) return;
     this.fetching.add(taskId);
+    if (this.asking.has(taskId) || Date.now() < (this.notBefore.get(taskId) ?? 0)) return;
+    this.asking.add(taskId);
     try {
       await this.get(taskId, null);
     } catch {
       this.drop("task_refused", 0);
+    } finally {
+      this.asking.delete(taskId);
+      if (!this.tasks.has(taskId)) {
+        const asked = this.notBefore.get(taskId) ?? 0; // a Retry-After get() was given
+        this.notBefore.set(taskId, Math.max(asked, Date.now() + TASK_RETRY * 1000));
+      }
     }
   }
 
@@ -258,13 +281,18 @@ export class Client {
   /** GET a task (If-None-Match `etag`), check it and adopt it; throws if refused. */
   private async get(taskId: string, etag: string | null): Promise<void> {
     const headers: Record<string, string> = etag ? { "If-None-Match": etag } : {};
-    const response = await this.fetch(`${this.endpoint}/v1/tasks/${encodeURIComponent(taskId)}`, { headers });
+    const signal = timeoutSignal(Math.min(TASK_TIMEOUT, this.timeout));
+    const response = await this.fetch(`${this.endpoint}/v1/tasks/${encodeURIComponent(taskId)}`, { headers, signal });
     const due = this.clock() + maxAge(response.headers.get("Cache-Control"));
     if (response.status === 304 && etag !== null) {
       this.fresh.set(taskId, { etag, due });
       return;
     }
-    if (!response.ok) return;
+    if (!response.ok) {
+      const wait = Math.min(RETRY_SECONDS, retryAfter(response.headers.get("Retry-After")) ?? 0);
+      this.notBefore.set(taskId, Date.now() + wait * 1000);
+      return;
+    }
     const task = parseTask(await response.json());
     if (task.id !== taskId) throw new TypeError("the server answered another task");
     // A key that cannot be sealed to is refused here (and HPKE is loaded before a record needs it).

@@ -2,7 +2,8 @@
  * The uploader (PROTOCOL §5): batches of one task's oldest reports sent with fetch,
  * at most 15 requests in flight, `keepalive` while the keepalive bodies in flight stay under
  * 60 KB (what browsers let outlive the page); a resend is byte for byte the same; 413 halves the task's batches;
- * 408, 429, 5xx and network errors back off (Retry-After when given, else exponential with
+ * 200, or 202 from a shuffler, delivers;
+ * 408, 429, 5xx and network errors (an upload unanswered after `timeout` seconds among them) back off (Retry-After when given, else exponential with
  * jitter); any other 4xx drops the batch; an `outdated_config` rejection refetches the task,
  * an `unknown_seal_key` one revalidates it (the key it was sealed to is retired).
  */
@@ -10,6 +11,7 @@
 import type { Ledger, Pending } from "./ledger.js";
 import { PROTOCOL } from "./task.js";
 import { batchBody } from "./wire.js";
+import { timeoutSignal } from "./timeout.js";
 
 export const KEEPALIVE_BYTES = 60_000;
 export const MAX_IN_FLIGHT = 15;
@@ -21,6 +23,8 @@ export interface UploaderOptions {
   maxBatchBytes: number;
   backoff: number;
   backoffMax: number;
+  /** Seconds before an upload is abandoned (then retried as a network error). */
+  timeout: number;
   fetch: typeof fetch;
 }
 
@@ -100,7 +104,8 @@ export class Uploader {
     if (keepalive) this.keepaliveBytes += body.length;
     try {
       const url = `${this.options.endpoint}/v1/tasks/${encodeURIComponent(taskId)}/reports`;
-      const response = await this.options.fetch(url, { method: "POST", headers, body, keepalive });
+      const signal = timeoutSignal(this.options.timeout);
+      const response = await this.options.fetch(url, { method: "POST", headers, body, keepalive, signal });
       await this.settle(batch, response);
     } catch {
       this.retry(null);
@@ -114,7 +119,8 @@ export class Uploader {
   private async settle(batch: Pending[], response: Response): Promise<void> {
     const status = response.status;
     const ids = batch.map((p) => p.id);
-    if (status === 200) {
+    // 202: a shuffler spooled the reports (PROTOCOL §2: a client treats 202 as 200).
+    if (status === 200 || status === 202) {
       this.failures = 0;
       this.account(batch, await response.json().catch(() => ({})));
       this.ledger.remove(ids);

@@ -105,6 +105,66 @@ test("413 halves the batch, 429 waits for Retry-After, replayed reports count as
   await sdk.close(100);
 });
 
+test("a shuffler's 202 delivers the batch as a 200 does", async () => {
+  const tasks = [task({ task_id: "r", mechanism: "rr", epsilon: 1 })];
+  const fake = collector(tasks, (reports) =>
+    Response.json({ accepted: reports.length - 1, rejected: [{ report_id: "x", reason: "report_replayed" }] }, { status: 202 }),
+  );
+  const sdk = client({ tasks, reportsPerPeriod: 2 }, fake.fetch);
+  await sdk.ready;
+  assert.equal(sdk.record("r", true), true);
+  assert.equal(sdk.record("r", false), true);
+  assert.equal(await sdk.flush(5000), true);
+  assert.equal(fake.bodies.length, 1); // not resent
+  const stats = sdk.stats();
+  assert.equal(stats.sent, 2);
+  assert.deepEqual(stats.dropped, {});
+  assert.equal(stats.failedBatches, 0);
+  await sdk.close(100);
+});
+
+/** A fetch that never answers: it settles only when the request's signal aborts it. */
+function stalled(init?: RequestInit): Promise<Response> {
+  return new Promise((_, reject) => {
+    init?.signal?.addEventListener("abort", () => reject(init.signal!.reason));
+  });
+}
+
+test("a collector that never answers holds no promise past its timeout; a stalled upload is retried", { timeout: 10_000 }, async () => {
+  const tasks = [task({ task_id: "r", mechanism: "rr", epsilon: 1 })];
+  const hanging = init({ endpoint: "http://collector.test", database: false, taskIds: ["r"], fetch: (async (_u: unknown, i?: RequestInit) => stalled(i)) as typeof fetch });
+  const started = Date.now();
+  assert.equal(await hanging.waitForTasks(["r"], 300), false);
+  assert.equal(await hanging.flush(300), true); // nothing queued
+  assert.ok(Date.now() - started < 2000);
+  await hanging.close(100);
+  let posts = 0;
+  const fake = collector(tasks);
+  const fetch = (async (url: string | URL | Request, i?: RequestInit) => {
+    if (i?.method === "POST" && ++posts === 1) return stalled(i);
+    return fake.fetch(url, i);
+  }) as typeof globalThis.fetch;
+  const sdk = client({ tasks, timeout: 0.2, backoff: 0.01 }, fetch);
+  await sdk.ready;
+  assert.equal(sdk.record("r", true), true);
+  assert.equal(await sdk.flush(5000), true);
+  assert.equal(posts, 2);
+  assert.equal(sdk.stats().sent, 1);
+  await sdk.close(100);
+});
+
+test("a task request that failed is not repeated before its Retry-After", async () => {
+  let gets = 0;
+  const fetch = (async () => {
+    gets++;
+    return new Response("{}", { status: 503, headers: { "Retry-After": "10" } });
+  }) as typeof globalThis.fetch;
+  const sdk = init({ endpoint: "http://collector.test", database: false, taskIds: ["r"], fetch });
+  assert.equal(await sdk.waitForTasks(["r"], 600), false);
+  assert.equal(gets, 1);
+  await sdk.close(100);
+});
+
 test("outdated_config fetches the task again; network errors and bad answers never throw", async () => {
   const tasks = [task({ task_id: "r", mechanism: "rr", epsilon: 1 })];
   let calls = 0;

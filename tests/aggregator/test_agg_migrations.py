@@ -42,15 +42,19 @@ def test_a_database_of_the_first_release_is_upgraded_in_place(tmp_path: Path) ->
     assert versions(db)[0] == 1
 
 
-def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+def test_a_newer_database_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "new.sqlite3"
     CliRunner().invoke(main, ["migrate", "--db", str(db)])
     with sqlite3.connect(db) as conn:
         conn.execute("INSERT INTO schema_version VALUES (999, 'future', 0)")
     with pytest.raises(SchemaTooNew, match="999"):
         create_app({"DATABASE": str(db)})
-    result = CliRunner().invoke(main, ["migrate", "--db", str(db)])
-    assert result.exit_code != 0 and "upgrade ldp-aggregator" in result.output
+    monkeypatch.setenv("LDP_DATABASE", "null")  # serve sets it: restored after the test
+    # Every command refuses it with the message, not a traceback (serve and tasks did).
+    for command in (["migrate"], ["tasks", "list"], ["serve", "--port", "0"]):
+        result = CliRunner().invoke(main, ["--db", str(db), *command])
+        assert result.exit_code == 1 and "upgrade ldp-aggregator" in result.output, command
+        assert isinstance(result.exception, SystemExit), (command, result.exception)
 
 
 def test_both_backends_migrate_with_the_same_runner(stores: Any, backend: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import socket
 import threading
 import time
@@ -12,6 +13,7 @@ from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector, make_tasks
 
 from client import Client, HTTPTransport, Request, Response, RetryPolicy, TransportError
 from client.http_transport import DeadlineRetry
+from client.transport import retry_after
 from shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
@@ -88,6 +90,32 @@ def test_503_with_retry_after_is_honoured(collector: FakeCollector) -> None:
     first, second = collector.uploads()
     assert 1.0 <= second.time - first.time < 3.0
     assert sdk.stats().sent == 1 and sdk.close(5)
+
+
+def test_a_retry_after_past_the_deadline_is_honoured_by_the_uploader(
+    collector: FakeCollector,
+) -> None:
+    # 507 answers Retry-After: 60 (PROTOCOL §5) while a call's deadline is 60 s: the call
+    # gives up and the uploader must still wait that long, not its own shorter backoff.
+    collector.then("status", 507, Retry_After="2")
+    policy = RetryPolicy(max_retries=3, backoff=0.05, backoff_max=0.2, jitter=0.01, deadline=1.0)
+    sdk = http_client(collector.url, retry=policy, flush_interval=0.05)
+    assert sdk.record("t-rr", True)
+    deadline = time.monotonic() + 10
+    while len(collector.uploads()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    first, second = collector.uploads()[:2]
+    assert second.time - first.time >= 2.0
+    assert first.raw_body == second.raw_body
+    assert sdk.flush(5) and sdk.stats().sent == 1
+    sdk.close(5)
+
+
+def test_retry_after_takes_seconds_or_an_http_date() -> None:
+    assert retry_after("7") == 7.0 and retry_after(" 0 ") == 0.0
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 28 <= (retry_after(later) or 0) <= 31
+    assert retry_after("soon") is None and retry_after(None) is None
 
 
 def test_a_read_timeout_is_retried(collector: FakeCollector) -> None:
