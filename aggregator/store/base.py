@@ -321,10 +321,15 @@ class SqlStore:
     # -- operations --------------------------------------------------------------------
 
     def check_writable(self) -> None:
-        """Commit a one-row write (raises the backend's error if it cannot)."""
+        """Commit a one-row write (raises the backend's error if it cannot).
+
+        The row changes on every probe: a probe that wrote the row's own bytes again (two
+        within one second, when it held the time in seconds) changed no page, so its commit
+        wrote nothing and answered "ready" from a database that could not be written.
+        """
         with self._write() as tx:
             tx.execute(
-                "INSERT INTO probe VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+                "INSERT INTO probe VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = probe.at + 1",
                 (int(time.time()),),
             )
 

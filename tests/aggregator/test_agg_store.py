@@ -172,6 +172,19 @@ def test_expired_ids_are_collected(store: SqlStore) -> None:
     assert store.add_reports(task, batch, [400] * 3) == {batch[2].report_id}
 
 
+def test_every_readiness_probe_writes(store: SqlStore) -> None:
+    # A probe that rewrote the row's own bytes (twice in one second) committed nothing, so
+    # /readyz answered 200 from a database that could not be written (an outside audit).
+    def probe() -> int:
+        store.check_writable()
+        with store._read() as tx:
+            ((at,),) = tx.execute("SELECT at FROM probe WHERE id = 1")
+        return int(at)
+
+    first, second, third = probe(), probe(), probe()
+    assert first < second < third
+
+
 def test_admission_window_edges() -> None:
     task = TaskConfig.create(task_id="r", mechanism="rr", epsilon=1.0, time_precision=3600)
     hour = task.floor_time(1.7e9)
