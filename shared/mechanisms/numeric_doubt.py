@@ -22,12 +22,14 @@ from shared.mechanisms.numeric_shape import densest, doubt, percentile, pile_sha
 # bias can reach half a bucket: +1.0 SE for a point mass on a bucket's edge at eps = 1).
 MEAN_CONCENTRATION, MEAN_SLACK = 0.8, 0.3
 # A percentile within half Square Wave's window of an end, with fewer values between it
-# and the end than the share the fit piles there or PILE_REACH standard errors of that
-# share, may be the end itself. Measured on the log-spline's fits (values beyond the
-# percentile over the pile's SE): a percentile whose truth is the end (a clipped
-# population's p95 at eps = 1; the audit's p98.5/p99 at hi) 0.4-2.6; a uniform's p90 at
-# eps = 1, right, 2.4-5.1, so about half of those runs are flagged too (at eps = 1 and
-# n = 10^4 the pile's SE is 3.5 points: a 10 % tail and a pile cannot be told apart).
+# and the end than the share the fit piles there plus PILE_REACH standard errors of that
+# share, may be the end itself. Measured on the log-spline's fits, (values beyond - pile)
+# / the pile's SE, over 40-50 runs per row: where the truth is the end (a clipped
+# population's p95 at eps = 1 and on the log setting; an audit's p98.5/p99 with 2 %
+# clipped to hi, 32 buckets, eps = 2) at most 2.6, 3.0 and 3.1 (that run flagged by its
+# bias); right answers overlap: a uniform's p90 at eps = 1 0.4-5.6 (median 3.4), a clipped
+# log p90 1.2-7.6 (3.8), so 40-45 % of those are flagged too (at eps = 1, n = 10^4 the
+# pile's SE is 3.5 points: a 10 % tail and a pile are not told apart).
 PILE_REACH = 3.0
 
 
