@@ -69,6 +69,12 @@ def test_a_dip_between_masses_no_denser_than_an_even_spread_is_no_gap() -> None:
     assert doubt(low, 0.5, percentile(low, 0.5), 1.0) is None
     modes = _two_bumps(d, 4.0)  # sides about three times an even spread
     assert "gap" in str(doubt(modes, 0.5, percentile(modes, 0.5), 1.0))  # no concentration
+    x = np.arange(d)
+    uneven = 0.57 * np.exp(-0.5 * ((x - 16) / 3) ** 2) + 0.43 * np.exp(-0.5 * ((x - 48) / 3) ** 2)
+    uneven /= uneven.sum()  # the median on the lower mode's edge, a few points short of the gap
+    unit = percentile(uneven, 0.5)
+    assert unit < 0.32 and uneven[int(unit * d)] * d > 1.0
+    assert "gap" in str(doubt(uneven, 0.5, unit, 1.0))
 
 
 def _refits(fitted: np.ndarray, rng: np.random.Generator, wiggle: float) -> np.ndarray:
