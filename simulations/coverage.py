@@ -52,7 +52,7 @@ MAX_BIAS, SE_RATIO = 0.3, (0.9, 1.15)
 
 @dataclass(frozen=True)
 class Sizes:
-    """Devices per population and repetitions per case (costly ones: an EMS fit each)."""
+    """Devices per population and repetitions per case (costly ones: a log-spline fit each)."""
 
     devices: int
     reps: int

@@ -217,7 +217,7 @@ def numeric_cases(
         values = make(rng, TRUTH_DRAWS * n)
         numeric: Any = build(0)  # the range's buckets: what the end buckets' truth needs
         truth = _numeric_truth(values, lo, hi, numeric.buckets_of(values), numeric.d)
-        costly = fields.get("method", "sw") == "sw"  # EMS and its bootstrap refits
+        costly = fields.get("method", "sw") == "sw"  # the log-spline fit and its bootstrap refits
         out.append(
             Case(
                 "numeric",

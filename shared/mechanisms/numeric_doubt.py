@@ -1,10 +1,12 @@
 """When a Square Wave answer's interval would mislead: the doubts that read the fit.
 
-:mod:`numeric_estimate` answers every statistic from an EMS fit and its bootstrap refits;
-the tests here say when an answer must carry ``reliable: false`` and a reason a user can
-act on. Each reads the privatized data only (the fit, its refits, and ``peak``: the
-largest share EMS puts in one bucket when every device holds one value, the same at any
-n). Thresholds were set on ``ldp-sim coverage``'s numeric rows (simulations/README.md).
+:mod:`numeric_estimate` answers every statistic from a log-spline fit and its bootstrap
+refits; the tests here say when an answer must carry ``reliable: false`` and a reason a
+user can act on. Each reads the privatized data only: the fit, its refits, ``peak`` (the
+largest share the fit puts in one bucket when every device holds one value, the same at
+any n) and Square Wave's ``window`` (how many buckets' values share an output's high
+probability). Thresholds were set on ``ldp-sim coverage``'s numeric rows
+(simulations/README.md).
 """
 
 from __future__ import annotations
@@ -13,40 +15,63 @@ from collections.abc import Callable
 
 import numpy as np
 
-from shared.mechanisms.numeric_shape import blur, densest, doubt, near_piles, percentile
+from shared.mechanisms.numeric_shape import densest, doubt, percentile, pile_shares
 
 # A linear mean is flagged when the fit's largest bucket holds this share of a single
 # value's reconstructed peak and half a bucket exceeds MEAN_SLACK standard errors (its
 # bias can reach half a bucket: +1.0 SE for a point mass on a bucket's edge at eps = 1).
 MEAN_CONCENTRATION, MEAN_SLACK = 0.8, 0.3
-# A percentile within this many bootstrap SEs of a pile at the range's end is flagged: the
-# pile's share is uncertain, and a percentile just short of it may be the end itself.
-PILE_REACH = 2.0
+# A percentile within half Square Wave's window of an end, with fewer values between it
+# and the end than the share the fit piles there plus PILE_REACH standard errors of that
+# share, may be the end itself. Measured on the log-spline's fits, (values beyond - pile)
+# / the pile's SE, over 40-50 runs per row: where the truth is the end (a clipped
+# population's p95 at eps = 1 and on the log setting; an audit's p98.5/p99 with 2 %
+# clipped to hi, 32 buckets, eps = 2) at most 2.6, 3.0 and 3.1 (that run flagged by its
+# bias); right answers overlap: a uniform's p90 at eps = 1 0.4-5.6 (median 3.4), a clipped
+# log p90 1.2-7.6 (3.8), so 40-45 % of those are flagged too (at eps = 1, n = 10^4 the
+# pile's SE is 3.5 points: a 10 % tail and a pile are not told apart).
+PILE_REACH = 3.0
 
 
-def percentile_doubt(fitted: np.ndarray, refits: np.ndarray, q: float, peak: float) -> str | None:
+def percentile_doubt(
+    fitted: np.ndarray, refits: np.ndarray, q: float, peak: float, window: int
+) -> str | None:
     """Return why the q-quantile's interval misleads, or None.
 
-    :func:`numeric_shape.doubt` on the fit, and a pile at the range's end within
-    ``PILE_REACH`` of the refits' spread of it, counting what EMS bled of it into the
-    buckets within its blur (:func:`numeric_shape.near_piles`): a percentile just short of
-    a pile, whose share is uncertain, may be the range's end itself (a clipped
-    population's p95, right at the pile's edge, was flagged in 42-60 % of runs; the rest
-    covered 70-81 %).
+    :func:`numeric_shape.doubt` on the fit, then :func:`pile_doubt`.
     """
-    found = doubt(fitted, q, percentile(fitted, q), peak)
-    if found is not None:
-        return found
-    bleed = max(1, 2 * blur(peak))  # a pile's bleed was seen up to ~20 buckets
-    piles = np.array([near_piles(x, bleed) for x in refits])
-    reach = np.array(near_piles(fitted, bleed)) + PILE_REACH * np.std(piles, axis=0, ddof=1)
-    if q <= reach[0] or q >= 1 - reach[1]:
-        return (
-            "it is within reach of the values piled at the range's end (clipped there: "
-            f"{reach[0]:.1%} at lo, {reach[1]:.1%} at hi with {PILE_REACH:g} standard errors): "
-            "it may be the range's end itself"
-        )
-    return None
+    unit = percentile(fitted, q)
+    return doubt(fitted, q, unit, peak) or pile_doubt(fitted, refits, q, unit, window)
+
+
+def pile_doubt(
+    fitted: np.ndarray, refits: np.ndarray, q: float, unit: float, window: int
+) -> str | None:
+    """Return why a percentile near values piled at the range's end misleads, or None.
+
+    Square Wave reports a value within half its ``window`` of an end much as it reports a
+    value on the end, so the data barely tell a pile at the end (values clipped there)
+    from values just short of it. The fit puts a pile in its end bucket (the spline's end
+    term; :func:`numeric_shape.pile_shares` with a reach of one bucket), and the refits
+    give that share's SE. A percentile (``unit``: its place in [0, 1]) within half the
+    window of an end, with less than the pile, or less than ``PILE_REACH`` of its SEs, of
+    the values between it and the end, may be the end itself.
+    """
+    pile = pile_shares(fitted, 1)[0]
+    noise = np.std(pile_shares(refits, 1), axis=0, ddof=1)
+    reach = np.maximum(pile, 0.0) + PILE_REACH * noise
+    beyond = np.array([q, 1 - q])
+    near = np.array([unit, 1 - unit]) * len(fitted) < window / 2
+    hits = near & (beyond < reach)
+    if not np.any(hits):
+        return None
+    k = int(np.argmax(hits))
+    end = ("lo", "hi")[k]
+    return (
+        f"it is within reach of the values piled at the range's end ({beyond[k]:.1%} of "
+        f"values lie between it and {end}; the share clipped to {end} is "
+        f"{max(pile[k], 0.0):.1%} ± {noise[k]:.1%}): it may be the range's end itself"
+    )
 
 
 def concentrated_mean(

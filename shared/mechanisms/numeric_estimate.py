@@ -270,7 +270,7 @@ def answer(
         reason = moved(bias[j], 0.0 if usual[j] else shape[j], errors[j])
         if reason is None and q is not None:
             reason = concentrated(screen, peak) or percentile_doubt(
-                fitted, refits, q, spline_peak(channel)
+                fitted, refits, q, spline_peak(channel), channel.window
             )
         reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)

@@ -86,3 +86,17 @@ def test_log_scale_percentile_errors_are_measured_where_the_buckets_are_equal() 
     assert bias == pytest.approx((np.mean(units) - 0.5) * slope, rel=1e-4)
     skewed = np.std(to_value(units), ddof=1)  # what the spread in the task's units gave
     assert skewed != pytest.approx(error, rel=1e-3)
+
+
+def test_a_percentile_short_of_a_pile_at_hi_is_flagged() -> None:
+    """An outside audit's case: 2 % of values clipped to hi, so the true p98.5 and p99 are
+    hi itself; the fit put a smaller pile there and answered 95.5 ± 1.3 and 96.6 ± 1.4, reliable."""
+    mechanism = SquareWave(epsilon=2.0, lo=0.0, hi=100.0, buckets=32, scale="linear")
+    for seed in (0, 5):
+        rng = np.random.default_rng(seed)
+        side = rng.random(30_000)
+        values = np.where(
+            side < 0.03, -5.0, np.where(side > 0.98, 120.0, rng.uniform(10, 90, 30_000))
+        )
+        for name, row in rows(mechanism, values, 500 + seed, ["p98.5", "p99"]).items():
+            assert row["reliable"] is False, (seed, name, row["estimate"])
