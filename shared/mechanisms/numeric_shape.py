@@ -88,7 +88,8 @@ def densest(distribution: np.ndarray) -> float:
     """Return the largest share a bucket holds, values piled at lo and hi left out."""
     low, high = end_piles(distribution)
     ends = max(float(distribution[0]) - low, float(distribution[-1]) - high)
-    return max(ends, float(np.max(distribution[1:-1])))
+    inner = distribution[1:-1]  # none at 2 buckets
+    return max(ends, float(np.max(inner))) if inner.size else ends
 
 
 def blur(peak: float) -> int:

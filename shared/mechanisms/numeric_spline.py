@@ -104,6 +104,9 @@ def select(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.nd
     The others say how much the answer depends on the shapes the first could not take.
     """
     buckets = channel.buckets
+    if buckets < FEWEST:  # fewer buckets than a cubic's functions: each bucket its own term
+        x, _ = fit(channel, np.eye(buckets), counts)
+        return x, []
     n = float(np.sum(counts))
     penalty = 2 * np.log(np.log(max(n, 3.0)))  # Hannan-Quinn, per parameter
     fits: list[np.ndarray] = []

@@ -261,3 +261,18 @@ def test_a_handful_of_reports_is_answered_but_not_called_reliable(method: str) -
         assert mean["reliable"] is not few, (n, mean)
         if few:
             assert f"only {n} reports" in mean["reason"]
+
+
+@pytest.mark.parametrize("buckets", [2, 3])
+def test_the_fewest_buckets_a_task_may_have_are_answered(buckets: int) -> None:
+    # 2 and 3 buckets (the API admits 2): fewer than a cubic spline's functions, and at 2
+    # no bucket between the ends: both raised (a 500 over HTTP) before.
+    mechanism = SquareWave(epsilon=1.0, lo=0.0, hi=10.0, buckets=buckets, scale="linear")
+    rng = np.random.default_rng(5)
+    sums = mechanism.new_sums()
+    sums.add_many(mechanism.privatize_many(rng.uniform(0, 10, 5_000), rng))
+    rows = mechanism.estimate(sums).rows()
+    assert {row["value"] for row in rows} >= {"mean", "p50", "p99"}
+    assert all(np.isfinite(row["estimate"]) and 0 <= row["estimate"] <= 10 for row in rows)
+    mean = next(row for row in rows if row["value"] == "mean")
+    assert abs(mean["estimate"] - 5.0) < 5 * mean["std_error"] + 0.5
