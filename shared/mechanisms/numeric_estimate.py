@@ -256,6 +256,7 @@ def answer(
     shape = shape_move(values, sharper, measure)
     usual = np.abs(shape - np.mean(null, axis=0)) <= SHAPE_Z * np.std(null, axis=0, ddof=1)
     screen, peak = yardstick.ems(channel, counts), yardstick.single_value_peak(channel)
+    crowded = concentrated(screen, peak)  # the same for every percentile
     reasons: list[str | None] = []
     for j, (label, _) in enumerate(rows):
         exact = closed_form(channel, counts, label, to_value, linear)
@@ -269,7 +270,7 @@ def answer(
             errors[j], bias[j] = unit_spread(fitted, refits, q, to_value)
         reason = moved(bias[j], 0.0 if usual[j] else shape[j], errors[j])
         if reason is None and q is not None:
-            reason = concentrated(screen, peak) or percentile_doubt(
+            reason = crowded or percentile_doubt(
                 fitted, refits, q, spline_peak(channel), channel.window
             )
         reasons.append(reason)
