@@ -26,12 +26,16 @@ from urllib.parse import quote
 
 from aggregator.core.metrics import STORE_LOCK_WAIT
 from aggregator.store.base import SqlStore
+from aggregator.store.interface import StoreFull
 from aggregator.store.sql import CHUNK, Tx, fold_into_sums, marks
 from aggregator.store.sqlite_faults import CHECK_EVERY, WAL_LIMIT, FileIdentity, bound_wal, classify
 from aggregator.store.sqlite_lock import WriterLock
 from aggregator.store.sqlite_migrations import SCHEMA
 from shared import TaskConfig
 
+# /readyz is ready only with this much free space beside the database: an upload group
+# and the WAL frames of its fold need room a one-row probe does not
+READY_FREE = 1 << 20
 # rows of one INSERT of ids: 3 parameters each, under the 999 of SQLite before 3.32
 IDS_PER_INSERT = 333
 
@@ -223,6 +227,20 @@ class SqliteStore(SqlStore):
             self._fold_in(tx, task)
 
     # -- operations --------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Raise StoreFull when the database's file system has under ``READY_FREE`` bytes
+        left, then commit the probe's one-row write: that row can fit in pages the WAL
+        reuses while no upload fits (a filled disk answered /readyz 200 throughout)."""
+        usage = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        # root may write into the blocks the file system reserves for it
+        blocks = usage.f_bfree if os.geteuid() == 0 else usage.f_bavail
+        if blocks * usage.f_frsize < READY_FREE:
+            raise StoreFull(
+                f"{blocks * usage.f_frsize} bytes left on the database's disk "
+                f"(ready from {READY_FREE})"
+            )
+        super().check_writable()
 
     def backup(self, target: str) -> None:
         """Copy the database to ``target`` with SQLite's online backup (one snapshot).

@@ -240,6 +240,9 @@ def test_the_default_server_answers_a_full_disk_507_and_keeps_every_ack(
                 break
         assert refused == 20, f"the disk never filled ({acked} reports acked)"
         assert requests.get(server.url + "/healthz", timeout=30).status_code == 200
+        # both workers (a load balancer's probes reach either) say the node is not ready
+        ready = [requests.get(server.url + "/readyz", timeout=30).status_code for _ in range(8)]
+        assert set(ready) == {503}, ready
         assert server.process.poll() is None and _children(server.process.pid) == workers
         filler.unlink()
         deadline = time.monotonic() + 30
