@@ -31,6 +31,10 @@ MEAN_CONCENTRATION, MEAN_SLACK = 0.8, 0.3
 # log p90 1.2-7.6 (3.8), so 40-45 % of those are flagged too (at eps = 1, n = 10^4 the
 # pile's SE is 3.5 points: a 10 % tail and a pile are not told apart).
 PILE_REACH = 3.0
+# A log-scale statistic that moves by more than this many SEs when each bucket's values
+# are spread evenly in value instead of evenly on the log scale is flagged: the reports
+# cannot say which (the limit of the reconstruction's own bias, BIAS_LIMIT).
+PLACEMENT_LIMIT = 0.6
 
 
 def percentile_doubt(
@@ -93,4 +97,20 @@ def concentrated_mean(
         f"most values concentrate in one bucket (its reconstruction holds {share / peak:.0%} "
         "of one repeated value's): the mean is known only to within half a bucket "
         f"(± {half:.6g}), more than its interval allows"
+    )
+
+
+def placement_doubt(shift: float, error: float) -> str | None:
+    """Return why a statistic that depends on where values sit inside a bucket misleads.
+
+    ``shift``: how far it moves between the two spreads inside a bucket
+    (:func:`numeric_estimate.placement_shift`); flagged beyond ``PLACEMENT_LIMIT`` SEs.
+    """
+    if abs(shift) <= PLACEMENT_LIMIT * max(error, 1e-300):
+        return None
+    return (
+        f"the buckets are coarse: spreading each bucket's values evenly in value instead of "
+        f"on the log scale moves it by {shift:+.6g} ({shift / max(error, 1e-300):+.1f} "
+        "standard errors); the reports cannot say where inside a bucket values sit (use "
+        "more buckets)"
     )

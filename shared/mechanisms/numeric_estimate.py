@@ -45,10 +45,11 @@ from shared.estimates import Estimates
 from shared.mechanisms import numeric_ems as yardstick
 from shared.mechanisms import numeric_spline as spline
 from shared.mechanisms.numeric_channel import Channel
-from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
+from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt, placement_doubt
 from shared.mechanisms.numeric_shape import concentrated, percentile
 
 SPIKE_REPORTS = 10_000  # the single value's reconstruction: of expected counts of this many
+GAUSS_POINTS = 5  # Gauss-Legendre points per bucket for a bucket's mean value
 BOOTSTRAP = 40  # resamples for the standard errors (and the reconstruction's bias)
 # The reconstruction's bias, as the bootstrap measures it at the fit: a statistic it moves
 # by more than this many SEs is flagged unreliable (set when EMS reconstructed, kept). It
@@ -173,11 +174,10 @@ def statistics(
     ``to_value`` maps unit-space points in [0, 1] back to the task's values.
     """
     buckets = len(distribution)
-    centres = to_value((np.arange(buckets) + 0.5) / buckets)
     rows: list[tuple[str, float]] = []
     for name in names:
         if name == "mean":
-            rows.append((name, float(distribution @ centres)))
+            rows.append((name, float(distribution @ bucket_means(buckets, to_value))))
         elif name == "histogram":
             edges = to_value(np.arange(buckets + 1) / buckets)
             for i in range(buckets):
@@ -190,6 +190,47 @@ def statistics(
             q = float(name[1:]) / 100
             rows.append((name, float(to_value(np.array([percentile(distribution, q)]))[0])))
     return rows
+
+
+@functools.lru_cache(maxsize=64)
+def _nodes() -> tuple[np.ndarray, np.ndarray]:
+    points, weights = np.polynomial.legendre.leggauss(GAUSS_POINTS)
+    return (points + 1) / 2, weights / 2
+
+
+def bucket_means(buckets: int, to_value: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Return each bucket's mean value, its values spread evenly in unit space.
+
+    The spread the percentiles assume (:func:`numeric_shape.percentile`); on a log scale a
+    bucket's mean is then above its centre's value (by (ln r)²/24 of it for a bucket whose
+    ends' ratio is r), which Gauss-Legendre integrates exactly enough.
+    """
+    points, weights = _nodes()
+    unit = (np.arange(buckets)[:, None] + points[None, :]) / buckets
+    return np.asarray(to_value(unit.ravel()), dtype=float).reshape(unit.shape) @ weights
+
+
+def placement_shift(
+    distribution: np.ndarray, name: str, value: float, to_value: Callable[[np.ndarray], np.ndarray]
+) -> float:
+    """Return how far a mean or percentile moves when each bucket's values are spread
+    evenly in the task's units instead of in unit space (0 for the other statistics).
+
+    The reports cannot tell where inside a bucket the values sit: on a linear scale the
+    two spreads are one, on a log scale they differ by a bucket's curvature, negligible
+    at the default 256 buckets and not at 3 (a mean of uniform values on [1, 10]: 5.07
+    with evenly-in-log buckets, 5.50 evenly in value, the truth 5.5).
+    """
+    buckets = len(distribution)
+    edges = np.asarray(to_value(np.arange(buckets + 1) / buckets), dtype=float)
+    if name == "mean":
+        return float(distribution @ ((edges[:-1] + edges[1:]) / 2)) - value
+    if not PERCENTILE.match(name):
+        return 0.0
+    unit = percentile(distribution, float(name[1:]) / 100)
+    i = min(int(unit * buckets), buckets - 1)
+    inside = unit * buckets - i
+    return float(edges[i] + inside * (edges[i + 1] - edges[i])) - value
 
 
 def replicates(
@@ -269,6 +310,8 @@ def answer(
         if q is not None:  # spread measured where the buckets are equal (log: the delta method)
             errors[j], bias[j] = unit_spread(fitted, refits, q, to_value)
         reason = moved(bias[j], 0.0 if usual[j] else shape[j], errors[j])
+        if reason is None and not linear:
+            reason = placement_doubt(placement_shift(fitted, label, values[j], to_value), errors[j])
         if reason is None and q is not None:
             reason = crowded or percentile_doubt(
                 fitted, refits, q, spline_peak(channel), channel.window

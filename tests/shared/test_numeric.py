@@ -276,3 +276,23 @@ def test_the_fewest_buckets_a_task_may_have_are_answered(buckets: int) -> None:
     assert all(np.isfinite(row["estimate"]) and 0 <= row["estimate"] <= 10 for row in rows)
     mean = next(row for row in rows if row["value"] == "mean")
     assert abs(mean["estimate"] - 5.0) < 5 * mean["std_error"] + 0.5
+
+
+def test_coarse_log_buckets_flag_what_depends_on_where_values_sit_inside_a_bucket() -> None:
+    # 3 log buckets on [1, 10], values uniform: the mean with each bucket's values spread
+    # evenly on the log scale is 5.07-5.25, evenly in value 5.50 (the truth): the reports
+    # cannot say which, so the answer must not claim a ±0.1 interval (it did: reliable).
+    rng = np.random.default_rng(8)
+    coarse = SquareWave(epsilon=2.0, lo=1.0, hi=10.0, buckets=3, scale="log")
+    sums = coarse.new_sums()
+    sums.add_many(coarse.privatize_many(rng.uniform(1, 10, 20_000), rng))
+    rows = {row["value"]: row for row in coarse.estimate(sums, ["mean", "p50"]).rows()}
+    for name in ("mean", "p50"):
+        assert rows[name]["reliable"] is False, rows[name]
+        assert "coarse" in rows[name]["reason"]
+    # at 256 log buckets the two spreads differ by ~(ln r)²/12 of a value: never flagged so
+    fine = SquareWave(epsilon=2.0, lo=1.0, hi=10_000.0, buckets=256, scale="log")
+    sums = fine.new_sums()
+    sums.add_many(fine.privatize_many(np.exp(rng.uniform(0, np.log(10_000), 10_000)), rng))
+    for row in fine.estimate(sums, ["mean", "p50", "p90"]).rows():
+        assert "coarse" not in row.get("reason", ""), row
