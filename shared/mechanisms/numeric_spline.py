@@ -18,8 +18,6 @@ n = 10^4, ε = 1), both measured on the same populations (simulations/README.md)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from shared.mechanisms.numeric_channel import Channel
@@ -28,24 +26,13 @@ FEWEST = 4  # basis functions of a cubic without inner knots: the smoothest log-
 MOST = 24  # the most tried (a point mass climbs to it)
 PATIENCE = 2  # k stops growing after this many steps without a smaller criterion
 STEPS = 60  # Fisher-scoring steps per fit, at most
-QUANTILE_KNOTS = True
-MIX = 0.3
-SPACING_WINDOWS = 0.0
-SPACING_BUCKETS = 1.0
 GAIN = 1e-9  # a fit stops when a step gains less log-likelihood than this, per report
 
 
-def basis(buckets: int, k: int, inner: np.ndarray | None = None) -> np.ndarray:
-    """Return the bucket × (k + 2) design: k cubic B-splines at the bucket centres, two ends.
-
-    ``inner``: the k − 4 inner knots in (0, 1), increasing (None: equally spaced).
-    """
+def basis(buckets: int, k: int) -> np.ndarray:
+    """Return the bucket × (k + 2) design: k cubic B-splines at the bucket centres, two ends."""
     degree = 3
-    inner = (
-        np.linspace(0.0, 1.0, k - degree + 1)
-        if inner is None
-        else np.concatenate(([0.0], inner, [1.0]))
-    )
+    inner = np.linspace(0.0, 1.0, k - degree + 1)
     knots = np.concatenate((np.zeros(degree), inner, np.ones(degree)))
     u = (np.arange(buckets) + 0.5) / buckets
     # Cox-de Boor, degree 0 up: the half-open spans, the last closed at 1
@@ -111,56 +98,7 @@ def _evaluate(
     return x, f, float(y @ np.log(f))
 
 
-def knots_at_quantiles(pilot: np.ndarray, k: int, spacing: float) -> np.ndarray | None:
-    """Return k − 4 inner knots at equally spaced quantiles of ``pilot`` blended with the
-    uniform, at least ``spacing`` apart (None: equally spaced knots, when they cannot be)."""
-    inner = k - 4
-    if inner <= 0 or (inner + 1) * spacing > 1.0:
-        return None
-    buckets = len(pilot)
-    blend = (1.0 - MIX) * np.clip(pilot, 0.0, None) / max(float(np.sum(pilot)), 1e-300)
-    blend += MIX / buckets
-    cdf = np.concatenate(([0.0], np.cumsum(blend)))
-    cdf /= cdf[-1]
-    t = np.interp(np.arange(1, inner + 1) / (inner + 1), cdf, np.arange(buckets + 1) / buckets)
-    for j in range(inner):  # apart from 0 and from each other, then from 1 backwards
-        t[j] = max(t[j], (t[j - 1] if j else 0.0) + spacing)
-    for j in reversed(range(inner)):
-        t[j] = min(t[j], (t[j + 1] if j < inner - 1 else 1.0) - spacing)
-    return t
-
-
 def select(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Return the fit of smallest criterion among fits with knots at the quantiles of the
-    equal-knot fit of smallest criterion, and the fits with more spline functions tried after it.
-    """
-    pilot, others = select_equal(channel, counts)
-    if not QUANTILE_KNOTS or channel.buckets < FEWEST:
-        return pilot, others
-    spacing = SPACING_WINDOWS * channel.window / channel.buckets
-    spacing = max(spacing, SPACING_BUCKETS / channel.buckets)
-    return _search(channel, counts, lambda k: knots_at_quantiles(pilot, k, spacing))
-
-
-def _search(
-    channel: Channel, counts: np.ndarray, knots: Callable[[int], np.ndarray | None]
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    buckets = channel.buckets
-    n = float(np.sum(counts))
-    penalty = 2 * np.log(np.log(max(n, 3.0)))  # Hannan-Quinn, per parameter
-    fits: list[np.ndarray] = []
-    scores: list[float] = []
-    for k in range(FEWEST, min(MOST, buckets) + 1):
-        x, likelihood = fit(channel, basis(buckets, k, knots(k)), counts)
-        fits.append(x)
-        scores.append(-2 * likelihood + (k + 2) * penalty)
-        if len(scores) - 1 - int(np.argmin(scores)) >= PATIENCE:
-            break
-    best = int(np.argmin(scores))
-    return fits[best], fits[best + 1 :]
-
-
-def select_equal(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """Return the fit of smallest criterion, and the fits with more spline functions tried after it.
 
     The others say how much the answer depends on the shapes the first could not take.
