@@ -121,7 +121,7 @@ def test_rows_test_sees_reports_piled_on_one_row() -> None:
 
 def test_repeated_reports_of_one_permanent_response_are_judged_as_such() -> None:
     """Longitudinal cms: two reports of one PRR covary as the weight test now assumes,
-    and an honest window of 4 buckets is not flagged (it was: rows z ≈ 30)."""
+    and an honest window of 4 buckets is not flagged (it was: rows z ≈ 11)."""
     spec = {"k": 64, "m": 64, "hash_seed": 5, "longitudinal": {"epsilon_inf": 4.0, "flip": 0.05}}
     layer: Any = params_class("cms").from_fields(spec).build()
     permanent, rng = layer.permanent, np.random.default_rng(4)
