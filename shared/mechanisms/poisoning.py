@@ -31,8 +31,9 @@ from shared.errors import IMPLAUSIBLE_REPORT
 IMPLAUSIBLE = IMPLAUSIBLE_REPORT  # the rejection reason of a report outside its band
 # An honest report falls outside the plausible weight band with at most this probability.
 HONEST_MISS = 1e-9
-# |z| above which a bucket's sums are reported as suspected (two-sided p ≈ 1.3e-5: an
-# honest bucket is flagged about once in 77,000).
+# |z| above which a bucket's sums are reported as suspected (two-sided p ≈ 1.36e-5 per
+# test, 6.8e-6 for the one-sided row spread: an honest cms bucket, tested both ways, is
+# flagged about once in 49,000).
 SUSPECT_Z = 4.35
 
 
