@@ -49,9 +49,7 @@ def answer(
             check_scan(task, getattr(sums, "buckets", 1), max_cells)
         check_min_batch(task, sums, "estimates")
         result = mechanism.estimate(sums, candidates, level=window.level)
-        checks = (
-            mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
-        )
+        checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
     extra: dict[str, Any] = {}
     refused = source.refusals(task, window.start, window.end)
     if checks or refused:

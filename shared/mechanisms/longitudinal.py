@@ -261,7 +261,7 @@ class Longitudinal:
         """Return how far one report moves a count (the composed channel's estimator)."""
         return self.instant.reach()
 
-    def check_sums(self, sums: Sums, buckets: int = 1) -> Any:
+    def check_sums(self, sums: Any, buckets: int = 1) -> Any:
         """Return the composed channel's tests of the sums of ``buckets`` time buckets.
 
         Over several buckets a device's reports about a value share its permanent
@@ -272,10 +272,11 @@ class Longitudinal:
         """
         checks = self.instant.check_sums(sums)
         band = getattr(self.permanent, "band", None)  # bit-weight bands: cms
+        composed = getattr(self.instant, "band", None)
         share = 0.0
-        if band is not None:
+        if band is not None and composed is not None:
             t = float(self.flip)
-            share = (1.0 - 2.0 * t) ** 2 * band.variance / self.instant.band.variance
+            share = (1.0 - 2.0 * t) ** 2 * band.variance / composed.variance
         return [poisoning.repeated(check, buckets, share) for check in checks]
 
     def over_buckets(self, estimates: Estimates, buckets: int) -> Estimates:
