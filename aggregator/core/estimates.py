@@ -39,12 +39,17 @@ def answer(
     ``normalize`` adds each value's Norm-Sub count (the whole domain summing to n).
     """
     mechanism = task.mechanism_object
+    layer = longitudinal(mechanism)
+    # A longitudinal device's reports in different buckets share its permanent response.
+    buckets = 1
+    if layer is not None:
+        buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
     with source.read_sums(task, window.start, window.end) as sums:
         if max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
             check_scan(task, getattr(sums, "buckets", 1), max_cells)
         check_min_batch(task, sums, "estimates")
         result = mechanism.estimate(sums, candidates, level=window.level)
-        checks = mechanism.check_sums(sums)
+        checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
     extra: dict[str, Any] = {}
     refused = source.refusals(task, window.start, window.end)
     if checks or refused:
@@ -52,10 +57,7 @@ def answer(
     reach = mechanism.reach()
     if fake_fraction is not None and reach is not None:
         extra["poisoning"] = poisoning.poisoning_bound(reach, fake_fraction, result.n)
-    layer = longitudinal(mechanism)
     if layer is not None:
-        # A device's reports in different buckets share its permanent response.
-        buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
         result = layer.over_buckets(result, buckets)
         extra["buckets"] = buckets
     return {

@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from shared.errors import ParameterError
 from shared.estimates import DEFAULT_LEVEL, Estimates
+from shared.mechanisms import poisoning
 from shared.mechanisms.base import Batch, JsonObject, Mechanism, Option
 from shared.randomness import SCALE, KeyedStream, Rng, threshold_at_least
 from shared.sums import RowSums, Sums
@@ -260,9 +261,23 @@ class Longitudinal:
         """Return how far one report moves a count (the composed channel's estimator)."""
         return self.instant.reach()
 
-    def check_sums(self, sums: Sums) -> Any:
-        """Return the composed channel's tests of the sums."""
-        return self.instant.check_sums(sums)
+    def check_sums(self, sums: Any, buckets: int = 1) -> Any:
+        """Return the composed channel's tests of the sums of ``buckets`` time buckets.
+
+        Over several buckets a device's reports about a value share its permanent
+        response (its row, its bits): the tests allow for it (``poisoning.repeated``), as
+        :meth:`over_buckets` does for the intervals. A report's weight given the permanent
+        response is m·t + (1 − 2t)·W_PRR, so two reports sharing one covary by
+        (1 − 2t)²·Var(W_PRR).
+        """
+        checks = self.instant.check_sums(sums)
+        band = getattr(self.permanent, "band", None)  # bit-weight bands: cms
+        composed = getattr(self.instant, "band", None)
+        share = 0.0
+        if band is not None and composed is not None:
+            t = float(self.flip)
+            share = (1.0 - 2.0 * t) ** 2 * band.variance / composed.variance
+        return [poisoning.repeated(check, buckets, share) for check in checks]
 
     def over_buckets(self, estimates: Estimates, buckets: int) -> Estimates:
         """Return estimates over ``buckets`` time buckets with honest intervals.

@@ -20,7 +20,7 @@ collector already holds.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from statistics import NormalDist
 
@@ -31,8 +31,9 @@ from shared.errors import IMPLAUSIBLE_REPORT
 IMPLAUSIBLE = IMPLAUSIBLE_REPORT  # the rejection reason of a report outside its band
 # An honest report falls outside the plausible weight band with at most this probability.
 HONEST_MISS = 1e-9
-# |z| above which a bucket's sums are reported as suspected (two-sided p ≈ 1.3e-5: an
-# honest bucket is flagged about once in 77,000).
+# |z| above which a bucket's sums are reported as suspected (two-sided p ≈ 1.36e-5 per
+# test, 6.8e-6 for the one-sided row spread: an honest cms bucket, tested both ways, is
+# flagged about once in 49,000).
 SUSPECT_Z = 4.35
 
 
@@ -109,6 +110,10 @@ class Check:
     name: str
     z: float
     p_value: float
+    # A χ² test's statistic and degrees of freedom, kept so that it can be judged again
+    # for reports that come several at a time from one device (:func:`repeated`).
+    chi2: float | None = field(default=None, compare=False)
+    df: int = field(default=0, compare=False)
 
     @property
     def suspected(self) -> bool:
@@ -137,11 +142,34 @@ def rows_test(row_counts: np.ndarray) -> Check | None:
     if k < 2 or n == 0:
         return None
     expected = n / k
-    chi2 = float(((row_counts - expected) ** 2).sum() / expected)
-    df = k - 1
+    return _chi2_check(float(((row_counts - expected) ** 2).sum() / expected), k - 1)
+
+
+def _chi2_check(chi2: float, df: int) -> Check:
+    """Return the row-spread check of a χ² over ``df`` degrees of freedom (upper side)."""
     shape = 2.0 / (9.0 * df)
     z = ((chi2 / df) ** (1.0 / 3.0) - (1.0 - shape)) / math.sqrt(shape)
-    return Check("row_spread", z if z > 0 else 0.0, 0.5 * math.erfc(z / math.sqrt(2.0)))
+    p_value = 0.5 * math.erfc(z / math.sqrt(2.0))
+    return Check("row_spread", z if z > 0 else 0.0, p_value, chi2=chi2, df=df)
+
+
+def repeated(check: Check, repeats: int, weight_share: float) -> Check:
+    """Return ``check`` judged for reports that share one device's draw up to ``repeats``.
+
+    A longitudinal device's reports about a value in ``repeats`` time buckets share its
+    permanent response: its row (so a row count's variance, and the χ², grow by at most
+    that factor) and its bits (each pair of reports' weights covary by ``weight_share`` of
+    one report's weight variance: Var(E[W | PRR]) / Var(W)). Both corrections bound the
+    variance whatever devices report, as the estimates' intervals over buckets do.
+    """
+    if repeats <= 1:
+        return check
+    if check.name == "row_spread" and check.chi2 is not None:
+        return _chi2_check(check.chi2 / repeats, check.df)
+    if check.name == "bit_weight":
+        z = check.z / math.sqrt(1.0 + (repeats - 1) * weight_share)
+        return Check(check.name, z, _two_sided(z))
+    return check
 
 
 def refusals_test(refused: int, n: int) -> Check:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -116,3 +117,28 @@ def test_rows_test_sees_reports_piled_on_one_row() -> None:
     piled = even.copy()
     piled[3] += 1_000
     assert rows_test(piled).z > SUSPECT_Z
+
+
+def test_repeated_reports_of_one_permanent_response_are_judged_as_such() -> None:
+    """Longitudinal cms: two reports of one PRR covary as the weight test now assumes,
+    and an honest window of 4 buckets is not flagged (it was: rows z ≈ 11)."""
+    spec = {"k": 64, "m": 64, "hash_seed": 5, "longitudinal": {"epsilon_inf": 4.0, "flip": 0.05}}
+    layer: Any = params_class("cms").from_fields(spec).build()
+    permanent, rng = layer.permanent, np.random.default_rng(4)
+    values = [f"w{int(x)}" for x in rng.integers(0, 50, 20_000)]
+    responses = permanent.privatize_many(values, rng)
+    buckets = [permanent.reflip_many(responses, layer.threshold, rng) for _ in range(4)]
+    weights = [np.unpackbits(batch.bits, axis=1).sum(axis=1) for batch in buckets]
+    t = float(layer.flip)
+    share = (1 - 2 * t) ** 2 * permanent.band.variance / layer.instant.band.variance
+    assert np.corrcoef(weights[0], weights[1])[0, 1] == pytest.approx(share, abs=0.03)
+    sums = layer.new_sums()
+    for batch in buckets:
+        sums.add_many(batch)
+    independent = {c.name: c for c in layer.instant.check_sums(sums)}
+    assert independent["row_spread"].z > 2 * SUSPECT_Z  # four reports per row draw
+    judged = {c.name: c for c in layer.check_sums(sums, buckets=4)}
+    assert not any(c.suspected for c in judged.values())
+    assert judged["bit_weight"].z == pytest.approx(
+        independent["bit_weight"].z / np.sqrt(1 + 3 * share)
+    )
