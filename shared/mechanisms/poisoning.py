@@ -216,7 +216,7 @@ def poisoning_bound(reach: Reach, fake_fraction: float, n: int) -> dict[str, obj
         "fake_fraction": fake_fraction,
         "fake_reports": fakes,
         "per_fake_report": {"low": reach.low, "high": reach.high},
-        "count_shift": {"down": down, "up": up},
+        "count_shift": {"down": down + 0.0, "up": up + 0.0},  # + 0.0: no "-0.0" at β = 0
     }
 
 

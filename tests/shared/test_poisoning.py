@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from typing import Any
 
@@ -15,6 +16,7 @@ from shared.mechanisms.poisoning import (
     IMPLAUSIBLE,
     SUSPECT_Z,
     Reach,
+    poisoning_bound,
     rows_test,
     weight_band,
     weight_test,
@@ -142,3 +144,9 @@ def test_repeated_reports_of_one_permanent_response_are_judged_as_such() -> None
     assert judged["bit_weight"].z == pytest.approx(
         independent["bit_weight"].z / np.sqrt(1 + 3 * share)
     )
+
+
+def test_no_fake_reports_shift_nothing_and_print_no_negative_zero() -> None:
+    bound = poisoning_bound(Reach(-1.5, 2.0), 0.0, 1_000)
+    assert bound["count_shift"] == {"down": 0.0, "up": 0.0}
+    assert "-0.0" not in json.dumps(bound)  # a -0.0 down-shift read as a sign error
