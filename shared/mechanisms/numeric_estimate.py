@@ -43,7 +43,7 @@ import numpy as np
 from shared.errors import ParameterError
 from shared.estimates import Estimates
 from shared.mechanisms import numeric_ems as yardstick
-from shared.mechanisms import numeric_spline as spline
+from shared.mechanisms import numeric_pspline as spline
 from shared.mechanisms.numeric_channel import Channel
 from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt
 from shared.mechanisms.numeric_shape import concentrated, percentile
