@@ -269,6 +269,8 @@ def answer(
         if q is not None:  # spread measured where the buckets are equal (log: the delta method)
             errors[j], bias[j] = unit_spread(fitted, refits, q, to_value)
         reason = moved(bias[j], 0.0 if usual[j] else shape[j], errors[j])
+        if reason is None and label == "mean":  # a log scale's: read off the fit
+            reason = concentrated_mean(screen, peak, to_value, errors[j])
         if reason is None and q is not None:
             reason = crowded or percentile_doubt(
                 fitted, refits, q, spline_peak(channel), channel.window

@@ -29,7 +29,7 @@ FEWEST = 4  # a cubic without inner knots: below this many buckets each bucket i
 # λ tried, stiffest first; each fit starts from the previous one's coefficients
 GRID = 10.0 ** np.arange(5.0, -2.01, -1.0)
 PATIENCE = 2  # λ stops shrinking after this many steps without a smaller criterion
-STEPS = 60  # Fisher-scoring steps per fit, at most
+STEPS = 30  # Fisher-scoring steps per fit, at most (a point mass's fits take them all)
 GAIN = 1e-7  # a fit stops when a step gains less penalized log-likelihood than this, per report
 
 
