@@ -35,7 +35,7 @@ FEWEST = 4  # a cubic without inner knots: below this many buckets each bucket i
 # cost more (a log bimodal's selection 0.014 s against 0.009) for about the same biases.
 GRID = 10.0 ** np.arange(5.0, -2.01, -1.0)
 PATIENCE = 2  # λ stops shrinking after this many steps without a smaller criterion
-STEPS = 30  # Fisher-scoring steps per fit, at most (60: a point mass's answer cost 3 times)
+STEPS = 20  # Fisher-scoring steps per fit, at most (60: a point mass's answer cost 2-3 times)
 PRICE = 2.0  # AIC's, per effective parameter (Hannan-Quinn's 2 ln ln n: see the docstring)
 GAIN = 1e-7  # a fit stops when a step gains less penalized log-likelihood than this, per report
 
