@@ -29,12 +29,8 @@ MEAN_CONCENTRATION, MEAN_SLACK = 0.8, 0.3
 # clipped to hi, 32 buckets, eps = 2) at most 2.6, 3.0 and 3.1 (that run flagged by its
 # bias); right answers overlap: a uniform's p90 at eps = 1 0.4-5.6 (median 3.4), a clipped
 # log p90 1.2-7.6 (3.8), so 40-45 % of those are flagged too (at eps = 1, n = 10^4 the
-# pile's SE is 3.5 points: a 10 % tail and a pile are not told apart). On the penalized
-# log-spline (numeric_pspline) the refits' pile varies less: over 40 runs per row the
-# audit's p98.5 reached 3.73 (6 of 16 runs that got this far above 3), the clipped p95s
-# at most 2.85 and 1.83; right answers: the uniform p90 at eps = 1 0.9-7.3 (median 4.1),
-# the clipped log p90 1.2-7.0 (4.8), 44 % and 30 % of them under 4.
-PILE_REACH = 4.0
+# pile's SE is 3.5 points: a 10 % tail and a pile are not told apart).
+PILE_REACH = 3.0
 
 
 def percentile_doubt(
@@ -84,7 +80,7 @@ def concentrated_mean(
     to_value: Callable[[np.ndarray], np.ndarray],
     error: float,
 ) -> str | None:
-    """Return why a linear mean's interval misleads when the values sit in one bucket, or None.
+    """Return why a mean's interval misleads when the values sit in one bucket, or None.
 
     The mean is that of the buckets' centres (closed form on a linear scale, the fit's on
     a log scale); values concentrated in one bucket may sit anywhere in it, up to half a

@@ -52,9 +52,7 @@ def test_a_percentile_at_a_piles_edge_is_flagged_in_every_run() -> None:
             side < 0.05, -10.0, np.where(side > 0.95, 110.0, rng.uniform(0, 100, 10_000))
         )
         row = rows(mechanism, values, seed, ["p95"])["p95"]
-        # on the penalized fit the doubts read before the pile's may flag it first (seed 0:
-        # a smaller λ moves it -2.2 SE; seed 1: the refits -0.6 SE)
-        assert row["reliable"] is False and row["reason"], seed
+        assert row["reliable"] is False and "piled" in row["reason"], seed
 
 
 @pytest.mark.parametrize(("epsilon", "buckets", "scale"), [(1.0, 64, "linear"), (2.0, 256, "log")])
