@@ -13,7 +13,7 @@ tests work per bucket.
   (2w+1)⌋, and a word past U = (d−1)·T + (2w+1)·P (fewer than 2w+1 of 2^32) is drawn
   again: every probability is exact and ε_eff = ln(P/T) ≤ ε. The
   collector reconstructs the distribution as a log-spline density by maximum likelihood
-  (:mod:`numeric_estimate`, :mod:`numeric_spline`): mean, percentiles, histogram.
+  (:mod:`numeric_estimate`, :mod:`numeric_pspline`): mean, percentiles, histogram.
 - ``1bit``, the one-bit mean (Duchi et al. 2013; Ding et al. 2017): bucket i, at centre
   x_i = (i + ½)/d, reports 1 with probability (L + i·S)/2^32, where L = ⌈2^32/(e^ε + 1)⌉
   and S = ⌊(2^32 − 2L)/(d − 1)⌋: the thresholds sit on the extreme inputs a device can

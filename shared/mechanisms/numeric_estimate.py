@@ -2,20 +2,20 @@
 
 Square Wave reports are turned back into a distribution over the task's input buckets by
 maximum likelihood on the exact channel P(output | bucket), the log of the distribution a
-cubic spline whose knots a criterion chooses (:mod:`numeric_spline`). From it come
+penalized cubic spline whose smoothness a criterion chooses (:mod:`numeric_pspline`). From it come
 percentiles (:mod:`numeric_shape`: even inside a bucket, an end bucket's excess at the
 range's end), the histogram and, on a log scale, the mean. The fit has no closed-form
 variance: standard errors come from a parametric bootstrap, ``BOOTSTRAP`` multinomial
 resamples of n reports from the fitted output distribution, each reconstructed by the same
-procedure, knots chosen afresh (seeded by the counts, so the same sums always give the
+procedure, smoothness chosen afresh (seeded by the counts, so the same sums always give the
 same answer). Resampling n reports from the fitted outputs is drawing n devices from the
 fitted distribution, so every numeric SE is that of a statistic of the distribution the
 devices' values are drawn from. A statistic is answered ``reliable: false`` with the
-reason when the refits move it by more than ``BIAS_LIMIT`` SE, when a fit with more knots
+reason when the refits move it by more than ``BIAS_LIMIT`` SE, when a less smoothed fit
 moves it by more than ``SHAPE_LIMIT`` SE and further than such fits move the refits' (a
 shape the chosen fit could not take), or when :mod:`numeric_doubt` doubts it (a percentile
-in a gap between modes or near values piled at the range's end, a linear mean of values in
-one bucket). Whether the values concentrate about as tightly as Square Wave resolves is
+in a gap between modes or near values piled at the range's end, a mean of values in one
+bucket). Whether the values concentrate about as tightly as Square Wave resolves is
 judged as before the spline, on an EMS fit (EM with smoothing, Li et al., SIGMOD 2020)
 against EMS's fit of one repeated value: the thresholds were set on it (``ldp-sim
 coverage``). Two statistics need no reconstruction and are unbiased in closed form: the
@@ -43,7 +43,7 @@ import numpy as np
 from shared.errors import ParameterError
 from shared.estimates import Estimates
 from shared.mechanisms import numeric_ems as yardstick
-from shared.mechanisms import numeric_spline as spline
+from shared.mechanisms import numeric_pspline as pspline
 from shared.mechanisms.numeric_channel import Channel
 from shared.mechanisms.numeric_doubt import concentrated_mean, percentile_doubt, placement_doubt
 from shared.mechanisms.numeric_shape import concentrated, percentile
@@ -58,7 +58,7 @@ BOOTSTRAP = 40  # resamples for the standard errors (and the reconstruction's bi
 # bias at a sharper truth anyway (measured with 40 refits, the bias itself is uncertain
 # by about 0.16 SE).
 BIAS_LIMIT = 0.6
-# A statistic a fit with more knots moves by more than SHAPE_LIMIT SE, and by more than
+# A statistic a less smoothed fit moves by more than SHAPE_LIMIT SE, and by more than
 # SHAPE_Z of the refits' own spread of that move from its mean, is flagged: at eps = 1,
 # n = 10^4 a linear-scale lognormal's p90/p95 came out 0.8-1 SE low, its p50 high.
 SHAPE_LIMIT, SHAPE_Z = 0.6, 2.0
@@ -143,8 +143,8 @@ def nothing(
 
 
 def reconstruct(channel: Channel, counts: np.ndarray) -> np.ndarray:
-    """Return the bucket distribution fitted to output ``counts`` (:mod:`numeric_spline`)."""
-    return spline.select(channel, np.asarray(counts, dtype=float))[0]
+    """Return the bucket distribution fitted to output ``counts`` (:mod:`numeric_pspline`)."""
+    return pspline.select(channel, np.asarray(counts, dtype=float))[0]
 
 
 def index_mean(channel: Channel, counts: np.ndarray) -> tuple[float, float]:
@@ -244,14 +244,14 @@ def replicates(
     refit's :func:`shape_move`.
 
     Each resample is n reports drawn from the fitted distribution's outputs, reconstructed
-    by the same procedure as the fit (its own knots); the generator is seeded by the
+    by the same procedure as the fit (its own smoothness); the generator is seeded by the
     observed ``counts``, so the same sums always give the same answer.
     """
     seed = int.from_bytes(hashlib.sha256(counts.astype("<i8").tobytes()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
     outputs = channel.forward(fitted)
     draws = rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP)
-    fits = [spline.select(channel, draw.astype(float)) for draw in draws]
+    fits = [pspline.select(channel, draw.astype(float)) for draw in draws]
     boot = np.array([measure(best) for best, _ in fits])
     moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
     return boot, np.array([best for best, _ in fits]), np.array(moves)
@@ -260,7 +260,7 @@ def replicates(
 def shape_move(
     values: np.ndarray, others: Sequence[np.ndarray], measure: Callable[[np.ndarray], np.ndarray]
 ) -> np.ndarray:
-    """Return, per statistic, the largest move from ``values`` among the fits with more knots."""
+    """Return, per statistic, the largest move from ``values`` among the less smoothed fits."""
     if not others:
         return np.zeros(len(values))
     moves = np.array([measure(other) - values for other in others])
@@ -279,12 +279,12 @@ def answer(
 
     A linear scale's mean and the end buckets' shares are unbiased in closed form. Every
     other statistic is read off the log-spline fit, its SE from the bootstrap's full
-    refits, and flagged by :func:`moved` (the refits' bias; the move of a fit with more
-    knots), by concentration judged on an EMS fit, or by :func:`numeric_doubt.percentile_doubt`.
+    refits, and flagged by :func:`moved` (the refits' bias; the move of a less smoothed
+    fit), by concentration judged on an EMS fit, or by :func:`numeric_doubt.percentile_doubt`.
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
-    fitted, sharper = spline.select(channel, counts.astype(float))
+    fitted, sharper = pspline.select(channel, counts.astype(float))
     rows = statistics(fitted, names, n, to_value)
 
     def measure(distribution: np.ndarray) -> np.ndarray:
@@ -310,6 +310,8 @@ def answer(
         if q is not None:  # spread measured where the buckets are equal (log: the delta method)
             errors[j], bias[j] = unit_spread(fitted, refits, q, to_value)
         reason = moved(bias[j], 0.0 if usual[j] else shape[j], errors[j])
+        if reason is None and label == "mean":  # a log scale's: read off the fit
+            reason = concentrated_mean(screen, peak, to_value, errors[j])
         if reason is None and not linear:
             reason = placement_doubt(placement_shift(fitted, label, values[j], to_value), errors[j])
         if reason is None and q is not None:
