@@ -42,19 +42,34 @@ PILE_REACH = 4.0
 PLACEMENT_LIMIT = 0.6
 
 
+# What :func:`pile_doubt` asks of the caller: refits of the fit with ``share`` of the
+# values moved onto end ``end`` (0: lo, 1: hi), each row one refit's distribution.
+PiledRefits = Callable[[int, float], np.ndarray]
+
+
 def percentile_doubt(
-    fitted: np.ndarray, refits: np.ndarray, q: float, peak: float, window: int
+    fitted: np.ndarray,
+    refits: np.ndarray,
+    q: float,
+    peak: float,
+    window: int,
+    piled: PiledRefits | None = None,
 ) -> str | None:
     """Return why the q-quantile's interval misleads, or None.
 
     :func:`numeric_shape.doubt` on the fit, then :func:`pile_doubt`.
     """
     unit = percentile(fitted, q)
-    return doubt(fitted, q, unit, peak) or pile_doubt(fitted, refits, q, unit, window)
+    return doubt(fitted, q, unit, peak) or pile_doubt(fitted, refits, q, unit, window, piled)
 
 
 def pile_doubt(
-    fitted: np.ndarray, refits: np.ndarray, q: float, unit: float, window: int
+    fitted: np.ndarray,
+    refits: np.ndarray,
+    q: float,
+    unit: float,
+    window: int,
+    piled: PiledRefits | None = None,
 ) -> str | None:
     """Return why a percentile near values piled at the range's end misleads, or None.
 
@@ -64,14 +79,22 @@ def pile_doubt(
     term; :func:`numeric_shape.pile_shares` with a reach of one bucket), and the refits
     give that share's SE. A percentile (``unit``: its place in [0, 1]) within half the
     window of an end, with less than the pile, or less than ``PILE_REACH`` of its SEs, of
-    the values between it and the end, may be the end itself.
+    the values between it and the end, may be the end itself. The SE is also measured
+    where that doubt lives, on ``piled`` refits of the fit with the values beyond the
+    percentile piled at the end, and the larger taken: refits of a fit that found the end
+    empty stay pinned there (a pile SE of 0.020-0.024 where others gave 0.027-0.044), and
+    an ε = 1 clipped p90 91.1 ± 1.3 passed, its truth 94.4.
     """
     pile = pile_shares(fitted, 1)[0]
     noise = np.std(pile_shares(refits, 1), axis=0, ddof=1)
-    reach = np.maximum(pile, 0.0) + PILE_REACH * noise
     beyond = np.array([q, 1 - q])
     near = np.array([unit, 1 - unit]) * len(fitted) < window / 2
-    hits = near & (beyond < reach)
+    hits = near & (beyond < np.maximum(pile, 0.0) + PILE_REACH * noise)
+    if piled is not None:
+        for side in np.flatnonzero(near & ~hits):
+            there = pile_shares(piled(int(side), float(beyond[side])), 1)[:, side]
+            noise[side] = max(noise[side], float(np.std(there, ddof=1)))
+            hits[side] = beyond[side] < max(pile[side], 0.0) + PILE_REACH * noise[side]
     if not np.any(hits):
         return None
     k = int(np.argmax(hits))

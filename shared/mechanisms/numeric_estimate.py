@@ -51,6 +51,7 @@ from shared.mechanisms.numeric_shape import concentrated, percentile
 SPIKE_REPORTS = 10_000  # the single value's reconstruction: of expected counts of this many
 GAUSS_POINTS = 5  # Gauss-Legendre points per bucket for a bucket's mean value
 BOOTSTRAP = 40  # resamples for the standard errors (and the reconstruction's bias)
+PILED_REFITS = 20  # refits of a piled alternative, for a pile doubt's SE (numeric_doubt)
 # The reconstruction's bias, as the bootstrap measures it at the fit: a statistic it moves
 # by more than this many SEs is flagged unreliable (set when EMS reconstructed, kept). It
 # is not subtracted: with EMS the corrected estimate varied more than the refits (SE/SD
@@ -257,6 +258,23 @@ def replicates(
     return boot, np.array([best for best, _ in fits]), np.array(moves)
 
 
+def piled_refits(
+    channel: Channel, fitted: np.ndarray, n: int, counts: np.ndarray, end: int, share: float
+) -> np.ndarray:
+    """Return ``PILED_REFITS`` refits of the fit with ``share`` of its values moved onto
+    end ``end`` (0: lo, 1: hi): how the pile varies where a pile doubt's answer lives.
+
+    Seeded by the counts, the end and the share: the same sums give the same answer.
+    """
+    alternative = np.asarray(fitted, dtype=float) * (1.0 - share)
+    alternative[-1 if end else 0] += share
+    key = counts.astype("<i8").tobytes() + np.array([end, share], "<f8").tobytes()
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
+    outputs = channel.forward(alternative)
+    draws = rng.multinomial(n, outputs / outputs.sum(), size=PILED_REFITS)
+    return np.array([pspline.select(channel, draw.astype(float))[0] for draw in draws])
+
+
 def shape_move(
     values: np.ndarray, others: Sequence[np.ndarray], measure: Callable[[np.ndarray], np.ndarray]
 ) -> np.ndarray:
@@ -291,6 +309,7 @@ def answer(
         return np.array([v for _, v in statistics(distribution, names, n, to_value)])
 
     boot, refits, null = replicates(channel, fitted, n, measure, counts)
+    piled = functools.partial(piled_refits, channel, fitted, n, counts)
     errors = np.std(boot, axis=0, ddof=1)
     values = np.array([v for _, v in rows])
     bias = np.mean(boot, axis=0) - values
@@ -316,7 +335,7 @@ def answer(
             reason = placement_doubt(placement_shift(fitted, label, values[j], to_value), errors[j])
         if reason is None and q is not None:
             reason = crowded or percentile_doubt(
-                fitted, refits, q, spline_peak(channel), channel.window
+                fitted, refits, q, spline_peak(channel), channel.window, piled
             )
         reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
