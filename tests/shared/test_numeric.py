@@ -296,3 +296,17 @@ def test_coarse_log_buckets_flag_what_depends_on_where_values_sit_inside_a_bucke
     sums.add_many(fine.privatize_many(np.exp(rng.uniform(0, np.log(10_000), 10_000)), rng))
     for row in fine.estimate(sums, ["mean", "p50", "p90"]).rows():
         assert "coarse" not in row.get("reason", ""), row
+
+
+def test_an_end_bucket_whose_output_was_never_seen_still_has_a_standard_error() -> None:
+    # 10^4 reports at eps = 2 over 256 log buckets put about 14 in an end output; the
+    # plug-in SE sqrt(p(1 - p)/n) shrank with the count (0 when none came: an interval of
+    # zero width), and over 1,000 runs covered 92.6 %. Agresti-Coull's: 95.3 %.
+    mechanism = SquareWave(epsilon=2.0, lo=1.0, hi=1e4, buckets=256, scale="log")
+    channel = mechanism.channel
+    counts = np.full(channel.outputs, 40)
+    counts[0] = 0
+    share, error = est.closed_form(channel, counts, "first_bucket", mechanism.to_value, False)
+    assert share < 0 < error
+    expected = np.sqrt(2 / (counts.sum() + 4) * (1 - 2 / (counts.sum() + 4)) / (counts.sum() + 4))
+    assert error == pytest.approx(expected / (channel.near - channel.far))
