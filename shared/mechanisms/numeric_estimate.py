@@ -248,11 +248,7 @@ def replicates(
     by the same procedure as the fit (its own smoothness); the generator is seeded by the
     observed ``counts``, so the same sums always give the same answer.
     """
-    seed = int.from_bytes(hashlib.sha256(counts.astype("<i8").tobytes()).digest()[:8], "little")
-    rng = np.random.default_rng(seed)
-    outputs = channel.forward(fitted)
-    draws = rng.multinomial(n, outputs / outputs.sum(), size=BOOTSTRAP)
-    fits = [pspline.select(channel, draw.astype(float)) for draw in draws]
+    fits = refit(channel, fitted, n, counts.astype("<i8").tobytes(), BOOTSTRAP)
     boot = np.array([measure(best) for best, _ in fits])
     moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
     return boot, np.array([best for best, _ in fits]), np.array(moves)
@@ -269,10 +265,19 @@ def piled_refits(
     alternative = np.asarray(fitted, dtype=float) * (1.0 - share)
     alternative[-1 if end else 0] += share
     key = counts.astype("<i8").tobytes() + np.array([end, share], "<f8").tobytes()
+    return np.array([best for best, _ in refit(channel, alternative, n, key, PILED_REFITS)])
+
+
+def refit(
+    channel: Channel, distribution: np.ndarray, n: int, key: bytes, size: int
+) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+    """Return :func:`numeric_pspline.select` on ``size`` draws of n reports from
+    ``distribution``'s outputs, the generator seeded by ``key`` (the same sums, the same
+    answer)."""
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
-    outputs = channel.forward(alternative)
-    draws = rng.multinomial(n, outputs / outputs.sum(), size=PILED_REFITS)
-    return np.array([pspline.select(channel, draw.astype(float))[0] for draw in draws])
+    outputs = channel.forward(distribution)
+    draws = rng.multinomial(n, outputs / outputs.sum(), size=size)
+    return [pspline.select(channel, draw.astype(float)) for draw in draws]
 
 
 def shape_move(

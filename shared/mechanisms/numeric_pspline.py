@@ -64,7 +64,7 @@ def fit(
     """
     y = np.asarray(counts, dtype=float)
     n = y.sum()
-    x, f, like = _evaluate(channel, design, theta, y)
+    x, f, like = spline.evaluate(channel, design, theta, y)
     best = like - 0.5 * lam * theta @ pen @ theta
     damping = 1e-3
     info = _information(channel, design, x, f, n)
@@ -77,7 +77,7 @@ def fit(
         while damping < 1e12:
             step = np.linalg.solve(total + damping * np.diag(scale), gradient)
             moved = theta + step
-            x2, f2, like2 = _evaluate(channel, design, moved, y)
+            x2, f2, like2 = spline.evaluate(channel, design, moved, y)
             value = like2 - 0.5 * lam * moved @ pen @ moved
             if value >= best:
                 gained, theta, x, f, like = value - best >= GAIN * n, moved, x2, f2, like2
@@ -113,16 +113,6 @@ def _edf(info: np.ndarray, pen: np.ndarray, functions: int) -> float:
     pin = np.outer(v, v) * size + np.eye(len(info)) * 1e-9 * size
     influence = np.linalg.solve(info + pen + pin, info)
     return float(np.trace(influence[:functions, :functions])) + 2.0
-
-
-def _evaluate(
-    channel: Channel, design: np.ndarray, theta: np.ndarray, y: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float]:
-    z = design @ theta
-    x = np.exp(z - z.max())
-    x /= x.sum()
-    f = np.maximum(channel.forward(x), 1e-300)
-    return x, f, float(y @ np.log(f))
 
 
 def select(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -70,7 +70,7 @@ def fit(channel: Channel, design: np.ndarray, counts: np.ndarray) -> tuple[np.nd
     y = np.asarray(counts, dtype=float)
     n = y.sum()
     theta = np.zeros(design.shape[1])
-    x, f, best = _evaluate(channel, design, theta, y)
+    x, f, best = evaluate(channel, design, theta, y)
     damping = 1e-3
     for _ in range(STEPS):
         h = channel.backward(y / f)
@@ -81,7 +81,7 @@ def fit(channel: Channel, design: np.ndarray, counts: np.ndarray) -> tuple[np.nd
         gained = False
         while damping < 1e12:
             step = np.linalg.solve(info + damping * np.diag(scale), gradient)
-            x2, f2, value = _evaluate(channel, design, theta + step, y)
+            x2, f2, value = evaluate(channel, design, theta + step, y)
             if value >= best:
                 gained, theta, x, f = value - best >= GAIN * n, theta + step, x2, f2
                 best, damping = value, max(damping / 10, 1e-9)
@@ -92,9 +92,11 @@ def fit(channel: Channel, design: np.ndarray, counts: np.ndarray) -> tuple[np.nd
     return x, best
 
 
-def _evaluate(
+def evaluate(
     channel: Channel, design: np.ndarray, theta: np.ndarray, y: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Return the distribution of log-spline coefficients ``theta``, its outputs' probabilities
+    and the log-likelihood of output counts ``y``."""
     z = design @ theta
     x = np.exp(z - z.max())
     x /= x.sum()
