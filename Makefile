@@ -8,10 +8,13 @@ MIN_VENV := .venv-min
 
 .PHONY: test lint demo demo-cluster demo-shuffle bench clean test-min-versions screenshot
 
-$(STAMP): pyproject.toml
+# Two distributions in one namespace (docs/architecture.md): the SDK (ldp-telemetry, the
+# root pyproject.toml) and the collector with the shuffler (ldp-telemetry-collector,
+# aggregator/pyproject.toml), both editable, with every extra and the developer tools.
+$(STAMP): pyproject.toml aggregator/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e './aggregator[postgres,parquet,archive]'
 	touch $(STAMP)
 
 # System tools the suite runs for real: curl (the READMEs' examples), nginx and openssl
@@ -72,7 +75,7 @@ bench: $(STAMP)
 	  || echo "make bench: wrk not installed; the serving rows use the Python load generator"
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
-LINTED = shared client aggregator simulations demo benchmarks protocol tests ldp_scripts.py .ci
+LINTED = shared client aggregator simulations demo benchmarks protocol tests .ci
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
@@ -85,7 +88,7 @@ test-min-versions:
 	$(PYTHON) .ci/min_requirements.py > $(MIN_VENV)/requirements.txt
 	$(MIN_VENV)/bin/python -m pip install --quiet -r $(MIN_VENV)/requirements.txt \
 		pytest pytest-timeout hypothesis scipy pgserver
-	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps -e . -e ./aggregator
 	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|mmh3|rfc8785|cryptography|requests|urllib3|flask|gunicorn|granian|prometheus.client|pyarrow|psycopg|psycopg.pool|dask|distributed)=='
 	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/shared tests/client tests/aggregator
 

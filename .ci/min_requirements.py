@@ -1,5 +1,5 @@
-"""Print the declared minimum version of every runtime dependency and of the collector's
-extras ([server], [parquet], [postgres], [batch]).
+"""Print the declared minimum version of every runtime dependency of the SDK and of the
+collector (aggregator/pyproject.toml) with its extras ([parquet], [postgres], [archive]).
 
 `make test-min-versions` installs exactly these and runs the SDK and collector tests, so
 the floors in pyproject.toml are proven, not hoped for.
@@ -13,19 +13,26 @@ from pathlib import Path
 
 import tomllib
 
-EXTRAS = ("server", "parquet", "postgres", "batch")  # what the collector's tests import
+EXTRAS = ("parquet", "postgres", "archive")  # what the collector's tests import
 FLOOR = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)\s*>=\s*([0-9][^,;\s]*)")
 
 
-def pins(pyproject: Path) -> list[str]:
+def declared(root: Path) -> list[str]:
+    """Return the SDK's and the collector's requirements (with its extras), ours left out."""
+    sdk = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    collector = tomllib.loads((root / "aggregator" / "pyproject.toml").read_text())["project"]
+    extras = collector["optional-dependencies"]
+    every = sdk["dependencies"] + collector["dependencies"]
+    every += [requirement for extra in EXTRAS for requirement in extras[extra]]
+    ours = sdk["name"]
+    # an extra may repeat another's requirement
+    return [r for r in dict.fromkeys(every) if not r.startswith(ours + "==")]
+
+
+def pins(root: Path) -> list[str]:
     """Return 'name==floor' for the runtime dependencies and the collector's extras."""
-    project = tomllib.loads(pyproject.read_text())["project"]
-    extras = project["optional-dependencies"]
-    declared = project["dependencies"] + [
-        requirement for extra in EXTRAS for requirement in extras[extra]
-    ]
     out = []
-    for requirement in dict.fromkeys(declared):  # an extra may repeat another's requirement
+    for requirement in declared(root):
         match = FLOOR.match(requirement)
         if not match:
             sys.exit(f"{requirement!r} has no '>=' floor: every dependency declares one")
@@ -34,4 +41,4 @@ def pins(pyproject: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(pins(Path(__file__).resolve().parent.parent / "pyproject.toml")))
+    print("\n".join(pins(Path(__file__).resolve().parent.parent)))

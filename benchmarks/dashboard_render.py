@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 from flask import current_app
 
-from aggregator import create_app
-from aggregator.api.resources import get_store
-from aggregator.core import estimates, heavy_hitters
-from aggregator.core.query import Window
-from aggregator.store import StoredTask
-from shared import Envelope, TaskConfig, new_report_id
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.core import estimates, heavy_hitters
+from ldp_telemetry.aggregator.core.query import Window
+from ldp_telemetry.aggregator.store import StoredTask
+from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
 
 HOUR, BUCKETS, BATCH = 3600, 24, 5000
 WORDS = ("hello", "thanks", "please", "sorry", "lunch", "coffee", "later", "maybe", "movie")

@@ -2,12 +2,11 @@
 
     python -m benchmarks.dask_resum [--reports 10000000] [--files 10] [--workers 1 2]
 
-Writes an archive of privatized CMS reports (k = 2048, m = 1024, ε = 4; Zipf values) in
-the layout ``ldp-aggregator export --reports`` writes (``--files`` Parquet files of one
-day), then times ``python -m aggregator.batch``'s job (LocalCluster start included) for
-each worker count, and checks that every run gives the same sums and that they count
-every report. Generating the archive is not timed. Target (issue 15): 10^7 reports in
-≤ 60 s on 2 workers.
+Writes an archive of privatized CMS reports (k = 2048, m = 1024, ε = 4; Zipf values) in the layout
+``ldp-aggregator export --reports`` writes (``--files`` Parquet files of one day), then times
+``python -m ldp_telemetry.aggregator.archive``'s job (LocalCluster start included) for each worker
+count, and checks that every run gives the same sums and that they count every report. Generating
+the archive is not timed. Target (issue 15): 10^7 reports in ≤ 60 s on 2 workers.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from aggregator.batch.archive import reports_table
-from aggregator.batch.job import run
-from shared import TaskConfig
+from ldp_telemetry.aggregator.archive.parquet import reports_table
+from ldp_telemetry.aggregator.archive.resum import run
+from ldp_telemetry.shared import TaskConfig
 
 DAY = 86_400
 

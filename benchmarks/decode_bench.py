@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.workload import zipf_values
-from shared import Envelope, TaskConfig, decode_batch, encode_batch
-from shared.codec import new_report_id
+from ldp_telemetry.shared import Envelope, TaskConfig, decode_batch, encode_batch
+from ldp_telemetry.shared.codec import new_report_id
 
 SIZES = (1, 10, 500)
 WORK = 20_000  # reports decoded per contender per round

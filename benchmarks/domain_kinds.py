@@ -17,7 +17,7 @@ from benchmarks.ours import Results, Spec, privatize_each
 from benchmarks.settings import DOMAIN_D, EPSILON, Sizes
 from benchmarks.timing import cpu_median
 from benchmarks.workload import write_json
-from shared import TaskConfig
+from ldp_telemetry.shared import TaskConfig
 
 KINDS = ("oue", "ss")
 DOMAIN = [f"value-{i}" for i in range(DOMAIN_D)]

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from aggregator.store import StoredTask, sql
-from aggregator.store.sqlite import SqliteStore
 from benchmarks.dashboard_render import task_params, values
-from shared import Envelope, TaskConfig, new_report_id
+from ldp_telemetry.aggregator.store import StoredTask, sql
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
 
 FOLDS = 3
 MERGE = sql.merge_rows

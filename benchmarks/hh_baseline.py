@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.baseline import RUN_TIMEOUT, SINGLE_THREAD, baseline_python
-from shared.mechanisms.hh import HeavyHitters
+from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters
 from simulations.heavy_hitters import LETTERS, strings
 
 HERE = Path(__file__).resolve().parent

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import requests
 
-from aggregator.serving import DEFAULT_SERVER
 from benchmarks.settings import EPSILON, HTTP_BATCH, SKETCH_M, Sizes
 from benchmarks.workload import zipf_values
-from shared import CountMeanSketch, TaskConfig, encode_batch
-from shared.codec import Envelope, new_report_id
+from ldp_telemetry.aggregator.serving import DEFAULT_SERVER
+from ldp_telemetry.shared import CountMeanSketch, TaskConfig, encode_batch
+from ldp_telemetry.shared.codec import Envelope, new_report_id
 
 READY_WAIT = 60.0  # seconds for the server and its workers to come up
 REQUEST_TIMEOUT = 120.0
@@ -74,7 +74,7 @@ def running_server(
         command = [
             sys.executable,
             "-m",
-            "aggregator.cli",
+            "ldp_telemetry.aggregator.cli",
             "--db",
             database or str(Path(folder) / "bench.sqlite3"),
             "serve",

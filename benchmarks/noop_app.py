@@ -1,6 +1,6 @@
 """The ceiling: a Flask app that reads an upload's body and answers a fixed small JSON.
 
-Served by the same command lines as the collector (aggregator.serving.command), so the
+Served by the same command lines as the collector (ldp_telemetry.aggregator.serving.command), so the
 difference between the two is the collector's own work per request.
 """
 

@@ -26,8 +26,8 @@ from benchmarks.settings import (
 )
 from benchmarks.timing import cpu_median
 from benchmarks.workload import accuracy_values, write_json, write_reports, zipf_values
-from shared import CountMeanSketch, HadamardCountMeanSketch, RandomizedResponse
-from shared.accuracy import cms_count_variance, hcms_count_variance
+from ldp_telemetry.shared import CountMeanSketch, HadamardCountMeanSketch, RandomizedResponse
+from ldp_telemetry.shared.accuracy import cms_count_variance, hcms_count_variance
 
 Results = dict[str, dict[str, Any]]
 Spec = Any  # JSON for the baseline runner

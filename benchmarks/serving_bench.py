@@ -1,6 +1,6 @@
 """Uploads of 1, 10 and 500 reports per request beside the no-op app, and slow clients.
 
-For each server model (aggregator.serving), in one run: the no-op Flask app
+For each server model (ldp_telemetry.aggregator.serving), in one run: the no-op Flask app
 (benchmarks/noop_app.py) and the collector (CMS k=m=1024, fresh report ids on every
 request) are served with the same command line and 2 workers, and loaded over 16 keep-alive
 connections (wrk, or Python threads when wrk is missing). Then the slow-client row: while
@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import requests
 
-from aggregator import serving
 from benchmarks import http_ingest, loadgen
 from benchmarks.workload import zipf_values
-from shared import CountMeanSketch, TaskConfig, encode_batch
-from shared.codec import Envelope, new_report_id
+from ldp_telemetry.aggregator import serving
+from ldp_telemetry.shared import CountMeanSketch, TaskConfig, encode_batch
+from ldp_telemetry.shared.codec import Envelope, new_report_id
 
 BATCHES = (1, 10, 500)
 CONNECTIONS = 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aggregator.serving import DEFAULT_SERVER, SERVERS
+from ldp_telemetry.aggregator.serving import DEFAULT_SERVER, SERVERS
 
 EPSILON = 4.0  # docs/design.md's reference epsilon for the sketches
 RR_EPSILON = math.log(3)  # the seeds' alpha = beta = 1/2

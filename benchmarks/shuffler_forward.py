@@ -4,7 +4,7 @@
 collector (``ldp-aggregator serve``, default server, one worker, SQLite WAL), creates a CMS
 task (k = 2048, m = 1024, ε = 4: about 260 bytes of JSON a report) and a shuffler token,
 fills a fresh spool with N reports from U uploads (untimed), then times the shuffler's own
-forwarder (aggregator.shuffler.forwarder, the code the process runs) while it claims
+forwarder (ldp_telemetry.shuffler.forwarder, the code the process runs) while it claims
 batches of up to 5,000 reports from ≥ 1,000 uploads, shuffles them with the OS CSPRNG,
 PUTs them and marks them forwarded after each 2xx. Two rates, medians of R runs: N over
 the wall time (the collector's ingest included: on a shared machine, a lower bound) and N
@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import requests
 
-from aggregator.shuffler.forwarder import Forwarder
-from aggregator.shuffler.spool import Report, Spool
 from benchmarks.http_ingest import create_task, running_server
-from shared import encode_batch
-from shared.codec import Envelope, new_report_id
+from ldp_telemetry.shared import encode_batch
+from ldp_telemetry.shared.codec import Envelope, new_report_id
+from ldp_telemetry.shuffler.forwarder import Forwarder
+from ldp_telemetry.shuffler.spool import Report, Spool
 
 BATCH_MIN, BATCH_MAX = 1000, 5000
 
@@ -64,7 +64,7 @@ def shuffler_token(db: Path) -> str:
     """Create a shuffler token in the collector's database (the CLI)."""
     command = ["--db", str(db), "tokens", "create", "--role", "shuffler"]
     done = subprocess.run(
-        [sys.executable, "-m", "aggregator.cli", *command],
+        [sys.executable, "-m", "ldp_telemetry.aggregator.cli", *command],
         capture_output=True,
         text=True,
         check=True,

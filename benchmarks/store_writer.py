@@ -14,7 +14,7 @@ on this machine), both as totals over the run divided by the uploads committed. 
 so process CPU around a commit would count one and not the other; ``cluster_ingest``
 includes them.
 ``--general-path`` adds a PostgreSQL store that commits every group the way a group holding
-a replayed id is committed (:mod:`aggregator.store.postgres_writer`).
+a replayed id is committed (:mod:`ldp_telemetry.aggregator.store.postgres.writer`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregator.store.base import SqlStore
-from aggregator.store.interface import StoredTask, Upload
-from aggregator.store.postgres import PostgresStore
-from aggregator.store.sqlite import SqliteStore
 from benchmarks.serving_bench import zipf_values
 from demo.postgres import PostgresServer
-from shared import Envelope, TaskConfig, new_report_id
+from ldp_telemetry.aggregator.store.base import SqlStore
+from ldp_telemetry.aggregator.store.interface import StoredTask, Upload
+from ldp_telemetry.aggregator.store.postgres.backend import PostgresStore
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
 
 TICK = os.sysconf("SC_CLK_TCK")
 NO_FOLD = 1 << 62  # staged bytes: never reached

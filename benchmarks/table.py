@@ -167,7 +167,7 @@ def http_rows(http: Results) -> list[Row]:
 
 def serving_rows(serving: Results) -> list[Row]:
     """Return uploads of 1/10/500 reports beside the no-op ceiling, and slow clients."""
-    from aggregator.serving import DEFAULT_SERVER
+    from ldp_telemetry.aggregator.serving import DEFAULT_SERVER
 
     servers = [name for name in serving if name != "tool"]
     best_noop = max(

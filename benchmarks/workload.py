@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from shared import HadamardBatch, SketchBatch
+from ldp_telemetry.shared import HadamardBatch, SketchBatch
 
 UNIVERSE = 50_000  # distinct values the Zipf workload draws from
 

@@ -22,11 +22,11 @@ from typing import Any
 import requests
 from tqdm import tqdm
 
-from client import Client, ClientStats
 from demo.gateway import Gateway
 from demo.population import VOCABULARY, Population, make_population
 from demo.server import Collector, running_collector
-from shared import TaskConfig
+from ldp_telemetry.client import Client, ClientStats
+from ldp_telemetry.shared import TaskConfig
 
 EMOJI_TASK: dict[str, Any] = {
     "task_id": "favourite-emoji",

@@ -26,7 +26,7 @@ import requests
 from demo.population import VOCABULARY, make_population
 from demo.postgres import PostgresServer
 from demo.server import Collector, new_tokens, running_collector
-from shared import Envelope, TaskConfig, encode_batch, new_report_id
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch, new_report_id
 
 TASK = {"task_id": "favourite-emoji", "mechanism": "cms", "epsilon": 4.0, "k": 1024, "m": 1024}
 BATCH = 50  # reports per upload: a handful per device, as devices send them

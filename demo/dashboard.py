@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import requests
 
-from shared import Envelope, TaskConfig, encode_batch, new_report_id
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch, new_report_id
 
 HOUR = 3600
 BUCKETS = 6

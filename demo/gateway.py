@@ -16,7 +16,7 @@ import json
 import threading
 from collections import Counter, defaultdict
 
-from client import HTTPTransport, Request, Response
+from ldp_telemetry.client import HTTPTransport, Request, Response
 
 BATCH = 500
 _JSON = {"content-type": "application/json"}

@@ -72,7 +72,7 @@ def running_collector(
     command = [
         sys.executable,
         "-m",
-        "aggregator.cli",
+        "ldp_telemetry.aggregator.cli",
         "--db",
         database or str(folder / "ldp.sqlite3"),
         "serve",

@@ -26,11 +26,11 @@ from typing import Any
 
 import requests
 
-from client import Client, Timeouts
 from demo.__main__ import DARK_MODE_TASK, EMOJI_TASK
 from demo.population import VOCABULARY, Population, make_population
 from demo.server import Collector, free_port, running_collector
-from shared import TaskConfig
+from ldp_telemetry.client import Client, Timeouts
+from ldp_telemetry.shared import TaskConfig
 
 WAIT = 60.0  # seconds for the shuffler to start, and to forward what is ready
 
@@ -39,14 +39,21 @@ def start_shuffler(collector: Collector, db: Path, folder: Path, batch_min: int)
     """Start a shuffler in front of ``collector``; return (its URL, process)."""
     create = ["tokens", "create", "--role", "shuffler"]
     token = subprocess.run(
-        [sys.executable, "-m", "aggregator.cli", "--db", str(db), *create],
+        [sys.executable, "-m", "ldp_telemetry.aggregator.cli", "--db", str(db), *create],
         capture_output=True,
         text=True,
         check=True,
         timeout=60,
     ).stdout.strip()
     port = free_port()
-    command = [sys.executable, "-m", "aggregator.cli", "shuffler", "--upstream", collector.url]
+    command = [
+        sys.executable,
+        "-m",
+        "ldp_telemetry.aggregator.cli",
+        "shuffler",
+        "--upstream",
+        collector.url,
+    ]
     command += ["--spool", str(folder / "spool.sqlite3"), "--batch-min", str(batch_min)]
     command += ["--port", str(port)]
     env = {**os.environ, "LDP_SHUFFLER_TOKEN": token, "PROMETHEUS_MULTIPROC_DIR": ""}

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.hashing import value_key
+from ldp_telemetry.shared.hashing import value_key
 
 SEED = 3651556171
 VALUES = ["hello", "", "naïve", "😂", "a much longer value with spaces"]

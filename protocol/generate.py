@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from client.budget import device_key, lookup_key
+from ldp_telemetry.client.budget import device_key, lookup_key
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
+from ldp_telemetry.shared.hashing import RowHashes, splitmix64, value_key
+from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
+from ldp_telemetry.shared.task import PROTOCOL_VERSION
+from ldp_telemetry.shared.wire import canonical_json
 from protocol import cases
 from protocol.words import FixedWords, RecordingStream
-from shared import Envelope, TaskConfig, encode_batch
-from shared.hashing import RowHashes, splitmix64, value_key
-from shared.mechanisms.longitudinal import Longitudinal
-from shared.task import PROTOCOL_VERSION
-from shared.wire import canonical_json
 
 FILE = Path(__file__).with_name("vectors.json")
 SECRET = bytes(range(32))  # the device secret of every device vector

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shared.randomness import SCALE, KeyedStream
+from ldp_telemetry.shared.randomness import SCALE, KeyedStream
 
 
 class FixedWords(KeyedStream):

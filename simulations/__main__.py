@@ -1,6 +1,6 @@
 """Command line: ``python -m simulations <experiment> [--seed S] [--out DIR] [--quick]``.
 
-Installed as ``ldp-sim``. ``all`` runs every experiment in turn.
+Run from the checkout (not installed). ``all`` runs every experiment in turn.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         for name, module in EXPERIMENTS.items()
     )
     parser = argparse.ArgumentParser(
-        prog="ldp-sim",
+        prog="python -m simulations",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Simulations that reproduce the theory of the local-DP mechanisms: each "
         "writes a PNG (simulation beside theory), a CSV and a markdown table.",
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             paths = EXPERIMENTS[name].run(settings)
         except OSError as error:
-            print(f"ldp-sim: cannot write the results of {name}: {error}", file=sys.stderr)
+            print(f"python -m simulations: cannot write the results of {name}: {error}", file=sys.stderr)
             return 1
         print(f"{name} ({time.perf_counter() - started:.1f} s):")
         for path in paths:

@@ -1,13 +1,13 @@
 """Which mechanism estimates a count most accurately, for a given epsilon and domain size.
 
-For a domain of d values and n reports spread evenly over it, the RMSE of one value's count
-is computed from the closed forms (shared/accuracy.py, plus the hash-collision term of the
-sketches from simulations/theory.py) for randomized response (d = 2), generalized RR
-(Wang et al. 2017; d <= 4096), CMS and HCMS (Apple 2017) and OLH (Wang et al. 2017, with
-k hash rows), and checked by simulation (exact sum samplers, or OLH's own privatize_many,
-with a fresh hash family per repetition, so collisions are averaged as in the formula).
-GRR's error grows with d, the sketches' and OLH's do not; CMS sends m bits per report,
-HCMS one, which costs HCMS accuracy; OLH sends a row and one of g = ⌊e^ε⌋+1 buckets.
+For a domain of d values and n reports spread evenly over it, the RMSE of one value's count is
+computed from the closed forms (ldp_telemetry.shared.accuracy, plus the hash-collision term of the
+sketches from simulations/theory.py) for randomized response (d = 2), generalized RR (Wang et al.
+2017; d <= 4096), CMS and HCMS (Apple 2017) and OLH (Wang et al. 2017, with k hash rows), and
+checked by simulation (exact sum samplers, or OLH's own privatize_many, with a fresh hash family per
+repetition, so collisions are averaged as in the formula). GRR's error grows with d, the sketches'
+and OLH's do not; CMS sends m bits per report, HCMS one, which costs HCMS accuracy; OLH sends a row
+and one of g = ⌊e^ε⌋+1 buckets.
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import GeneralizedRandomizedResponse, OptimizedLocalHashing, RandomizedResponse
-from shared.accuracy import grr_count_variance, olh_count_variance, rr_count_variance
-from shared.mechanisms.grr import MAX_DOMAIN
+from ldp_telemetry.shared import (
+    GeneralizedRandomizedResponse,
+    OptimizedLocalHashing,
+    RandomizedResponse,
+)
+from ldp_telemetry.shared.accuracy import grr_count_variance, olh_count_variance, rr_count_variance
+from ldp_telemetry.shared.mechanisms.grr import MAX_DOMAIN
 from simulations import plotting, stats
 from simulations.population import Population, uniform_population
 from simulations.sampler import sample_grr_sums, sample_rr_sums

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.hashing import MAX_SEED
+from ldp_telemetry.shared.hashing import MAX_SEED
 from simulations.coverage_cases import Case, cases
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table

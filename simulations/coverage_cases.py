@@ -1,4 +1,4 @@
-"""The cases of ``ldp-sim coverage``: each registered kind × settings × populations.
+"""The cases of ``python -m simulations coverage``: each registered kind × settings × populations.
 
 A case says how to build the task's mechanism through the registry (a fresh hash seed per
 repetition, as a new task draws one), which devices hold which values, what the query
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from shared.mechanisms.base import Mechanism
-from shared.mechanisms.registry import MECHANISMS, params_class
+from ldp_telemetry.shared.mechanisms.base import Mechanism
+from ldp_telemetry.shared.mechanisms.registry import MECHANISMS, params_class
 from simulations.population import apportion
 
 AZ = string.ascii_lowercase  # the alphabet of the hh settings that declare one
@@ -263,7 +263,7 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
     """Return every case: each registered kind's settings and populations, longitudinal too."""
     missing = set(MECHANISMS) - set(VALUES)
     if missing:
-        raise ValueError(f"ldp-sim coverage has no populations for {sorted(missing)}")
+        raise ValueError(f"python -m simulations coverage has no populations for {sorted(missing)}")
     out: list[Case] = []
     for kind in MECHANISMS:
         for setting, fields in SETTINGS[VALUES[kind]]:

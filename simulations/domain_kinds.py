@@ -1,16 +1,16 @@
 """Mid-size domains: every frequency kind's variance against its closed form, the crossover
 map, and subset selection's gain at the crossover (docs/design.md, Mid-size domains).
 
-For each (ε, d) n reports are spread evenly over d values and each kind the auto choice
-compares (grr, ss, oue, olh, cms, hcms; :mod:`shared.mechanisms.auto`) is built from its
-planner's parameters, with ``SIM_K`` hash rows for the hashing kinds (their closed form's
-collision term uses the same k). grr, ss, oue and olh privatize the population with their
-own ``privatize_many`` (seeded); cms and hcms use the exact sum samplers of
-:mod:`simulations.sampler`; the hashing kinds draw a fresh hash family per repetition, so
-their collisions average as in the closed form. The squared errors of every value's count
-over the repetitions give the simulated variance, drawn beside the closed form. SS's gain
-over min(GRR, OUE) is reported from both at the crossover points d ≈ 3e^ε + 2: Wang et al.
-2016 / Ye–Barg 2018 put it at 22% (ε = 1, d = 10), 19% (2, 24) and 17% (4, 166).
+For each (ε, d) n reports are spread evenly over d values and each kind the auto choice compares
+(grr, ss, oue, olh, cms, hcms; :mod:`ldp_telemetry.shared.mechanisms.auto`) is built from its
+planner's parameters, with ``SIM_K`` hash rows for the hashing kinds (their closed form's collision
+term uses the same k). grr, ss, oue and olh privatize the population with their own
+``privatize_many`` (seeded); cms and hcms use the exact sum samplers of :mod:`simulations.sampler`;
+the hashing kinds draw a fresh hash family per repetition, so their collisions average as in the
+closed form. The squared errors of every value's count over the repetitions give the simulated
+variance, drawn beside the closed form. SS's gain over min(GRR, OUE) is reported from both at the
+crossover points d ≈ 3e^ε + 2: Wang et al. 2016 / Ye–Barg 2018 put it at 22% (ε = 1, d = 10), 19%
+(2, 24) and 17% (4, 166).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from shared.mechanisms.auto import AUTO_KINDS, compare
-from shared.mechanisms.base import Plan
-from shared.mechanisms.registry import KINDS, plan
-from shared.mechanisms.sketch import plan_sketch
+from ldp_telemetry.shared.mechanisms.auto import AUTO_KINDS, compare
+from ldp_telemetry.shared.mechanisms.base import Plan
+from ldp_telemetry.shared.mechanisms.registry import KINDS, plan
+from ldp_telemetry.shared.mechanisms.sketches.base import plan_sketch
 from simulations import plotting
 from simulations.population import Population, uniform_population
 from simulations.settings import RunSettings, progress

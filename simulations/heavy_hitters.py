@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import CountMeanSketch
-from shared.mechanisms.hh import HeavyHitters, HeavyHitterSums
+from ldp_telemetry.shared import CountMeanSketch
+from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters, HeavyHitterSums
 from simulations import plotting
 from simulations.sampler import sample_cms_sums
 from simulations.settings import RunSettings, progress

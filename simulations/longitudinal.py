@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
     RandomizedResponse,
 )
-from shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
+from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
 from simulations import plotting
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table

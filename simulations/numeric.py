@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import GeneralizedRandomizedResponse
-from shared.mechanisms import numeric_estimate as est
-from shared.mechanisms.numeric import NumericParams, OneBitMean, SquareWave
+from ldp_telemetry.shared import GeneralizedRandomizedResponse
+from ldp_telemetry.shared.mechanisms.numeric import estimate as est
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericParams, OneBitMean, SquareWave
 from simulations import plotting
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table

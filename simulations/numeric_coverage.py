@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.mechanisms.numeric import NumericBase, NumericParams
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericBase, NumericParams
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table
 

@@ -15,7 +15,7 @@ The measured gain Σ_t (f̂_t after − f̂_t before) is drawn beside the closed
 β·(Φ − f_T) (Φ: the crafted report's total reach over the targets, computed exactly
 through the estimator), the closed-form bound per kind (below), and what the collector's checks
 see: the share of fake reports refused as implausible and the bit-weight z of the sums.
-Real mechanisms (shared.mechanisms) privatize, sum and estimate; nothing is simulated
+Real mechanisms (ldp_telemetry.shared.mechanisms) privatize, sum and estimate; nothing is simulated
 but the population and the attackers.
 
 Closed-form bounds of Φ (r targets, implemented ε): grr 1 + (d − r)/(e^ε − 1) (plus the
@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from shared.errors import DecodeError
-from shared.mechanisms.cms import SketchBatch
-from shared.mechanisms.poisoning import SUSPECT_Z, norm_sub
-from shared.mechanisms.registry import params_class
+from ldp_telemetry.shared.errors import DecodeError
+from ldp_telemetry.shared.mechanisms.poisoning import SUSPECT_Z, norm_sub
+from ldp_telemetry.shared.mechanisms.registry import params_class
+from ldp_telemetry.shared.mechanisms.sketches.cms import SketchBatch
 from simulations import plotting
 from simulations.poisoning_reports import CRAFT, RANDOM
 from simulations.population import value_names
@@ -158,7 +158,7 @@ def detection_table(rows: list[dict[str, Any]], buckets: int) -> Table:
     ]
     notes = (
         f"{buckets:,} buckets of 10^6 honest cms reports (m = 1,024, ε = 4), flagged when "
-        f"|z| > {SUSPECT_Z} (shared/mechanisms/poisoning.py)."
+        f"|z| > {SUSPECT_Z} (ldp_telemetry.shared.mechanisms.poisoning)."
     )
     return Table("Poisoning: detection by the bit-weight test", columns, rows, notes)
 

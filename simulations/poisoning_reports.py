@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from shared.mechanisms.cms import SketchBatch
-from shared.mechanisms.hcms import HadamardBatch
-from shared.mechanisms.olh import HashedBatch
+from ldp_telemetry.shared.mechanisms.olh import HashedBatch
+from ldp_telemetry.shared.mechanisms.sketches.cms import SketchBatch
+from ldp_telemetry.shared.mechanisms.sketches.hcms import HadamardBatch
 
 
 def _craft_grr(mech: Any, targets: list[str], count: int, rng: Any, padded: bool) -> Any:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import RandomizedResponse
+from ldp_telemetry.shared import RandomizedResponse
 from simulations import plotting
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table

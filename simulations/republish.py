@@ -10,14 +10,14 @@ once a day for 30 days. The collector is malicious in one of two ways:
   under task ids it takes from the collector) — a new id is a new device key, so again a
   new PRR every day.
 
-Each device runs the SDK's own rule (:func:`client.storage.admit_to` through
-:class:`client.storage.MemoryStorage`, the charges of :func:`client.ledger.charge_of`)
-and the real permanent responses (HMAC-DRBG from the device's seeded secret); only the
-instantaneous noise comes from the run's seeded generator. The attacker knows every
-configuration and links every report of a device; it computes the exact posterior that
-the value is yes (prior 1/2): reports under one (task id, configuration) share a PRR,
-PRRs of different ones are independent. If the device drew PRRs worth E of ε∞ in total,
-no report sequence can move that posterior past e^E/(1+e^E).
+Each device runs the SDK's own rule (:func:`ldp_telemetry.client.storage.admit_to` through
+:class:`ldp_telemetry.client.storage.MemoryStorage`, the charges of
+:func:`ldp_telemetry.client.ledger.charge_of`) and the real permanent responses (HMAC-DRBG from the
+device's seeded secret); only the instantaneous noise comes from the run's seeded generator. The
+attacker knows every configuration and links every report of a device; it computes the exact
+posterior that the value is yes (prior 1/2): reports under one (task id, configuration) share a PRR,
+PRRs of different ones are independent. If the device drew PRRs worth E of ε∞ in total, no report
+sequence can move that posterior past e^E/(1+e^E).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from client.budget import device_key, lookup_key
-from client.ledger import Limits, charge_of
-from client.storage import Admission, MemoryStorage, Pending, Slot
-from shared import TaskConfig
+from ldp_telemetry.client.budget import device_key, lookup_key
+from ldp_telemetry.client.ledger import Limits, charge_of
+from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot
+from ldp_telemetry.shared import TaskConfig
 from simulations import plotting
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import Estimates, RandomizedResponse
-from shared.accuracy import rr_count_variance, rr_sampling_variance
+from ldp_telemetry.shared import Estimates, RandomizedResponse
+from ldp_telemetry.shared.accuracy import rr_count_variance, rr_sampling_variance
 from simulations import plotting, stats
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table

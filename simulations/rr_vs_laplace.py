@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import RandomizedResponse
-from shared.accuracy import rr_count_variance
+from ldp_telemetry.shared import RandomizedResponse
+from ldp_telemetry.shared.accuracy import rr_count_variance
 from simulations import plotting, stats
 from simulations.sampler import sample_rr_sums
 from simulations.settings import RunSettings, progress

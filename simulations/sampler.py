@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     GeneralizedRandomizedResponseSums,

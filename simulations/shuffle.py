@@ -1,6 +1,6 @@
 """What shuffling buys: the central ε of n shuffled ε₀-LDP reports, bound and floor.
 
-The accountant (shared.shuffling_accountant) gives an upper bound: the stronger clone
+The accountant (ldp_telemetry.shared.shuffling.accountant) gives an upper bound: the stronger clone
 bound of a generic ε₀-LDP randomizer (Feldman, McMillan, Talwar 2023) and the
 mechanism-aware variation-ratio bound (Wang et al. 2023) of each registered kind that
 fits a 256-value workload. Beside it, a floor: the exact central ε of shuffled binary
@@ -20,9 +20,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from shared.mechanisms.registry import params_class, plan
-from shared.shuffling import reduction_of, stronger_clone
-from shared.shuffling_accountant import central_epsilon
+from ldp_telemetry.shared.mechanisms.registry import params_class, plan
+from ldp_telemetry.shared.shuffling.accountant import central_epsilon
+from ldp_telemetry.shared.shuffling.amplification import reduction_of, stronger_clone
 from simulations import plotting
 from simulations.settings import RunSettings, progress
 from simulations.tables import Column, Table

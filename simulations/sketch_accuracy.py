@@ -1,13 +1,13 @@
 """Accuracy of the count-mean sketches (CMS, HCMS) against their closed forms.
 
-Apple's sketches ("Learning with Privacy at Scale", 2017) are measured over n, epsilon, m
-and k on a Zipf population (exponent 1.1), estimating values nobody holds (docs/design.md's
-"rare item"): the empirical SD of the count around each item's own mean is drawn beside
-shared/accuracy.py's closed form. With a fixed hash family a value that shares buckets with
-a frequent one carries a bias, not noise; over hash families its mean square is
-Σ f(d')(f(d')−1)/(k(m−1)) (simulations/theory.py), so the k sweep also draws the RMSE
-against that total: on skewed data it dominates for small k. Sums are drawn exactly with
-simulations.sampler, so n reaches 10^7 without materializing reports.
+Apple's sketches ("Learning with Privacy at Scale", 2017) are measured over n, epsilon, m and k on a
+Zipf population (exponent 1.1), estimating values nobody holds (docs/design.md's "rare item"): the
+empirical SD of the count around each item's own mean is drawn beside
+ldp_telemetry.shared.accuracy's closed form. With a fixed hash family a value that shares buckets
+with a frequent one carries a bias, not noise; over hash families its mean square is Σ
+f(d')(f(d')−1)/(k(m−1)) (simulations/theory.py), so the k sweep also draws the RMSE against that
+total: on skewed data it dominates for small k. Sums are drawn exactly with simulations.sampler, so
+n reaches 10^7 without materializing reports.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from shared import CountMeanSketch, HadamardCountMeanSketch, Sums
-from shared.accuracy import cms_count_variance, hcms_count_variance
+from ldp_telemetry.shared import CountMeanSketch, HadamardCountMeanSketch, Sums
+from ldp_telemetry.shared.accuracy import cms_count_variance, hcms_count_variance
 from simulations import plotting, stats
 from simulations.population import Population, value_names, zipf_population
 from simulations.sampler import sample_cms_sums, sample_hcms_sums

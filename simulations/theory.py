@@ -1,4 +1,4 @@
-"""Closed forms the simulations compare with, beyond those in shared/accuracy.py.
+"""Closed forms the simulations compare with, beyond those in ldp_telemetry.shared.accuracy.
 
 Symbols: epsilon the (effective) privacy parameter, n reports, f(d) the count of value d,
 k sketch rows, m buckets, prior π = P(secret = 1).
@@ -9,10 +9,10 @@ k sketch rows, m buckets, prior π = P(secret = 1).
   output y, posterior odds ≤ e^ε · prior odds, so
   π/(π + e^ε(1−π)) ≤ P(secret = 1 | y) ≤ e^ε π/(e^ε π + 1 − π).
 - Sketch collisions (docs/design.md): averaged over the hash family, a count's mean squared
-  error is shared/accuracy's variance plus Σ_{d'≠d} f(d')(f(d')−1)/(k(m−1)). With one fixed
-  hash family that extra term is a per-item bias, which more rows k shrink. The noise left
-  around that bias is shared/accuracy's variance less (n − f(d))/(k(m−1)): with few rows a
-  value that collides with d in a row always does, which removes a little randomness
+  error is shared/ldp_telemetry/shared/accuracy's variance plus Σ_{d'≠d} f(d')(f(d')−1)/(k(m−1)).
+  With one fixed hash family that extra term is a per-item bias, which more rows k shrink. The noise
+  left around that bias is shared/ldp_telemetry/shared/accuracy's variance less (n − f(d))/(k(m−1)):
+  with few rows a value that collides with d in a row always does, which removes a little randomness
   (both for CMS and HCMS; the fraction r of rows where d' meets d has E[r(1−r)] =
   (1/m)(1−1/m)(1−1/k)).
 """

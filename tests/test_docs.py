@@ -114,9 +114,13 @@ class Session:
         self.env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("LDP_", "PROMETHEUS_", "PYTEST_"))
+            if not k.startswith(("LDP_", "PROMETHEUS_", "PYTEST_", "PYTHONPATH"))
         }
         self.env["PATH"] = f"{Path(sys.executable).parent}:{self.env.get('PATH', '')}"
+        # The documents' commands run from the checkout (simulations/, benchmarks/, demo/ and
+        # protocol/ are not installed): the session works in its own folder, so the checkout
+        # is put on the path as the current folder would be.
+        self.env["PYTHONPATH"] = str(ROOT)
         self.state = folder / ".docs-test-state"
         self.background: list[subprocess.Popen[bytes]] = []
 

@@ -1,5 +1,5 @@
 """The layer picture holds: client -> shared <- aggregator, no import cycles, and nothing
-outside shared/mechanisms names a mechanism (it asks the registry).
+outside shared/ldp_telemetry/shared/mechanisms names a mechanism (it asks the registry).
 
 Imports are read from the source with ``ast``, including those inside functions, so a
 cycle hidden behind a late import is found too.
@@ -14,19 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from shared.mechanisms.registry import MECHANISMS
+from ldp_telemetry.shared.mechanisms.registry import MECHANISMS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("shared", "client", "aggregator")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+    """Every module of the three package roots (client/, shared/, aggregator/), by name."""
+    return {
+        module_name(p, ROOT / folder): p
+        for folder in PACKAGES
+        for p in (ROOT / folder / "ldp_telemetry").rglob("*.py")
+    }
 
 
 def imported(path: Path, name: str, known: set[str]) -> set[str]:
@@ -90,9 +95,18 @@ def test_no_import_cycles() -> None:
         ("shared", ("client", "aggregator", "flask", "requests", "werkzeug")),
         ("client", ("aggregator", "flask", "werkzeug")),
         ("aggregator", ("client",)),
-        ("aggregator/core", ("flask", "werkzeug", "click", "granian", "gunicorn")),
-        ("aggregator/store", ("flask", "werkzeug", "click", "granian", "gunicorn")),
-        ("aggregator/batch", ("flask", "werkzeug", "click", "granian", "gunicorn")),
+        (
+            "aggregator/ldp_telemetry/aggregator/core",
+            ("flask", "werkzeug", "click", "granian", "gunicorn"),
+        ),
+        (
+            "aggregator/ldp_telemetry/aggregator/store",
+            ("flask", "werkzeug", "click", "granian", "gunicorn"),
+        ),
+        (
+            "aggregator/ldp_telemetry/aggregator/archive",
+            ("flask", "werkzeug", "click", "granian", "gunicorn"),
+        ),
     ],
 )
 def test_layers(importer: str, forbidden: tuple[str, ...]) -> None:
@@ -106,7 +120,8 @@ def test_layers(importer: str, forbidden: tuple[str, ...]) -> None:
                 else []
             )
             for name in names:
-                assert name.split(".")[0] not in forbidden, f"{path} imports {name}"
+                top = name.removeprefix("ldp_telemetry.").split(".")[0]
+                assert top not in forbidden, f"{path} imports {name}"
 
 
 @pytest.mark.parametrize("package", ["client", "aggregator"])
@@ -127,12 +142,23 @@ def test_no_mechanism_is_named_outside_the_registry(package: str) -> None:
             )
             if isinstance(word, str) and word in names:
                 hits.append(f"{path}:{node.lineno}: {word}")
-    assert not hits, "mechanisms named outside shared/mechanisms:\n" + "\n".join(hits)
+    assert not hits, (
+        "mechanisms named outside shared/ldp_telemetry/shared/mechanisms:\n" + "\n".join(hits)
+    )
 
 
 # The collector's lower rooms (aggregator/__init__.py says which is which).
-LOWER = ("aggregator.core", "aggregator.store", "aggregator.batch")
-UPPER = ("aggregator.api", "aggregator.serving", "aggregator.dashboard", "aggregator.cli")
+LOWER = (
+    "ldp_telemetry.aggregator.core",
+    "ldp_telemetry.aggregator.store",
+    "ldp_telemetry.aggregator.archive",
+)
+UPPER = (
+    "ldp_telemetry.aggregator.api",
+    "ldp_telemetry.aggregator.serving",
+    "ldp_telemetry.aggregator.dashboard",
+    "ldp_telemetry.aggregator.cli",
+)
 
 
 def _within(name: str, packages: tuple[str, ...]) -> bool:
@@ -141,7 +167,7 @@ def _within(name: str, packages: tuple[str, ...]) -> bool:
 
 def test_the_core_never_imports_the_rooms_above_it() -> None:
     """core, store and batch import no module of api, serving, dashboard, cli or shuffler."""
-    above = (*UPPER, "aggregator.shuffler")
+    above = (*UPPER, "ldp_telemetry.shuffler")
     hits = [
         f"{name} imports {target}"
         for name, targets in graph().items()
@@ -157,7 +183,10 @@ def test_the_lower_rooms_load_no_web_framework() -> None:
     lower = sorted(
         name for name in modules() if _within(name, LOWER) and not name.endswith("__main__")
     )
-    assert "aggregator.core.intake" in lower and "aggregator.store.sqlite" in lower
+    assert (
+        "ldp_telemetry.aggregator.core.intake" in lower
+        and "ldp_telemetry.aggregator.store.sqlite.backend" in lower
+    )
     code = (
         "import importlib, sys\n"
         f"for name in {lower!r}:\n"

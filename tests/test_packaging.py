@@ -1,20 +1,18 @@
-"""Packaging: the SDK installs only what it needs, and each console script names its extra."""
+"""Packaging: the SDK installs only what it needs, the collector is its own distribution."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import tomllib
 
-import ldp_scripts
-
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+SDK = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+COLLECTOR = tomllib.loads((ROOT / "aggregator" / "pyproject.toml").read_text())["project"]
+EXTRAS = ("postgres", "parquet", "archive")
 
 
 def names(requirements: list[str]) -> set[str]:
@@ -24,11 +22,15 @@ def names(requirements: list[str]) -> set[str]:
 def test_the_sdk_installs_no_web_server_and_no_plotting() -> None:
     # cryptography: a device seals a sealed task's reports (HPKE), and any task may be sealed
     sdk = {"numpy", "mmh3", "requests", "urllib3", "rfc8785", "cryptography"}
-    assert names(PROJECT["dependencies"]) == sdk
-    assert {"flask", "gunicorn", "prometheus-client"} <= names(
-        PROJECT["optional-dependencies"]["server"]
-    )
-    assert "matplotlib" in names(PROJECT["optional-dependencies"]["sim"])
+    assert names(SDK["dependencies"]) == sdk
+    assert set(SDK["optional-dependencies"]) == {"dev"}  # no extra an app could pull a server by
+
+
+def test_the_collector_brings_the_server_and_the_sdk_it_shares_the_math_with() -> None:
+    server = {"flask", "gunicorn", "granian", "prometheus-client"}
+    assert server | {"ldp-telemetry"} <= names(COLLECTOR["dependencies"])
+    assert f"ldp-telemetry=={SDK['version']}" in COLLECTOR["dependencies"]
+    assert COLLECTOR["scripts"] == {"ldp-aggregator": "ldp_telemetry.aggregator.cli:main"}
 
 
 def test_every_dependency_declares_a_floor_that_ci_installs() -> None:
@@ -39,33 +41,19 @@ def test_every_dependency_declares_a_floor_that_ci_installs() -> None:
         check=True,
     ).stdout.split()
     assert "urllib3==2.6.3" in pins  # Retry(retry_after_max=...) needs it
-    extras = PROJECT["optional-dependencies"]
-    declared = set(PROJECT["dependencies"])
-    for extra in ("server", "parquet", "postgres", "batch"):
-        declared |= set(extras[extra])
-    assert len(pins) == len(declared)
+    declared = set(SDK["dependencies"]) | set(COLLECTOR["dependencies"])
+    for extra in EXTRAS:
+        declared |= set(COLLECTOR["optional-dependencies"][extra])
+    ours = {r for r in declared if r.startswith("ldp-telemetry")}
+    assert len(pins) == len(declared - ours)
 
 
-@pytest.mark.parametrize(("script", "extra"), [("ldp-aggregator", "server"), ("ldp-sim", "sim")])
-def test_a_script_without_its_extra_names_it(
-    script: str, extra: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    needed = ldp_scripts.SCRIPTS[script][1]
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == needed[0] else real(name, *a)
+def test_the_installed_script_runs() -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ldp-aggregator"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    with pytest.raises(SystemExit) as stopped:
-        ldp_scripts.launch(script)
-    message = str(stopped.value)
-    assert f"pip install 'ldp-telemetry[{extra}]'" in message and needed[0] in message
-
-
-def test_the_installed_scripts_run() -> None:
-    bin_dir = Path(sys.executable).parent
-    for script in ldp_scripts.SCRIPTS:
-        done = subprocess.run(
-            [str(bin_dir / script), "--help"], capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        assert "Usage" in done.stdout or "usage" in done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "Usage" in done.stdout

@@ -1,6 +1,6 @@
 /**
- * The device rules of PROTOCOL §4 and the bounded queue, as the Python SDK's client/ledger.py
- * and client/storage.py: per task id and period at most N reports; the same value in the
+ * The device rules of PROTOCOL §4 and the bounded queue, as the Python SDK's ldp_telemetry.client.ledger
+ * and ldp_telemetry.client.storage: per task id and period at most N reports; the same value in the
  * same period re-queues the report already made (same id, same noise), found by an HMAC
  * memo key, never by the value; and the privacy ledger the collector cannot reset: the
  * permanent configurations adopted per task id (a re-published one refused unless the

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import requests
-from agg_server import ADMIN, ANALYST, bearer
 
-from shared import Envelope, TaskConfig, encode_batch, new_report_id
-from shared.codec import Payload
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch, new_report_id
+from ldp_telemetry.shared.codec import Payload
+from tests.support.servers import ADMIN, ANALYST, bearer
 
 TIMEOUT = 30
 

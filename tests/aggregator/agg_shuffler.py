@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import requests
-from agg_server import READY_WAIT, Server, free_port
 
-from client import Client, Timeouts
+from ldp_telemetry.client import Client, Timeouts
+from tests.support.servers import READY_WAIT, Server, free_port
 
 PATIENT = Timeouts(connect=10, read=60, config=30)
 
@@ -40,7 +40,7 @@ def shuffler_token(db: Path) -> str:
     """Create a shuffler token in the collector's database with the CLI; return it."""
     command = ["tokens", "create", "--role", "shuffler"]
     done = subprocess.run(
-        [sys.executable, "-m", "aggregator.cli", "--db", str(db), *command],
+        [sys.executable, "-m", "ldp_telemetry.aggregator.cli", "--db", str(db), *command],
         capture_output=True,
         text=True,
         timeout=60,
@@ -58,7 +58,7 @@ def start_shuffler(
     command = [
         sys.executable,
         "-m",
-        "aggregator.cli",
+        "ldp_telemetry.aggregator.cli",
         "shuffler",
         "--upstream",
         upstream,

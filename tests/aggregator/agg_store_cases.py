@@ -1,7 +1,7 @@
 """A small task of every registered kind, its reports and their sums, for the store tests.
 
-The store tests iterate :data:`shared.mechanisms.registry.MECHANISMS`; :data:`CASES` says
-what each kind is built with. A kind added to the registry without a case here fails
+The store tests iterate :data:`ldp_telemetry.shared.mechanisms.registry.MECHANISMS`; :data:`CASES`
+says what each kind is built with. A kind added to the registry without a case here fails
 ``test_every_registered_kind_has_a_store_case`` (and every store test of that kind).
 """
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from shared import TaskConfig
-from shared.codec import Payload
-from shared.sums import Sums
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.codec import Payload
+from ldp_telemetry.shared.sums import Sums
 
 DOMAIN = ("a", "b", "c", "d")
 WORDS = ("ab", "ba", "aab", "b")

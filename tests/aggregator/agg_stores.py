@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aggregator.store.base import SqlStore
-from aggregator.store.postgres import PostgresStore
-from aggregator.store.sqlite import SqliteStore
+from ldp_telemetry.aggregator.store.base import SqlStore
+from ldp_telemetry.aggregator.store.postgres.backend import PostgresStore
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 
 
 class Stores:

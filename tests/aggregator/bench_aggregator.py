@@ -19,9 +19,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from agg_server import start_server
 
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import start_server
 
 BATCH = 500
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from agg_server import ADMIN, ANALYST, Server, start_server
 from agg_stores import Stores
 from flask import Flask
 from flask.testing import FlaskClient
 
-from aggregator import create_app
 from demo.postgres import PostgresServer
+from ldp_telemetry.aggregator import create_app
+from tests.support.servers import ADMIN, ANALYST, Server, start_server
 
 BACKENDS = ["sqlite", "postgresql"]
 

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agg_server import ADMIN, ANALYST, bearer
 from flask import Flask
 from flask.testing import FlaskClient
 
-from aggregator import create_app
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api import settings
+from tests.support.servers import ADMIN, ANALYST, bearer
 
 CMS = {"task_id": "words", "mechanism": "cms", "epsilon": 4.0, "k": 16, "m": 64}
 
@@ -103,8 +104,8 @@ def test_analyst_token_cannot_create_tasks(client: FlaskClient) -> None:
 
 def test_stored_tokens_work_and_only_their_hash_is_kept(sqlite_app: Flask) -> None:
     app = sqlite_app  # the bytes on disk are read: a file
-    from aggregator.api.resources import get_store
-    from aggregator.core.auth import hash_token
+    from ldp_telemetry.aggregator.api.resources import get_store
+    from ldp_telemetry.aggregator.core.auth import hash_token
 
     with app.app_context():
         get_store().add_token(hash_token("db-analyst"), "analyst")
@@ -159,7 +160,7 @@ def test_default_database_is_in_the_instance_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("LDP_DATABASE", raising=False)
-    monkeypatch.setattr(Flask, "auto_find_instance_path", lambda self: str(tmp_path / "inst"))
+    monkeypatch.setattr(settings, "instance_folder", lambda: str(tmp_path / "inst"))
     app = create_app()
     assert app.config["DATABASE"] == str(tmp_path / "inst" / "ldp-aggregator.sqlite3")
     assert Path(app.config["DATABASE"]).is_file()
@@ -193,6 +194,6 @@ def test_a_locked_database_answers_503_with_retry_after(tmp_path: Path) -> None:
 
 
 def test_public_surface_is_deliberate() -> None:
-    import aggregator
+    from ldp_telemetry import aggregator
 
     assert aggregator.__all__ == ["create_app"]

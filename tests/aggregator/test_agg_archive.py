@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 from flask import Flask
 
-from aggregator.api.resources import get_store
-from aggregator.batch.archive import archive_files, task_of
-from aggregator.batch.job import run as run_batch
-from aggregator.cli import main
-from shared import Envelope, TaskConfig, new_report_id
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.archive.parquet import archive_files, task_of
+from ldp_telemetry.aggregator.archive.resum import run as run_batch
+from ldp_telemetry.aggregator.cli import main
+from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
 
 DAY = 86_400
 pytestmark = pytest.mark.timeout(180)
@@ -133,16 +133,16 @@ def test_archive_errors_name_the_fix(app: Flask, tmp_path: Path) -> None:
     assert code != 0 and "not 'other'" in out
 
 
-def test_the_batch_job_names_its_extra_when_dask_is_missing(tmp_path: Path) -> None:
+def test_the_archive_job_names_its_extra_when_dask_is_missing(tmp_path: Path) -> None:
     import subprocess
     import sys
 
     code = (
         "import runpy, sys; sys.modules['dask'] = None; sys.modules['dask.distributed'] = None; "
         f"sys.argv = ['x', {str(tmp_path)!r}, '--task', 't', '--output', 'o.parquet']; "
-        "runpy.run_module('aggregator.batch', run_name='__main__')"
+        "runpy.run_module('ldp_telemetry.aggregator.archive', run_name='__main__')"
     )
     (tmp_path / "task_id=t" / "day=1970-01-01").mkdir(parents=True)
     (tmp_path / "task_id=t" / "day=1970-01-01" / "part-00000.parquet").write_bytes(b"")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and "needs the [batch] extra" in done.stderr
+    assert done.returncode == 1 and "needs the [archive] extra" in done.stderr

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from aggregator import create_app
-from aggregator.api.resources import get_store
-from aggregator.store import StoredTask
-from aggregator.store.backends import open_store, split_url
-from aggregator.store.sqlite import SqliteStore
-from shared import TaskConfig
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.store import StoredTask
+from ldp_telemetry.aggregator.store.backends import open_store, split_url
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+from ldp_telemetry.shared import TaskConfig
 
 
 @pytest.mark.parametrize(

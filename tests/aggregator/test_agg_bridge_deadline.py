@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from aggregator.serving import rsgi_bridge
-from aggregator.serving.rsgi_bridge import RsgiBridge
+from ldp_telemetry.aggregator.serving import rsgi_bridge
+from ldp_telemetry.aggregator.serving.rsgi_bridge import RsgiBridge
 
 
 @dataclass

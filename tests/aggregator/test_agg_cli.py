@@ -7,10 +7,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from aggregator import create_app
-from aggregator.api.auth import role_of
-from aggregator.cli import main
-from aggregator.core.auth import hash_token
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.auth import role_of
+from ldp_telemetry.aggregator.cli import main
+from ldp_telemetry.aggregator.core.auth import hash_token
 
 
 def run(db: Path, *args: str) -> tuple[int, str]:
@@ -140,8 +140,8 @@ def test_tasks_plan_recommends_the_most_accurate_mechanism() -> None:
 def test_heavy_hitters_reads_the_store(tmp_path: Path) -> None:
     import numpy as np
 
-    from aggregator.api.resources import get_store
-    from shared import Envelope, TaskConfig, new_report_id
+    from ldp_telemetry.aggregator.api.resources import get_store
+    from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
 
     db = tmp_path / "cli.sqlite3"
     code, out = run(

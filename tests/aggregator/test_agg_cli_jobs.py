@@ -14,12 +14,12 @@ import pyarrow.parquet as pq  # the [parquet] extra, part of the test extra
 import pytest
 from click.testing import CliRunner
 
-from aggregator import create_app
-from aggregator.api.auth import role_of
-from aggregator.api.resources import get_store
-from aggregator.cli import main
-from aggregator.core.auth import hash_token
-from shared import Envelope, TaskConfig, new_report_id
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.auth import role_of
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.cli import main
+from ldp_telemetry.aggregator.core.auth import hash_token
+from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
 
 DAY = 86_400
 COLOURS = ["red", "green", "blue"]
@@ -89,14 +89,17 @@ def test_db_is_accepted_after_the_command_and_from_ldp_db(tmp_path: Path) -> Non
 def test_serve_takes_db_after_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr(
-        "aggregator.cli.server_commands.os.execv", lambda _exe, argv: calls.append(argv)
+        "ldp_telemetry.aggregator.cli.server_commands.os.execv",
+        lambda _exe, argv: calls.append(argv),
     )
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))
     monkeypatch.setenv("LDP_DATABASE", '"replaced by serve"')  # restored after the test
     db = tmp_path / "serve.sqlite3"
     code, out = run("serve", "--db", str(db), "--port", "0")
     assert code == 0, out
-    assert db.exists() and calls and "aggregator.serving.wsgi:app" in " ".join(calls[0])
+    assert (
+        db.exists() and calls and "ldp_telemetry.aggregator.serving.wsgi:app" in " ".join(calls[0])
+    )
     assert json.loads(os.environ["LDP_DATABASE"]) == str(db)
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from agg_server import Server
 
-from aggregator.store.postgres import PostgresStore
-from aggregator.store.sqlite import SqliteStore
-from client import Client, RetryPolicy
 from demo.postgres import PostgresServer
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.aggregator.store.postgres.backend import PostgresStore
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+from ldp_telemetry.client import Client, RetryPolicy
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.timeout(240)
 WORDS = [f"w{i % 23}" for i in range(4000)]

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, upload
-from agg_server import ADMIN, Server, bearer
 
-from client import Client
+from ldp_telemetry.client import Client
+from tests.support.servers import ADMIN, Server, bearer
 
 DEVICES = 120
 DOMAIN = [f"country-{i:02d}" for i in range(40)]

@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 from agg_reports import envelopes, payloads
-from agg_server import ADMIN, ANALYST, bearer
 from flask import Flask
 
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import ADMIN, ANALYST, bearer
 
 HOUR = 3600
 

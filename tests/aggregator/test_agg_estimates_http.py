@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 from agg_reports import create_task, envelopes, estimates, payloads, upload
-from agg_server import ADMIN, Server
+
+from tests.support.servers import ADMIN, Server
 
 POPULATIONS: dict[str, tuple[dict[str, Any], dict[Any, int]]] = {
     "rr": ({"mechanism": "rr", "epsilon": 1.0}, {True: 900, False: 2100}),

@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from agg_server import ADMIN, ANALYST, Server, bearer
 from flask import Flask
 from flask.testing import FlaskClient
 
-from aggregator import create_app
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import ADMIN, ANALYST, Server, bearer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -123,8 +123,8 @@ def test_a_database_moved_away_and_back_creates_no_file_and_ingest_resumes(
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from aggregator.store import StoreUnavailable
-    from aggregator.store.sqlite import SqliteStore
+    from ldp_telemetry.aggregator.store import StoreUnavailable
+    from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 
     db = tmp_path / "c.sqlite3"
     store = SqliteStore(str(db))

@@ -9,12 +9,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from agg_server import ADMIN, bearer
 from flask import Flask
 
-from aggregator import create_app
-from aggregator.api.resources import get_store
-from shared import ParameterError, TaskConfig
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.shared import ParameterError, TaskConfig
+from tests.support.servers import ADMIN, bearer
 
 TASKS = [
     {"task_id": "words", "mechanism": "cms", "epsilon": 4, "k": 4, "m": 64, "hash_seed": 7},

@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
-from agg_server import ADMIN, ANALYST, bearer
 from flask.testing import FlaskClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregator import create_app
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import ADMIN, ANALYST, bearer
 
 TASKS = [
     {"task_id": "rr", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1},

@@ -19,9 +19,9 @@ import pytest
 from agg_reports import envelopes, payloads
 from flask import Flask
 
-from aggregator.core.group_commit import GroupCommitter
-from aggregator.store import Store, StoreFull, StoreUnavailable, Upload
-from shared import TaskConfig
+from ldp_telemetry.aggregator.store import Store, StoreFull, StoreUnavailable, Upload
+from ldp_telemetry.aggregator.store.group_commit import GroupCommitter
+from ldp_telemetry.shared import TaskConfig
 
 WAIT = 30  # s: bound on every wait below (they return at once when the code is right)
 
@@ -216,7 +216,7 @@ def test_a_cancelled_request_is_neither_stored_nor_answered(app: Flask, task: Ta
 FORK_SCRIPT = """
 import os, sys
 from types import SimpleNamespace
-from aggregator.core.group_commit import GroupCommitter
+from ldp_telemetry.aggregator.store.group_commit import GroupCommitter
 
 
 class Recorder:  # a store that notes which process committed each upload

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from agg_server import ADMIN, Server, bearer
 
-from aggregator.core.config import DEFAULTS
-from aggregator.core.problems import problem_parts, too_large
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.aggregator.core.config import DEFAULTS
+from ldp_telemetry.aggregator.core.problems import problem_parts, too_large
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import ADMIN, Server, bearer
 
 StartServer = Callable[..., Server]
 LOAD_SECONDS = 1.5  # s of uploads before the kill
@@ -111,7 +111,7 @@ def test_kill_9_under_concurrent_load_loses_no_acknowledged_report(
 @pytest.fixture(scope="module")
 def two_doors(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The same collector served by granian (the fast path) and by gunicorn (Flask)."""
-    from agg_server import start_server
+    from tests.support.servers import start_server
 
     folder = tmp_path_factory.mktemp("doors")
     servers = {

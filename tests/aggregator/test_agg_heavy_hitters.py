@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import requests
 from agg_reports import TIMEOUT, create_task, envelopes, estimates, upload
-from agg_server import ADMIN, ANALYST, Server, bearer
 from flask.testing import FlaskClient
 
-from client.budget import device_key
-from shared import TaskConfig
+from ldp_telemetry.client.budget import device_key
+from ldp_telemetry.shared import TaskConfig
+from tests.support.servers import ADMIN, ANALYST, Server, bearer
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 HEAVY = {"hello": 9000, "world": 6000, "privacy": 4000, "ab": 3000}
@@ -83,7 +83,7 @@ def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
     assert named.status_code == 200, named.text
     hello, rare = named.json()["estimates"]
     # The same levels' estimate, but for the other found strings' collisions, which a
-    # discovery takes out (shared/mechanisms/hh_collisions.py) and the named estimate's
+    # discovery takes out (ldp_telemetry.shared.mechanisms.hh.collisions) and the named estimate's
     # standard error counts as noise.
     assert abs(hello["estimate"] - rows["hello"]["estimate"]) < hello["std_error"]
     assert rare["ci_low"] <= 30 <= rare["ci_high"]

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import TIMEOUT, create_task, envelopes, estimates, payloads, post_reports
-from agg_server import ADMIN, Server, bearer
 
-from shared import TaskConfig, encode_batch, encode_report
+from ldp_telemetry.shared import TaskConfig, encode_batch, encode_report
+from tests.support.servers import ADMIN, Server, bearer
 
 DAY = 86_400
 

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports, upload
-from agg_server import ADMIN, Server
 
-from client import Client
-from client.budget import device_key
-from client.client import _privatize
-from shared import TaskConfig
-from shared.accuracy import rr_count_variance
-from shared.codec import batch_body
-from shared.mechanisms.longitudinal import Longitudinal
+from ldp_telemetry.client import Client
+from ldp_telemetry.client.budget import device_key
+from ldp_telemetry.client.client import _privatize
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.accuracy import rr_count_variance
+from ldp_telemetry.shared.codec import batch_body
+from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
+from tests.support.servers import ADMIN, Server
 
 OPTION = {"epsilon_inf": 3.0, "flip": 0.1}
 

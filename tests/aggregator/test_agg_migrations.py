@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from aggregator import create_app
-from aggregator.api.resources import get_store
-from aggregator.cli import main
-from aggregator.store.sqlite_migrations import SchemaTooNew, migrations
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.cli import main
+from ldp_telemetry.aggregator.store.sqlite.migrations import SchemaTooNew, migrations
 
 
 def versions(db: Path) -> list[int]:

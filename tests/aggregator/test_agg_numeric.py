@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from agg_reports import create_task, envelopes, estimates, upload
-from agg_server import Server
 
-from client import Client
+from ldp_telemetry.client import Client
+from tests.support.servers import Server
 
 
 def test_the_collector_answers_mean_percentiles_and_histogram(server: Server) -> None:

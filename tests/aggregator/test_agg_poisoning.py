@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from agg_reports import create_task, envelopes, estimates, payloads, upload
-from agg_server import Server
 
-from shared.mechanisms.cms import SketchReport
-from shared.mechanisms.poisoning import SUSPECT_Z
+from ldp_telemetry.shared.mechanisms.poisoning import SUSPECT_Z
+from ldp_telemetry.shared.mechanisms.sketches.cms import SketchReport
+from tests.support.servers import Server
 
 HONEST, FAKES = 30_000, 1_000
 SKETCH = {"mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 1024, "hash_seed": 3}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aggregator.store.postgres import PostgresStore
 from demo.postgres import PostgresServer
+from ldp_telemetry.aggregator.store.postgres.backend import PostgresStore
 
 
 @pytest.mark.parametrize("setting", ["on", "off"])

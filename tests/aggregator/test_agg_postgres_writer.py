@@ -18,10 +18,10 @@ from agg_reports import envelopes
 from agg_store_cases import kind_reports, kind_task
 from agg_stores import Stores
 
-from aggregator.store import StoredTask, Upload
-from aggregator.store.base import SqlStore
-from aggregator.store.postgres import PostgresStore
-from shared import TaskConfig
+from ldp_telemetry.aggregator.store import StoredTask, Upload
+from ldp_telemetry.aggregator.store.base import SqlStore
+from ldp_telemetry.aggregator.store.postgres.backend import PostgresStore
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(120)
 

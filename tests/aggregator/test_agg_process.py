@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from agg_server import Server
 
-from aggregator.store.sqlite import SqliteStore
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import Server
 
 StartServer = Callable[..., Server]
 WORDS = [f"w{i % 53}" for i in range(2000)]

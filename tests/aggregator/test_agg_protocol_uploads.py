@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
-from agg_server import ADMIN, bearer
 from flask import Flask
 from flask.testing import FlaskClient
 
-from shared import TaskConfig, encode_batch, encode_report
+from ldp_telemetry.shared import TaskConfig, encode_batch, encode_report
+from tests.support.servers import ADMIN, bearer
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
-from agg_server import ADMIN, bearer
 
-from aggregator import create_app
-from aggregator.core.quotas import Quotas, init_app
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.core.quotas import Quotas, init_app
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import ADMIN, bearer
 
 
 class Clock:

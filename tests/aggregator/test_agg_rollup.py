@@ -14,11 +14,11 @@ from agg_reports import envelopes
 from agg_store_cases import dense_sums, kind_reports, kind_task
 from agg_stores import Stores
 
-from aggregator.store import StoredTask, rollup
-from aggregator.store.base import SqlStore
-from aggregator.store.reads import NO_LIMIT
-from shared import TaskConfig
-from shared.codec import Payload
+from ldp_telemetry.aggregator.store import StoredTask, rollup
+from ldp_telemetry.aggregator.store.base import SqlStore
+from ldp_telemetry.aggregator.store.reads import NO_LIMIT
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.codec import Payload
 
 BUCKETS = 6
 

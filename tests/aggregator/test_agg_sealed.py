@@ -13,18 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agg_server import ADMIN, ANALYST, bearer
 from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
 
-from aggregator import create_app
-from aggregator.cli import main
-from aggregator.core import sealing_keys
-from aggregator.core.sealing_keys import add_key, read_keys, retire_key
-from shared import TaskConfig
-from shared.codec import Envelope, encode_report, new_report_id
-from shared.wire import b64decode, b64encode
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.cli import main
+from ldp_telemetry.aggregator.core import sealing_keys
+from ldp_telemetry.aggregator.core.sealing_keys import add_key, read_keys, retire_key
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.codec import Envelope, encode_report, new_report_id
+from ldp_telemetry.shared.wire import b64decode, b64encode
+from tests.support.servers import ADMIN, ANALYST, bearer
 
 TASK = {"task_id": "sealed", "mechanism": "rr", "epsilon": 2.0, "min_batch_size": 1}
 

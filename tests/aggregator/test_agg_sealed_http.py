@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import requests
 from agg_reports import create_task, estimates, post_reports
-from agg_server import Server, start_server
 from agg_shuffler import device, health, shuffler_token, start_shuffler, wait_for
 
-from shared import TaskConfig
-from shared.wire import b64encode
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.wire import b64encode
+from tests.support.servers import Server, start_server
 
 pytestmark = pytest.mark.timeout(180)
 DEVICES, PER_DEVICE = 12, 40
@@ -35,7 +35,13 @@ VALUES = [f"value-{i}" for i in range(PER_DEVICE)]  # the SDK sends one report p
 def keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Create the collector's seal key with the CLI; the collector reads LDP_SEAL_KEYS."""
     path = tmp_path / "seal-keys.json"
-    command = [sys.executable, "-m", "aggregator.cli", "--db", str(tmp_path / "collector.sqlite3")]
+    command = [
+        sys.executable,
+        "-m",
+        "ldp_telemetry.aggregator.cli",
+        "--db",
+        str(tmp_path / "collector.sqlite3"),
+    ]
     subprocess.run(
         [*command, "keys", "new", "--keys", str(path)], check=True, timeout=60, capture_output=True
     )
@@ -96,7 +102,7 @@ def _attack(shuffler_url: str) -> None:
         }
     )
     assert task.sealed and task.seal is not None
-    from shared.codec import Envelope, encode_report, new_report_id
+    from ldp_telemetry.shared.codec import Envelope, encode_report, new_report_id
 
     report = encode_report(
         task, Envelope(new_report_id(), task.fingerprint, task.floor_time(_now()), 3)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from agg_reports import envelopes
 
-from aggregator.store import StoredTask
-from aggregator.store.sqlite import SqliteStore
-from shared import TaskConfig
+from ldp_telemetry.aggregator.store import StoredTask
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+from ldp_telemetry.shared import TaskConfig
 
 SCHEMA_6_SEEN = (
     "CREATE TABLE seen (task_id TEXT NOT NULL, report_id BLOB NOT NULL, "

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, payloads, post_reports
-from agg_server import Server
 
-from aggregator.core.metrics import ROOT_CANDIDATES, metrics_root
-from shared import encode_batch
+from ldp_telemetry.aggregator.core.metrics import ROOT_CANDIDATES, metrics_root
+from ldp_telemetry.shared import encode_batch
+from tests.support.servers import Server
 
 StartServer = Callable[..., Server]
 IDLE = DRIBBLE_HEADERS = DRIBBLE_BODIES = 50
@@ -195,6 +195,6 @@ def test_an_empty_metrics_folder_variable_writes_no_file_where_it_runs(tmp_path:
     # prometheus_client takes an empty PROMETHEUS_MULTIPROC_DIR as "multiprocess, in the
     # working directory" and would leave histogram_<pid>.db files wherever serve starts.
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": ""}
-    code = "import aggregator.core.metrics as m; m.GROUP_UPLOADS.observe(1)"
+    code = "import ldp_telemetry.aggregator.core.metrics as m; m.GROUP_UPLOADS.observe(1)"
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=60)
     assert list(tmp_path.iterdir()) == []

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-from agg_server import Server, free_port
 from agg_slow import bodiless, http_host
 
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import Server, free_port
 
 StartServer = Callable[..., Server]
 pytestmark = pytest.mark.timeout(180)
@@ -159,7 +159,7 @@ def test_a_crash_loop_does_not_end_the_server(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "aggregator.serving.granian_conf",
+                "ldp_telemetry.aggregator.serving.granian_conf",
                 "--port",
                 str(port),
                 "crashing_app:app",

@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from agg_server import ADMIN, ANALYST, bearer
 from flask import Flask
 from flask.testing import FlaskClient
 
-from aggregator.api.resources import get_store_of
-from aggregator.core.auth import hash_token
-from shared import Envelope, TaskConfig, encode_batch, new_report_id
-from shared.shuffling import reduction_of
-from shared.shuffling_accountant import central_epsilon
-from shared.wire import b64encode
+from ldp_telemetry.aggregator.api.resources import get_store_of
+from ldp_telemetry.aggregator.core.auth import hash_token
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch, new_report_id
+from ldp_telemetry.shared.shuffling.accountant import central_epsilon
+from ldp_telemetry.shared.shuffling.amplification import reduction_of
+from ldp_telemetry.shared.wire import b64encode
+from tests.support.servers import ADMIN, ANALYST, bearer
 
 SHUFFLER = "shuffler-test-token"
 

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import requests
 from agg_reports import create_task, estimates
-from agg_server import Server, start_server
 from agg_shuffler import device, health, shuffler_token, start_shuffler, wait_for
 from agg_slow import bodiless
 
-from client.http_transport import USER_AGENT
-from shared import TaskConfig, encode_batch
-from shared.codec import Envelope, new_report_id
+from ldp_telemetry.client.transport.http import USER_AGENT
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from ldp_telemetry.shared.codec import Envelope, new_report_id
+from tests.support.servers import Server, start_server
 
 pytestmark = pytest.mark.timeout(240)
 DEVICES, PER_DEVICE, BATCH_MIN = 100, 200, 30  # 20,000 reports in 100 uploads

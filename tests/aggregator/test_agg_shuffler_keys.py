@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import requests
 from agg_reports import create_task
-from agg_server import ADMIN, Server, bearer, start_server
 from agg_shuffler import shuffler_token
 from flask import Flask
 
-from aggregator.shuffler.app import create_app
-from shared import Envelope, TaskConfig, encode_batch
-from shared.codec import new_report_id
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
+from ldp_telemetry.shared.codec import new_report_id
+from ldp_telemetry.shuffler.app import create_app
+from tests.support.servers import ADMIN, Server, bearer, start_server
 
 pytestmark = pytest.mark.timeout(120)
 

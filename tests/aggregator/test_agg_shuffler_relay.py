@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from aggregator.shuffler.app import create_app
-from shared import Envelope, TaskConfig, encode_batch
-from shared.codec import new_report_id
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
+from ldp_telemetry.shared.codec import new_report_id
+from ldp_telemetry.shuffler.app import create_app
 
 pytestmark = pytest.mark.timeout(60)
 TASK = TaskConfig.create(task_id="slow", mechanism="rr", epsilon=1.0)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from aggregator.shuffler.app import create_app
-from aggregator.shuffler.spool import BATCH_CLOSE, BATCH_OPEN, Report, Spool
-from shared.wire import b64encode
+from ldp_telemetry.shared.wire import b64encode
+from ldp_telemetry.shuffler.app import create_app
+from ldp_telemetry.shuffler.spool import BATCH_CLOSE, BATCH_OPEN, Report, Spool
 
 
 def reports(first: int, count: int, task: str = "t", when: int = 100) -> list[Report]:

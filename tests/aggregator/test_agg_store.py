@@ -19,14 +19,14 @@ from agg_reports import envelopes, payloads
 from agg_store_cases import CASES, dense_sums, kind_reports, kind_task
 from agg_stores import Stores
 
-from aggregator.core.admission import admit
-from aggregator.store import StoredTask
-from aggregator.store.base import SqlStore
-from aggregator.store.folding import fold, fold_parts
-from aggregator.store.sqlite import SqliteStore
-from aggregator.store.staging import Batch, pack, stack, unpack
-from shared import TaskConfig
-from shared.mechanisms.registry import MECHANISMS
+from ldp_telemetry.aggregator.core.admission import admit
+from ldp_telemetry.aggregator.store import StoredTask
+from ldp_telemetry.aggregator.store.base import SqlStore
+from ldp_telemetry.aggregator.store.folding import fold, fold_parts
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+from ldp_telemetry.aggregator.store.staging import Batch, pack, stack, unpack
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.mechanisms.registry import MECHANISMS
 
 DAY = 86_400
 WORDS = [f"w{i % 37}" for i in range(700)]

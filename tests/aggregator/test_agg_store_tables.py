@@ -9,11 +9,17 @@ from agg_reports import envelopes
 from agg_store_cases import dense_sums, kind_reports, kind_task
 from agg_stores import Stores
 
-from aggregator.store import ShuffledBatch, ShuffledWindow, StoredTask, TaskExists, Upload
-from aggregator.store.base import SqlStore
-from aggregator.store.staging import columns as batch_columns
-from aggregator.store.staging import stack, unpack
-from shared.mechanisms.registry import MECHANISMS
+from ldp_telemetry.aggregator.store import (
+    ShuffledBatch,
+    ShuffledWindow,
+    StoredTask,
+    TaskExists,
+    Upload,
+)
+from ldp_telemetry.aggregator.store.base import SqlStore
+from ldp_telemetry.aggregator.store.staging import columns as batch_columns
+from ldp_telemetry.aggregator.store.staging import stack, unpack
+from ldp_telemetry.shared.mechanisms.registry import MECHANISMS
 
 DAY = 86_400
 

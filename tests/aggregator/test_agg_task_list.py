@@ -3,10 +3,10 @@ estimates whose cost passes the limit are refused before any work."""
 
 from __future__ import annotations
 
-from agg_server import ADMIN, ANALYST
 from flask.testing import FlaskClient
 
-from aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.api.resources import get_store
+from tests.support.servers import ADMIN, ANALYST
 
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 import requests
 from agg_reports import envelopes, payloads
-from agg_server import ADMIN, ANALYST, bearer, free_port, start_server
 
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import ADMIN, ANALYST, bearer, free_port, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 from agg_reports import envelopes, payloads
-from agg_server import ADMIN, bearer
 from flask import Flask, request
 
-from aggregator import create_app
-from aggregator.core.intake import EXTENSION
-from aggregator.core.problems import problem_parts, too_large
-from aggregator.serving.rsgi_bridge import RsgiBridge
-from aggregator.store import StoreFull, StoreUnavailable
-from shared import TaskConfig, encode_batch
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.core.intake import EXTENSION
+from ldp_telemetry.aggregator.core.problems import problem_parts, too_large
+from ldp_telemetry.aggregator.serving.rsgi_bridge import RsgiBridge
+from ldp_telemetry.aggregator.store import StoreFull, StoreUnavailable
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.servers import ADMIN, bearer
 
 LIMIT = 3000  # bytes: MAX_BODY_BYTES of these apps, small so that bodies pass it cheaply
 Answer = tuple[int, str | None, str | None, bytes]

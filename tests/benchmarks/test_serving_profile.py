@@ -11,17 +11,22 @@ from benchmarks.serving_profile import OTHER, RUST, stage_of, stages
 
 LOOP = "BaseEventLoop.run_forever (asyncio/base_events.py:607)"
 UPLOAD = (
-    "RsgiBridge._upload (aggregator/serving/rsgi_bridge.py:171);"
-    "Intake.check (aggregator/core/intake.py:98)"
+    "RsgiBridge._upload (ldp_telemetry/aggregator/serving/rsgi_bridge.py:171);"
+    "Intake.check (ldp_telemetry/aggregator/core/intake.py:98)"
 )
-WRITER = "GroupCommitter._run (aggregator/core/group_commit.py:176)"
+SQLITE = "ldp_telemetry/aggregator/store/sqlite/backend.py"
+WRITER = "GroupCommitter._run (ldp_telemetry/aggregator/store/group_commit.py:176)"
 
 
 def test_a_sample_belongs_to_its_deepest_known_frame() -> None:
     assert stage_of(f"{LOOP};{UPLOAD}") == "intake (task, auth, quotas, answer)"
-    decode = f"{LOOP};{UPLOAD};decode_batch (shared/codec.py:154);b64decode (base64.py:88)"
+    decode = (
+        f"{LOOP};{UPLOAD};decode_batch (ldp_telemetry/shared/codec.py:154);b64decode (base64.py:88)"
+    )
     assert stage_of(decode) == "shared decode + validation"
-    commit = f"{WRITER};SqliteStore._transaction (aggregator/store/sqlite.py:109)"
+    commit = (
+        f"{WRITER};SqliteStore._transaction (ldp_telemetry/aggregator/store/sqlite/backend.py:109)"
+    )
     assert stage_of(commit).startswith("SQLite")
     assert stage_of("<module> (somewhere.py:1)") == OTHER
 
@@ -30,9 +35,9 @@ def test_each_threads_cpu_is_split_as_its_samples_and_waits_are_dropped() -> Non
     stacks = [
         f"thread (10): MainThread;{LOOP};{UPLOAD} 3",
         f"thread (10): MainThread;{LOOP};EpollSelector.select (selectors.py:468) 50",
-        f"thread (10): MainThread;{LOOP};decode_batch (shared/codec.py:154) 1",
+        f"thread (10): MainThread;{LOOP};decode_batch (ldp_telemetry/shared/codec.py:154) 1",
         f"thread (11): ldp-group-commit;{WRITER} 40",  # waiting for work
-        f"thread (11): ldp-group-commit;{WRITER};commit (aggregator/store/sqlite.py:109) 2",
+        f"thread (11): ldp-group-commit;{WRITER};commit ({SQLITE}:109) 2",
         "thread (12) 5",  # granian's runtime, no Python frame
     ]
     found = stages({10: 2.0, 11: 1.0, 12: 0.5, 13: 0.25}, stacks)

@@ -14,8 +14,8 @@ import statistics
 import tempfile
 import time
 
-from client import Client, InMemoryTransport
-from shared import TaskConfig
+from ldp_telemetry.client import Client, InMemoryTransport
+from ldp_telemetry.shared import TaskConfig
 
 
 def tasks() -> list[TaskConfig]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from fake_collector import FakeCollector, make_tasks, start_collector
 
-from shared import TaskConfig
+from ldp_telemetry.shared import TaskConfig
 
 
 @pytest.fixture

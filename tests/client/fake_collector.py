@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from client import InMemoryTransport, Request, RetryPolicy, Timeouts
-from shared import TaskConfig
+from ldp_telemetry.client import InMemoryTransport, Request, RetryPolicy, Timeouts
+from ldp_telemetry.shared import TaskConfig
 
 FAST_TIMEOUTS = Timeouts(connect=0.5, read=0.5, config=0.5)
 FAST_RETRY = RetryPolicy(max_retries=3, backoff=0.05, backoff_max=0.2, jitter=0.01, deadline=3.0)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import client
-from client import ConfigurationError, InMemoryTransport, RetryPolicy, Timeouts
-from client.errors import ClientError, TaskUnavailableError, TransportError
-from client.settings import MAX_REPORTS_PER_PERIOD, Settings
-from shared import LdpError
+from ldp_telemetry import client
+from ldp_telemetry.client import ConfigurationError, InMemoryTransport, RetryPolicy, Timeouts
+from ldp_telemetry.client.errors import ClientError, TaskUnavailableError, TransportError
+from ldp_telemetry.client.settings import MAX_REPORTS_PER_PERIOD, Settings
+from ldp_telemetry.shared import LdpError
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from client import Client, InMemoryTransport, Request, Response
-from client.budget import SECRET_BYTES, canonical_value, load_secret, lookup_key
-from shared import TaskConfig
+from ldp_telemetry.client import Client, InMemoryTransport, Request, Response
+from ldp_telemetry.client.budget import SECRET_BYTES, canonical_value, load_secret, lookup_key
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 DAY = 86_400

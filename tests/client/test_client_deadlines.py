@@ -16,8 +16,15 @@ from pathlib import Path
 import pytest
 from fake_collector import FAST_RETRY
 
-from client import Client, HTTPTransport, Request, RetryPolicy, Timeouts, TransportError
-from shared import TaskConfig
+from ldp_telemetry.client import (
+    Client,
+    HTTPTransport,
+    Request,
+    RetryPolicy,
+    Timeouts,
+    TransportError,
+)
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 ANSWER = (

@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 import requests
 
-from client import Client, ClientStats, Timeouts
-from shared import CountMeanSketch, RandomizedResponse
+from ldp_telemetry.client import Client, ClientStats, Timeouts
+from ldp_telemetry.shared import CountMeanSketch, RandomizedResponse
 
 pytest.importorskip("aggregator")
 from werkzeug.serving import make_server
 
-from aggregator import create_app
+from ldp_telemetry.aggregator import create_app
 
 pytestmark = pytest.mark.timeout(120)
 ADMIN, ANALYST = "e2e-admin-token", "e2e-analyst-token"

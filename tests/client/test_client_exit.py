@@ -10,13 +10,13 @@ import time
 import pytest
 from fake_collector import FakeCollector
 
-from shared import TaskConfig
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 SCRIPT = """
 import json, sys
-from client import Client, RetryPolicy
-from shared import TaskConfig
+from ldp_telemetry.client import Client, RetryPolicy
+from ldp_telemetry.shared import TaskConfig
 task = TaskConfig.from_dict(json.loads(sys.argv[2]))
 timeout = None if sys.argv[3] == "none" else float(sys.argv[3])
 sdk = Client(sys.argv[1], tasks=[task], flush_interval=3600, atexit_timeout=timeout,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client import Client, InMemoryTransport
-from shared import TaskConfig
+from ldp_telemetry.client import Client, InMemoryTransport
+from ldp_telemetry.shared import TaskConfig
 
 TASK = TaskConfig(
     task_id="words",

@@ -11,10 +11,17 @@ from collections.abc import Iterator
 import pytest
 from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector, make_tasks
 
-from client import Client, HTTPTransport, Request, Response, RetryPolicy, TransportError
-from client.http_transport import DeadlineRetry
-from client.transport import retry_after
-from shared import TaskConfig
+from ldp_telemetry.client import (
+    Client,
+    HTTPTransport,
+    Request,
+    Response,
+    RetryPolicy,
+    TransportError,
+)
+from ldp_telemetry.client.transport import retry_after
+from ldp_telemetry.client.transport.http import DeadlineRetry
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 TASK_IDS = [task.task_id for task in make_tasks().values()]

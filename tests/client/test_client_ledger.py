@@ -1,4 +1,5 @@
-"""The privacy ledger (client.ledger) through the one rule (admit_to), in both storages."""
+"""The privacy ledger (ldp_telemetry.client.ledger) through the one rule (admit_to), in both
+storages."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from client import Client, ConfigurationError, InMemoryTransport
-from client.budget import lookup_key
-from client.ledger import Limits, charge_of
-from client.sqlite_storage import SqliteStorage
-from client.storage import Admission, MemoryStorage, Pending, Slot, Storage
-from shared import TaskConfig
-from shared.wire import canonical_json
+from ldp_telemetry.client import Client, ConfigurationError, InMemoryTransport
+from ldp_telemetry.client.budget import lookup_key
+from ldp_telemetry.client.ledger import Limits, charge_of
+from ldp_telemetry.client.sqlite_storage import SqliteStorage
+from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot, Storage
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.wire import canonical_json
 
 DAY = 86_400
 SECRET = bytes(range(32))

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from client import Client, InMemoryTransport, Request, Response, TransportError
-from client.ledger import Charge, Limits
-from client.settings import MAX_REPORTS_PER_PERIOD
-from client.sqlite_storage import WAL_PAGES, SqliteStorage
-from client.storage import Admission, MemoryStorage, Pending, Slot
-from shared import TaskConfig
+from ldp_telemetry.client import Client, InMemoryTransport, Request, Response, TransportError
+from ldp_telemetry.client.ledger import Charge, Limits
+from ldp_telemetry.client.settings import MAX_REPORTS_PER_PERIOD
+from ldp_telemetry.client.sqlite_storage import WAL_PAGES, SqliteStorage
+from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 MIB = 1 << 20

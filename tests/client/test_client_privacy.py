@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
 
-from client import Client
-from shared import TaskConfig
+from ldp_telemetry.client import Client
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 CANARY = "CANARY-7f3a9c-do-not-leak"

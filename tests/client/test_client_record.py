@@ -14,8 +14,8 @@ from fake_collector import make_tasks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client import Client, InMemoryTransport, Request, Response, TransportError
-from shared import CountMeanSketch, RandomizedResponse, TaskConfig
+from ldp_telemetry.client import Client, InMemoryTransport, Request, Response, TransportError
+from ldp_telemetry.shared import CountMeanSketch, RandomizedResponse, TaskConfig
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import requests
 
-from client import Client, Timeouts
-from shared import TaskConfig
+from ldp_telemetry.client import Client, Timeouts
+from ldp_telemetry.shared import TaskConfig
 
 pytest.importorskip("aggregator")
 from werkzeug.serving import make_server
 
-from aggregator import create_app
+from ldp_telemetry.aggregator import create_app
 
 pytestmark = pytest.mark.timeout(120)
 ADMIN, ANALYST = "republish-admin", "republish-analyst"

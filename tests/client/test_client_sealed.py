@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from client import Client, InMemoryTransport
-from shared import TaskConfig
-from shared.sealing import SealKey, new_private_key, public_key_bytes
+from ldp_telemetry.client import Client, InMemoryTransport
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.sealing import SealKey, new_private_key, public_key_bytes
 
 pytestmark = pytest.mark.timeout(60)
 DOMAIN = ["red", "green", "blue"]

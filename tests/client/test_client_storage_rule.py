@@ -1,4 +1,5 @@
-"""The device budget rule, once (client.storage.admit_to), run against both storages."""
+"""The device budget rule, once (ldp_telemetry.client.storage.admit_to), run against both
+storages."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from client.ledger import Charge, Limits
-from client.sqlite_storage import SqliteStorage
-from client.storage import Admission, MemoryStorage, Pending, Slot, Storage
+from ldp_telemetry.client.ledger import Charge, Limits
+from ldp_telemetry.client.sqlite_storage import SqliteStorage
+from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot, Storage
 
 DAY = 86_400
 FREE = Charge(0.0, 0, None)  # a report of a task without a permanent layer, at ε = 0

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from client import InMemoryTransport, Request, Response
-from client.problems import ProblemLog
-from client.stats import Counters
-from client.tasks import DEFAULT_MAX_AGE, RETRY_FAILED, TaskRegistry
-from shared import TaskConfig
+from ldp_telemetry.client import InMemoryTransport, Request, Response
+from ldp_telemetry.client.problems import ProblemLog
+from ldp_telemetry.client.stats import Counters
+from ldp_telemetry.client.tasks import DEFAULT_MAX_AGE, RETRY_FAILED, TaskRegistry
+from ldp_telemetry.shared import TaskConfig
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,13 +6,11 @@ A module of its own (not conftest.py), named so no other test folder shadows it.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' server helper
 
-from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
+from tests.support.servers import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
 __all__ = ["ADMIN", "ANALYST", "bearer", "csrf_of", "start_server"]
 

@@ -260,7 +260,8 @@ def test_the_planner_shows_the_figures_of_tasks_plan(
     page.get_by_role("button", name="Plan").click()
     page.wait_for_url(re.compile(r".*epsilon=3.*"))
     printed = subprocess.run(
-        [sys.executable, "-m", "aggregator.cli", "tasks", "plan", "--domain-size", "5000",
+        [sys.executable, "-m", "ldp_telemetry.aggregator.cli", "tasks", "plan",
+         "--domain-size", "5000",
          "--devices", "200000", "--epsilon", "3", "--format", "json"],
         capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip

@@ -11,11 +11,11 @@ from dash_helpers import ADMIN, ANALYST, bearer, csrf_of
 from flask import Flask
 from flask.testing import FlaskClient
 
-from aggregator import create_app
-from aggregator.api.resources import get_store_of
-from aggregator.core.auth import hash_token
-from shared import Envelope, TaskConfig, encode_batch, new_report_id
-from shared.wire import b64encode
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.resources import get_store_of
+from ldp_telemetry.aggregator.core.auth import hash_token
+from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch, new_report_id
+from ldp_telemetry.shared.wire import b64encode
 
 SHUFFLER = "dash-shuffler-token"
 

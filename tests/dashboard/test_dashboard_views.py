@@ -17,14 +17,14 @@ from dash_helpers import ADMIN, ANALYST, bearer, csrf_of
 from flask import Flask
 from flask.testing import FlaskClient
 
-from aggregator import create_app
-from aggregator.api.resources import get_store
-from aggregator.cli import main as cli
-from aggregator.core.auth import hash_token
-from aggregator.dashboard import access, svg
 from demo.dashboard import envelopes
-from shared import TaskConfig, encode_batch
-from shared.codec import b64encode, new_report_id
+from ldp_telemetry.aggregator import create_app
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.cli import main as cli
+from ldp_telemetry.aggregator.core.auth import hash_token
+from ldp_telemetry.aggregator.dashboard import access, svg
+from ldp_telemetry.shared import TaskConfig, encode_batch
+from ldp_telemetry.shared.codec import b64encode, new_report_id
 
 HOUR = 3600
 CMS = {"task_id": "fruit", "mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 64}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 
-from client import Request, Response
 from demo.gateway import BATCH, Gateway
+from ldp_telemetry.client import Request, Response
 
 
 class Refusing:

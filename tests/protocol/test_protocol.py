@@ -18,14 +18,13 @@ import requests
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' server helper
 
 import independent_client as ic  # noqa: E402
 import independent_longitudinal as il  # noqa: E402
-from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
+from ldp_telemetry.shared import TaskConfig  # noqa: E402
 from protocol import generate  # noqa: E402
-from shared import TaskConfig  # noqa: E402
+from tests.support.servers import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
 VECTORS: dict[str, Any] = json.loads(generate.FILE.read_text(encoding="utf-8"))
 PROJECT_PACKAGES = {

@@ -13,11 +13,11 @@ import requests
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' server helper
 
 import independent_client as ic  # noqa: E402
 import independent_sealing as sealing  # noqa: E402
-from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
+
+from tests.support.servers import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
 DOMAIN = ["north", "south", "east", "west"]
 POPULATION = ["north"] * 120 + ["south"] * 60 + ["east"] * 20
@@ -27,7 +27,7 @@ def test_the_collector_opens_the_independent_clients_sealed_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db, keys = tmp_path / "sealed.sqlite3", tmp_path / "seal-keys.json"
-    command = [sys.executable, "-m", "aggregator.cli", "--db", str(db), "keys", "new"]
+    command = [sys.executable, "-m", "ldp_telemetry.aggregator.cli", "--db", str(db), "keys", "new"]
     subprocess.run([*command, "--keys", str(keys)], check=True, timeout=60, capture_output=True)
     monkeypatch.setenv("LDP_SEAL_KEYS", str(keys))
     server = start_server(db)

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from sdkjs_helpers import SDK  # noqa: E402
 
-from shared import TaskConfig  # noqa: E402
+from ldp_telemetry.shared import TaskConfig  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 MEASURE = """async ([task, records]) => {

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,8 @@ import requests
 
 HERE = Path(__file__).resolve().parent
 SDK = HERE.parents[1] / "sdk-js"
-sys.path.insert(0, str(HERE.parent / "aggregator"))  # the aggregator tests' server helper
 
-from agg_server import ADMIN, ANALYST, bearer, start_server  # noqa: E402
+from tests.support.servers import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
 __all__ = ["ADMIN", "ANALYST", "SDK", "bearer", "build", "create_task", "node", "start_server"]
 NODE_TIMEOUT = 240

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from sdkjs_helpers import run
 
-from client.budget import canonical_value, device_key, load_secret, lookup_key
-from shared.mechanisms.longitudinal import Longitudinal
-from shared.randomness import KeyedStream
-from shared.sealing import SealKey, padded_length
-from shared.task import TaskConfig
+from ldp_telemetry.client.budget import canonical_value, device_key, load_secret, lookup_key
+from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
+from ldp_telemetry.shared.randomness import KeyedStream
+from ldp_telemetry.shared.sealing import SealKey, padded_length
+from ldp_telemetry.shared.task import TaskConfig
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("sdk")]
 STREAM_SEED = bytes(range(40))

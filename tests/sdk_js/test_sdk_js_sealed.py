@@ -39,7 +39,13 @@ def sealing_collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     """Yield the URL of a real collector holding a seal key made by the CLI."""
     folder = tmp_path_factory.mktemp("sdkjs-sealed")
     keys = folder / "seal-keys.json"
-    command = [sys.executable, "-m", "aggregator.cli", "--db", str(folder / "collector.sqlite3")]
+    command = [
+        sys.executable,
+        "-m",
+        "ldp_telemetry.aggregator.cli",
+        "--db",
+        str(folder / "collector.sqlite3"),
+    ]
     subprocess.run(
         [*command, "keys", "new", "--keys", str(keys)], check=True, timeout=60, capture_output=True
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
@@ -27,12 +27,12 @@ from shared import (
     RandomizedResponse,
     SketchReport,
 )
-from shared.mechanisms.hh import HeavyHitters, LevelReport
-from shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
-from shared.mechanisms.numeric import NumericBase, SquareWave
-from shared.mechanisms.numeric_estimate import DEFAULT_QUERY
-from shared.mechanisms.oue import OptimizedUnaryEncoding
-from shared.mechanisms.ss import SubsetSelection
+from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters, LevelReport
+from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
+from ldp_telemetry.shared.mechanisms.numeric.estimate import DEFAULT_QUERY
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericBase, SquareWave
+from ldp_telemetry.shared.mechanisms.oue import OptimizedUnaryEncoding
+from ldp_telemetry.shared.mechanisms.ss import SubsetSelection
 
 Mechanism = Any  # one of the mechanism classes
 STRINGS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape")

@@ -1,4 +1,5 @@
-"""Closed-form variances (shared/accuracy.py) against docs/design.md (Targets) and trials.
+"""Closed-form variances (ldp_telemetry.shared.accuracy) against docs/design.md (Targets) and
+trials.
 
 Every trial privatizes a fixed population with ``privatize_many``, aggregates it with
 ``add_many`` and estimates through the public ``estimate``. Tolerances are chosen to be
@@ -15,14 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
     OptimizedLocalHashing,
     RandomizedResponse,
 )
-from shared.accuracy import (
+from ldp_telemetry.shared.accuracy import (
     cms_count_variance,
     grr_count_variance,
     hcms_count_variance,

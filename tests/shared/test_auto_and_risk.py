@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from shared import ParameterError, TaskConfig
-from shared.mechanisms.auto import compare, resolve
-from shared.mechanisms.registry import KINDS, plan
-from shared.risk import lift, posterior_bound
+from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.mechanisms.auto import compare, resolve
+from ldp_telemetry.shared.mechanisms.registry import KINDS, plan
+from ldp_telemetry.shared.risk import lift, posterior_bound
 
 DIGITS = [str(i) for i in range(16)]
 

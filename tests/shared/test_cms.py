@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from shared_cases import FakeEntropy
 
-from shared import CountMeanSketch, SketchReport
-from shared.mechanisms import sketch as sketch_module
+from ldp_telemetry.shared import CountMeanSketch, SketchReport
+from ldp_telemetry.shared.mechanisms.sketches import base as sketch_module
 
 
 def apple_cms_estimate(

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared import (
+from ldp_telemetry.shared import (
     DecodeError,
     Envelope,
     HadamardReport,
@@ -27,7 +27,7 @@ from shared import (
     encode_report,
     new_report_id,
 )
-from shared.wire import b64decode, try_b64decode
+from ldp_telemetry.shared.wire import b64decode, try_b64decode
 
 TASKS = {
     "rr": TaskConfig(task_id="golden-rr", mechanism="rr", epsilon=1.0),
@@ -375,7 +375,8 @@ def base64ish(draw: st.DrawFn) -> tuple[str, int]:
 
 def canonical_base64url(text: str, size: int) -> bytes | None:
     """Return what a canonical base64url string of ``size`` bytes holds, else None (an
-    oracle apart from shared.wire: canonical means re-encoding gives the string back)."""
+    oracle apart from ldp_telemetry.shared.wire: canonical means re-encoding gives the string
+    back)."""
     if len(text) != (4 * size + 2) // 3 or not re.fullmatch("[A-Za-z0-9_-]+", text):
         return None
     raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

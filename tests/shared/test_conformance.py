@@ -25,10 +25,16 @@ from shared_cases import (
     output_key,
 )
 
-from shared import MECHANISMS, Estimates, HadamardReport, ParameterError, SketchReport
-from shared.mechanisms.hh import HeavyHitters
-from shared.mechanisms.longitudinal import Longitudinal
-from shared.mechanisms.sketch import Sketch
+from ldp_telemetry.shared import (
+    MECHANISMS,
+    Estimates,
+    HadamardReport,
+    ParameterError,
+    SketchReport,
+)
+from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters
+from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
+from ldp_telemetry.shared.mechanisms.sketches.base import Sketch
 
 DRAWS = 20_000  # per path; cells expected below 5 draws are pooled (chi-square validity)
 P_FLOOR = 1e-4  # seeded, so deterministic; a real mismatch gives p far below this

@@ -1,4 +1,5 @@
-"""Estimates: normal-approximation intervals, proportions and JSON rows (shared/estimates.py)."""
+"""Estimates: normal-approximation intervals, proportions and JSON rows
+(ldp_telemetry.shared.estimates)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from shared import Estimates
-from shared.estimates import z_value
+from ldp_telemetry.shared import Estimates
+from ldp_telemetry.shared.estimates import z_value
 
 
 @pytest.mark.parametrize("level", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])

@@ -1,4 +1,5 @@
-"""Optional mechanism features: what shared.mechanisms.features answers for every kind.
+"""Optional mechanism features: what ldp_telemetry.shared.mechanisms.features answers for every
+kind.
 
 The collector, the client and the task ask these functions instead of testing a
 mechanism's type; this pins their answers over every registered kind (and the
@@ -10,14 +11,14 @@ from __future__ import annotations
 import pytest
 from shared_cases import Case, conformance_cases
 
-from shared.mechanisms.features import (
+from ldp_telemetry.shared.mechanisms.features import (
     discoverer,
     longitudinal,
     published,
     stated_variation_ratio,
 )
-from shared.mechanisms.registry import MECHANISMS
-from shared.shuffling import VariationRatio
+from ldp_telemetry.shared.mechanisms.registry import MECHANISMS
+from ldp_telemetry.shared.shuffling.amplification import VariationRatio
 
 CASES = conformance_cases()
 DISCOVERING = {"hh"}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from shared import GeneralizedRandomizedResponse
+from ldp_telemetry.shared import GeneralizedRandomizedResponse
 
 SCALE = 2**32
 

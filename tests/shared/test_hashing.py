@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.errors import ParameterError, ValueOutOfDomain
-from shared.hashing import MAX_SEED, RowHashes, splitmix64, value_key, value_keys
+from ldp_telemetry.shared.errors import ParameterError, ValueOutOfDomain
+from ldp_telemetry.shared.hashing import MAX_SEED, RowHashes, splitmix64, value_key, value_keys
 
 MASK64 = (1 << 64) - 1
 

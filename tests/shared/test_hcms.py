@@ -12,9 +12,9 @@ from scipy.linalg import hadamard
 from scipy.stats import chisquare
 from shared_cases import FakeEntropy
 
-from shared import HadamardCountMeanSketch, HadamardReport
-from shared.mechanisms import sketch as sketch_module
-from shared.mechanisms.hcms import _parity, walsh_hadamard
+from ldp_telemetry.shared import HadamardCountMeanSketch, HadamardReport
+from ldp_telemetry.shared.mechanisms.sketches import base as sketch_module
+from ldp_telemetry.shared.mechanisms.sketches.hcms import _parity, walsh_hadamard
 
 
 @pytest.mark.parametrize("m", [2, 4, 8, 64, 256])

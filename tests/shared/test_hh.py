@@ -12,10 +12,16 @@ import pytest
 from scipy.stats import chisquare
 from shared_cases import HH_VALUES, all_outputs, fraction_log, tiny_heavy_hitters
 
-from shared import DecodeError, ParameterError, TaskConfig, ValueOutOfDomain, decode_report
-from shared.codec import Envelope, encode_report, new_report_id
-from shared.mechanisms.hh import HeavyHitters, LevelReport
-from shared.mechanisms.hh_search import LevelSearch
+from ldp_telemetry.shared import (
+    DecodeError,
+    ParameterError,
+    TaskConfig,
+    ValueOutOfDomain,
+    decode_report,
+)
+from ldp_telemetry.shared.codec import Envelope, encode_report, new_report_id
+from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters, LevelReport
+from ldp_telemetry.shared.mechanisms.hh.search import LevelSearch
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -230,7 +236,7 @@ def test_chunked_search_equals_one_chunk(monkeypatch: pytest.MonkeyPatch) -> Non
     """The running top-survivors over small chunks keeps exactly what one chunk keeps."""
     from statistics import NormalDist
 
-    from shared.mechanisms import hh_search
+    from ldp_telemetry.shared.mechanisms.hh import search as hh_search
 
     rng = np.random.default_rng(11)
     hh = words_task(max_length=6)

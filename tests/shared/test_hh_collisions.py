@@ -6,9 +6,9 @@ import string
 
 import numpy as np
 
-from shared.mechanisms.cms import CountMeanSketch
-from shared.mechanisms.hh import HeavyHitters
-from shared.mechanisms.hh_collisions import disentangle, shared_rows
+from ldp_telemetry.shared.mechanisms.hh.collisions import disentangle, shared_rows
+from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters
+from ldp_telemetry.shared.mechanisms.sketches.cms import CountMeanSketch
 
 
 def test_shared_rows_counts_every_pair_sharing_a_bucket_as_brute_force_does() -> None:

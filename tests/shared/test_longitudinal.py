@@ -12,7 +12,7 @@ import pytest
 import rfc8785
 from shared_cases import STRINGS, all_outputs, fraction_log, worst_case_ratio
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
@@ -20,10 +20,10 @@ from shared import (
     RandomizedResponse,
     TaskConfig,
 )
-from shared.accuracy import grr_count_variance, rr_count_variance
-from shared.estimates import Estimates
-from shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
-from shared.randomness import SCALE, KeyedStream
+from ldp_telemetry.shared.accuracy import grr_count_variance, rr_count_variance
+from ldp_telemetry.shared.estimates import Estimates
+from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
+from ldp_telemetry.shared.randomness import SCALE, KeyedStream
 
 Builder = Callable[[float], Any]
 KINDS: dict[str, tuple[Builder, tuple[Any, ...]]] = {

@@ -10,11 +10,11 @@ import pytest
 from scipy import stats
 from shared_cases import worst_case_ratio
 
-from shared import ParameterError, TaskConfig, ValueOutOfDomain
-from shared.mechanisms import numeric as numeric_module
-from shared.mechanisms import numeric_estimate as est
-from shared.mechanisms.numeric import OneBitMean, SquareWave
-from shared.randomness import SCALE
+from ldp_telemetry.shared import ParameterError, TaskConfig, ValueOutOfDomain
+from ldp_telemetry.shared.mechanisms.numeric import estimate as est
+from ldp_telemetry.shared.mechanisms.numeric import mechanism as numeric_module
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import OneBitMean, SquareWave
+from ldp_telemetry.shared.randomness import SCALE
 
 
 def square_wave(epsilon: float, buckets: int, **extra: object) -> SquareWave:

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared.mechanisms import numeric_estimate as est
-from shared.mechanisms.numeric import SquareWave
-from shared.mechanisms.numeric_shape import percentile
+from ldp_telemetry.shared.mechanisms.numeric import estimate as est
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import SquareWave
+from ldp_telemetry.shared.mechanisms.numeric.shape import percentile
 
 SEEDS = (0, 1, 2)
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.mechanisms import numeric_estimate as est
-from shared.mechanisms import numeric_pspline as pspline
-from shared.mechanisms import numeric_spline as spline
-from shared.mechanisms.numeric import SquareWave
-from shared.mechanisms.numeric_shape import percentile
+from ldp_telemetry.shared.mechanisms.numeric import estimate as est
+from ldp_telemetry.shared.mechanisms.numeric import pspline, spline
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import SquareWave
+from ldp_telemetry.shared.mechanisms.numeric.shape import percentile
 
 
 def test_a_quadratic_log_density_is_not_penalized() -> None:

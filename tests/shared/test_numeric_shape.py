@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shared.mechanisms import numeric_ems as ems
-from shared.mechanisms.numeric import SquareWave
-from shared.mechanisms.numeric_doubt import PILE_REACH, pile_doubt
-from shared.mechanisms.numeric_shape import (
+from ldp_telemetry.shared.mechanisms.numeric import ems
+from ldp_telemetry.shared.mechanisms.numeric.doubt import PILE_REACH, pile_doubt
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import SquareWave
+from ldp_telemetry.shared.mechanisms.numeric.shape import (
     CONCENTRATION,
     GAP_MODE,
     densest,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.mechanisms import numeric_estimate as est
-from shared.mechanisms import numeric_spline as spline
-from shared.mechanisms.numeric import SquareWave
+from ldp_telemetry.shared.mechanisms.numeric import estimate as est
+from ldp_telemetry.shared.mechanisms.numeric import spline
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import SquareWave
 
 
 def test_the_splines_sum_to_one_and_the_ends_are_their_own() -> None:

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from shared.accuracy import cms_count_variance, hcms_count_variance
-from shared.mechanisms.cms import CountMeanSketch
-from shared.mechanisms.hcms import HadamardCountMeanSketch
-from shared.mechanisms.registry import plan
+from ldp_telemetry.shared.accuracy import cms_count_variance, hcms_count_variance
+from ldp_telemetry.shared.mechanisms.registry import plan
+from ldp_telemetry.shared.mechanisms.sketches.cms import CountMeanSketch
+from ldp_telemetry.shared.mechanisms.sketches.hcms import HadamardCountMeanSketch
 
 
 def test_plans_are_sorted_and_fit_the_domain() -> None:

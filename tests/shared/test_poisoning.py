@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shared.errors import DecodeError
-from shared.mechanisms.poisoning import (
+from ldp_telemetry.shared.errors import DecodeError
+from ldp_telemetry.shared.mechanisms.poisoning import (
     HONEST_MISS,
     IMPLAUSIBLE,
     SUSPECT_Z,
@@ -21,8 +21,8 @@ from shared.mechanisms.poisoning import (
     weight_band,
     weight_test,
 )
-from shared.mechanisms.registry import params_class
-from shared.wire import b64encode
+from ldp_telemetry.shared.mechanisms.registry import params_class
+from ldp_telemetry.shared.wire import b64encode
 
 DOMAIN = [f"v{i}" for i in range(16)]
 COUNTING = {

@@ -25,15 +25,15 @@ from shared_cases import (
     worst_case_ratio,
 )
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
     OptimizedLocalHashing,
     RandomizedResponse,
 )
-from shared.mechanisms.oue import OptimizedUnaryEncoding
-from shared.mechanisms.ss import SubsetSelection
+from ldp_telemetry.shared.mechanisms.oue import OptimizedUnaryEncoding
+from ldp_telemetry.shared.mechanisms.ss import SubsetSelection
 
 PrivacyCase = tuple[Callable[[], Any], tuple[Any, ...]]
 

@@ -20,9 +20,9 @@ import pytest
 from scipy.stats import beta
 from shared_cases import STRINGS, batch_reports, output_key
 
-from shared.mechanisms.oue import OptimizedUnaryEncoding
-from shared.mechanisms.ss import SubsetSelection
-from shared.randomness import SCALE
+from ldp_telemetry.shared.mechanisms.oue import OptimizedUnaryEncoding
+from ldp_telemetry.shared.mechanisms.ss import SubsetSelection
+from ldp_telemetry.shared.randomness import SCALE
 
 DRAWS = 60_000
 ALPHA = 1e-6  # family-wise: a correct mechanism fails with probability below this

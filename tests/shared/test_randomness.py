@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 from shared_cases import Case, FakeEntropy, batch_reports, conformance_cases, output_key
 
-from shared import ParameterError, codec
-from shared.randomness import (
+from ldp_telemetry.shared import ParameterError, codec
+from ldp_telemetry.shared.randomness import (
     SCALE,
     bernoulli_flags,
     bernoulli_packed,

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from shared.mechanisms.cms import CountMeanSketch
-from shared.mechanisms.hh import HeavyHitters
+from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters
+from ldp_telemetry.shared.mechanisms.sketches.cms import CountMeanSketch
 
 
 class CountingSums:

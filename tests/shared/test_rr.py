@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared import RandomizedResponse, ValueOutOfDomain
-from shared.mechanisms.rr import check_answer
+from ldp_telemetry.shared import RandomizedResponse, ValueOutOfDomain
+from ldp_telemetry.shared.mechanisms.rr import check_answer
 
 SCALE = 2**32
 

@@ -1,4 +1,5 @@
-"""Sealed reports (shared.sealing, PROTOCOL.md §10): round trips, what the seal binds, padding.
+"""Sealed reports (ldp_telemetry.shared.sealing, PROTOCOL.md §10): round trips, what the seal binds,
+padding.
 
 The published opening vector (OPEN_VECTOR, also in PROTOCOL.md) pins the wire layout
 (base64url of HPKE's enc ‖ ciphertext, info as RFC 8785 JSON, the padded plaintext) so a
@@ -15,12 +16,17 @@ from typing import Any
 
 import pytest
 
-from client.budget import device_key
-from protocol.cases import TASKS
-from shared import TaskConfig
-from shared.codec import Envelope, decode_batch, encode_report, new_report_id, open_sealed
-from shared.errors import DecodeError, ParameterError
-from shared.sealing import (
+from ldp_telemetry.client.budget import device_key
+from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.codec import (
+    Envelope,
+    decode_batch,
+    encode_report,
+    new_report_id,
+    open_sealed,
+)
+from ldp_telemetry.shared.errors import DecodeError, ParameterError
+from ldp_telemetry.shared.sealing import (
     PAD_BLOCK,
     SUITE_IDS,
     SealKey,
@@ -32,7 +38,8 @@ from shared.sealing import (
     public_key_bytes,
     seal_report,
 )
-from shared.wire import b64decode, b64encode
+from ldp_telemetry.shared.wire import b64decode, b64encode
+from protocol.cases import TASKS
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = bytes(32)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shared
+from ldp_telemetry import shared
 
 PUBLIC = [
     "MECHANISMS",

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from shared_cases import all_outputs
 from test_privacy import CASES
 
-from shared.mechanisms.registry import params_class
-from shared.shuffling import (
+from ldp_telemetry.shared.mechanisms.registry import params_class
+from ldp_telemetry.shared.shuffling.accountant import RTOL, central_epsilon, delta
+from ldp_telemetry.shared.shuffling.amplification import (
     Reduction,
     VariationRatio,
     clone_2021,
@@ -23,7 +24,6 @@ from shared.shuffling import (
     reduction_of,
     stronger_clone,
 )
-from shared.shuffling_accountant import RTOL, central_epsilon, delta
 
 # The stronger clone bound of a generic randomizer at δ = 10⁻⁸ (README.md, "central ε" table).
 TABLE = [

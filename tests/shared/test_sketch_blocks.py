@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shared import CountMeanSketch, HadamardCountMeanSketch
-from shared.mechanisms.sketch import BLOCK_CELLS
+from ldp_telemetry.shared import CountMeanSketch, HadamardCountMeanSketch
+from ldp_telemetry.shared.mechanisms.sketches.base import BLOCK_CELLS
 
 
 class RecordingTable:

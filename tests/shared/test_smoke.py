@@ -5,8 +5,14 @@ import math
 
 import numpy as np
 
-from shared import CountMeanSketch, RandomizedResponse, TaskConfig, decode_batch, encode_batch
-from shared.codec import Envelope, new_report_id
+from ldp_telemetry.shared import (
+    CountMeanSketch,
+    RandomizedResponse,
+    TaskConfig,
+    decode_batch,
+    encode_batch,
+)
+from ldp_telemetry.shared.codec import Envelope, new_report_id
 
 
 def test_seed_numbers_rr() -> None:

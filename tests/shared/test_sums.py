@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shared_cases import Case, batch_reports, conformance_cases
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
@@ -20,7 +20,7 @@ from shared import (
     SketchBatch,
     Sums,
 )
-from shared.mechanisms.cms import ADD_CHUNK
+from ldp_telemetry.shared.mechanisms.sketches.cms import ADD_CHUNK
 
 CASES = conformance_cases()
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import rfc8785
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
@@ -19,7 +19,7 @@ from shared import (
     RandomizedResponse,
     TaskConfig,
 )
-from shared.task import PROTOCOL_VERSION, DerivedMismatch
+from ldp_telemetry.shared.task import PROTOCOL_VERSION, DerivedMismatch
 
 VALID: dict[str, dict[str, Any]] = {
     "rr": {"task_id": "t-rr", "mechanism": "rr", "epsilon": 1.0},

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,
@@ -17,8 +17,8 @@ from shared import (
     RandomizedResponse,
     ValueOutOfDomain,
 )
-from shared.mechanisms.grr import MAX_DOMAIN
-from shared.mechanisms.sketch import MAX_BUCKETS, MAX_ROWS
+from ldp_telemetry.shared.mechanisms.grr import MAX_DOMAIN
+from ldp_telemetry.shared.mechanisms.sketches.base import MAX_BUCKETS, MAX_ROWS
 
 BAD_EPSILONS = [
     (0, "finite number > 0"),

@@ -1,4 +1,4 @@
-"""The ldp-sim command line: help lists every experiment; a quick run writes its files."""
+"""python -m simulations: help lists every experiment; a quick run writes its files."""
 
 from __future__ import annotations
 

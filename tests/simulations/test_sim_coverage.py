@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shared.mechanisms.registry import MECHANISMS, params_class
+from ldp_telemetry.shared.mechanisms.registry import MECHANISMS, params_class
 from simulations import coverage
 from simulations.coverage_cases import REPEATS, cases
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.mechanisms import numeric_ems as ems
-from shared.mechanisms import numeric_estimate as est
-from shared.mechanisms.numeric import NumericParams
-from shared.mechanisms.numeric_shape import percentile
+from ldp_telemetry.shared.mechanisms.numeric import ems
+from ldp_telemetry.shared.mechanisms.numeric import estimate as est
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericParams
+from ldp_telemetry.shared.mechanisms.numeric.shape import percentile
 from simulations.numeric import LOG_RANGE, latencies
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared import (
+from ldp_telemetry.shared import (
     CountMeanSketch,
     GeneralizedRandomizedResponse,
     HadamardCountMeanSketch,

@@ -1,0 +1,36 @@
+"""Estimates: debiased counts with confidence intervals, for analysts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app
+
+from ldp_telemetry.aggregator.api.auth import require_role
+from ldp_telemetry.aggregator.api.body import json_body
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.core.estimates import answer
+from ldp_telemetry.aggregator.core.query import check_cost, parse_query
+from ldp_telemetry.aggregator.core.tasks import find_task
+from ldp_telemetry.shared.contract import TASKS_PATH
+
+bp = Blueprint("estimates", __name__, url_prefix=TASKS_PATH)
+
+
+@bp.post("/<task_id>/estimates")
+@require_role("analyst")
+def estimate(task_id: str) -> dict[str, Any]:
+    """Estimate each candidate's count over the buckets starting in [start, end)."""
+    config, store = current_app.config, get_store()
+    task = find_task(task_id, store).config
+    query = parse_query(task, json_body(), int(config["MAX_CANDIDATES"]))
+    check_cost(task, query.candidates, int(config["MAX_ESTIMATE_WORK"]))
+    return answer(
+        task,
+        query.candidates,
+        query.window,
+        store,
+        max_cells=int(config["MAX_ESTIMATE_CELLS"]),
+        fake_fraction=query.fake_fraction,
+        normalize=query.normalize,
+    )

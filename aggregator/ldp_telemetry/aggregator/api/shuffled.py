@@ -1,0 +1,72 @@
+"""Shuffled batches: a shuffler's forwarded reports, counted once each, the batch recorded.
+
+``PUT /v1/tasks/{id}/shuffled/{batch_id}?uploads=K`` takes the body of an ordinary upload from a
+shuffler token (ldp_telemetry.shuffler). Its reports go through the same intake as a device's upload
+(task, fingerprint, time window, one count per report id); the task's upload key is not asked: the
+shuffler checked each device's against the key's SHA-256, which ``GET /v1/tasks/{id}/upload-key``
+gives a shuffler token. The batch is then recorded — per bucket, with K, the distinct uploads it was
+drawn from — so estimates can state the central epsilon (ldp_telemetry.aggregator.core.central). A
+retried batch (same id) records nothing new and its reports are replays: forwarding twice never
+counts twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from flask import Blueprint, current_app, request
+
+from ldp_telemetry.aggregator.api.auth import require_role
+from ldp_telemetry.aggregator.api.body import read_body
+from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.core.intake import EXTENSION, Headers, Intake
+from ldp_telemetry.aggregator.core.problems import ApiError
+from ldp_telemetry.aggregator.core.tasks import find_task
+from ldp_telemetry.aggregator.store import ShuffledBatch
+from ldp_telemetry.shared import DecodeError
+from ldp_telemetry.shared.contract import TASKS_PATH
+from ldp_telemetry.shared.wire import b64decode
+
+bp = Blueprint("shuffled", __name__, url_prefix=TASKS_PATH)
+BATCH_ID_BYTES = 16
+
+
+@bp.get("/<task_id>/upload-key")
+@require_role("shuffler")
+def upload_key(task_id: str) -> dict[str, Any]:
+    """Give a shuffler the SHA-256 of the task's upload key (null: uploads are public), so
+    that it refuses the uploads the collector would (the key itself is never stored)."""
+    return {
+        "task_id": task_id,
+        "upload_key_sha256": find_task(task_id, get_store()).upload_key_hash,
+    }
+
+
+@bp.put("/<task_id>/shuffled/<batch_id>")
+@require_role("shuffler")
+def receive(task_id: str, batch_id: str) -> dict[str, Any]:
+    """Count a shuffled batch's new reports and record the batch's size."""
+    try:
+        raw_id = b64decode(batch_id, BATCH_ID_BYTES, "batch_id")
+    except DecodeError as error:
+        raise ApiError(400, "invalid_batch", str(error)) from None
+    uploads = request.args.get("uploads", type=int)
+    if uploads is None or uploads < 1:
+        raise ApiError(400, "invalid_batch", "give ?uploads=K, the distinct uploads (K ≥ 1)")
+    intake: Intake = current_app.extensions[EXTENSION]
+    headers = Headers(request.headers.get("Content-Type"), request.headers.get("Content-Encoding"))
+    body = read_body(intake.max_body)
+    checked = intake.check(task_id, headers, body, time.time(), shuffled=True)
+    replayed = set() if checked.upload is None else intake.committer.add(checked.upload)
+    if checked.upload is not None:
+        per_bucket = Counter(envelope.time for envelope in checked.upload.envelopes)
+        store = get_store()
+        for bucket, admitted in per_bucket.items():
+            # A batch holds one bucket; should one span several, each part is its own row.
+            key = raw_id if len(per_bucket) == 1 else raw_id + bucket.to_bytes(8, "big")
+            store.add_shuffled_batch(
+                ShuffledBatch(task_id, key, bucket, min(uploads, admitted), admitted)
+            )
+    return intake.answer(checked, replayed)

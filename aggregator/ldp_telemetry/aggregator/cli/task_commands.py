@@ -1,0 +1,209 @@
+"""``ldp-aggregator tasks``: create, list and plan tasks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ldp_telemetry.aggregator.cli.context import database_option, open_collector
+from ldp_telemetry.shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES, compare
+from ldp_telemetry.shared.mechanisms.registry import MECHANISMS, all_options, plan
+from ldp_telemetry.shared.risk import lift, posterior_bound
+
+
+class JsonObjectType(click.ParamType):
+    """A JSON object given on the command line, e.g. '{"epsilon_inf": 4, "flip": 0.1}'."""
+
+    name = "json"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        """Return the parsed object, or fail naming the expected form."""
+        if isinstance(value, dict):
+            return value
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            self.fail(f"expected a JSON object such as '{{\"a\": 1}}', got {value!r}", param, ctx)
+        return parsed
+
+
+JSON = JsonObjectType()
+
+
+@click.group()
+def tasks() -> None:
+    """Create, list and plan tasks."""
+
+
+def mechanism_options(command: Any) -> Any:
+    """Add one option per task parameter that any registered mechanism takes."""
+    types = {"number": float, "integer": int, "string": str, "strings": str, "object": JSON}
+    for option in reversed(list(all_options().values())):
+        help_text = option.help + {"strings": " Comma-separated.", "object": " As JSON."}.get(
+            option.kind, ""
+        )
+        command = click.option(
+            f"--{option.name.replace('_', '-')}",
+            option.name,
+            type=types[option.kind],
+            help=help_text,
+        )(command)
+    return command
+
+
+@tasks.command("create")
+@database_option
+@click.option("--task-id", required=True)
+@click.option("--mechanism", required=True, type=click.Choice((*MECHANISMS, AUTO)))
+@mechanism_options
+@click.option(
+    "--expected-distinct",
+    type=click.IntRange(2, None),
+    help="auto, for a task without a domain: how many distinct values to expect.",
+)
+@click.option(
+    "--max-report-bytes",
+    type=click.IntRange(1, None),
+    help=f"auto: the largest report allowed (default {DEFAULT_MAX_REPORT_BYTES}).",
+)
+@click.option("--time-precision", type=int, help="Bucket width in seconds (default 1 day).")
+@click.option("--min-batch-size", type=int)
+@click.option("--upload-key-required", is_flag=True, help="Print an upload key once.")
+@click.option(
+    "--archive",
+    is_flag=True,
+    help="Also keep the privatized reports accepted (see export --reports).",
+)
+@click.option(
+    "--sealed",
+    is_flag=True,
+    help="Devices seal each report to the collector's key (first: ldp-aggregator keys new).",
+)
+def create_task(**options: Any) -> None:
+    """Create a task and print its public configuration as JSON."""
+    from ldp_telemetry.aggregator.core.problems import ApiError
+    from ldp_telemetry.aggregator.core.sealing_keys import keyring_of
+    from ldp_telemetry.aggregator.core.tasks import build_task, created_body
+    from ldp_telemetry.aggregator.store import TaskExists
+
+    params = {key: value for key, value in options.items() if value not in (None, False)}
+    for name, option in all_options().items():
+        if option.kind == "strings" and name in params:
+            params[name] = params[name].split(",")
+    opened = open_collector()
+    try:
+        stored, upload_key = build_task(params, opened.config)
+        opened.store.create_task(stored)
+    except ApiError as error:
+        raise click.ClickException(error.detail) from None
+    except TaskExists:
+        raise click.ClickException(f"task {params['task_id']!r} exists already") from None
+    click.echo(json.dumps(created_body(stored, upload_key, keyring_of(opened.config)), indent=2))
+
+
+@tasks.command("list")
+@database_option
+def list_tasks() -> None:
+    """Print every task's public configuration, one JSON object per line."""
+    for stored in open_collector().store.list_tasks():
+        click.echo(json.dumps(stored.config.to_dict()))
+
+
+@tasks.command("plan")
+@click.option(
+    "--domain-size",
+    required=True,
+    type=click.IntRange(2, None),
+    help="How many distinct values the task may see.",
+)
+@click.option(
+    "--devices",
+    required=True,
+    type=click.IntRange(1, None),
+    help="Reports expected per estimate (devices x reports per period).",
+)
+@click.option("--epsilon", required=True, type=click.FloatRange(0, 20, min_open=True))
+@click.option(
+    "--max-report-bytes",
+    type=click.IntRange(1, None),
+    default=DEFAULT_MAX_REPORT_BYTES,
+    show_default=True,
+    help="The report-size cap auto applies.",
+)
+@click.option(
+    "--prior",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="An adversary's prior belief in one value, for the posterior bound.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def plan_task(
+    domain_size: int, devices: int, epsilon: float, max_report_bytes: int, prior: float, fmt: str
+) -> None:
+    """Print each mechanism's expected standard error and risk for a workload.
+
+    From the closed-form variances, with the devices spread evenly over the domain (hash
+    collisions included); the most accurate mechanism comes first. "attack" is the chance
+    that an adversary who sees one report, holding all values equally likely beforehand,
+    names the device's value; "lift" is that chance over a blind guess's 1/d.
+    """
+    plans = plan(epsilon, domain_size, devices)
+    table = compare(epsilon, domain_size, max_report_bytes=max_report_bytes)
+    chosen = table[0].mechanism if table and table[0].excluded is None else None
+    bound = posterior_bound(prior, epsilon)
+    if fmt == "json":
+        rows = [
+            {
+                "mechanism": name,
+                "std_error": p.std_error,
+                "report_bits": p.report_bits,
+                "attack_success": p.attack_success,
+                "fake_report_worth": p.fake_report_worth,
+                "lift": None if p.attack_success is None else lift(p.attack_success, domain_size),
+                "posterior_bound": bound,
+                "chosen_by_auto": name == chosen,
+                "parameters": p.fields,
+            }
+            for name, p in plans
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(
+        f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12} "
+        f"{'attack':>7} {'lift':>6} {'one fake report':>16}  parameters"
+    )
+    for name, p in plans:
+        fields = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in p.fields.items())
+        risk = (
+            f"{p.attack_success:>7.3f} {lift(p.attack_success, domain_size):>5.1f}x"
+            if p.attack_success is not None
+            else f"{'-':>7} {'-':>6}"
+        )
+        worth = f"{p.fake_report_worth:,.1f}" if p.fake_report_worth is not None else "-"
+        click.echo(
+            f"{name:<10} {p.std_error:>21,.1f} {p.report_bits:>12,} {risk} {worth:>16}  {fields}"
+        )
+    best = plans[0][1]
+    click.echo(
+        f"\nrecommended: {plans[0][0]} (a count's 95% interval is about "
+        f"±{1.96 * best.std_error:,.0f} of {devices:,} reports, "
+        f"{1.96 * best.std_error / devices:.2%})"
+    )
+    if chosen is not None:
+        click.echo(f"auto (reports up to {max_report_bytes} bytes) chooses: {chosen}")
+    click.echo(
+        f"attack: the chance that whoever sees one report guesses the value (a blind guess: "
+        f"{1 / domain_size:.4f}); whatever the mechanism, an adversary who gave one value "
+        f"{prior:.0%} beforehand believes it at most {bound:.3f} after one report."
+    )
+    click.echo(
+        "one fake report: how many honest devices' worth of count one report chosen by an "
+        "attacker can add to a value (fake devices gain least where it is small)"
+    )

@@ -1,0 +1,66 @@
+"""Decode a JSON request body within size limits, gzip included.
+
+The compressed body is bounded by ``MAX_BODY_BYTES`` (Flask's ``MAX_CONTENT_LENGTH``, and
+the stream read of ldp_telemetry.aggregator.api.body); a gzip body is inflated in one
+``decompress`` call capped with ``max_length``, so a gzip bomb is refused with 413 after at
+most ``MAX_BODY_BYTES`` + 1 bytes of output, never fully expanded in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from ldp_telemetry.aggregator.core.problems import ApiError, too_large
+
+GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
+
+
+def decode_json(
+    content_type: str | None, content_encoding: str | None, raw: bytes, limit: int
+) -> Any:
+    """Return the JSON a body holds (``raw``: at most ``limit`` + 1 bytes of it, as sent).
+
+    Framework-free, so the collector's fast upload path
+    (ldp_telemetry.aggregator.serving.rsgi_bridge) and the Flask views check a body the same way.
+    """
+    if (content_type or "").partition(";")[0].strip().lower() != "application/json":
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            "send the body as JSON with 'Content-Type: application/json'",
+        )
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding not in ("gzip", "identity"):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"Content-Encoding {encoding!r} is not supported; use gzip or none",
+        )
+    if len(raw) > limit:
+        raise too_large(limit)
+    if encoding == "gzip":
+        raw = _inflate(raw, limit)
+    try:
+        # UTF-8 only (RFC 8259 §8.1): decoded here, since json.loads(bytes) would also take
+        # UTF-16/32 and skip a BOM; a BOM is then refused as not JSON. Duplicate keys: the
+        # last wins, as in ECMAScript's JSON.parse (PROTOCOL.md §2).
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        raise ApiError(
+            400, "invalid_json", f"the body is not valid UTF-8 JSON: {str(error)[:200]}"
+        ) from None
+
+
+def _inflate(raw: bytes, limit: int) -> bytes:
+    inflater = zlib.decompressobj(GZIP_WINDOW)
+    try:
+        out = inflater.decompress(raw, limit + 1)
+    except zlib.error:
+        raise ApiError(400, "invalid_gzip", "the body is not valid gzip data") from None
+    if len(out) > limit or inflater.unconsumed_tail:  # output was cut at the cap
+        raise too_large(limit)
+    if not inflater.eof or inflater.unused_data:
+        raise ApiError(400, "invalid_gzip", "the body must be exactly one complete gzip member")
+    return out

@@ -1,0 +1,77 @@
+"""Heavy hitters: the most frequent strings of a task, found without a candidate list.
+
+Answered from the same stored sums as estimates (one snapshot, rows streamed) under the
+same min_batch_size rule; the view is ldp_telemetry.aggregator.api.heavy_hitters. It does not know
+mechanisms: it asks the task's mechanism for ``discover``; one that cannot discover
+answers 422 ``not_discoverable``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ldp_telemetry.aggregator.core.central import central_fields
+from ldp_telemetry.aggregator.core.estimates import check_min_batch
+from ldp_telemetry.aggregator.core.problems import ApiError
+from ldp_telemetry.aggregator.core.query import Window, invalid, parse_window
+from ldp_telemetry.aggregator.store import SumsSource
+from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.mechanisms.features import discoverer
+
+FIELDS = {"top", "start", "end", "level", "survivors"}
+MAX_TOP, MAX_SURVIVORS = 1000, 4096
+
+
+def parse_request(body: Any) -> tuple[int, int, Window]:
+    """Return a heavy-hitters request's ``top``, ``survivors`` and window, or raise 400."""
+    if not isinstance(body, dict) or set(body) - FIELDS:
+        invalid(f"the body must be a JSON object with fields among {sorted(FIELDS)}")
+    top, survivors = _count(body, "top", 20, MAX_TOP), _count(body, "survivors", 64, MAX_SURVIVORS)
+    return top, survivors, parse_window(body)
+
+
+def answer(
+    task: TaskConfig, top: int, survivors: int, window: Window, source: SumsSource
+) -> dict[str, Any]:
+    """Return the heavy-hitters body (the view and the CLI), or raise a problem.
+
+    ``source``: where the sums come from (the store, or a sums file the CLI reads).
+    """
+    found_by = discoverer(task.mechanism_object)
+    if found_by is None:
+        raise ApiError(
+            422,
+            "not_discoverable",
+            f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
+            "values without candidates: use the estimates endpoint",
+        )
+    with source.read_sums(task, window.start, window.end) as sums:
+        check_min_batch(task, sums, "heavy hitters")
+        try:
+            found = found_by.discover(
+                sums, top=top, survivors=max(top, survivors), level=window.level
+            )
+        except ParameterError as error:
+            invalid(str(error))
+    return {
+        "task_id": task.task_id,
+        "mechanism": task.mechanism,
+        "n": found.estimates.n,
+        "epsilon": task.asked_epsilon,
+        "effective_epsilon": task.effective_epsilon,
+        **central_fields(task, source, window, found.estimates.n),  # as estimates answer
+        "level": window.level,
+        "start": window.start,
+        "end": window.end,
+        "levels": found.levels,
+        "examined": list(found.examined),
+        "reliable_z": found.reliable_z,
+        "heavy_hitters": found.rows(),
+    }
+
+
+def _count(body: dict[str, Any], name: str, default: int, limit: int) -> int:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        invalid(f"{name} must be an integer in [1, {limit}]")
+    return value

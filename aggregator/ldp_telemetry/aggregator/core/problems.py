@@ -1,0 +1,142 @@
+"""RFC 9457 problem details as data: every error the API returns, for any input.
+
+An :class:`ApiError` raised anywhere in the core or a view becomes ``application/problem+json`` with
+a stable ``type`` (``urn:ldp-telemetry:problem:<code>``), a title, the status and a detail that says
+what to fix. :data:`ANSWERS` is the one table from an exception to its problem: the Flask handlers
+(ldp_telemetry.aggregator.api.errors) and the RSGI fast path
+(ldp_telemetry.aggregator.serving.rsgi_bridge) answer every exception with :func:`answer_of`, so
+both servers send the same bytes.
+"""
+
+from __future__ import annotations
+
+import json as stdlib_json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ldp_telemetry.aggregator.store.interface import StoreFull, StoreUnavailable
+from ldp_telemetry.shared.contract import PROBLEM_MEDIA_TYPE, PROTOCOL_HEADER, problem, speaks
+from ldp_telemetry.shared.task import PROTOCOL_VERSION
+
+log = logging.getLogger(__name__)
+Parts = tuple[int, list[tuple[str, str]], bytes]  # an HTTP answer: status, headers, body
+BODY_TOO_LARGE = "body_too_large"  # a body over MAX_BODY_BYTES, however it was framed
+INTERNAL_ERROR = "internal_error"
+INSUFFICIENT_STORAGE = "insufficient_storage"
+UNAVAILABLE = "unavailable"
+
+
+class ApiError(Exception):
+    """An error answered as a problem document; ``extra`` fields are added to it."""
+
+    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.extra = status, code, detail, extra
+        self.headers: dict[str, str] = {}
+
+
+def title(code: str) -> str:
+    """Return the problem title of a code (``body_too_large`` -> ``Body too large``)."""
+    return code.replace("_", " ").capitalize()
+
+
+def problem_parts(error: ApiError) -> Parts:
+    """Return an ApiError's answer as (status, headers, body), framework-free."""
+    body = problem(error.status, error.code, error.detail, title(error.code), **error.extra)
+    headers = [("Content-Type", PROBLEM_MEDIA_TYPE), *error.headers.items()]
+    return error.status, headers, stdlib_json.dumps(body).encode()
+
+
+def too_large(limit: int) -> ApiError:
+    """Return the 413 of a body over ``limit`` bytes: declared, chunked or gzip-expanded,
+    on either server and for any route, a client gets this one document."""
+    return ApiError(
+        413,
+        BODY_TOO_LARGE,
+        f"the body exceeds {limit} bytes (after decompression); send smaller batches",
+        limit=limit,
+    )
+
+
+def too_many_reports(count: int, limit: int) -> ApiError:
+    """Return the 413 of a batch holding more than ``limit`` reports (collector or shuffler)."""
+    return ApiError(
+        413,
+        "too_many_reports",
+        f"a batch holds at most {limit} reports, got {count}; split it",
+        limit=limit,
+    )
+
+
+def check_protocol(version: str | None) -> None:
+    """Raise the 400 ``unsupported_protocol`` of an ``LDP-Protocol`` this code does not
+    speak (collector or shuffler, PROTOCOL.md §2); no header is a client from before 1.0."""
+    if version is not None and not speaks(version):
+        raise ApiError(
+            400,
+            "unsupported_protocol",
+            f"{PROTOCOL_HEADER} {version[:20]!r} is not spoken here; this "
+            f"collector speaks protocol {PROTOCOL_VERSION} (PROTOCOL.md)",
+            supported=[PROTOCOL_VERSION],
+        )
+
+
+def internal_error(error: BaseException) -> ApiError:
+    """Log an unexpected exception (its type and where, never the request: it may hold
+    reports) and return the 500 problem that answers it."""
+    log.error("unexpected %s", type(error).__name__, exc_info=error)
+    return ApiError(
+        500, INTERNAL_ERROR, "the server failed to handle this request; it has been logged"
+    )
+
+
+def full_error(error: StoreFull) -> ApiError:
+    """Log a full disk and return its retryable 507 problem."""
+    log.warning("store unavailable: %s", error)
+    answer = ApiError(
+        507,
+        INSUFFICIENT_STORAGE,
+        "the collector's disk is full; nothing was stored: retry after the Retry-After delay",
+    )
+    answer.headers["Retry-After"] = "60"
+    return answer
+
+
+def unavailable_error(error: StoreUnavailable) -> ApiError:
+    """Log a store fault and return its retryable 503 problem."""
+    # Nothing of the request was committed: a client may resend it as it is.
+    log.warning("store unavailable: %s", error)
+    answer = ApiError(
+        503,
+        UNAVAILABLE,
+        "the database cannot be written now; nothing was stored: retry after the Retry-After delay",
+    )
+    answer.headers["Retry-After"] = "1" if "locked" in str(error) else "10"
+    return answer
+
+
+def _as_is(error: ApiError) -> ApiError:
+    return error
+
+
+# Exception -> the problem that answers it; the first row whose type matches wins, so the
+# more specific types come first. The Flask app registers a handler per row.
+ANSWERS: tuple[tuple[type[Exception], Callable[[Any], ApiError]], ...] = (
+    (ApiError, _as_is),
+    (StoreFull, full_error),
+    (StoreUnavailable, unavailable_error),
+    (Exception, internal_error),
+)
+
+
+def problem_of(error: Exception) -> ApiError:
+    """Return the problem that answers an exception (:data:`ANSWERS`), logging a store
+    fault or a bug on the way."""
+    answer = next(answer for kind, answer in ANSWERS if isinstance(error, kind))
+    return answer(error)
+
+
+def answer_of(error: Exception) -> Parts:
+    """Return the (status, headers, body) that answers an exception."""
+    return problem_parts(problem_of(error))

@@ -1,0 +1,180 @@
+"""The dashboard's charts: each is one SVG drawing and the table of exactly what it shows.
+
+The table is shown under the chart (its accessible alternative) and downloaded as CSV with
+full precision; the drawing is shown inline and downloaded as SVG. Both come from the same
+rows, so a download is what the page showed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ldp_telemetry.aggregator.dashboard import svg
+from ldp_telemetry.aggregator.dashboard.figures import OverTime, top_estimates, when
+from ldp_telemetry.shared import TaskConfig
+
+ESTIMATE_COLUMNS = ("estimate", "std_error", "ci_low", "ci_high")
+MAX_X_LABELS = 6
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its CSV name, its heading and how a cell is shown."""
+
+    name: str
+    heading: str
+    kind: str = "number"  # "text", "count" (integer), "number" (estimate) or "time"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart: its URL name, title, drawing, and the rows it draws."""
+
+    name: str
+    title: str
+    drawing: str
+    columns: Sequence[Column]
+    rows: Sequence[Sequence[Any]]
+
+    def csv(self) -> str:
+        """Return the rows as CSV (floats in full: they round-trip to the API's numbers)."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([column.name for column in self.columns])
+        writer.writerows(["" if cell is None else cell for cell in row] for row in self.rows)
+        return out.getvalue()
+
+
+# The first two columns of every per-bucket table.
+BUCKET_COLUMNS = (
+    Column("bucket", "Bucket (UTC)", "text"),
+    Column("bucket_start_unix", "Start (Unix s)", "count"),
+)
+
+
+def reports_chart(config: TaskConfig, series: OverTime) -> Chart:
+    """Return the reports in each bucket, against the task's min_batch_size."""
+    minimum = config.min_batch_size
+    rows = [
+        [when(b.start, config.time_precision), b.start, b.n, "yes" if b.n < minimum else "no"]
+        for b in series.buckets
+    ]
+    bars = [svg.Bar(str(row[0]), float(row[2])) for row in rows]
+    drawing = svg.bar_chart(
+        "chart-reports",
+        f"Reports per bucket, {config.task_id}",
+        bars,
+        "reports",
+        reference=(float(minimum), f"min_batch_size {minimum:,}"),
+        format_value=lambda value: f"{value:,.0f}",
+    )
+    columns = [
+        *BUCKET_COLUMNS,
+        Column("reports", "Reports", "count"),
+        Column("below_min_batch_size", "Below min_batch_size", "text"),
+    ]
+    return Chart("reports", "Reports per bucket", drawing, columns, rows)
+
+
+def over_time_chart(config: TaskConfig, series: OverTime) -> Chart:
+    """Return each value's estimate bucket by bucket, with its confidence band."""
+    bodies = [b.body for b in series.buckets if b.body is not None]
+    values = [row["value"] for row in bodies[0]["estimates"]] if bodies else []
+    rows: list[list[Any]] = []
+    lines = []
+    for value in values:
+        points: list[svg.Point | None] = []
+        for bucket in series.buckets:
+            row = _row_of(bucket.body, value)
+            label = when(bucket.start, config.time_precision)
+            if row is None:
+                points.append(None)
+                rows.append([label, bucket.start, str(value), bucket.n, None, None, None, None])
+                continue
+            points.append(svg.Point(bucket.start, row["estimate"], row["ci_low"], row["ci_high"]))
+            rows.append([label, bucket.start, str(value), bucket.n, *_numbers(row)])
+        lines.append(svg.Series(str(value), points))
+    drawing = svg.line_chart(
+        "chart-over-time",
+        f"Estimates over time, {config.task_id}",
+        lines,
+        _x_ticks(config, series),
+        "estimated count",
+    )
+    columns = [
+        *BUCKET_COLUMNS,
+        Column("value", "Value", "text"),
+        Column("n", "Reports", "count"),
+        *_estimate_columns(),
+    ]
+    return Chart("over-time", "Estimates over time", drawing, columns, rows)
+
+
+def top_chart(config: TaskConfig, body: dict[str, Any]) -> Chart:
+    """Return the largest estimates over the range with their confidence intervals."""
+    top = top_estimates(body)
+    rows = [[str(row["value"]), *_numbers(row)] for row in top]
+    bars = [
+        svg.Bar(str(row["value"]), row["estimate"], row["ci_low"], row["ci_high"]) for row in top
+    ]
+    level = f"{body['level']:.0%}"
+    drawing = svg.bar_chart(
+        "chart-top",
+        f"Top estimates, {config.task_id} (n = {body['n']:,}, {level} intervals)",
+        bars,
+        "estimated count",
+    )
+    columns = [Column("value", "Value", "text"), *_estimate_columns()]
+    return Chart("top", "Top estimates over the range", drawing, columns, rows)
+
+
+def heavy_hitters_chart(config: TaskConfig, body: dict[str, Any]) -> Chart:
+    """Return the strings the task's sketches found without a candidate list."""
+    found = body["heavy_hitters"]
+    rows = [
+        [str(row["value"]), *_numbers(row), "yes" if row["reliable"] else "no"] for row in found
+    ]
+    bars = [
+        svg.Bar(str(row["value"]), row["estimate"], row["ci_low"], row["ci_high"]) for row in found
+    ]
+    drawing = svg.bar_chart(
+        "chart-heavy-hitters",
+        f"Discovered strings, {config.task_id} (n = {body['n']:,})",
+        bars,
+        "estimated count",
+    )
+    columns = [
+        Column("value", "String", "text"),
+        *_estimate_columns(),
+        Column("reliable", "Reliable", "text"),
+    ]
+    return Chart("heavy-hitters", "Discovered strings (heavy hitters)", drawing, columns, rows)
+
+
+def _row_of(body: dict[str, Any] | None, value: Any) -> dict[str, Any] | None:
+    if body is None:
+        return None
+    return next((row for row in body["estimates"] if row["value"] == value), None)
+
+
+def _numbers(row: dict[str, Any]) -> list[float]:
+    return [row[name] for name in ESTIMATE_COLUMNS]
+
+
+def _estimate_columns() -> list[Column]:
+    return [
+        Column("estimate", "Estimate"),
+        Column("std_error", "Std. error"),
+        Column("ci_low", "CI low"),
+        Column("ci_high", "CI high"),
+    ]
+
+
+def _x_ticks(config: TaskConfig, series: OverTime) -> list[tuple[float, str]]:
+    starts = [b.start for b in series.buckets]
+    step = max(1, -(-len(starts) // MAX_X_LABELS))
+    return [(float(s), when(s, config.time_precision, short=True)) for s in starts[::step]]

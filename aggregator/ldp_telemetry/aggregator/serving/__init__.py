@@ -1,0 +1,90 @@
+"""How ``ldp-aggregator serve`` runs a WSGI app: the server models and their limits.
+
+Three models, chosen with ``serve --server`` (the benchmark runs its no-op app through the
+same command lines, so a ceiling and a collector figure share every setting):
+
+- ``granian`` (default): a Rust HTTP server (hyper + tokio) that parses requests outside
+  Python, running the app behind :mod:`ldp_telemetry.aggregator.serving.rsgi_bridge`. Idle and slow
+  connections cost a tokio task or an await, never a Python thread: a request reaches the app's
+  thread pool only once its headers and body are complete. Chosen by measurement (README).
+- ``granian-wsgi``: granian's own WSGI interface; faster per request, but the app's threads
+  read the body, so a client dribbling its body holds one. For comparison.
+- ``gthread``: gunicorn with a thread pool per worker; idle keep-alive connections wait in
+  the worker's poller, but a started request is read by a pool thread.
+- ``sync``: gunicorn's one-request-per-process worker; any slow client holds a worker.
+  Kept for comparison and for debugging only.
+
+Every limit a client could abuse is set here explicitly rather than left to a default.
+"""
+
+from __future__ import annotations
+
+import sys
+
+SERVERS = ("granian", "granian-wsgi", "gthread", "sync")
+DEFAULT_SERVER = "granian"
+
+# A client must send its complete request headers within this time (granian also applies
+# it to an idle keep-alive connection waiting for its next request), else it is closed.
+HEADER_TIMEOUT_MS = 5000
+KEEPALIVE_SECONDS = 5  # gunicorn: idle keep-alive connections are closed after this
+THREADS = 8  # gunicorn gthread / granian-wsgi: app threads per worker process
+# granian: connections served at once per worker (a request awaiting its body included;
+# each costs a tokio task and an await, not a thread); more wait in the kernel's accept
+# queue (BACKLOG). Large, so that hundreds of connections holding a request without its
+# body do not queue the others: the bridge bounds how long those may wait
+# (rsgi_bridge.BODY_WAIT_SLOTS, CROWDED_BODY_TIMEOUT).
+BACKPRESSURE = 1024
+BACKLOG = 2048
+# granian: every request but uploads (estimates, heavy hitters, the dashboard, /metrics,
+# admin) runs on a pool of this many threads per worker, never on the event loop that
+# accepts and answers uploads: measured (2 workers, 1-report uploads, an analyst looping
+# estimates of 10,000 candidates on k = 65,536), on the loop one estimate stalled every
+# upload of its worker for seconds (p99 8.6 -> 91.6 ms, max 6.8 s). Uploads take the
+# bridge's fast path: checked on the loop, committed by the worker's group-commit writer
+# thread (ldp_telemetry.aggregator.store.group_commit). An app without the fast path (the
+# benchmark's no-op) runs on the loop.
+APP_THREADS = 2
+MAX_CONNECTIONS = 1000  # gunicorn gthread: open client connections per worker
+GRACEFUL_SECONDS = 30  # SIGTERM: in-flight requests get this long to finish and commit
+LIMIT_REQUEST_LINE = 4094
+LIMIT_HEADER_FIELDS = 50
+LIMIT_HEADER_FIELD_SIZE = 8190
+
+
+def command(server: str, target: str, host: str, port: int, workers: int) -> list[str]:
+    """Return the argv that serves the WSGI ``target`` ("module:attribute") in a new process.
+
+    A fresh interpreter, always: prometheus_client reads PROMETHEUS_MULTIPROC_DIR when it
+    is first imported, so the variable must be set before the server imports the app.
+    """
+    if server in ("granian", "granian-wsgi"):
+        return [
+            sys.executable,
+            "-m",
+            "ldp_telemetry.aggregator.serving.granian_conf",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            *(["--wsgi"] if server == "granian-wsgi" else []),
+            target,
+        ]
+    if server not in SERVERS:
+        raise ValueError(f"unknown server {server!r}; choose one of {', '.join(SERVERS)}")
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        "python:ldp_telemetry.aggregator.serving.gunicorn_conf",
+        "--worker-class",
+        server,
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        str(workers),
+        target,
+    ]

@@ -1,0 +1,151 @@
+"""Run a WSGI app under granian with the limits of :mod:`ldp_telemetry.aggregator.serving`.
+
+``python -m ldp_telemetry.aggregator.serving.granian_conf --host H --port P --workers N module:app``
+is what ``ldp-aggregator serve`` (default server) executes. SIGTERM or SIGINT stop accepting
+connections and let every in-flight request finish (its upload commits and is answered) before the
+workers exit; a worker still busy after ``GRACEFUL_SECONDS`` is killed.
+
+A worker that dies is respawned; when respawned workers keep dying (granian then stops,
+"Worker crash loop detected"), the server is started again after ``RESTART_SECONDS``, for
+as long as the fault lasts: only a signal ends it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import sys
+import time
+from typing import Any
+
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
+from granian.log import LogLevels
+from granian.server import MPServer
+
+from ldp_telemetry.aggregator import serving
+from ldp_telemetry.aggregator.serving import rsgi_bridge
+
+
+def build(target: str, host: str, port: int, workers: int, wsgi: bool) -> MPServer:
+    """Return the granian server (one process per worker: this Python has a GIL) for
+    ``target``, with every client-facing limit explicit.
+
+    ``wsgi``: granian's own WSGI interface, whose app threads read the body (a dribbled body holds
+    one); otherwise the app runs behind :mod:`ldp_telemetry.aggregator.serving.rsgi_bridge`.
+    """
+    return MPServer(
+        target,
+        address=host,
+        port=port,
+        interface=Interfaces.WSGI if wsgi else Interfaces.RSGI,
+        workers=workers,
+        blocking_threads=serving.THREADS if wsgi else 1,  # RSGI: 1 (the bridge runs the app)
+        backpressure=serving.BACKPRESSURE,
+        backlog=serving.BACKLOG,
+        http=HTTPModes.http1,  # devices speak HTTP/1.1; no HTTP/2 stream multiplexing to abuse
+        websockets=False,
+        # header_read_timeout also closes a kept-alive connection idle that long
+        http1_settings=HTTP1Settings(
+            header_read_timeout=serving.HEADER_TIMEOUT_MS, keep_alive=True
+        ),
+        # no access log: its lines start with the client's address, which is never written
+        log_access=False,
+        log_level=LogLevels.warning,
+        respawn_failed_workers=True,
+        workers_kill_timeout=serving.GRACEFUL_SECONDS,
+    )
+
+
+RESTART_SECONDS = 5.0  # after a crash loop: long enough not to spin, short enough to serve
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_SERVER_PID = "LDP_GRANIAN_SERVER_PID"
+
+
+def _orphan_guard() -> None:
+    """Have this worker sent SIGTERM (a graceful stop) when the server process dies.
+
+    granian's workers do not watch their parent: after ``kill -9`` of the server alone they
+    kept serving on their own, holding the port and the metrics folder's lock (measured).
+    Called once the app is loaded, just before the worker serves: a server that died while
+    the app was being imported (about a second) leaves a worker that has served nothing, so
+    it exits at once. (It used to SIGTERM itself there, before loading: that signal came
+    before the worker's serve loop and was lost in about 1 of 10 runs, the worker living on.)
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if str(os.getppid()) != os.environ.get(_SERVER_PID):  # it died before prctl took effect
+        os._exit(0)
+
+
+def _load_bridged(target: str) -> rsgi_bridge.RsgiBridge:
+    app = rsgi_bridge.load(target)
+    _orphan_guard()
+    return app
+
+
+def _load_wsgi(target: str) -> Any:
+    app = rsgi_bridge.import_app(target)
+    _orphan_guard()
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m ldp_telemetry.aggregator.serving.granian_conf")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--wsgi", action="store_true", help="granian's WSGI interface instead of the RSGI bridge"
+    )
+    parser.add_argument("target")
+    args = parser.parse_args(argv)
+    os.environ[_SERVER_PID] = str(os.getpid())  # inherited by the workers
+    try:
+        while True:
+            server = build(args.target, args.host, args.port, args.workers, args.wsgi)
+            with contextlib.suppress(SystemExit):  # granian exits 1 after a crash loop
+                _serve(server, args.wsgi)
+            if not _restart_after(server):
+                break
+    finally:
+        # Remove the metrics folder if `serve` created it for this run (after kill -9 the
+        # next `serve` removes it: ldp_telemetry.aggregator.core.metrics.claim_run_dir).
+        owned = os.environ.get("LDP_OWNED_METRICS_DIR")
+        if owned and owned == os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            shutil.rmtree(owned, ignore_errors=True)
+
+
+def _serve(server: MPServer, wsgi: bool) -> None:
+    if wsgi:
+        server.serve(target_loader=_load_wsgi)
+    else:
+        # an RSGI app is an object with __rsgi__, not the callable granian annotates
+        server.serve(target_loader=_load_bridged)  # type: ignore[arg-type]
+
+
+def _restart_after(server: MPServer) -> bool:
+    """Wait ``RESTART_SECONDS`` after granian stopped on its own; False if a signal stopped it.
+
+    granian's handlers stay installed after it returns: a SIGTERM meanwhile sets the same
+    flag, so the wait ends at once.
+    """
+    deadline = time.monotonic() + RESTART_SECONDS
+    while not server.interrupt_signal and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if server.interrupt_signal:
+        return False
+    print(
+        f"ldp-aggregator: the workers kept dying; serving again after {RESTART_SECONDS:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return True
+
+
+if __name__ == "__main__":
+    main()

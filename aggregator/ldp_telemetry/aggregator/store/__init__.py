@@ -1,0 +1,41 @@
+"""Storage of the collector.
+
+:mod:`~ldp_telemetry.aggregator.store.interface` says what the views need,
+:mod:`~ldp_telemetry.aggregator.store.backends` opens the backend a database URL names,
+:mod:`~ldp_telemetry.aggregator.store.sqlite.backend` is the embedded backend (with
+:mod:`~ldp_telemetry.aggregator.store.staging`, :mod:`~ldp_telemetry.aggregator.store.folding` and
+:mod:`~ldp_telemetry.aggregator.store.streamed` as its pieces). The app opens its store through
+:mod:`ldp_telemetry.aggregator.api.resources`; the command line opens one directly.
+"""
+
+from __future__ import annotations
+
+from ldp_telemetry.aggregator.store.backends import open_store
+from ldp_telemetry.aggregator.store.interface import (
+    ShuffledBatch,
+    ShuffledWindow,
+    Store,
+    StoredTask,
+    StoredToken,
+    StoreFull,
+    StoreUnavailable,
+    SumsSource,
+    SumsView,
+    TaskExists,
+    Upload,
+)
+
+__all__ = [
+    "ShuffledBatch",
+    "ShuffledWindow",
+    "Store",
+    "StoreFull",
+    "StoreUnavailable",
+    "StoredTask",
+    "StoredToken",
+    "SumsSource",
+    "SumsView",
+    "TaskExists",
+    "Upload",
+    "open_store",
+]

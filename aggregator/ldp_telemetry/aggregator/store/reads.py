@@ -1,0 +1,142 @@
+"""Reads of a SQL store's sums, backend-neutral: one task's sums from one snapshot.
+
+A single-row mechanism's sums are loaded whole; a sketch's rows are streamed block by block
+(:mod:`ldp_telemetry.aggregator.store.streamed`) through the same transaction, so memory depends on
+the block, not on k or n. A read over every stored bucket of a task whose roll-up is ready reads the
+roll-up instead (:mod:`ldp_telemetry.aggregator.store.rollup`): one row per table row, not one per
+bucket. The reports still staged in that snapshot are added in memory
+(:mod:`ldp_telemetry.aggregator.store.staged_view`): a read writes nothing. The caller opens the
+snapshot (SQLite: a read transaction on the WAL; PostgreSQL: REPEATABLE READ) and closes it after
+the ``with`` block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ldp_telemetry.aggregator.store import rollup
+from ldp_telemetry.aggregator.store.interface import SumsView
+from ldp_telemetry.aggregator.store.sql import COUNTER, Tx, sum_buckets
+from ldp_telemetry.aggregator.store.staged_view import StagedRows
+from ldp_telemetry.aggregator.store.streamed import StreamedSums
+from ldp_telemetry.shared import Sums, TaskConfig
+
+NO_LIMIT = (-(2**63), 2**63 - 1)
+
+
+@contextmanager
+def snapshot_sums(
+    tx: Tx, task: TaskConfig, start: int | None, end: int | None
+) -> Iterator[SumsView]:
+    """Yield the sums over buckets starting in [start, end), read through ``tx``."""
+    low, high = _bounds(start, end)
+    where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
+    args = (task.task_id, low, high)
+    staged = StagedRows(
+        task.mechanism_object,
+        tx.execute(f"SELECT bucket, data FROM staged {where} ORDER BY id", args),
+    )
+    rows, width = task.mechanism_object.sums_shape
+    if rows == 1:  # a single small row: load it whole
+        yield _dense(tx, task, where, args, staged)
+        return
+    buckets = stored_buckets(tx, task.task_id, low, high)
+    if rollup.covers(tx, task.task_id, low, high):  # every stored bucket: read their sum
+        yield _rolled_up(tx, task.task_id, rows, width, staged, len(staged.buckets.union(buckets)))
+        return
+    yield StreamedSums(
+        lambda: _total(tx, where, args) + staged.total,
+        rows,
+        width,
+        lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width, staged),
+        lambda: _row_counts(tx, where, args, rows, staged),
+        len(staged.buckets.union(buckets)),
+    )
+
+
+def _rolled_up(
+    tx: Tx, task_id: str, rows: int, width: int, staged: StagedRows, buckets: int
+) -> StreamedSums:
+    """Return streamed sums read from the task's roll-up (plus what is staged)."""
+
+    def block(start: int, stop: int) -> np.ndarray:
+        found = rollup.row_block(tx, task_id, start, stop, width)
+        staged.add_block(found, start)
+        return found
+
+    def counts() -> np.ndarray:
+        n = rollup.row_counts(tx, task_id, rows)
+        staged.add_n(n)
+        return n
+
+    return StreamedSums(
+        lambda: rollup.total(tx, task_id) + staged.total, rows, width, block, counts, buckets
+    )
+
+
+def stored_buckets(tx: Tx, task_id: str, low: int, high: int) -> list[int]:
+    """Return the stored buckets in [low, high): one index seek per bucket.
+
+    A sums row (a sketch row's counters) fills a page, so a scan of the table for its
+    distinct buckets would read every row's page; seeking the next bucket reads a few.
+    """
+    found: list[int] = []
+    while True:
+        ((bucket,),) = tx.execute(
+            "SELECT MIN(bucket) FROM sums WHERE task_id = ? AND bucket >= ? AND bucket < ?",
+            (task_id, low, high),
+        )
+        if bucket is None:
+            return found
+        found.append(int(bucket))
+        low = int(bucket) + 1
+
+
+def _total(tx: Tx, where: str, args: tuple[str, int, int]) -> int:
+    """Return the number of reports in the window (reads every row's n)."""
+    ((total,),) = tx.execute(f"SELECT COALESCE(SUM(n), 0) FROM sums {where}", args)
+    return int(total)
+
+
+def _dense(
+    tx: Tx, task: TaskConfig, where: str, args: tuple[str, int, int], staged: StagedRows
+) -> Sums:
+    sums = task.mechanism_object.new_sums()
+    for row, count, blob in tx.execute(f"SELECT row, n, counters FROM sums {where}", args):
+        sums.n[row] += count
+        sums.table[row] += np.frombuffer(blob, dtype=COUNTER)
+    staged.add_dense(sums.n, sums.table)
+    return sums
+
+
+def _row_counts(
+    tx: Tx, where: str, args: tuple[str, int, int], rows: int, staged: StagedRows
+) -> np.ndarray:
+    """Return each row's report count over the window (the n column only: no counters)."""
+    n = np.zeros(rows, dtype=np.int64)
+    for row, count in tx.execute(f"SELECT row, SUM(n) FROM sums {where} GROUP BY row", args):
+        n[row] = count
+    staged.add_n(n)
+    return n
+
+
+def _row_block(
+    tx: Tx,
+    task_id: str,
+    buckets: list[int],
+    start: int,
+    stop: int,
+    width: int,
+    staged: StagedRows,
+) -> np.ndarray:
+    """Return rows [start, stop) summed over the buckets (index range scans, one per bucket)."""
+    _, block = sum_buckets(tx, task_id, buckets, start, stop, width)
+    staged.add_block(block, start)
+    return block
+
+
+def _bounds(start: int | None, end: int | None) -> tuple[int, int]:
+    return (NO_LIMIT[0] if start is None else start, NO_LIMIT[1] if end is None else end)

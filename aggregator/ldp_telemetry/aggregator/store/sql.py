@@ -1,0 +1,211 @@
+"""What the SQL backends share: the transaction they write through and the sums arithmetic.
+
+Both backends keep the same tables (tasks, sums per (task, bucket, row) with counters as
+little-endian int64 bytes, seen report ids, staged packed batches, tokens) and write the
+sums the same way, so a PostgreSQL collector and a SQLite one fed the same reports hold
+bit-identical sums. The statements here use ``?`` placeholders; a backend whose driver
+wants another style adapts them in its :class:`Tx`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ldp_telemetry.aggregator.store.folding import fold_parts
+from ldp_telemetry.aggregator.store.interface import Upload
+from ldp_telemetry.aggregator.store.staging import pack, stack, unpack
+from ldp_telemetry.shared import Envelope, TaskConfig
+from ldp_telemetry.shared.mechanisms.poisoning import IMPLAUSIBLE
+from ldp_telemetry.shared.sums import RowSums
+
+COUNTER = np.dtype("<i8")
+CHUNK = 500  # parameters per IN (...) list
+
+
+class Rows(Protocol):
+    """A statement's result: its rows, and how many rows it changed (a cursor)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Return how many rows the statement inserted, updated or deleted."""
+
+    def __iter__(self) -> Iterator[Any]:
+        """Iterate over the result rows."""
+
+
+class Tx(Protocol):
+    """A transaction: statements with ``?`` placeholders (sqlite3.Connection is one)."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Rows:
+        """Run one statement; return its result rows."""
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
+        """Run one statement once per parameter row."""
+
+
+def marks(count: int) -> str:
+    """Return ``count`` comma-separated placeholders (an ``IN (...)`` list)."""
+    return ",".join("?" * count)
+
+
+def first_expiries(uploads: Sequence[Upload], task_id: str) -> dict[bytes, int]:
+    """Return, per report id of a task in the uploads, the expiry sent with its first sighting."""
+    first: dict[bytes, int] = {}
+    for upload in uploads:
+        if upload.task.task_id == task_id:
+            for envelope, expires in zip(upload.envelopes, upload.expires, strict=True):
+                first.setdefault(envelope.report_id, int(expires))
+    return first
+
+
+def first_sightings(
+    uploads: Sequence[Upload], seen: dict[str, set[bytes]]
+) -> tuple[list[set[bytes]], dict[str, list[tuple[Envelope, int]]]]:
+    """Split a group of uploads into replays and the reports to count, in upload order.
+
+    ``seen``: per task id, the group's ids the store knew before. Returns each upload's
+    replayed ids (known before, or first sent by an earlier upload of the group) and, per
+    task id, the (envelope, expires) pairs counted: every id once, at its first sighting.
+    """
+    known = {task_id: set(ids) for task_id, ids in seen.items()}
+    replayed: list[set[bytes]] = []
+    fresh: dict[str, list[tuple[Envelope, int]]] = {}
+    for upload in uploads:
+        task_id = upload.task.task_id
+        ids, counted, repeated = (
+            known.setdefault(task_id, set()),
+            fresh.setdefault(task_id, []),
+            set(),
+        )
+        for envelope, expires in zip(upload.envelopes, upload.expires, strict=True):
+            if envelope.report_id in ids:
+                repeated.add(envelope.report_id)
+            else:
+                ids.add(envelope.report_id)
+                counted.append((envelope, expires))
+        replayed.append(repeated)
+    return replayed, fresh
+
+
+def staged_rows(task: TaskConfig, envelopes: Sequence[Envelope]) -> list[tuple[str, int, bytes]]:
+    """Return (task_id, bucket, packed batch) rows staging new reports, one per bucket."""
+    by_bucket: defaultdict[int, list] = defaultdict(list)
+    for envelope in envelopes:
+        by_bucket[envelope.time].append(envelope.payload)
+    return [
+        (task.task_id, bucket, pack(stack(task.mechanism_object, payloads)))
+        for bucket, payloads in by_bucket.items()
+    ]
+
+
+def stage(tx: Tx, rows: list[tuple[str, int, bytes]], *, archive: bool) -> None:
+    """Insert staged rows; an archiving task also keeps them, unchanged, in ``archived``."""
+    tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", rows)
+    if archive:
+        tx.executemany("INSERT INTO archived (task_id, bucket, data) VALUES (?, ?, ?)", rows)
+
+
+def fold_into_sums(tx: Tx, task: TaskConfig, staged: Iterable[tuple[int, bytes]]) -> None:
+    """Add staged (bucket, packed batch) rows to the task's stored sums and its roll-up.
+
+    The caller holds what makes this read-modify-write safe (SQLite's write lock, or a PostgreSQL
+    lock on the task's folds). A sketch's roll-up (:mod:`ldp_telemetry.aggregator.store.rollup`)
+    gains in the same transaction what the buckets gain.
+    """
+    by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
+    for bucket, data in staged:
+        by_bucket[int(bucket)].append(bytes(data))
+    mechanism = task.mechanism_object
+    rolled_up = mechanism.sums_shape[0] > 1  # a single row is read whole: no roll-up
+    for bucket, blobs in sorted(by_bucket.items()):
+        for part in fold_parts(mechanism, unpack(mechanism, blobs)):
+            add_rows(tx, task.task_id, bucket, part)
+            if rolled_up:
+                merge_rows(tx, "rollup", ("task_id",), (task.task_id,), part)
+
+
+def add_rows(tx: Tx, task_id: str, bucket: int, new: RowSums) -> None:
+    """Add freshly folded sums to a bucket's stored rows."""
+    merge_rows(tx, "sums", ("task_id", "bucket"), (task_id, bucket), new)
+
+
+def merge_rows(
+    tx: Tx, table: str, key: tuple[str, ...], values: tuple[Any, ...], new: RowSums
+) -> None:
+    """Add ``new`` to the rows of ``table`` (``sums`` or ``rollup``) under ``key``.
+
+    ``new`` is left as it was: a fold adds the same part to a bucket and to the roll-up.
+    """
+    index = {int(row): i for i, row in enumerate(new.rows)}
+    n, counters = new.n.astype(np.int64), new.table.astype(np.int64)  # copies
+    rows = list(index)
+    where = " AND ".join(f"{column} = ?" for column in key)
+    for start in range(0, len(rows), CHUNK):
+        part = rows[start : start + CHUNK]
+        for row, count, blob in tx.execute(
+            f"SELECT row, n, counters FROM {table} WHERE {where} AND row IN ({marks(len(part))})",
+            (*values, *part),
+        ):
+            n[index[row]] += count
+            counters[index[row]] += np.frombuffer(blob, dtype=COUNTER)
+    tx.executemany(
+        f"INSERT INTO {table} VALUES ({marks(len(key) + 3)}) "
+        f"ON CONFLICT ({', '.join(key)}, row) "
+        "DO UPDATE SET n = excluded.n, counters = excluded.counters",
+        [
+            (*values, row, int(n[i]), counters[i].astype(COUNTER, copy=False).tobytes())
+            for row, i in index.items()
+        ],
+    )
+
+
+def sum_buckets(
+    tx: Tx, task_id: str, buckets: Sequence[int], start: int, stop: int, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (n, counters) of rows [start, stop) summed over ``buckets`` (one index range
+    scan per bucket; each bucket's blobs joined and added with one numpy add)."""
+    n = np.zeros(stop - start, dtype=np.int64)
+    block = np.zeros((stop - start, width), dtype=np.int64)
+    for bucket in buckets:
+        found = list(
+            tx.execute(
+                "SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
+                "AND row >= ? AND row < ?",
+                (task_id, bucket, start, stop),
+            )
+        )
+        if not found:
+            continue
+        rows = np.fromiter((row for row, _, _ in found), dtype=np.int64, count=len(found))
+        n[rows - start] += np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
+        joined = np.frombuffer(b"".join(bytes(b) for _, _, b in found), dtype=COUNTER)
+        block[rows - start] += joined.reshape(len(found), width)  # rows unique per bucket
+    return n, block
+
+
+def record_refusals(tx: Tx, uploads: Sequence[Upload]) -> None:
+    """Add the uploads' implausible reports to their buckets' refusal counts."""
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for upload in uploads:
+        for bucket, count in upload.refused.items():
+            counts[upload.task.task_id, bucket] += count
+    if counts:  # in key order, so two writers cannot deadlock on these rows
+        tx.executemany(
+            "INSERT INTO refusals VALUES (?, ?, ?, ?) ON CONFLICT (task_id, bucket, reason) "
+            "DO UPDATE SET count = refusals.count + excluded.count",
+            [(task_id, bucket, IMPLAUSIBLE, c) for (task_id, bucket), c in sorted(counts.items())],
+        )
+
+
+def refusals_in(tx: Tx, task_id: str, start: int | None, end: int | None) -> int:
+    """Return how many reports of buckets starting in [start, end) were implausible."""
+    rows = tx.execute(
+        "SELECT COALESCE(SUM(count), 0) FROM refusals WHERE task_id = ? AND reason = ? "
+        "AND bucket >= ? AND bucket < ?",
+        (task_id, IMPLAUSIBLE, 0 if start is None else start, 2**62 if end is None else end),
+    )
+    return int(next(iter(rows))[0])

@@ -1,0 +1,1 @@
+"""The SQLite backend: one file per collector node; its faults, its lock and its migrations."""

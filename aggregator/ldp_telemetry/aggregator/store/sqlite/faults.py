@@ -1,0 +1,85 @@
+"""What the SQLite store does when its file or disk fails: say so, never write into the void.
+
+- A full disk (SQLITE_FULL) becomes :class:`StoreFull` (HTTP 507), a read-only or failing
+  file (SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN) or a lock that stayed busy
+  :class:`StoreUnavailable` (503); both answer with Retry-After and nothing was committed,
+  so a client's retry is safe. Other errors (bugs) pass through unchanged.
+- The database file's identity (device and inode) is taken when the store opens it and
+  checked before every write: a file deleted or replaced under a running collector stops
+  ingest (503, /readyz unready) instead of committing into an unlinked inode that vanishes
+  at restart. Ingest resumes once the right file is back at its path (its identity
+  matches again), or restart the collector on the file it should use; no connection
+  opened meanwhile creates a file (the store connects with ``mode=rw``).
+- The WAL is kept bounded: SQLite's automatic checkpoints cannot reset the WAL while
+  writers keep it busy, so every ``CHECK_EVERY`` commits a connection looks at the WAL's
+  size and, past ``WAL_LIMIT``, runs a TRUNCATE checkpoint (it waits for readers within
+  the busy timeout); ``journal_size_limit`` trims the file after a reset.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from ldp_telemetry.aggregator.store.interface import StoreFull, StoreUnavailable
+
+WAL_LIMIT = 64 << 20  # bytes: the WAL is truncated once it passes this
+CHECK_EVERY = 64  # commits per connection between two looks at the WAL's size
+_FULL = {"database or disk is full"}
+_UNAVAILABLE = (
+    "database is locked",
+    "readonly database",
+    "disk i/o error",
+    "unable to open database file",
+    "database disk image is malformed",
+    "attempt to write a readonly database",
+)
+
+
+def classify(error: sqlite3.Error) -> StoreUnavailable | None:
+    """Return the retryable store error an SQLite failure means, or None (a bug)."""
+    if isinstance(error, sqlite3.IntegrityError | sqlite3.ProgrammingError):
+        return None
+    message = str(error).lower()
+    if any(text in message for text in _FULL):
+        return StoreFull("the disk holding the database is full")
+    if any(text in message for text in _UNAVAILABLE):
+        return StoreUnavailable(f"the database cannot be written now: {error}")
+    return None
+
+
+class FileIdentity:
+    """The (device, inode) of the database file as opened; checked before each write."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.expected: tuple[int, int] | None = None
+
+    def remember(self) -> None:
+        """Take the file's identity now (the store has just opened or created it)."""
+        self.expected = self._current()
+
+    def check(self) -> None:
+        """Raise StoreUnavailable if the file at the path is gone or another file."""
+        if self.expected is not None and self._current() != self.expected:
+            raise StoreUnavailable(
+                f"the database file {self.path} was deleted or replaced "
+                "while serving; ingest is stopped until the right file is back "
+                "or the collector is restarted on the file it should use"
+            )
+
+    def _current(self) -> tuple[int, int] | None:
+        try:
+            status = os.stat(self.path)
+        except OSError:
+            return None
+        return status.st_dev, status.st_ino
+
+
+def bound_wal(conn: sqlite3.Connection, path: str) -> None:
+    """Truncate the WAL if it has grown past WAL_LIMIT (after a commit, outside any tx)."""
+    try:
+        if os.path.getsize(path + "-wal") > WAL_LIMIT:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except (OSError, sqlite3.OperationalError):
+        pass  # busy or gone: the next look tries again; a missing file is caught elsewhere

@@ -1,0 +1,319 @@
+"""The ledger and the upload queue in one SQLite file, so both survive a restart.
+
+``<data_dir>/queue.sqlite3`` in WAL mode holds ``ledger`` (the reports of the periods not yet ended,
+per task id, looked up by HMAC key, see :mod:`ldp_telemetry.client.budget`; ``budget`` counts them
+per period), the privacy ledger of :mod:`ldp_telemetry.client.ledger` (``configurations`` per task
+id, ``permanent``: one row per PRR drawn, keyed by an HMAC of the value, summed in ``lifetime``;
+``spending``: ε per device period) and ``outbox`` (encoded reports not yet delivered, oldest first).
+:meth:`SqliteStorage.admit` runs the budget rule (:func:`ldp_telemetry.client.storage.admit_to`) in
+one ``BEGIN IMMEDIATE`` transaction, so several threads or processes sharing a data_dir respect one
+budget; at ``max_queue`` reports or ``max_bytes`` bytes a new report is refused (``queue_full``), as
+in memory. Commits are not fsynced (``synchronous=NORMAL``): a power loss may forget the last
+reports, never corrupt the file. Checkpoints (which do fsync) run in :meth:`SqliteStorage.maintain`
+on the uploader thread; only a burst that grows the log past ``WAL_PAGES`` makes ``record``
+checkpoint. Only privatized, encoded reports are written.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ldp_telemetry.client.ledger import Charge, Limits, Permanent
+from ldp_telemetry.client.storage import Admission, Pending, Slot, admit_to, take
+
+FILE_NAME = "queue.sqlite3"
+BUSY_TIMEOUT_MS = 250  # how long a record may wait for another process's transaction
+WAL_PAGES = 2048  # ~8 MB of write-ahead log at most before record() checkpoints itself
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger (
+    task_id TEXT NOT NULL, period INTEGER NOT NULL, period_end INTEGER NOT NULL,
+    lookup BLOB NOT NULL, report_id TEXT NOT NULL, report TEXT NOT NULL,
+    PRIMARY KEY (task_id, period, lookup)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS budget (
+    task_id TEXT NOT NULL, period INTEGER NOT NULL, period_end INTEGER NOT NULL,
+    count INTEGER NOT NULL, PRIMARY KEY (task_id, period, period_end)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS ledger_added AFTER INSERT ON ledger BEGIN
+    INSERT INTO budget VALUES (NEW.task_id, NEW.period, NEW.period_end, 1)
+    ON CONFLICT DO UPDATE SET count = count + 1; END;
+CREATE TRIGGER IF NOT EXISTS ledger_removed AFTER DELETE ON ledger BEGIN
+    UPDATE budget SET count = count - 1 WHERE task_id = OLD.task_id
+    AND period = OLD.period AND period_end = OLD.period_end; END;
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY, report_id TEXT NOT NULL UNIQUE,
+    task_id TEXT NOT NULL, report TEXT NOT NULL, size INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS totals (
+    id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL, bytes INTEGER NOT NULL);
+INSERT OR IGNORE INTO totals VALUES (1, 0, 0);
+CREATE TRIGGER IF NOT EXISTS outbox_added AFTER INSERT ON outbox BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + NEW.size; END;
+CREATE TRIGGER IF NOT EXISTS outbox_removed AFTER DELETE ON outbox BEGIN
+    UPDATE totals SET count = count - 1, bytes = bytes - OLD.size; END;
+CREATE TABLE IF NOT EXISTS configurations (
+    task_id TEXT NOT NULL, seq INTEGER NOT NULL, configuration TEXT NOT NULL,
+    epsilon_inf REAL NOT NULL, PRIMARY KEY (task_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS permanent (
+    task_id TEXT NOT NULL, configuration TEXT NOT NULL, value_key BLOB NOT NULL,
+    epsilon_inf REAL NOT NULL, PRIMARY KEY (task_id, configuration, value_key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lifetime (
+    id INTEGER PRIMARY KEY CHECK (id = 1), epsilon_inf REAL NOT NULL);
+INSERT OR IGNORE INTO lifetime VALUES (1, 0.0);
+CREATE TRIGGER IF NOT EXISTS permanent_added AFTER INSERT ON permanent BEGIN
+    UPDATE lifetime SET epsilon_inf = epsilon_inf + NEW.epsilon_inf; END;
+CREATE TABLE IF NOT EXISTS spending (period INTEGER PRIMARY KEY, epsilon REAL NOT NULL);
+"""
+# Before the ledger was keyed by task id, ``memo`` and ``spent`` were keyed by fingerprint.
+# Their rows move to ``ledger`` (period_end unknown: period + 1, so each still counts
+# against any period that contains its start).
+_MIGRATE = """
+INSERT OR IGNORE INTO ledger
+    SELECT task_id, period, period + 1, lookup, report_id, report FROM memo;
+DROP TABLE memo;
+DROP TABLE IF EXISTS spent;
+"""
+_abandoned: list[sqlite3.Connection] = []  # a forked child's inherited connections
+
+
+class SqliteStorage:
+    """The ledger and a quota-bounded queue in ``<data_dir>/queue.sqlite3``."""
+
+    def __init__(self, data_dir: Path, *, max_queue: int, max_bytes: int) -> None:
+        self.path = data_dir / FILE_NAME
+        self._max_queue, self._max_bytes = max_queue, max_bytes
+        self._lock = threading.Lock()
+        self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        self._pid = os.getpid()
+        self._local = threading.local()  # the uploader thread's checkpoint connection
+        self._extra: list[sqlite3.Connection] = []
+        db = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
+        # the caller's thread normally only appends to the WAL. A long burst of records can
+        # outrun those checkpoints; past WAL_PAGES the caller checkpoints too, bounding it.
+        db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+        db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
+        db.executescript(_SCHEMA)
+        _migrate(db)
+        os.chmod(self.path, 0o600)
+        return db
+
+    def admit(
+        self, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
+    ) -> Admission:
+        """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
+        with self._transaction() as db:
+            ledger = _DiskLedger(db, self._max_queue, self._max_bytes)
+            return admit_to(ledger, slot, charge, limits, make)
+
+    def peek(self, limit: int, max_bytes: int) -> list[Pending]:
+        """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
+        with self._transaction(write=False) as db:
+            first = db.execute("SELECT task_id FROM outbox ORDER BY seq LIMIT 1").fetchone()
+            if first is None:
+                return []
+            rows = db.execute(
+                "SELECT task_id, report_id, report FROM outbox WHERE task_id = ? "
+                "ORDER BY seq LIMIT ?",
+                (first[0], limit),
+            ).fetchall()
+        return take((Pending(*row) for row in rows), limit, max_bytes)
+
+    def remove(self, report_ids: Iterable[str]) -> None:
+        """Forget delivered (or definitively refused) reports."""
+        with self._transaction() as db:
+            db.executemany(
+                "DELETE FROM outbox WHERE report_id = ?", [(report_id,) for report_id in report_ids]
+            )
+
+    def count(self) -> int:
+        """Return how many reports are queued."""
+        self._check_fork()
+        with self._lock:  # one statement needs no transaction
+            return int(self._db.execute("SELECT count FROM totals").fetchone()[0])
+
+    def clear(self) -> int:
+        """Drop every queued report (the ledger stays); return how many there were."""
+        with self._transaction() as db:
+            return db.execute("DELETE FROM outbox").rowcount
+
+    def maintain(self) -> None:
+        """Copy the WAL into the database file, on a connection of the calling thread.
+
+        PASSIVE: it never waits for, nor blocks, a record writing at the same time.
+        """
+        self._check_fork()
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._extra.append(db)
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def after_fork(self) -> None:
+        """Open a fresh connection: SQLite connections must not cross a fork."""
+        self._lock = threading.Lock()
+        _abandoned.append(self._db)  # closing it here could disturb the parent's locks
+        _abandoned.extend(self._extra)
+        self._db = self._connect()
+
+    def close(self) -> None:
+        """Close the connections; idempotent."""
+        with self._lock:
+            for db in [self._db, *self._extra]:
+                db.close()
+
+    def _transaction(self, write: bool = True) -> _Transaction:
+        self._check_fork()
+        return _Transaction(self._db, self._lock, write)
+
+    def _check_fork(self) -> None:
+        if os.getpid() != self._pid:
+            self.after_fork()
+
+
+class _DiskLedger:
+    """The budget rule's view of the database, inside one write transaction."""
+
+    def __init__(self, db: sqlite3.Connection, max_queue: int, max_bytes: int) -> None:
+        self._db, self._max_queue, self._max_bytes = db, max_queue, max_bytes
+
+    def memo(self, slot: Slot) -> Pending | None:
+        row = self._db.execute(
+            "SELECT report_id, report FROM ledger WHERE task_id = ? AND period = ? AND lookup = ?",
+            (slot.task_id, slot.start, slot.lookup),
+        ).fetchone()
+        return None if row is None else Pending(slot.task_id, *row)
+
+    def spent(self, slot: Slot) -> int:
+        # One budget row per period (and length) the task reported in: a handful at most.
+        return int(
+            self._db.execute(
+                "SELECT COALESCE(SUM(count), 0) FROM budget WHERE task_id = ? AND period < ? "
+                "AND period_end > ?",
+                (slot.task_id, slot.end, slot.start),
+            ).fetchone()[0]
+        )
+
+    def has_room(self, size: int) -> bool:
+        count, total = self._db.execute("SELECT count, bytes FROM totals").fetchone()
+        return bool(count < self._max_queue and total + size <= self._max_bytes)
+
+    def enqueue(self, pending: Pending) -> bool:
+        if self._db.execute(
+            "SELECT 1 FROM outbox WHERE report_id = ?", (pending.report_id,)
+        ).fetchone():
+            return True  # already waiting: the server would count it once anyway
+        if not self.has_room(pending.size):
+            return False
+        self._db.execute(
+            "INSERT INTO outbox (report_id, task_id, report, size) VALUES (?, ?, ?, ?)",
+            (pending.report_id, pending.task_id, pending.report, pending.size),
+        )
+        return True
+
+    def remember(self, slot: Slot, pending: Pending) -> None:
+        # Periods that have ended no longer count against any record: forget them.
+        self._db.execute(
+            "DELETE FROM ledger WHERE task_id = ? AND period_end <= ?", (slot.task_id, slot.start)
+        )
+        self._db.execute(
+            "DELETE FROM budget WHERE task_id = ? AND period_end <= ?", (slot.task_id, slot.start)
+        )
+        self._db.execute(
+            "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
+            (slot.task_id, slot.start, slot.end, slot.lookup, pending.report_id, pending.report),
+        )
+
+    def configurations(self, task_id: str) -> list[tuple[str, float]]:
+        rows = self._db.execute(
+            "SELECT configuration, epsilon_inf FROM configurations WHERE task_id = ? ORDER BY seq",
+            (task_id,),
+        )
+        return [(str(configuration), float(epsilon_inf)) for configuration, epsilon_inf in rows]
+
+    def drawn(self, task_id: str, permanent: Permanent) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM permanent WHERE task_id = ? AND configuration = ? AND value_key = ?",
+            (task_id, permanent.configuration, permanent.value_key),
+        ).fetchone()
+        return row is not None
+
+    def lifetime_epsilon_inf(self) -> float:
+        return float(self._db.execute("SELECT epsilon_inf FROM lifetime").fetchone()[0])
+
+    def period_epsilon(self, period: int) -> float:
+        row = self._db.execute("SELECT epsilon FROM spending WHERE period = ?", (period,))
+        found = row.fetchone()
+        return 0.0 if found is None else float(found[0])
+
+    def adopt(self, task_id: str, permanent: Permanent) -> None:
+        self._db.execute(
+            "INSERT INTO configurations SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
+            "FROM configurations WHERE task_id = ?",
+            (task_id, permanent.configuration, permanent.epsilon_inf, task_id),
+        )
+
+    def draw(self, task_id: str, permanent: Permanent) -> None:
+        self._db.execute(
+            "INSERT INTO permanent VALUES (?, ?, ?, ?)",
+            (task_id, permanent.configuration, permanent.value_key, permanent.epsilon_inf),
+        )
+
+    def spend(self, period: int, epsilon: float) -> None:
+        self._db.execute("DELETE FROM spending WHERE period < ?", (period,))
+        self._db.execute(
+            "INSERT INTO spending VALUES (?, ?) "
+            "ON CONFLICT (period) DO UPDATE SET epsilon = epsilon + excluded.epsilon",
+            (period, epsilon),
+        )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Move a ledger of the fingerprint-keyed schema into ``ledger``, once."""
+    exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memo'"
+    if db.execute(exists).fetchone() is None:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute(exists).fetchone() is not None:  # not already done by another process
+            for statement in _MIGRATE.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+class _Transaction:
+    """``with``: hold the lock, BEGIN (IMMEDIATE for writes), COMMIT or ROLLBACK."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, write: bool) -> None:
+        self._db, self._lock, self._write = db, lock, write
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE" if self._write else "BEGIN")
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._db
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        try:
+            self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+        finally:
+            self._lock.release()

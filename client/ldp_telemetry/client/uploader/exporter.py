@@ -1,0 +1,172 @@
+"""The exporter: how a batch is sent and what the collector's answer means.
+
+It takes the oldest reports of one task within ``batch_size`` and ``max_batch_bytes``, frames them
+with :func:`ldp_telemetry.shared.codec.batch_body`, gzips the body once (a batch sent again is the
+very same bytes: same report ids, same noise), sends it, and settles the answer: 200 counts what was
+accepted (``report_replayed`` means delivered; other per-report reasons are counted,
+``outdated_config`` has the task fetched again); 413 (body too large, or more reports than the
+collector's ``MAX_REPORTS_PER_BATCH``) halves that task's batches for the life of the client, down
+to one report, and a single report still refused with 413 is dropped; any other 4xx drops the batch
+(``batch_rejected``); 408, 429, 5xx and network errors leave it queued for the scheduler
+(:mod:`ldp_telemetry.client.uploader.scheduler`) to retry after a backoff, and no sooner than the
+answer's Retry-After (:attr:`Exporter.retry_after`).
+"""
+
+from __future__ import annotations
+
+import enum
+import gzip
+import json
+from typing import Any
+
+from ldp_telemetry.client.errors import TransportError
+from ldp_telemetry.client.problems import ProblemLog
+from ldp_telemetry.client.settings import Settings
+from ldp_telemetry.client.stats import Counters
+from ldp_telemetry.client.storage import Pending, Storage
+from ldp_telemetry.client.tasks import TaskRegistry
+from ldp_telemetry.client.transport import Request, Response, Transport, retry_after
+from ldp_telemetry.shared.codec import batch_body
+from ldp_telemetry.shared.contract import PROTOCOL_HEADER, problem_code, upload_path
+from ldp_telemetry.shared.errors import OUTDATED_CONFIG, REPORT_REPLAYED
+from ldp_telemetry.shared.task import PROTOCOL_VERSION
+
+_TRANSIENT = frozenset({408, 429})
+_TOO_LARGE = 413
+_ENVELOPE = len('{"reports":[]}')  # the body's bytes around the reports
+_HEADERS = {
+    "Content-Type": "application/json",
+    "Content-Encoding": "gzip",
+    PROTOCOL_HEADER: PROTOCOL_VERSION,
+}
+
+
+class Outcome(enum.Enum):
+    """What became of one batch."""
+
+    DONE = "done"  # delivered, or refused for good (counted): removed from the queue
+    SPLIT = "split"  # too large: still queued, the task's batches are now halved
+    RETRY = "retry"  # not delivered: still queued, sent again after a backoff
+
+
+class Exporter:
+    """Send batches from ``storage`` through ``transport`` and settle the answers."""
+
+    def __init__(
+        self,
+        *,
+        storage: Storage,
+        transport: Transport,
+        registry: TaskRegistry,
+        counters: Counters,
+        problems: ProblemLog,
+        settings: Settings,
+    ) -> None:
+        self._storage, self._transport, self._registry = storage, transport, registry
+        self._counters, self._problems, self._settings = counters, problems, settings
+        self._last_body: tuple[tuple[str, ...], bytes] = ((), b"")
+        self._caps: dict[str, int] = {}  # batch size per task after a 413 (halved each time)
+        # The Retry-After of the last batch to be sent again (seconds, or None): the
+        # scheduler waits at least this long before the next attempt.
+        self.retry_after: float | None = None
+
+    def next_batch(self) -> list[Pending]:
+        """Return the oldest reports of one task, within the count and byte bounds."""
+        settings = self._settings
+        batch = self._storage.peek(settings.batch_size, settings.max_batch_bytes - _ENVELOPE)
+        return batch[: self._caps.get(batch[0].task_id, len(batch))] if batch else batch
+
+    def send(self, batch: list[Pending]) -> Outcome:
+        """Send one batch; remove it from the queue unless it must be sent again."""
+        request = Request("POST", upload_path(batch[0].task_id), _HEADERS, self._body(batch))
+        try:
+            response = self._transport.handle(request, timeout=self._settings.retry.deadline)
+        except TransportError as error:
+            self.retry_after = error.retry_after
+            self._counters.retried(error.retries)
+            self._problems.report(
+                "network",
+                "ldp-telemetry: cannot reach the collector (%s); reports stay queued",
+                error,
+            )
+            return Outcome.RETRY
+        self._counters.retried(response.retries)
+        self.retry_after = retry_after(response.header("Retry-After"))
+        outcome = self._settle(batch, response)
+        if outcome is Outcome.DONE:
+            self._storage.remove(p.report_id for p in batch)
+        return outcome
+
+    def _settle(self, batch: list[Pending], response: Response) -> Outcome:
+        """Count what the answer says about a batch."""
+        task_id, status = batch[0].task_id, response.status
+        if status in (200, 202):  # 202: a shuffler spooled it (the collector's verdict follows)
+            self._account(task_id, batch, response)
+            return Outcome.DONE
+        if status == _TOO_LARGE and len(batch) > 1:
+            self._caps[task_id] = len(batch) // 2
+            self._problems.report(
+                "split",
+                "ldp-telemetry: the collector refused a batch "
+                "of task %r as too large (%d reports); smaller batches "
+                "follow",
+                task_id,
+                len(batch),
+            )
+            return Outcome.SPLIT
+        if 400 <= status < 500 and status not in _TRANSIENT:
+            self._counters.drop("batch_rejected", len(batch))
+            self._counters.batch_failed()
+            self._problems.report(
+                f"status:{status}",
+                "ldp-telemetry: the collector refused a batch of task %r with %d %s; it is dropped",
+                task_id,
+                status,
+                _problem_type(response),
+            )
+            return Outcome.DONE
+        self._problems.report(
+            f"status:{status}",
+            "ldp-telemetry: the collector answered %d; reports stay queued",
+            status,
+        )
+        return Outcome.RETRY
+
+    def _body(self, batch: list[Pending]) -> bytes:
+        ids = tuple(p.report_id for p in batch)
+        if self._last_body[0] != ids:
+            raw = batch_body(p.report for p in batch)
+            self._last_body = (ids, gzip.compress(raw, compresslevel=6, mtime=0))
+        return self._last_body[1]
+
+    def _account(self, task_id: str, batch: list[Pending], response: Response) -> None:
+        answer = _json(response)
+        accepted, rejected = answer.get("accepted"), answer.get("rejected")
+        if not isinstance(accepted, int) or not isinstance(rejected, list):
+            self._problems.report(
+                "answer", "ldp-telemetry: unexpected upload answer; the batch is taken as delivered"
+            )
+            self._counters.delivered(len(batch))
+            return
+        delivered = accepted
+        for item in rejected:
+            reason = item.get("reason") if isinstance(item, dict) else None
+            if reason == REPORT_REPLAYED:
+                delivered += 1
+                continue
+            self._counters.reject(str(reason))
+            if reason == OUTDATED_CONFIG:
+                self._registry.invalidate(task_id)
+        self._counters.delivered(delivered)
+
+
+def _json(response: Response) -> dict[str, Any]:
+    try:
+        data = json.loads(response.body)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _problem_type(response: Response) -> str:
+    return problem_code(_json(response))

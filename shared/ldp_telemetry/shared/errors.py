@@ -1,0 +1,58 @@
+"""Errors raised by the shared layer.
+
+All derive from :class:`LdpError` so callers can catch one root:
+
+- :class:`ParameterError` — a mechanism or task was configured with an impossible value.
+- :class:`ValueOutOfDomain` — a value cannot be privatized by this mechanism.
+- :class:`DecodeError` — a wire message is malformed; ``reason`` is a stable code, one of
+  :data:`REJECTION_REASONS`.
+"""
+
+from __future__ import annotations
+
+# Why a report was rejected: the ``reason`` of an upload answer's ``rejected`` entries
+# (PROTOCOL.md §2), stable codes that clients act on. Here, below every module that
+# rejects a report (the codec, the collector's admission, ldp_telemetry.shared.contract's replays).
+INVALID_MESSAGE = "invalid_message"
+REPORT_REPLAYED = "report_replayed"
+REPORT_TOO_EARLY = "report_too_early"
+REPORT_EXPIRED = "report_expired"
+OUTDATED_CONFIG = "outdated_config"
+IMPLAUSIBLE_REPORT = "implausible_report"
+SEALED_INVALID = "sealed_invalid"  # sealed tasks (PROTOCOL.md §10)
+UNKNOWN_SEAL_KEY = "unknown_seal_key"
+REJECTION_REASONS = (
+    INVALID_MESSAGE,
+    REPORT_REPLAYED,
+    REPORT_TOO_EARLY,
+    REPORT_EXPIRED,
+    OUTDATED_CONFIG,
+    IMPLAUSIBLE_REPORT,
+    SEALED_INVALID,
+    UNKNOWN_SEAL_KEY,
+)
+
+
+class LdpError(Exception):
+    """Root of every error raised by ldp-telemetry."""
+
+
+class ParameterError(LdpError, ValueError):
+    """A parameter is invalid; the message says which and how to fix it."""
+
+
+class ValueOutOfDomain(LdpError, ValueError):
+    """A value cannot be privatized by this mechanism (wrong type or not in the domain)."""
+
+
+class DecodeError(LdpError, ValueError):
+    """A report or batch on the wire is malformed.
+
+    ``reason`` is one of the stable rejection codes of the HTTP API
+    (``invalid_message``, ``outdated_config``, ...); ``str(error)`` says what was wrong.
+    """
+
+    def __init__(self, message: str, reason: str = INVALID_MESSAGE) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.time: int | None = None  # the report's time, when it was read before the error

@@ -1,0 +1,1 @@
+"""The heavy-hitter family (kind ``hh``): prefix extension over a count-mean sketch."""

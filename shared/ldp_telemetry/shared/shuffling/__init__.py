@@ -1,0 +1,1 @@
+"""The central epsilon a shuffle buys: the amplification bound and its exact accountant."""

@@ -1,0 +1,1 @@
+"""What the tests share: servers started for real, fixtures and helpers, defined once."""

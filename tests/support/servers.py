@@ -1,0 +1,108 @@
+"""The real collector as a subprocess, and the tokens the tests give it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+ADMIN, ANALYST = "admin-test-token", "analyst-test-token"
+READY_WAIT = 30.0  # seconds to wait for a started server to answer /readyz
+
+
+def bearer(token: str) -> dict[str, str]:
+    """Return the Authorization header of a token."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Server:
+    """A running ``ldp-aggregator serve`` subprocess."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    db: Path | str
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send a signal to the server's whole process group and wait for the master."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            # A graceful stop may take the server's whole drain time (GRACEFUL_SECONDS, 30 s).
+            self.process.wait(timeout=30 if sig == signal.SIGKILL else 45)
+
+
+def free_port() -> int:
+    """Return a loopback port that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_server(
+    db: Path | str,
+    workers: int = 1,
+    server: str | None = None,
+    own_metrics_dir: bool = False,
+    folder: Path | None = None,
+) -> Server:
+    """Start the collector on a free loopback port and wait until it is ready.
+
+    ``db``: a SQLite file or a PostgreSQL URL. ``server``: ``serve --server`` (None: its
+    default). ``own_metrics_dir``: let ``serve`` make its metrics folder itself, as in
+    production, instead of giving it one. ``folder``: where the log and metrics go
+    (default: the SQLite file's folder).
+    """
+    folder = folder or Path(db).parent
+    log_path = (
+        db.with_suffix(".log")
+        if isinstance(db, Path)
+        else folder / f"server-{time.monotonic_ns()}.log"
+    )
+    port = free_port()
+    env = {
+        **os.environ,
+        "LDP_ADMIN_TOKEN": ADMIN,
+        "LDP_ANALYST_TOKEN": ANALYST,
+        "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(folder)),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "ldp_telemetry.aggregator.cli",
+        "--db",
+        str(db),
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        *(["--server", server] if server else []),
+    ]
+    log = open(log_path, "ab")  # noqa: SIM115  # closed with the process
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
+    log.close()
+    server = Server(f"http://127.0.0.1:{port}", process, db)
+    deadline = time.monotonic() + READY_WAIT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            if requests.get(server.url + "/readyz", timeout=2).status_code == 200:
+                return server
+        except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
+            time.sleep(0.1)
+    server.kill()
+    raise RuntimeError(f"server did not start: {log_path.read_text()[-3000:]}")
+
+
+def _metrics_dir(parent: Path) -> Path:
+    folder = parent / f"metrics-{time.monotonic_ns()}"
+    folder.mkdir()
+    return folder
