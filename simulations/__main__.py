@@ -128,7 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             paths = EXPERIMENTS[name].run(settings)
         except OSError as error:
-            print(f"python -m simulations: cannot write the results of {name}: {error}", file=sys.stderr)
+            print(
+                f"python -m simulations: cannot write the results of {name}: {error}",
+                file=sys.stderr,
+            )
             return 1
         print(f"{name} ({time.perf_counter() - started:.1f} s):")
         for path in paths:

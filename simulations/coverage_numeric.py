@@ -1,9 +1,10 @@
-"""The numeric rows of ``python -m simulations coverage`` alone, for iterating on the numeric estimators.
+"""The numeric rows of ``python -m simulations coverage`` alone, for iterating on the numeric
+estimators.
 
-The same cases, runs and summaries as :mod:`simulations.coverage` (full sizes), over the
-numeric settings chosen by their index in ``SETTINGS["numbers"]``; the generator starts
-from ``--seed`` here, so the rows differ from a whole ``python -m simulations coverage`` run by chance
-only. Prints the markdown table.
+The same cases, runs and summaries as :mod:`simulations.coverage` (full sizes), over the numeric
+settings chosen by their index in ``SETTINGS["numbers"]``; the generator starts from ``--seed``
+here, so the rows differ from a whole ``python -m simulations coverage`` run by chance only. Prints
+the markdown table.
 
     .venv/bin/python -m simulations.coverage_numeric --seed 2026 --settings 0 2 3
 """

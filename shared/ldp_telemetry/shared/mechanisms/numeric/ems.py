@@ -1,14 +1,14 @@
 """EMS, the reconstruction Square Wave answers used to come from, kept as a yardstick.
 
-EMS (Li et al., SIGMOD 2020) is EM on the exact channel P(output | bucket) with a binomial
-[1, 2, 1]/4 smoothing of the estimate after every step (the two end buckets left out:
-clipped values pile up there), from the uniform distribution until the log-likelihood
-gains less than ``TOLERANCE`` per report. It blurs one repeated value over about a dozen
-buckets whatever n is; :mod:`numeric_estimate` judges whether values concentrate about as
-tightly as Square Wave resolves by EMS's fit of them against EMS's fit of one value
-(:func:`single_value_peak`), the thresholds having been set on it (``python -m simulations coverage``).
-The answers themselves come from :mod:`numeric_spline`: EMS left mass in the empty far
-tail and put a lognormal's p99 10.5 % off on average (simulations/README.md).
+EMS (Li et al., SIGMOD 2020) is EM on the exact channel P(output | bucket) with a binomial [1, 2,
+1]/4 smoothing of the estimate after every step (the two end buckets left out: clipped values pile
+up there), from the uniform distribution until the log-likelihood gains less than ``TOLERANCE`` per
+report. It blurs one repeated value over about a dozen buckets whatever n is;
+:mod:`numeric_estimate` judges whether values concentrate about as tightly as Square Wave resolves
+by EMS's fit of them against EMS's fit of one value (:func:`single_value_peak`), the thresholds
+having been set on it (``python -m simulations coverage``). The answers themselves come from
+:mod:`numeric_spline`: EMS left mass in the empty far tail and put a lognormal's p99 10.5 % off on
+average (simulations/README.md).
 """
 
 from __future__ import annotations

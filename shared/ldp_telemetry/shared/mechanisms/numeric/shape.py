@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import numpy as np
 
-# A percentile with at least this share of values on each side whose neighbourhood (its
-# bucket ± GAP_REACH, averaged; the range's ends left out, see in_gap) holds less than
-# GAP_DENSITY of the densest neighbourhood on either side sits in a gap between modes.
-# Those must be modes, at least GAP_MODE times an even spread: the log-spline's fits of
-# one-mode populations (uniform, clipped) had thin places as deep, between masses of at
-# most 1.40 times an even spread; the coverage simulation's bimodals' modes were 3.1-5.5
-# times (50 runs of each row, both of python -m simulations coverage's numeric settings). A bimodal's median
-# sat at up to 0.65 of its modes' level (at 0.6, one run in 40 went unflagged, 16 SE off),
-# or, its lower mode given 57 %, on that mode's edge 6 points of probability short of the
-# gap: every bucket within GAP_SPAN of the percentile (in probability) is tested.
+# A percentile with at least this share of values on each side whose neighbourhood (its bucket ±
+# GAP_REACH, averaged; the range's ends left out, see in_gap) holds less than GAP_DENSITY of the
+# densest neighbourhood on either side sits in a gap between modes. Those must be modes, at least
+# GAP_MODE times an even spread: the log-spline's fits of one-mode populations (uniform, clipped)
+# had thin places as deep, between masses of at most 1.40 times an even spread; the coverage
+# simulation's bimodals' modes were 3.1-5.5 times (50 runs of each row, both of python -m
+# simulations coverage's numeric settings). A bimodal's median sat at up to 0.65 of its modes' level
+# (at 0.6, one run in 40 went unflagged, 16 SE off), or, its lower mode given 57 %, on that mode's
+# edge 6 points of probability short of the gap: every bucket within GAP_SPAN of the percentile (in
+# probability) is tested.
 GAP_SIDE, GAP_DENSITY, GAP_REACH, GAP_MODE, GAP_SPAN = 0.2, 0.8, 2, 2.0, 0.1
 # A reconstruction whose densest bucket holds at least this share of what a single
 # value's reconstruction holds at its peak is of values about as concentrated as EMS
