@@ -1,7 +1,7 @@
 """The TypeScript SDK in a web page, in Debian's Chromium driven by Playwright.
 
-A static page (tests/sdk_js/page/index.html) whose script is README.md's "From a web page"
-block, served from the collector's origin (Playwright fulfils its paths; the uploads go to
+A static page (tests/sdk_js/page/index.html) whose script is sdk-js/README.md's "From a web
+page" block, served from the collector's origin (Playwright fulfils its paths; the uploads go to
 the real collector), records values; the network is cut, the
 page is hidden (uploads fail and back off) and shown again once back online; a value
 recorded offline survives a reload in IndexedDB; repeats resend the same report. The
@@ -20,16 +20,16 @@ from sdkjs_helpers import SDK, create_task, estimates
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("sdk")]
 PAGE = Path(__file__).resolve().parent / "page"
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "sdk-js" / "README.md"
 WAIT = 30_000  # ms
 WORDS = [f"w{i}" for i in range(30)]
 
 
 def readme_page_script() -> bytes:
-    """Return the script of README.md's "From a web page" section (its first js block)."""
-    section = README.read_text(encoding="utf-8").split("### From a web page", 1)[1]
+    """Return the script of sdk-js/README.md's "From a web page" section (its first js block)."""
+    section = README.read_text(encoding="utf-8").split("## From a web page", 1)[1]
     found = re.search(r"^```js\n(.*?)^```", section, re.MULTILINE | re.DOTALL)
-    assert found, "README.md's 'From a web page' section has no js block"
+    assert found, "sdk-js/README.md's 'From a web page' section has no js block"
     return found[1].encode()
 
 
