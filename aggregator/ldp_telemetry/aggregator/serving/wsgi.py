@@ -1,8 +1,9 @@
 """The collector's WSGI entry: ``ldp-aggregator serve`` (any --server), or
 ``gunicorn 'ldp_telemetry.aggregator.serving.wsgi:app'``.
 
-Configured by LDP_* variables. ``app`` is the collector's Flask app with the intake its uploads'
-fast path runs (ldp_telemetry.aggregator.serving.rsgi_bridge), both from the composition root.
+Configured by LDP_* variables. ``app`` serves the collector's Flask app, and gives the RSGI bridge
+(ldp_telemetry.aggregator.serving.rsgi_bridge) the intake its uploads' fast path runs: both built
+by the composition root (ldp_telemetry.aggregator.compose).
 """
 
 from ldp_telemetry.aggregator.compose import build
