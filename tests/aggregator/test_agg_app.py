@@ -13,7 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from ldp_telemetry.aggregator import create_app
-from ldp_telemetry.aggregator.api import settings
+from ldp_telemetry.aggregator.core import config
 from tests.support.servers import ADMIN, ANALYST, bearer
 
 CMS = {"task_id": "words", "mechanism": "cms", "epsilon": 4.0, "k": 16, "m": 64}
@@ -160,7 +160,7 @@ def test_default_database_is_in_the_instance_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("LDP_DATABASE", raising=False)
-    monkeypatch.setattr(settings, "instance_folder", lambda: str(tmp_path / "inst"))
+    monkeypatch.setattr(config, "instance_folder", lambda: str(tmp_path / "inst"))
     app = create_app()
     assert app.config["DATABASE"] == str(tmp_path / "inst" / "ldp-aggregator.sqlite3")
     assert Path(app.config["DATABASE"]).is_file()

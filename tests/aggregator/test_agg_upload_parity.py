@@ -17,7 +17,7 @@ from agg_reports import envelopes, payloads
 from flask import Flask, request
 
 from ldp_telemetry.aggregator import create_app
-from ldp_telemetry.aggregator.core.intake import EXTENSION
+from ldp_telemetry.aggregator.api.resources import INTAKE
 from ldp_telemetry.aggregator.core.problems import problem_parts, too_large
 from ldp_telemetry.aggregator.serving.rsgi_bridge import RsgiBridge
 from ldp_telemetry.aggregator.store import StoreFull, StoreUnavailable
@@ -71,7 +71,7 @@ def app(tmp_path: Path) -> Iterator[Flask]:
         }
     )
     yield app
-    app.extensions[EXTENSION].committer.close()
+    app.extensions[INTAKE].committer.close()
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def task(app: Flask) -> TaskConfig:
 
 def fast(app: Flask, path: str, body: bytes, headers: dict[str, str], chunked: bool) -> Answer:
     """Answer a request through the RSGI bridge (its fast path for uploads)."""
-    bridge = RsgiBridge(app, LIMIT, threads=0, intake=app.extensions[EXTENSION])
+    bridge = RsgiBridge(app, LIMIT, threads=0, intake=app.extensions[INTAKE])
     sent = {name.lower(): value for name, value in headers.items()}
     if not chunked:
         sent["content-length"] = str(len(body))

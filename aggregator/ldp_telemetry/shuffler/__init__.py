@@ -9,6 +9,9 @@ each batch's size; estimates then state the central epsilon the shuffle buys
 
 It is its own service package beside the collector (another trust role: it sees upload
 metadata the collector must not) and ships in the collector's distribution because it
-uses the same service kit (body parsing, problem answers, upload keys) and the same
-``ldp-aggregator shuffler`` command; it shares no state with the collector.
+uses the collector's framework-free core (body decoding, problem answers, token and upload-key
+checks, SQLite faults: ldp_telemetry.aggregator.core) and the shared wire format, and is
+served as the collector is (``ldp-aggregator shuffler``, ldp_telemetry.aggregator.serving, named
+by its WSGI entry alone). It imports nothing else of the collector (not its store, API or
+dashboard: docs/architecture.md) and shares no state with it.
 """

@@ -27,11 +27,18 @@ from urllib.parse import quote
 
 import requests
 from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+from werkzeug.wsgi import get_input_stream
 
-from ldp_telemetry.aggregator.api import errors
-from ldp_telemetry.aggregator.api.body import read_body
-from ldp_telemetry.aggregator.core.body import decode_json
-from ldp_telemetry.aggregator.core.problems import ApiError, check_protocol, too_many_reports
+from ldp_telemetry.aggregator.core.body import decode_json, read_capped
+from ldp_telemetry.aggregator.core.problems import (
+    ANSWERS,
+    ApiError,
+    answer_of,
+    check_protocol,
+    http_error_parts,
+    too_many_reports,
+)
 from ldp_telemetry.shared import DecodeError, Rejection
 from ldp_telemetry.shared.codec import REPORT_ID_BYTES
 from ldp_telemetry.shared.contract import PROTOCOL_HEADER, replays, upload_answer
@@ -71,7 +78,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
     app.config.from_mapping(config)
     app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its lines start with an address
-    errors.init_app(app)
+    _answer_problems(app)
     spool = Spool(str(app.config["SPOOL"]), capacity=int(app.config["SPOOL_CAPACITY"]))
     forwarder = Forwarder(
         spool,
@@ -94,7 +101,9 @@ def create_app(config: Mapping[str, Any]) -> Flask:
     def upload(task_id: str) -> tuple[dict[str, Any], int]:
         """Spool an upload's reports; answer 202 with the rejections known now."""
         limit = int(app.config["MAX_BODY_BYTES"])
-        raw = read_body(limit)  # a body over the limit is refused before anything else
+        # a body over the limit is refused before anything else
+        stream = get_input_stream(request.environ, max_content_length=None)
+        raw = read_capped(stream.read, request.content_length, limit)
         check_protocol(request.headers.get(PROTOCOL_HEADER))  # as the collector does
         keys.check(task_id, request.headers.get("Authorization"))  # the collector won't
         body = decode_json(
@@ -143,6 +152,30 @@ def create_app(config: Mapping[str, Any]) -> Flask:
 
     forwarder.start()
     return app
+
+
+def _answer_problems(app: Flask) -> None:
+    """Answer every error as problem+json, from the core's tables, as the collector does."""
+
+    def answer(error: Exception) -> Response:
+        status, headers, body = answer_of(error)
+        return Response(body, status=status, headers=headers)
+
+    def http_error(error: HTTPException) -> Response:
+        limit = int(app.config["MAX_BODY_BYTES"])
+        status, headers, body = http_error_parts(
+            error.code,
+            error.name,
+            error.description,
+            error.get_headers(),
+            request.content_length,
+            limit,
+        )
+        return Response(body, status=status, headers=headers)
+
+    for kind, _ in ANSWERS:
+        app.register_error_handler(kind, answer)
+    app.register_error_handler(HTTPException, http_error)
 
 
 def _upstream_unavailable(config: Mapping[str, Any], why: str) -> ApiError:

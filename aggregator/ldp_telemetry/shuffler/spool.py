@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ldp_telemetry.aggregator.store.sqlite.faults import classify
+from ldp_telemetry.aggregator.core.faults import classify_sqlite
 
 SAMPLE = 2  # a batch is chosen among this many times batch_max of the oldest reports
 BATCH_OPEN, BATCH_CLOSE = b'{"reports":[', b"]}"  # a forwarded batch's body around its reports
@@ -110,7 +110,7 @@ class Spool:
                         conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            fault = classify(error)
+            fault = classify_sqlite(error)
             if fault is None:
                 raise
             raise fault from error

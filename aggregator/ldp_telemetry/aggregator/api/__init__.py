@@ -1,1 +1,2 @@
-"""The HTTP API: the Flask app factory and one blueprint per concern (thin adapters)."""
+"""The JSON API: one Flask blueprint per concern (thin adapters over the core), served on the
+collector's app by :func:`ldp_telemetry.aggregator.api.routes.init_app`."""

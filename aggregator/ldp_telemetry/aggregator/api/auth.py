@@ -1,6 +1,6 @@
-"""Roles in the Flask app: the configured tokens, and the decorator a view asks one with.
+"""Roles in the Flask API: the decorator a view asks one with.
 
-The checks themselves are ldp_telemetry.aggregator.core.auth.
+The checks themselves, and who a token is, are ldp_telemetry.aggregator.core.auth.
 """
 
 from __future__ import annotations
@@ -9,19 +9,13 @@ from collections.abc import Callable
 from functools import wraps
 from typing import ParamSpec, TypeVar
 
-from flask import Flask, current_app, request
+from flask import request
 
-from ldp_telemetry.aggregator.api.resources import get_store
+from ldp_telemetry.aggregator.api.resources import get_roles
 from ldp_telemetry.aggregator.core import auth
 
-EXTENSION = "ldp_config_tokens"
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def init_app(app: Flask) -> None:
-    """Hash the configured tokens once."""
-    app.extensions[EXTENSION] = auth.configured_tokens(app.config)
 
 
 def bearer_token() -> str | None:
@@ -30,13 +24,8 @@ def bearer_token() -> str | None:
 
 
 def role_of(token: str) -> str | None:
-    """Return the role a token grants, or None."""
-    return role_of_digest(auth.hash_token(token))
-
-
-def role_of_digest(digest: str) -> str | None:
-    """Return the role a token grants, given by its SHA-256 (a dashboard session keeps that)."""
-    return auth.role_of_digest(digest, current_app.extensions[EXTENSION], get_store())
+    """Return the role a token grants in the current app, or None."""
+    return get_roles().of_token(token)
 
 
 def require_role(role: str) -> Callable[[Callable[P, R]], Callable[P, R]]:

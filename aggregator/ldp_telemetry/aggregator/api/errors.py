@@ -1,52 +1,18 @@
-"""The Flask side of problem details: every error an app answers becomes problem+json.
+"""The Flask side of problem details: every error the API answers becomes problem+json.
 
 Exceptions are answered from the core's one table
 (:data:`ldp_telemetry.aggregator.core.problems.ANSWERS`), as the RSGI fast path answers them;
-werkzeug's HTTP errors are wrapped the same way, a body over ``MAX_BODY_BYTES`` with the core's own
-413. A client never sees an HTML page, a 500 body with a traceback, or a stack in a log line that
-carries request data.
+werkzeug's HTTP errors through :func:`ldp_telemetry.aggregator.core.problems.http_error_parts`,
+a body over ``MAX_BODY_BYTES`` with the core's own 413. A client never sees an HTML page, a 500
+body with a traceback, or a stack in a log line that carries request data.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from flask import Flask, Response, current_app, request
+from werkzeug.exceptions import HTTPException
 
-from flask import Flask, Response, current_app, json, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
-
-from ldp_telemetry.aggregator.core.problems import (
-    ANSWERS,
-    BODY_TOO_LARGE,
-    answer_of,
-    problem_parts,
-    too_large,
-)
-from ldp_telemetry.shared.contract import PROBLEM_MEDIA_TYPE, problem
-
-_HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: BODY_TOO_LARGE,
-    415: "unsupported_media_type",
-    429: "too_many_requests",
-    503: "unavailable",
-}
-
-_FIXES = {
-    413: "the body is larger than the server accepts; send smaller batches",
-    405: "this URL does not take this method; see GET /v1/openapi.json",
-}
-
-
-def problem_response(
-    status: int, code: str, title: str, detail: str, extra: dict[str, Any] | None = None
-) -> Response:
-    """Return a problem+json response."""
-    body = problem(status, code, detail, title, **(extra or {}))
-    return Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
+from ldp_telemetry.aggregator.core.problems import ANSWERS, answer_of, http_error_parts
 
 
 def _response(status: int, headers: list[tuple[str, str]], body: bytes) -> Response:
@@ -58,23 +24,17 @@ def _answer(error: Exception) -> Response:
 
 
 def _http_error(error: HTTPException) -> Response:
-    if isinstance(error, RequestEntityTooLarge) and _over_the_body_limit():
-        return _response(*problem_parts(too_large(int(current_app.config["MAX_BODY_BYTES"]))))
-    status = error.code or 500
-    code = _HTTP_CODES.get(status, "http_error")
-    detail = _FIXES.get(status) or error.description or error.name
-    response = problem_response(status, code, error.name, detail)
-    for name, value in error.get_headers():
-        if name.lower() not in ("content-type", "content-length"):
-            response.headers[name] = value
-    return response
-
-
-def _over_the_body_limit() -> bool:
-    """Return True unless the request declared a body within MAX_BODY_BYTES (werkzeug's
-    form limits also raise 413: those keep werkzeug's own wording)."""
-    declared = request.content_length
-    return declared is None or declared > int(current_app.config["MAX_BODY_BYTES"])
+    limit = int(current_app.config["MAX_BODY_BYTES"])
+    return _response(
+        *http_error_parts(
+            error.code,
+            error.name,
+            error.description,
+            error.get_headers(),
+            request.content_length,
+            limit,
+        )
+    )
 
 
 def init_app(app: Flask) -> None:

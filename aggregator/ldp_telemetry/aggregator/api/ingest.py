@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 
 from ldp_telemetry.aggregator.api.body import declared_too_large, read_body
-from ldp_telemetry.aggregator.core.intake import EXTENSION, ROUTE, Headers, Intake
+from ldp_telemetry.aggregator.api.resources import get_intake
+from ldp_telemetry.aggregator.core.intake import ROUTE, Headers
 from ldp_telemetry.shared.contract import PROTOCOL_HEADER
 
 bp = Blueprint("ingest", __name__)
@@ -21,7 +22,7 @@ bp = Blueprint("ingest", __name__)
 @bp.post(ROUTE)
 def upload(task_id: str) -> Response:
     """Validate a batch, add its new reports to the sums and say what was refused."""
-    intake: Intake = current_app.extensions[EXTENSION]
+    intake = get_intake()
     headers = Headers(
         request.headers.get("Content-Type"),
         request.headers.get("Content-Encoding"),

@@ -16,12 +16,12 @@ import time
 from collections import Counter
 from typing import Any
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, request
 
 from ldp_telemetry.aggregator.api.auth import require_role
 from ldp_telemetry.aggregator.api.body import read_body
-from ldp_telemetry.aggregator.api.resources import get_store
-from ldp_telemetry.aggregator.core.intake import EXTENSION, Headers, Intake
+from ldp_telemetry.aggregator.api.resources import get_intake, get_store
+from ldp_telemetry.aggregator.core.intake import Headers
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.aggregator.store import ShuffledBatch
@@ -55,7 +55,7 @@ def receive(task_id: str, batch_id: str) -> dict[str, Any]:
     uploads = request.args.get("uploads", type=int)
     if uploads is None or uploads < 1:
         raise ApiError(400, "invalid_batch", "give ?uploads=K, the distinct uploads (K ≥ 1)")
-    intake: Intake = current_app.extensions[EXTENSION]
+    intake = get_intake()
     headers = Headers(request.headers.get("Content-Type"), request.headers.get("Content-Encoding"))
     body = read_body(intake.max_body)
     checked = intake.check(task_id, headers, body, time.time(), shuffled=True)

@@ -4,7 +4,8 @@ The database comes from ``--db`` given after the command (``ldp-aggregator serve
 or before it (``ldp-aggregator --db X serve``), else ``LDP_DB``, else the app's
 ``DATABASE`` setting (``LDP_DATABASE``, the instance folder's config.py), else
 ``ldp-aggregator.sqlite3`` in the instance folder. Commands open the store directly with
-the app's settings (:func:`open_collector`); only ``serve`` builds the app.
+the collector's settings (:func:`open_collector`, ldp_telemetry.aggregator.core.config) and
+never import Flask; only ``serve`` builds the app (ldp_telemetry.aggregator.cli.server_commands).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from flask import Flask
 
 from ldp_telemetry.shared import TaskConfig
 
@@ -58,10 +58,10 @@ class Collector:
 
 def collector_settings(db: str | None = None) -> Mapping[str, Any]:
     """Return the collector's settings as the app reads them, on the command line's database."""
-    from ldp_telemetry.aggregator.api import settings
+    from ldp_telemetry.aggregator.core import config
 
     db = db or database()
-    return settings.load(settings.instance_folder(), {"DATABASE": db} if db else None)
+    return config.load(config.instance_folder(), {"DATABASE": db} if db else None)
 
 
 def open_collector(db: str | None = None) -> Collector:
@@ -78,23 +78,6 @@ def open_collector(db: str | None = None) -> Collector:
     except SchemaTooNew as error:  # a newer version migrated it: refused, as migrate does
         raise click.ClickException(str(error)) from None
     return Collector(store, config)
-
-
-def open_app(db: str | None = None) -> Flask:
-    """Return the collector app on the command line's database (``serve``: its workers)."""
-    from ldp_telemetry.aggregator import (
-        create_app,  # imported late: serve must configure metrics first
-    )
-    from ldp_telemetry.aggregator.store import StoreUnavailable
-    from ldp_telemetry.aggregator.store.migrations import SchemaTooNew
-
-    db = db or database()
-    try:
-        return create_app({"DATABASE": db} if db else None)
-    except StoreUnavailable as error:  # e.g. PostgreSQL not reachable: say so, no traceback
-        raise click.ClickException(f"the database cannot be opened: {error}") from None
-    except SchemaTooNew as error:  # a newer version migrated it: refused, not misread
-        raise click.ClickException(str(error)) from None
 
 
 def load_task(store: Store, task_id: str) -> TaskConfig:

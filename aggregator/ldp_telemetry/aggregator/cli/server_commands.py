@@ -1,4 +1,9 @@
-"""``ldp-aggregator serve``: run the collector under the chosen HTTP server."""
+"""``ldp-aggregator serve``: run the collector under the chosen HTTP server.
+
+The one command that builds the collector's app (ldp_telemetry.aggregator.compose): once here, to
+create or migrate the database before the workers start, then in each worker
+(ldp_telemetry.aggregator.serving.wsgi).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,15 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ldp_telemetry.aggregator import serving
-from ldp_telemetry.aggregator.cli.context import database, database_option, open_app
+from ldp_telemetry.aggregator.cli.context import database, database_option
+
+if TYPE_CHECKING:
+    from ldp_telemetry.aggregator.compose import Collector
 
 
 @click.command()
@@ -38,8 +47,9 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
     if db:
         # Workers may start elsewhere: a bare path is made absolute, a URL passes as it is.
         os.environ["LDP_DATABASE"] = json.dumps(db if "://" in db else os.path.abspath(db))
-    app = open_app(db)  # creates the database and its schema before the workers start
-    db = str(app.config["DATABASE"])
+    collector = build_collector(db)  # creates the database and its schema before the workers
+    app = collector.app
+    db = str(collector.settings["DATABASE"])
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from ldp_telemetry.aggregator.core.metrics import claim_run_dir, metrics_root
         from ldp_telemetry.aggregator.store.backends import split_url
@@ -66,3 +76,18 @@ def serve(host: str, port: int, workers: int, server: str) -> None:
     )
     sys.stderr.flush()
     os.execv(sys.executable, argv)
+
+
+def build_collector(db: str | None = None) -> Collector:
+    """Return the collector on the command line's database, as its workers will build it."""
+    # imported late: serve must configure metrics first
+    from ldp_telemetry.aggregator.compose import build
+    from ldp_telemetry.aggregator.store import StoreUnavailable
+    from ldp_telemetry.aggregator.store.migrations import SchemaTooNew
+
+    try:
+        return build({"DATABASE": db} if db else None)
+    except StoreUnavailable as error:  # e.g. PostgreSQL not reachable: say so, no traceback
+        raise click.ClickException(f"the database cannot be opened: {error}") from None
+    except SchemaTooNew as error:  # a newer version migrated it: refused, not misread
+        raise click.ClickException(str(error)) from None

@@ -3,8 +3,9 @@
 Tokens are random strings shown once; only their SHA-256 is kept (in the database, or
 derived from ``ADMIN_TOKEN`` / ``ANALYST_TOKEN`` given in the configuration) and compared
 with :func:`hmac.compare_digest`. A token is high-entropy, so an unsalted hash is enough.
-An admin token also works wherever an analyst token does. The Flask decorator that asks
-for a role is ldp_telemetry.aggregator.api.auth.
+An admin token also works wherever an analyst token does. :class:`Roles` says who a token
+is; the composition root (ldp_telemetry.aggregator.compose) makes one and gives it to the API,
+whose decorator asks a view's role (ldp_telemetry.aggregator.api.auth), and to the dashboard.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ldp_telemetry.aggregator.core.problems import ApiError
@@ -52,6 +54,27 @@ def role_of_digest(digest: str, configured: Mapping[str, str], store: Store) -> 
             return role
     # Looked up by its hash: timing can reveal at most a prefix of a SHA-256, not the token.
     return store.token_role(digest)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Who a token is: the configured tokens (by role, hashed), then the store's."""
+
+    configured: Mapping[str, str]
+    store: Store
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any], store: Store) -> Roles:
+        """Return the roles of the configured tokens (``ADMIN_TOKEN``, ...) and the store's."""
+        return cls(configured_tokens(config), store)
+
+    def of_digest(self, digest: str) -> str | None:
+        """Return the role a token's SHA-256 grants (a dashboard session keeps that)."""
+        return role_of_digest(digest, self.configured, self.store)
+
+    def of_token(self, token: str) -> str | None:
+        """Return the role a token grants, or None."""
+        return self.of_digest(hash_token(token))
 
 
 def check_role(role: str, granted: str | None) -> None:

@@ -1,20 +1,48 @@
-"""Decode a JSON request body within size limits, gzip included.
+"""Read and decode a JSON request body within size limits, gzip included.
 
-The compressed body is bounded by ``MAX_BODY_BYTES`` (Flask's ``MAX_CONTENT_LENGTH``, and
-the stream read of ldp_telemetry.aggregator.api.body); a gzip body is inflated in one
-``decompress`` call capped with ``max_length``, so a gzip bomb is refused with 413 after at
-most ``MAX_BODY_BYTES`` + 1 bytes of output, never fully expanded in memory.
+The compressed body is bounded by ``MAX_BODY_BYTES``: :func:`read_capped` reads at most one
+byte past it, however the body is framed; a gzip body is inflated in one ``decompress`` call
+capped with ``max_length``, so a gzip bomb is refused with 413 after at most
+``MAX_BODY_BYTES`` + 1 bytes of output, never fully expanded in memory. Framework-free: the
+collector's Flask views (ldp_telemetry.aggregator.api.body) and the shuffler read a body with
+:func:`read_capped`; they and the RSGI fast path decode it with :func:`decode_json`.
 """
 
 from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from ldp_telemetry.aggregator.core.problems import ApiError, too_large
 
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
+
+
+def declared_too_large(declared: int | None, limit: int) -> bool:
+    """Return True if a request's Content-Length alone is over ``limit``."""
+    return declared is not None and declared > limit
+
+
+def read_capped(read: Callable[[int], bytes], declared: int | None, limit: int) -> bytes:
+    """Return a request body, at most ``limit`` + 1 bytes of it, however it is framed;
+    raise the 413 of a declared length over ``limit`` without reading the body.
+
+    ``read`` is the raw input stream's ``read``, which may return fewer bytes than asked:
+    it is read to the end or just past the limit, so :func:`decode_json` decides, with
+    the core's one 413 (ldp_telemetry.aggregator.core.problems.too_large).
+    """
+    if declared_too_large(declared, limit):
+        raise too_large(limit)
+    parts, size = [], 0
+    while size <= limit:
+        part = read(limit + 1 - size)
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)
 
 
 def decode_json(

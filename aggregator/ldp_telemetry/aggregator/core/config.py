@@ -1,14 +1,31 @@
-"""Default configuration of the aggregator.
+"""The collector's settings: their defaults, and the one way every part reads them.
 
-Every key can be overridden by the instance file ``config.py`` in the instance folder, then
-by ``LDP_<KEY>`` environment variables (values parsed as JSON when they parse, e.g.
-``LDP_MAX_REPORTS_PER_BATCH=1000``), then by the ``test_config`` mapping given to
-``create_app``.
+:data:`DEFAULTS`, then ``config.py`` in the instance folder, then ``LDP_<KEY>`` environment
+variables (values parsed as JSON when they parse, e.g. ``LDP_MAX_REPORTS_PER_BATCH=1000``),
+then a mapping given in code (``create_app(test_config)``). :func:`load` reads them as
+Flask's ``Config`` would (``from_pyfile``, ``from_prefixed_env``, ``from_mapping``) without
+Flask: the app (ldp_telemetry.aggregator.compose) and the command line, which opens a store
+and never builds the app, read the same settings.
 """
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+import sys
+import sysconfig
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ldp_telemetry.aggregator.core.sealing_keys import default_path
 from ldp_telemetry.shared.task import DAY
+
+ENV_PREFIX = "LDP_"
+# The collector's package folder (the instance folder is found from it).
+PACKAGE_FOLDER = Path(__file__).resolve().parent.parent
 
 DEFAULTS: dict[str, object] = {
     # A SQLite file path (or sqlite:///path), or a postgresql:// URL for the shared store;
@@ -85,3 +102,71 @@ DEFAULTS: dict[str, object] = {
     # A dashboard login lasts this long (s), however active.
     "PERMANENT_SESSION_LIFETIME": 8 * 3600,
 }
+
+
+def instance_folder() -> str:
+    """Return the collector's instance folder (Flask's rule, ``Flask.auto_find_instance_path``).
+
+    Installed: ``<prefix>/var/aggregator-instance``. In a checkout: ``instance/`` at the
+    repository's root (aggregator/ldp_telemetry/aggregator is three folders below it).
+    """
+    installed = Path(sysconfig.get_paths()["purelib"]).resolve()
+    if PACKAGE_FOLDER.is_relative_to(installed):
+        return os.path.join(sys.prefix, "var", "aggregator-instance")
+    return str(PACKAGE_FOLDER.parents[2] / "instance")
+
+
+def load(instance_path: str, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return the settings: defaults, instance file, environment, then ``given``.
+
+    Only upper-case names are settings (in the file and in ``given``), as in Flask.
+    """
+    settings: dict[str, Any] = dict(DEFAULTS)
+    settings.update(_instance_file(os.path.join(instance_path, "config.py")))
+    _apply_environment(settings)
+    settings.update({k: v for k, v in (given or {}).items() if k.isupper()})
+    # Environment values are parsed as JSON, so a numeric-looking token arrives as an int.
+    for key in ("ADMIN_TOKEN", "ANALYST_TOKEN"):
+        if settings.get(key) is not None:
+            settings[key] = str(settings[key])
+    settings["DATABASE"] = settings["DATABASE"] or os.path.join(
+        instance_path, "ldp-aggregator.sqlite3"
+    )
+    # the sealed tasks' key file: beside a SQLite database unless set (core.sealing_keys)
+    settings["SEAL_KEYS"] = settings["SEAL_KEYS"] or default_path(
+        str(settings["DATABASE"]), instance_path
+    )
+    return settings
+
+
+def _instance_file(path: str) -> dict[str, Any]:
+    """Return the upper-case names a settings file defines (none if there is no file)."""
+    module = types.ModuleType("config")
+    module.__file__ = path
+    try:
+        with open(path, mode="rb") as file:
+            exec(compile(file.read(), path, "exec"), module.__dict__)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.EISDIR, errno.ENOTDIR):
+            return {}
+        error.strerror = f"Unable to load configuration file ({error.strerror})"
+        raise
+    return {key: getattr(module, key) for key in dir(module) if key.isupper()}
+
+
+def _apply_environment(settings: dict[str, Any]) -> None:
+    """Set the ``LDP_*`` variables, without their prefix, JSON-parsed when they parse;
+    ``LDP_A__B`` sets key ``B`` of the dictionary setting ``A`` (made if missing)."""
+    for name in sorted(os.environ):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        text = os.environ[name]
+        try:
+            value: Any = json.loads(text)
+        except (ValueError, RecursionError):
+            value = text  # not JSON: kept as the string it is
+        *parents, key = name.removeprefix(ENV_PREFIX).split("__")
+        place = settings
+        for parent in parents:
+            place = place.setdefault(parent, {})
+        place[key] = value

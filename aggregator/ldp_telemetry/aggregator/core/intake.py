@@ -50,7 +50,6 @@ from ldp_telemetry.shared.contract import (
 )
 from ldp_telemetry.shared.task import PROTOCOL_VERSION
 
-EXTENSION = "ldp_intake"
 ROUTE = UPLOAD_PATH.format(task_id="<task_id>")  # the Flask rule, and the metrics label
 JSON_HEADERS = [("Content-Type", "application/json")]
 

@@ -1,7 +1,10 @@
 """Prometheus metrics: reports accepted and rejected by reason, request latency.
 
 Framework-free (the store, the core and the RSGI bridge count here); the Flask request
-timing and ``/metrics`` rendering are ldp_telemetry.aggregator.api.metrics.
+timing and ``/metrics`` rendering are ldp_telemetry.aggregator.api.metrics, the dashboard's
+ingest counts read :func:`current_registry`. The others reach prometheus_client through this
+module (gunicorn's master, ldp_telemetry.aggregator.serving.gunicorn_conf, aside), which must be
+the first to import it (below).
 
 With several worker processes, ``ldp-aggregator serve`` sets
 ``PROMETHEUS_MULTIPROC_DIR`` before Python imports prometheus_client, so every worker
@@ -143,14 +146,19 @@ def _unowned(folder: Path) -> bool:
     return True
 
 
+def current_registry() -> CollectorRegistry:
+    """Return the registry of this process, or of every worker in multiprocess mode."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return registry
+
+
 def exposition() -> tuple[bytes, str]:
     """Return the metrics of this process, or of every worker in multiprocess mode, and
     their content type."""
-    registry = REGISTRY
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
-    return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(current_registry()), CONTENT_TYPE_LATEST
 
 
 # Label values come from closed sets (route templates, these methods, status codes, reasons,

@@ -3,19 +3,20 @@
 An :class:`ApiError` raised anywhere in the core or a view becomes ``application/problem+json`` with
 a stable ``type`` (``urn:ldp-telemetry:problem:<code>``), a title, the status and a detail that says
 what to fix. :data:`ANSWERS` is the one table from an exception to its problem: the Flask handlers
-(ldp_telemetry.aggregator.api.errors) and the RSGI fast path
+(ldp_telemetry.aggregator.api.errors, and the shuffler's) and the RSGI fast path
 (ldp_telemetry.aggregator.serving.rsgi_bridge) answer every exception with :func:`answer_of`, so
-both servers send the same bytes.
+both servers send the same bytes; :func:`http_error_parts` answers the web framework's own
+HTTP errors (an unknown route, a wrong method) the same way.
 """
 
 from __future__ import annotations
 
 import json as stdlib_json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ldp_telemetry.aggregator.store.interface import StoreFull, StoreUnavailable
+from ldp_telemetry.aggregator.core.faults import StoreFull, StoreUnavailable
 from ldp_telemetry.shared.contract import PROBLEM_MEDIA_TYPE, PROTOCOL_HEADER, problem, speaks
 from ldp_telemetry.shared.task import PROTOCOL_VERSION
 
@@ -140,3 +141,45 @@ def problem_of(error: Exception) -> ApiError:
 def answer_of(error: Exception) -> Parts:
     """Return the (status, headers, body) that answers an exception."""
     return problem_parts(problem_of(error))
+
+
+# The web framework's own HTTP errors (werkzeug's: an unknown route, a wrong method, ...)
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: BODY_TOO_LARGE,
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+    503: "unavailable",
+}
+_FIXES = {
+    413: "the body is larger than the server accepts; send smaller batches",
+    405: "this URL does not take this method; see GET /v1/openapi.json",
+}
+_FRAMEWORK_HEADERS = ("content-type", "content-length")  # of its HTML page: replaced
+
+
+def http_error_parts(
+    status: int | None,
+    name: str,
+    description: str | None,
+    headers: Iterable[tuple[str, str]],
+    declared: int | None,
+    limit: int,
+) -> Parts:
+    """Return the answer to an HTTP error the web framework raised, as problem+json.
+
+    ``name`` (e.g. "Not Found") is the title; ``headers`` are the error's own (e.g. 405's
+    Allow). A 413 of a request that did not declare a body within ``limit`` bytes is the
+    core's one 413 (:func:`too_large`); werkzeug's form limits keep their own wording.
+    """
+    if status == 413 and (declared is None or declared > limit):
+        return problem_parts(too_large(limit))
+    status = status or 500
+    code = _HTTP_CODES.get(status, "http_error")
+    body = problem(status, code, _FIXES.get(status) or description or name, name)
+    kept = [(k, v) for k, v in headers if k.lower() not in _FRAMEWORK_HEADERS]
+    return status, [("Content-Type", PROBLEM_MEDIA_TYPE), *kept], stdlib_json.dumps(body).encode()

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 
 from ldp_telemetry.aggregator.core.problems import ApiError
 
-EXTENSION = "ldp_quotas"
-
 
 @dataclass
 class _Bucket:

@@ -1,10 +1,11 @@
 """Who may see the dashboard: a login with the analyst (or admin) token, a session, CSRF.
 
-The login form takes a token and checks it with :func:`ldp_telemetry.aggregator.api.auth.role_of`,
-as the API does. The session (Flask's cookie, signed with ``SECRET_KEY``; Secure, HttpOnly, SameSite
-and limited to ``/dashboard``, see :mod:`ldp_telemetry.aggregator.core.config`) keeps the token's
-SHA-256 — the form the store keeps it in, never the token — and each request looks its role up
-again, so revoking a token (``ldp-aggregator tokens revoke``) ends its dashboard sessions too.
+The login form takes a token and checks it with the collector's roles
+(:class:`ldp_telemetry.aggregator.core.auth.Roles`), as the API does. The session (Flask's
+cookie, signed with ``SECRET_KEY``; Secure, HttpOnly, SameSite and limited to ``/dashboard``, see
+:mod:`ldp_telemetry.aggregator.core.config`) keeps the token's SHA-256 — the form the store keeps
+it in, never the token — and each request looks its role up again, so revoking a token
+(``ldp-aggregator tokens revoke``) ends its dashboard sessions too.
 
 Every POST form carries a per-session random token, compared in constant time; the others
 are GET forms with no side effects. The token never travels in a URL.
@@ -18,8 +19,8 @@ from urllib.parse import urlsplit
 
 from flask import Flask, abort, request, session
 
-from ldp_telemetry.aggregator.api.auth import role_of_digest
 from ldp_telemetry.aggregator.core.auth import hash_token
+from ldp_telemetry.aggregator.dashboard.resources import role_of_digest
 
 ROLES = ("analyst", "admin")  # roles that may look; an admin token works wherever an analyst's does
 CSRF_FIELD = "csrf_token"

@@ -11,7 +11,6 @@ there and labelled as such.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
@@ -20,12 +19,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from flask import current_app
-from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 
-from ldp_telemetry.aggregator.api.resources import get_store
 from ldp_telemetry.aggregator.core import estimates, heavy_hitters
+from ldp_telemetry.aggregator.core.metrics import current_registry
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window
+from ldp_telemetry.aggregator.dashboard.resources import get_store
 from ldp_telemetry.shared import ParameterError, TaskConfig
 from ldp_telemetry.shared.mechanisms.features import discoverer
 
@@ -93,10 +92,7 @@ def summarize(config: TaskConfig) -> TaskSummary:
 
 def ingest_counts() -> IngestCounts:
     """Return the collector's ingest counters (every worker of this run, as /metrics)."""
-    registry = REGISTRY
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+    registry = current_registry()
     accepted: Counter[str] = Counter()
     rejected: Counter[str] = Counter()
     for metric in registry.collect():

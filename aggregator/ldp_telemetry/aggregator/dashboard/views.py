@@ -22,10 +22,10 @@ from flask import (
 )
 from werkzeug.exceptions import HTTPException
 
-from ldp_telemetry.aggregator.api.resources import get_store
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.aggregator.dashboard import access, charts, figures, forms
+from ldp_telemetry.aggregator.dashboard.resources import get_store
 from ldp_telemetry.shared.estimates import z_value
 from ldp_telemetry.shared.mechanisms.registry import plan
 

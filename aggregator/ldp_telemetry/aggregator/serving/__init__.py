@@ -14,12 +14,21 @@ same command lines, so a ceiling and a collector figure share every setting):
 - ``sync``: gunicorn's one-request-per-process worker; any slow client holds a worker.
   Kept for comparison and for debugging only.
 
-Every limit a client could abuse is set here explicitly rather than left to a default.
+Every limit a client could abuse is set here explicitly rather than left to a default. A
+server is given what it serves as a :class:`Served` by the entry module it names
+(ldp_telemetry.aggregator.serving.wsgi, ldp_telemetry.shuffler.wsgi): the bridge reads nothing
+out of the app.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ldp_telemetry.aggregator.core.intake import Intake
 
 SERVERS = ("granian", "granian-wsgi", "gthread", "sync")
 DEFAULT_SERVER = "granian"
@@ -50,6 +59,28 @@ GRACEFUL_SECONDS = 30  # SIGTERM: in-flight requests get this long to finish and
 LIMIT_REQUEST_LINE = 4094
 LIMIT_HEADER_FIELDS = 50
 LIMIT_HEADER_FIELD_SIZE = 8190
+
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+DEFAULT_MAX_BODY = 4 * 1024 * 1024  # a bare WSGI app's (the benchmark's no-op) body limit
+
+
+@dataclass(frozen=True)
+class Served:
+    """A WSGI app and what the RSGI bridge needs to know to serve it.
+
+    ``threads``: the bridge's pool for the app's requests (0: run them on the event loop);
+    ``intake``: the collector's uploads, which take the bridge's fast path (None: every
+    request goes to the app). A WSGI server (gunicorn, granian's own WSGI) calls it as the app.
+    """
+
+    app: WsgiApp
+    max_body: int
+    threads: int = APP_THREADS
+    intake: Intake | None = None
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        return self.app(environ, start_response)
 
 
 def command(server: str, target: str, host: str, port: int, workers: int) -> list[str]:

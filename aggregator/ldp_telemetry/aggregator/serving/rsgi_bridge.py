@@ -36,20 +36,19 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from granian.rsgi import ProtocolClosed, ProtocolError
 
 from ldp_telemetry.aggregator import serving
-from ldp_telemetry.aggregator.core.intake import EXTENSION as INTAKE
 from ldp_telemetry.aggregator.core.intake import ROUTE, Headers, Intake
 from ldp_telemetry.aggregator.core.metrics import ABORTED, observe_request
 from ldp_telemetry.aggregator.core.problems import Parts
 from ldp_telemetry.shared.contract import PROTOCOL_HEADER, UPLOAD_PATH, problem
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+WsgiApp = serving.WsgiApp
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
 # While this many requests of a worker wait for their bodies, a newcomer's body must come
 # within CROWDED_BODY_TIMEOUT: a device sends its body with its headers (it is ready), so
@@ -286,17 +285,15 @@ def import_app(target: str) -> Any:
 
 
 def load(target: str) -> RsgiBridge:
-    """Import ``module:attribute`` (a WSGI app) and wrap it; granian's target loader.
+    """Import ``module:attribute`` and wrap it; granian's target loader.
 
-    The collector's app carries its :class:`~ldp_telemetry.aggregator.core.intake.Intake`: its
-    uploads take the fast path. Any other WSGI app runs on the event loop (the benchmark's no-op),
-    or on ``BRIDGE_THREADS`` threads when its config asks (the shuffler: its requests commit to a
-    spool and may ask the collector, which must not stall the loop reading bodies).
+    A :class:`~ldp_telemetry.aggregator.serving.Served` says how: the collector's carries its
+    :class:`~ldp_telemetry.aggregator.core.intake.Intake` (its uploads take the fast path), the
+    shuffler's its threads (its requests commit to a spool and may ask the collector, which
+    must not stall the loop reading bodies). A bare WSGI app (the benchmark's no-op) runs on
+    the event loop.
     """
-    app = import_app(target)
-    config = getattr(app, "config", {})
-    intake = getattr(app, "extensions", {}).get(INTAKE)
-    threads = serving.APP_THREADS if intake is not None else int(config.get("BRIDGE_THREADS", 0))
-    return RsgiBridge(
-        app, int(config.get("MAX_BODY_BYTES", 4 * 1024 * 1024)), threads=threads, intake=intake
-    )
+    served = import_app(target)
+    if isinstance(served, serving.Served):
+        return RsgiBridge(served.app, served.max_body, served.threads, served.intake)
+    return RsgiBridge(served, serving.DEFAULT_MAX_BODY, threads=0)

@@ -4,8 +4,9 @@
 :mod:`~ldp_telemetry.aggregator.store.backends` opens the backend a database URL names,
 :mod:`~ldp_telemetry.aggregator.store.sqlite.backend` is the embedded backend (with
 :mod:`~ldp_telemetry.aggregator.store.staging`, :mod:`~ldp_telemetry.aggregator.store.folding` and
-:mod:`~ldp_telemetry.aggregator.store.streamed` as its pieces). The app opens its store through
-:mod:`ldp_telemetry.aggregator.api.resources`; the command line opens one directly.
+:mod:`~ldp_telemetry.aggregator.store.streamed` as its pieces). The composition root
+(ldp_telemetry.aggregator.compose) opens the app's store and gives it to the API and the
+dashboard; the command line opens one directly.
 """
 
 from __future__ import annotations

@@ -16,19 +16,27 @@ from typing import Protocol
 
 import numpy as np
 
+# The faults every method may raise (a leaf of the core: the shuffler's spool raises them too).
+from ldp_telemetry.aggregator.core.faults import StoreFull, StoreUnavailable
 from ldp_telemetry.shared import Envelope, TaskConfig
+
+__all__ = [
+    "ShuffledBatch",
+    "ShuffledWindow",
+    "Store",
+    "StoreFull",
+    "StoreUnavailable",
+    "StoredTask",
+    "StoredToken",
+    "SumsSource",
+    "SumsView",
+    "TaskExists",
+    "Upload",
+]
 
 
 class TaskExists(Exception):
     """A task with this id exists already (tasks are immutable)."""
-
-
-class StoreUnavailable(Exception):
-    """The store cannot answer now (e.g. its write lock stayed busy); retry later."""
-
-
-class StoreFull(StoreUnavailable):
-    """The store's disk is full: nothing was written; retry once space is freed."""
 
 
 @dataclass(frozen=True)

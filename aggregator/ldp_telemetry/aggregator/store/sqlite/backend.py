@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
+from ldp_telemetry.aggregator.core.faults import classify_sqlite
 from ldp_telemetry.aggregator.core.metrics import STORE_LOCK_WAIT
 from ldp_telemetry.aggregator.store.base import SqlStore
 from ldp_telemetry.aggregator.store.interface import StoreFull
@@ -33,7 +34,6 @@ from ldp_telemetry.aggregator.store.sqlite.faults import (
     WAL_LIMIT,
     FileIdentity,
     bound_wal,
-    classify,
 )
 from ldp_telemetry.aggregator.store.sqlite.lock import WriterLock
 from ldp_telemetry.aggregator.store.sqlite.migrations import SCHEMA
@@ -95,7 +95,7 @@ class SqliteStore(SqlStore):
         try:
             return sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, isolation_level=None)
         except sqlite3.Error as error:  # e.g. the file is gone: 503, retry later
-            fault = classify(error)
+            fault = classify_sqlite(error)
             if fault is None:
                 raise
             raise fault from error
@@ -113,7 +113,7 @@ class SqliteStore(SqlStore):
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:  # still locked after busy_timeout, or a file fault
-            fault = classify(error)
+            fault = classify_sqlite(error)
             if fault is None:
                 raise
             raise fault from error
@@ -125,7 +125,7 @@ class SqliteStore(SqlStore):
             if conn.in_transaction:  # a failed COMMIT may have rolled back already
                 with contextlib.suppress(sqlite3.Error):  # never mask the original error
                     conn.execute("ROLLBACK")
-            fault = classify(error) if isinstance(error, sqlite3.Error) else None
+            fault = classify_sqlite(error) if isinstance(error, sqlite3.Error) else None
             if fault is not None:
                 raise fault from error
             raise

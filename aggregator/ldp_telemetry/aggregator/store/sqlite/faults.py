@@ -2,7 +2,8 @@
 
 - A full disk (SQLITE_FULL) becomes :class:`StoreFull` (HTTP 507), a read-only or failing
   file (SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN) or a lock that stayed busy
-  :class:`StoreUnavailable` (503); both answer with Retry-After and nothing was committed,
+  :class:`StoreUnavailable` (503): :func:`ldp_telemetry.aggregator.core.faults.classify_sqlite`,
+  which the shuffler's spool shares. Both answer with Retry-After and nothing was committed,
   so a client's retry is safe. Other errors (bugs) pass through unchanged.
 - The database file's identity (device and inode) is taken when the store opens it and
   checked before every write: a file deleted or replaced under a running collector stops
@@ -21,31 +22,10 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from ldp_telemetry.aggregator.store.interface import StoreFull, StoreUnavailable
+from ldp_telemetry.aggregator.core.faults import StoreUnavailable
 
 WAL_LIMIT = 64 << 20  # bytes: the WAL is truncated once it passes this
 CHECK_EVERY = 64  # commits per connection between two looks at the WAL's size
-_FULL = {"database or disk is full"}
-_UNAVAILABLE = (
-    "database is locked",
-    "readonly database",
-    "disk i/o error",
-    "unable to open database file",
-    "database disk image is malformed",
-    "attempt to write a readonly database",
-)
-
-
-def classify(error: sqlite3.Error) -> StoreUnavailable | None:
-    """Return the retryable store error an SQLite failure means, or None (a bug)."""
-    if isinstance(error, sqlite3.IntegrityError | sqlite3.ProgrammingError):
-        return None
-    message = str(error).lower()
-    if any(text in message for text in _FULL):
-        return StoreFull("the disk holding the database is full")
-    if any(text in message for text in _UNAVAILABLE):
-        return StoreUnavailable(f"the database cannot be written now: {error}")
-    return None
 
 
 class FileIdentity:
