@@ -1,4 +1,4 @@
-"""The shuffler: devices → shuffler → collector, for a central epsilon (README: Shuffling).
+"""The shuffler: devices → shuffler → collector, for a central epsilon (docs/shuffling.md).
 
 Devices upload to the shuffler exactly as to the collector. It keeps their reports in a durable
 SQLite spool (:mod:`.spool`) and forwards each task's reports per time bucket in batches drawn from

@@ -35,7 +35,7 @@ from ldp_telemetry.shared.mechanisms.base import Batch
 from ldp_telemetry.shared.sums import RowSums
 
 if TYPE_CHECKING:
-    from distributed import Client  # the [batch] extra; imported where the job runs
+    from distributed import Client  # the [archive] extra; imported where the job runs
 
 
 @dataclass

@@ -198,7 +198,7 @@ def _sums_file(path: str, task_id: str) -> Any:
         source = SumsFile(path)
     except ImportError:
         raise click.ClickException(
-            "--sums needs the [parquet] extra: pip install 'ldp-telemetry[server,parquet]'"
+            "--sums needs the [parquet] extra: pip install 'ldp-telemetry-collector[parquet]'"
         ) from None
     except (ValueError, OSError) as error:
         raise click.ClickException(str(error)) from None

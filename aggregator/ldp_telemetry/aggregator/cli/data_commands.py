@@ -103,7 +103,7 @@ def _export_reports(task_id: str, output: str | None) -> None:
         from ldp_telemetry.aggregator.archive.parquet import write_archive
     except ImportError:
         raise click.ClickException(
-            "--reports needs the [parquet] extra: pip install 'ldp-telemetry[server,parquet]'"
+            "--reports needs the [parquet] extra: pip install 'ldp-telemetry-collector[parquet]'"
         ) from None
     store = open_collector().store
     task = load_task(store, task_id)
@@ -199,7 +199,7 @@ def _write_parquet(
     except ImportError:
         raise click.ClickException(
             "--format parquet needs the [parquet] extra: pip install "
-            "'ldp-telemetry[server,parquet]'"
+            "'ldp-telemetry-collector[parquet]'"
         ) from None
     types = {
         "task_id": pa.string(),

@@ -8,7 +8,7 @@ shared state: ``serve --workers N`` gives each worker 1/N of both numbers (``LDP
 which bounds the collector's total at the configured figures. ``QUOTA_RATE = 0`` turns
 quotas off. The defaults are generous: they stop a runaway or hostile sender, not a
 fleet of devices (at 100,000 reports per second a task takes 8.6 billion reports a day;
-the collector's own ceiling on 2 cores is below that, see the README's benchmarks).
+the collector's own ceiling on 2 cores is below that, see docs/performance.md).
 """
 
 from __future__ import annotations

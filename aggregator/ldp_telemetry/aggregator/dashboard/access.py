@@ -27,7 +27,7 @@ CSRF_FIELD = "csrf_token"
 
 
 def init_app(app: Flask) -> None:
-    """Give the app a secret key if none is configured (one per process: see the README)."""
+    """Give the app a secret key if none is configured (one per process: see docs/dashboard.md)."""
     if not app.config.get("SECRET_KEY"):
         # `ldp-aggregator serve` draws one for all its workers (LDP_SECRET_KEY); an app made
         # otherwise (tests, a bare WSGI import) gets its own, so its sessions are its own.
@@ -78,7 +78,7 @@ def check_csrf() -> None:
             400,
             "the form is out of date or not from this dashboard: reload it and retry (if this "
             "repeats, the browser is not keeping the session cookie, which is Secure: open the "
-            "dashboard over HTTPS, or see LDP_SESSION_COOKIE_SECURE in the README)",
+            "dashboard over HTTPS, or see LDP_SESSION_COOKIE_SECURE in docs/dashboard.md)",
         )
 
 

@@ -6,7 +6,8 @@ same command lines, so a ceiling and a collector figure share every setting):
 - ``granian`` (default): a Rust HTTP server (hyper + tokio) that parses requests outside
   Python, running the app behind :mod:`ldp_telemetry.aggregator.serving.rsgi_bridge`. Idle and slow
   connections cost a tokio task or an await, never a Python thread: a request reaches the app's
-  thread pool only once its headers and body are complete. Chosen by measurement (README).
+  thread pool only once its headers and body are complete. Chosen by measurement
+  (docs/performance.md).
 - ``granian-wsgi``: granian's own WSGI interface; faster per request, but the app's threads
   read the body, so a client dribbling its body holds one. For comparison.
 - ``gthread``: gunicorn with a thread pool per worker; idle keep-alive connections wait in

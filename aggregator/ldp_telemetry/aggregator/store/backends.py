@@ -34,7 +34,7 @@ def _open_postgres(url: str, config: Mapping[str, Any]) -> Store:
     except ImportError as error:  # psycopg is the [postgres] extra
         raise ValueError(
             f"DATABASE is a PostgreSQL URL but psycopg is not installed ({error}): "
-            "pip install 'ldp-telemetry[server,postgres]'"
+            "pip install 'ldp-telemetry-collector[postgres]'"
         ) from None
     return PostgresStore(
         url,
