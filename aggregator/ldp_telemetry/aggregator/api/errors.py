@@ -14,30 +14,38 @@ from typing import Any
 from flask import Flask, Response, current_app, json, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from ldp_telemetry.aggregator.core.problems import (
-    ANSWERS,
+from ldp_telemetry.aggregator.core.problems import ANSWERS, answer_of, problem_parts, too_large
+from ldp_telemetry.shared.contract import (
+    BAD_REQUEST,
     BODY_TOO_LARGE,
-    answer_of,
-    problem_parts,
-    too_large,
+    FORBIDDEN,
+    HTTP_ERROR,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    OPENAPI_PATH,
+    PROBLEM_MEDIA_TYPE,
+    TOO_MANY_REQUESTS,
+    UNAUTHORIZED,
+    UNAVAILABLE,
+    UNSUPPORTED_MEDIA_TYPE,
+    problem,
 )
-from ldp_telemetry.shared.contract import PROBLEM_MEDIA_TYPE, problem
 
 _HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
+    400: BAD_REQUEST,
+    401: UNAUTHORIZED,
+    403: FORBIDDEN,
+    404: NOT_FOUND,
+    405: METHOD_NOT_ALLOWED,
     413: BODY_TOO_LARGE,
-    415: "unsupported_media_type",
-    429: "too_many_requests",
-    503: "unavailable",
+    415: UNSUPPORTED_MEDIA_TYPE,
+    429: TOO_MANY_REQUESTS,
+    503: UNAVAILABLE,
 }
 
 _FIXES = {
     413: "the body is larger than the server accepts; send smaller batches",
-    405: "this URL does not take this method; see GET /v1/openapi.json",
+    405: f"this URL does not take this method; see GET {OPENAPI_PATH}",
 }
 
 
@@ -61,7 +69,7 @@ def _http_error(error: HTTPException) -> Response:
     if isinstance(error, RequestEntityTooLarge) and _over_the_body_limit():
         return _response(*problem_parts(too_large(int(current_app.config["MAX_BODY_BYTES"]))))
     status = error.code or 500
-    code = _HTTP_CODES.get(status, "http_error")
+    code = _HTTP_CODES.get(status, HTTP_ERROR)
     detail = _FIXES.get(status) or error.description or error.name
     response = problem_response(status, code, error.name, detail)
     for name, value in error.get_headers():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ldp_telemetry.shared.errors import REJECTION_REASONS
+from ldp_telemetry.shared.contract import REJECTION_REASONS
 from ldp_telemetry.shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES
 from ldp_telemetry.shared.mechanisms.base import Option
 from ldp_telemetry.shared.mechanisms.registry import MECHANISMS, all_options

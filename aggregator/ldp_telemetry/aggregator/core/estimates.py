@@ -14,6 +14,7 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window, check_scan
 from ldp_telemetry.aggregator.store import SumsSource, SumsView
 from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 from ldp_telemetry.shared.estimates import Estimates
 from ldp_telemetry.shared.mechanisms import poisoning
 from ldp_telemetry.shared.mechanisms.features import longitudinal
@@ -80,7 +81,7 @@ def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
     if sums.total < task.min_batch_size:
         raise ApiError(
             422,
-            "below_min_batch_size",
+            BELOW_MIN_BATCH_SIZE,
             f"only {sums.total} reports in this range; {what} need at least "
             f"{task.min_batch_size}: widen the range or wait",
             n=sums.total,

@@ -16,6 +16,7 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window, invalid, parse_window
 from ldp_telemetry.aggregator.store import SumsSource
 from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.contract import NOT_DISCOVERABLE
 from ldp_telemetry.shared.mechanisms.features import discoverer
 
 FIELDS = {"top", "start", "end", "level", "survivors"}
@@ -41,7 +42,7 @@ def answer(
     if found_by is None:
         raise ApiError(
             422,
-            "not_discoverable",
+            NOT_DISCOVERABLE,
             f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
             "values without candidates: use the estimates endpoint",
         )

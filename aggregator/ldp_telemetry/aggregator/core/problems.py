@@ -16,15 +16,23 @@ from collections.abc import Callable
 from typing import Any
 
 from ldp_telemetry.aggregator.store.interface import StoreFull, StoreUnavailable
-from ldp_telemetry.shared.contract import PROBLEM_MEDIA_TYPE, PROTOCOL_HEADER, problem, speaks
-from ldp_telemetry.shared.task import PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import (
+    BODY_TOO_LARGE,
+    INSUFFICIENT_STORAGE,
+    INTERNAL_ERROR,
+    PROBLEM_MEDIA_TYPE,
+    PROTOCOL_HEADER,
+    PROTOCOL_VERSION,
+    TOO_MANY_REPORTS,
+    UNAVAILABLE,
+    UNSUPPORTED_PROTOCOL,
+    problem,
+    problem_title,
+    speaks,
+)
 
 log = logging.getLogger(__name__)
 Parts = tuple[int, list[tuple[str, str]], bytes]  # an HTTP answer: status, headers, body
-BODY_TOO_LARGE = "body_too_large"  # a body over MAX_BODY_BYTES, however it was framed
-INTERNAL_ERROR = "internal_error"
-INSUFFICIENT_STORAGE = "insufficient_storage"
-UNAVAILABLE = "unavailable"
 
 
 class ApiError(Exception):
@@ -36,14 +44,9 @@ class ApiError(Exception):
         self.headers: dict[str, str] = {}
 
 
-def title(code: str) -> str:
-    """Return the problem title of a code (``body_too_large`` -> ``Body too large``)."""
-    return code.replace("_", " ").capitalize()
-
-
 def problem_parts(error: ApiError) -> Parts:
     """Return an ApiError's answer as (status, headers, body), framework-free."""
-    body = problem(error.status, error.code, error.detail, title(error.code), **error.extra)
+    body = problem(error.status, error.code, error.detail, problem_title(error.code), **error.extra)
     headers = [("Content-Type", PROBLEM_MEDIA_TYPE), *error.headers.items()]
     return error.status, headers, stdlib_json.dumps(body).encode()
 
@@ -63,7 +66,7 @@ def too_many_reports(count: int, limit: int) -> ApiError:
     """Return the 413 of a batch holding more than ``limit`` reports (collector or shuffler)."""
     return ApiError(
         413,
-        "too_many_reports",
+        TOO_MANY_REPORTS,
         f"a batch holds at most {limit} reports, got {count}; split it",
         limit=limit,
     )
@@ -75,7 +78,7 @@ def check_protocol(version: str | None) -> None:
     if version is not None and not speaks(version):
         raise ApiError(
             400,
-            "unsupported_protocol",
+            UNSUPPORTED_PROTOCOL,
             f"{PROTOCOL_HEADER} {version[:20]!r} is not spoken here; this "
             f"collector speaks protocol {PROTOCOL_VERSION} (PROTOCOL.md)",
             supported=[PROTOCOL_VERSION],

@@ -27,6 +27,7 @@ from ldp_telemetry.aggregator.core import estimates, heavy_hitters
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window
 from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 from ldp_telemetry.shared.mechanisms.features import discoverer
 
 CACHE_ENTRIES = 4096  # answers kept per process (a cms answer of 20 values is ~3 kB)
@@ -227,7 +228,7 @@ def over_time(
         try:
             body = estimate(config, candidates, one)
         except ApiError as error:
-            if error.code != "below_min_batch_size":
+            if error.code != BELOW_MIN_BATCH_SIZE:
                 raise
             answers.append(BucketAnswer(start, int(error.extra["n"]), None))
         else:

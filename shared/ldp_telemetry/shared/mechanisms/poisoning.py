@@ -26,7 +26,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ldp_telemetry.shared.errors import IMPLAUSIBLE_REPORT
+from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 
 IMPLAUSIBLE = IMPLAUSIBLE_REPORT  # the rejection reason of a report outside its band
 # An honest report falls outside the plausible weight band with at most this probability.
