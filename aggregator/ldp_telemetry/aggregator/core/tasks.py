@@ -19,7 +19,7 @@ from ldp_telemetry.aggregator.core.sealing_keys import (
 )
 from ldp_telemetry.aggregator.store import Store, StoredTask
 from ldp_telemetry.shared import LdpError, TaskConfig
-from ldp_telemetry.shared.contract import INVALID_TASK, UNKNOWN_TASK
+from ldp_telemetry.shared.contract import INVALID_TASK, TASKS_PATH, UNKNOWN_TASK
 from ldp_telemetry.shared.mechanisms.auto import AUTO, AUTO_FIELDS
 from ldp_telemetry.shared.task import TASK_FIELDS
 
@@ -151,6 +151,6 @@ def unknown_task(task_id: str) -> ApiError:
     return ApiError(
         404,
         UNKNOWN_TASK,
-        f"there is no task {task_id!r}; list the tasks with GET /v1/tasks",
+        f"there is no task {task_id!r}; list the tasks with GET {TASKS_PATH}",
         task_id=task_id[:64],
     )
