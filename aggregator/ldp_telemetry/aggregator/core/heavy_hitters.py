@@ -16,6 +16,7 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window, invalid, parse_window
 from ldp_telemetry.aggregator.store import SumsSource
 from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.answers import HeavyHitterAnswer
 from ldp_telemetry.shared.contract import NOT_DISCOVERABLE
 from ldp_telemetry.shared.mechanisms.features import discoverer
 
@@ -33,7 +34,7 @@ def parse_request(body: Any) -> tuple[int, int, Window]:
 
 def answer(
     task: TaskConfig, top: int, survivors: int, window: Window, source: SumsSource
-) -> dict[str, Any]:
+) -> HeavyHitterAnswer:
     """Return the heavy-hitters body (the view and the CLI), or raise a problem.
 
     ``source``: where the sums come from (the store, or a sums file the CLI reads).
