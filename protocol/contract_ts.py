@@ -4,11 +4,14 @@
 upper-case constant of :mod:`ldp_telemetry.shared.contract` that is a string (a member of
 the enum ``Contract``: paths, the protocol version and header, rejection reasons, problem
 codes) or a tuple of strings (an array), under the same name and in the same order, so the
-two SDKs cannot drift: the TypeScript sources
-import these instead of spelling the values, and tests/protocol/test_contract_ts.py fails
-while the committed file differs from this output or a TypeScript source spells one.
-Generated rather than compared literal by literal: a value added here reaches the other SDK
-with one command, and no parser of TypeScript is needed to check it.
+two SDKs cannot drift: the TypeScript sources import these instead of spelling the values,
+and tests/protocol/test_contract_ts.py fails while the committed file differs from this
+output or a TypeScript source spells one.
+
+Generated rather than compared literal by literal: a value added in Python reaches the
+other SDK with one command, and no parser of TypeScript is needed to check it. An enum
+rather than constants: the bundler (esbuild) writes an enum member's value where it is
+used and drops the rest, so the bundle carries what literals would have cost.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def schema_of(kind: Any) -> dict[str, Any]:
 def _object(kind: Any) -> dict[str, Any]:
     fields = get_type_hints(kind, include_extras=True)
     schema: dict[str, Any] = {"type": "object"}
-    if kind.__doc__ and not kind.__doc__.startswith(kind.__name__ + "("):  # not the default
+    if kind.__doc__:
         schema["description"] = kind.__doc__.strip().split("\n\n")[0]
     required = [name for name in fields if name in kind.__required_keys__]
     if required:
