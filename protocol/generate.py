@@ -16,9 +16,9 @@ from typing import Any
 
 from ldp_telemetry.client.budget import device_key, lookup_key
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
+from ldp_telemetry.shared.contract import PROTOCOL_VERSION
 from ldp_telemetry.shared.hashing import RowHashes, splitmix64, value_key
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
-from ldp_telemetry.shared.task import PROTOCOL_VERSION
 from ldp_telemetry.shared.wire import canonical_json
 from protocol import cases
 from protocol.words import FixedWords, RecordingStream

@@ -14,6 +14,7 @@
  */
 
 import { base64url } from "./bytes.js";
+import { Contract } from "./contract.js";
 import { type Charge, Ledger, type Limits, type Pending, deviceKey, lookupKey, valueKey } from "./ledger.js";
 import { ValueError } from "./mechanisms/base.js";
 import { SecureWords, randomBytes } from "./random.js";
@@ -22,7 +23,7 @@ import { checkSealable, sealedReportText } from "./seal.js";
 import { type Task, parseTask } from "./task.js";
 import { timeoutSignal } from "./timeout.js";
 import { type Counters, Uploader, retryAfter } from "./uploader.js";
-import { floorTime, reportText } from "./wire.js";
+import { floorTime, reportText, taskPath } from "./wire.js";
 
 export interface Options {
   /** The collector's base URL, e.g. "https://telemetry.example.com". */
@@ -282,7 +283,7 @@ export class Client {
   private async get(taskId: string, etag: string | null): Promise<void> {
     const headers: Record<string, string> = etag ? { "If-None-Match": etag } : {};
     const signal = timeoutSignal(Math.min(TASK_TIMEOUT, this.timeout));
-    const response = await this.fetch(`${this.endpoint}/v1/tasks/${encodeURIComponent(taskId)}`, { headers, signal });
+    const response = await this.fetch(this.endpoint + taskPath(Contract.TASK_PATH, taskId), { headers, signal });
     const due = this.clock() + maxAge(response.headers.get("Cache-Control"));
     if (response.status === 304 && etag !== null) {
       this.fresh.set(taskId, { etag, due });

@@ -5,6 +5,7 @@
  * hash their RFC 8785 form, and are refused when the derived integers differ from ours.
  */
 
+import { Contract } from "./contract.js";
 import { ceilDiv, logRatio, scaled1074 } from "./exact.js";
 import { hex, utf8 } from "./bytes.js";
 import { type Json, jcs } from "./canonical.js";
@@ -19,7 +20,8 @@ import { SCALE } from "./random.js";
 import { type SealKey, sealKeyOf } from "./seal.js";
 import { sha256 } from "./sha256.js";
 
-export const PROTOCOL = "1.0";
+/** The protocol version this SDK speaks (PROTOCOL.md). */
+export const PROTOCOL: `${Contract.PROTOCOL_VERSION}` = Contract.PROTOCOL_VERSION;
 const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed"];
 /** Served beside a task but not fingerprinted. */
 const UNHASHED = [

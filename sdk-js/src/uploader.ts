@@ -8,9 +8,9 @@
  * an `unknown_seal_key` one revalidates it (the key it was sealed to is retired).
  */
 
+import { Contract } from "./contract.js";
 import type { Ledger, Pending } from "./ledger.js";
-import { PROTOCOL } from "./task.js";
-import { batchBody } from "./wire.js";
+import { batchBody, taskPath } from "./wire.js";
 import { timeoutSignal } from "./timeout.js";
 
 export const KEEPALIVE_BYTES = 60_000;
@@ -97,13 +97,13 @@ export class Uploader {
     this.requests++;
     const taskId = batch[0]!.taskId;
     const body = batchBody(batch.map((p) => p.text));
-    const headers: Record<string, string> = { "Content-Type": "application/json", "LDP-Protocol": PROTOCOL };
+    const headers: Record<string, string> = { "Content-Type": "application/json", [Contract.PROTOCOL_HEADER]: Contract.PROTOCOL_VERSION };
     if (this.options.uploadKey) headers["Authorization"] = `Bearer ${this.options.uploadKey}`;
     // keepalive lets the request outlive the page; past the browsers' quota it would fail.
     const keepalive = this.keepaliveBytes + body.length < KEEPALIVE_BYTES;
     if (keepalive) this.keepaliveBytes += body.length;
     try {
-      const url = `${this.options.endpoint}/v1/tasks/${encodeURIComponent(taskId)}/reports`;
+      const url = this.options.endpoint + taskPath(Contract.UPLOAD_PATH, taskId);
       const signal = timeoutSignal(this.options.timeout);
       const response = await this.options.fetch(url, { method: "POST", headers, body, keepalive, signal });
       await this.settle(batch, response);
@@ -140,10 +140,10 @@ export class Uploader {
     let delivered = typeof answer.accepted === "number" ? answer.accepted : batch.length;
     for (const item of rejected) {
       const reason = String((item as { reason?: unknown })?.reason);
-      if (reason === "report_replayed") delivered++;
+      if (reason === Contract.REPORT_REPLAYED) delivered++;
       else this.counters.rejected[reason] = (this.counters.rejected[reason] ?? 0) + 1;
-      if (reason === "outdated_config") this.outdated(batch[0]!.taskId);
-      if (reason === "unknown_seal_key") this.unknownKey(batch[0]!.taskId); // a retired key: fetch the new one
+      if (reason === Contract.OUTDATED_CONFIG) this.outdated(batch[0]!.taskId);
+      if (reason === Contract.UNKNOWN_SEAL_KEY) this.unknownKey(batch[0]!.taskId); // a retired key: fetch the new one
     }
     this.counters.sent += delivered;
   }

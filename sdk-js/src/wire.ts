@@ -13,6 +13,12 @@ export function batchBody(reports: readonly string[]): string {
   return `{"reports":[${reports.join(",")}]}`;
 }
 
+/** Return a path of the contract (contract.ts) with the task id in place, percent-encoded
+ * (so holding no `$` that replace() would read as a pattern). */
+export function taskPath(path: string, taskId: string): string {
+  return path.replace("{task_id}", encodeURIComponent(taskId));
+}
+
 /** Return the start of the time bucket holding `seconds`. */
 export function floorTime(seconds: number, precision: number): number {
   return Math.floor(seconds / precision) * precision;

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 from ldp_telemetry.shared.errors import DecodeError
 from ldp_telemetry.shared.mechanisms.poisoning import (
     HONEST_MISS,
-    IMPLAUSIBLE,
     SUSPECT_Z,
     Reach,
     poisoning_bound,
@@ -97,7 +97,7 @@ def test_cms_refuses_a_report_outside_the_band_and_keeps_honest_ones() -> None:
     all_ones = {"row": 0, "bits": b64encode(b"\xff" * 128)}
     with pytest.raises(DecodeError) as error:
         cms.decode_payload(all_ones)
-    assert error.value.reason == IMPLAUSIBLE
+    assert error.value.reason == IMPLAUSIBLE_REPORT
 
 
 def test_weight_test_flags_sixty_all_ones_reports_among_a_million() -> None:

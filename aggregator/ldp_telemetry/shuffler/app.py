@@ -40,9 +40,24 @@ from ldp_telemetry.aggregator.core.problems import (
     too_many_reports,
 )
 from ldp_telemetry.shared import DecodeError, Rejection
-from ldp_telemetry.shared.codec import REPORT_ID_BYTES
-from ldp_telemetry.shared.contract import PROTOCOL_HEADER, replays, upload_answer
-from ldp_telemetry.shared.errors import INVALID_MESSAGE, REPORT_TOO_EARLY
+from ldp_telemetry.shared.codec import REPORT_ID_BYTES, replays
+from ldp_telemetry.shared.contract import (
+    HEALTH_PATH,
+    INVALID_BATCH,
+    INVALID_MESSAGE,
+    PROTOCOL_HEADER,
+    READY_PATH,
+    REPORT_TOO_EARLY,
+    SPOOL_FULL,
+    TASK_PATH,
+    TASKS_PATH,
+    UPLOAD_PATH,
+    UPSTREAM_UNAVAILABLE,
+    UploadAnswer,
+    fill,
+    rule,
+    upload_answer,
+)
 from ldp_telemetry.shared.wire import b64decode
 from ldp_telemetry.shuffler.forwarder import Forwarder, session_with_retries
 from ldp_telemetry.shuffler.spool import Report, Spool
@@ -97,8 +112,8 @@ def create_app(config: Mapping[str, Any]) -> Flask:
     relays = threading.BoundedSemaphore(max(1, int(app.config["BRIDGE_THREADS"]) - 1))
     relay_timeout = float(app.config["RELAY_TIMEOUT"])
 
-    @app.post("/v1/tasks/<task_id>/reports")
-    def upload(task_id: str) -> tuple[dict[str, Any], int]:
+    @app.post(rule(UPLOAD_PATH))
+    def upload(task_id: str) -> tuple[UploadAnswer, int]:
         """Spool an upload's reports; answer 202 with the rejections known now."""
         limit = int(app.config["MAX_BODY_BYTES"])
         # a body over the limit is refused before anything else
@@ -111,7 +126,7 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         )
         reports, rejected = _reports(task_id, body, app.config)
         if not spool.has_room(len(reports)):
-            error = ApiError(503, "spool_full", "the shuffler's spool is full; retry later")
+            error = ApiError(503, SPOOL_FULL, "the shuffler's spool is full; retry later")
             error.headers["Retry-After"] = str(int(app.config["RETRY_AFTER"]))
             raise error
         stored = spool.add(reports) if reports else []
@@ -119,13 +134,13 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         seen = [r.report_id for r, kept in zip(reports, stored, strict=True) if not kept]
         return upload_answer(sum(stored), rejected + replays(seen)), 202
 
-    @app.get("/v1/tasks")
-    @app.get("/v1/tasks/<task_id>")
+    @app.get(TASKS_PATH)
+    @app.get(rule(TASK_PATH))
     def task_config(task_id: str | None = None) -> Response:
         """Pass a task configuration request to the collector (no device header but the
         ETag it revalidates)."""
         # quoted: an id holding "?" or "#" (sent as %3F, %23) must not become a query
-        path = "/v1/tasks" + ("" if task_id is None else "/" + quote(task_id, safe=""))
+        path = TASKS_PATH if task_id is None else fill(TASK_PATH, task_id=quote(task_id, safe=""))
         etag = request.headers.get("If-None-Match")
         headers = {"If-None-Match": etag} if etag else {}
         if not relays.acquire(blocking=False):
@@ -141,14 +156,14 @@ def create_app(config: Mapping[str, Any]) -> Flask:
         passed = {k: answer.headers[k] for k in PASSED_ON if k in answer.headers}
         return Response(answer.content, status=answer.status_code, headers=passed)
 
-    @app.get("/healthz")
+    @app.get(HEALTH_PATH)
     def healthz() -> dict[str, Any]:
         return {"status": "ok", "waiting": spool.pending, **forwarder.counters()}
 
-    @app.get("/readyz")
+    @app.get(READY_PATH)
     def readyz() -> tuple[dict[str, Any], int]:
         room = spool.has_room(1)
-        return {"status": "ready" if room else "spool_full"}, 200 if room else 503
+        return {"status": "ready" if room else SPOOL_FULL}, 200 if room else 503
 
     forwarder.start()
     return app
@@ -180,7 +195,7 @@ def _answer_problems(app: Flask) -> None:
 
 def _upstream_unavailable(config: Mapping[str, Any], why: str) -> ApiError:
     """Return the 503 a task request gets when the collector does not answer it now."""
-    error = ApiError(503, "upstream_unavailable", f"{why}; retry later")
+    error = ApiError(503, UPSTREAM_UNAVAILABLE, f"{why}; retry later")
     error.headers["Retry-After"] = str(int(config["RETRY_AFTER"]))
     return error
 
@@ -191,7 +206,7 @@ def _reports(
     """Return the spoolable reports of an upload body and a rejection per malformed one."""
     listed = body.get("reports") if isinstance(body, dict) else None
     if not isinstance(listed, list) or not listed or set(body) != {"reports"}:
-        raise ApiError(400, "invalid_batch", 'a batch must be a JSON object {"reports": [...]}')
+        raise ApiError(400, INVALID_BATCH, 'a batch must be a JSON object {"reports": [...]}')
     if len(listed) > int(config["MAX_REPORTS_PER_BATCH"]):
         raise too_many_reports(len(listed), int(config["MAX_REPORTS_PER_BATCH"]))
     reports, rejected = [], []

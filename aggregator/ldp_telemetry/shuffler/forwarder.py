@@ -25,6 +25,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from ldp_telemetry.shared.contract import SHUFFLED_PATH, SHUFFLED_UPLOADS, fill
 from ldp_telemetry.shared.wire import b64encode
 from ldp_telemetry.shuffler.spool import BATCH_CLOSE, BATCH_OPEN, Batch, Spool
 
@@ -156,10 +157,10 @@ class Forwarder:
         bodies = self.spool.bodies(batch)
         secrets.SystemRandom().shuffle(bodies)
         data = BATCH_OPEN + b",".join(bodies) + BATCH_CLOSE
-        url = (
-            f"{self.upstream}/v1/tasks/{quote(batch.task_id, safe='')}/shuffled/"
-            f"{b64encode(batch.batch_id)}?uploads={batch.uploads}"
+        path = fill(
+            SHUFFLED_PATH, task_id=quote(batch.task_id, safe=""), batch_id=b64encode(batch.batch_id)
         )
+        url = f"{self.upstream}{path}?{SHUFFLED_UPLOADS}={batch.uploads}"
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         response = self.session.put(url, data=data, headers=headers, timeout=(5, 120))
         if response.ok:

@@ -27,6 +27,13 @@ import requests
 from ldp_telemetry.aggregator.core.auth import check_upload_key, parse_bearer
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.tasks import unknown_task
+from ldp_telemetry.shared.contract import (
+    UNKNOWN_TASK,
+    UPLOAD_KEY_PATH,
+    UPSTREAM_UNAVAILABLE,
+    fill,
+    problem_code,
+)
 
 log = logging.getLogger("ldp.shuffler")
 MAX_TASKS = 4096  # task ids remembered; an upload to an unseen id asks the collector
@@ -70,13 +77,13 @@ class UploadKeys:
                 return cached[1]
         try:
             answer = self.session.get(
-                f"{self.upstream}/v1/tasks/{quote(task_id, safe='')}/upload-key",
+                self.upstream + fill(UPLOAD_KEY_PATH, task_id=quote(task_id, safe="")),
                 headers={"Authorization": f"Bearer {self.token}"},
                 timeout=TIMEOUT,
             )
         except requests.RequestException:
             return self._stale(task_id, cached, "cannot reach the collector")
-        if answer.status_code == 404 and _problem_type(answer).endswith(":unknown_task"):
+        if answer.status_code == 404 and _problem_code(answer) == UNKNOWN_TASK:
             digest: str | None = UNKNOWN  # the collector would refuse its reports
         elif answer.status_code == 200:
             digest = answer.json().get("upload_key_sha256")
@@ -98,16 +105,16 @@ class UploadKeys:
             return cached[1]
         error = ApiError(
             503,
-            "upstream_unavailable",
+            UPSTREAM_UNAVAILABLE,
             f"{why}: the task's upload key cannot be checked now; retry later",
         )
         error.headers["Retry-After"] = str(self.retry_after)
         raise error
 
 
-def _problem_type(answer: requests.Response) -> str:
-    """Return a problem document's type ("" if the body is not one)."""
+def _problem_code(answer: requests.Response) -> str:
+    """Return a problem document's code ("" if the body is not one)."""
     try:
-        return str(answer.json().get("type", ""))
-    except (ValueError, AttributeError):
+        return problem_code(answer.json())
+    except ValueError:
         return ""

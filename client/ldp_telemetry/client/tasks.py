@@ -32,7 +32,7 @@ from ldp_telemetry.client.errors import ConfigurationError, TaskUnavailableError
 from ldp_telemetry.client.problems import ProblemLog
 from ldp_telemetry.client.stats import Counters
 from ldp_telemetry.client.transport import Request, Response, Transport
-from ldp_telemetry.shared.contract import TASKS_PATH
+from ldp_telemetry.shared.contract import task_path
 from ldp_telemetry.shared.errors import LdpError
 from ldp_telemetry.shared.task import TASK_ID, DerivedMismatch, TaskConfig
 
@@ -213,7 +213,7 @@ class TaskRegistry:
             headers["If-None-Match"] = old.etag
         try:
             response = self._transport.handle(
-                Request("GET", f"{TASKS_PATH}/{task_id}", headers), timeout=self._timeout
+                Request("GET", task_path(task_id), headers), timeout=self._timeout
             )
         except TransportError:
             raise

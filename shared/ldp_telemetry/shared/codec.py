@@ -20,12 +20,18 @@ import functools
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from ldp_telemetry.shared.errors import OUTDATED_CONFIG, DecodeError, ParameterError
+from ldp_telemetry.shared.contract import (
+    OUTDATED_CONFIG,
+    REPLAYED_MESSAGE,
+    REPORT_REPLAYED,
+    Rejection,
+)
+from ldp_telemetry.shared.errors import DecodeError, ParameterError
 from ldp_telemetry.shared.sealing import SEALED_FIELDS, open_report, seal_report
 from ldp_telemetry.shared.task import TaskConfig
 from ldp_telemetry.shared.wire import b64decode, b64encode, integer, try_b64decode
@@ -44,6 +50,7 @@ __all__ = [
     "encode_report_text",
     "new_report_id",
     "open_sealed",
+    "replays",
 ]
 
 REPORT_ID_BYTES = 16
@@ -61,16 +68,9 @@ class Envelope:
     payload: Payload
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """Why one report of a batch was refused."""
-
-    report_id: str | None
-    reason: str
-    message: str
-    # The report's time bucket when it was readable: the collector counts implausible
-    # reports per bucket (:mod:`ldp_telemetry.shared.mechanisms.poisoning`). Never sent back.
-    bucket: int | None = field(default=None, compare=False, repr=False)
+def replays(report_ids: Iterable[bytes]) -> list[Rejection]:
+    """Return the rejections of reports whose ids were counted before."""
+    return [Rejection(b64encode(i), REPORT_REPLAYED, REPLAYED_MESSAGE) for i in report_ids]
 
 
 def new_report_id() -> bytes:

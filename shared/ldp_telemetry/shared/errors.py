@@ -5,32 +5,12 @@ All derive from :class:`LdpError` so callers can catch one root:
 - :class:`ParameterError` — a mechanism or task was configured with an impossible value.
 - :class:`ValueOutOfDomain` — a value cannot be privatized by this mechanism.
 - :class:`DecodeError` — a wire message is malformed; ``reason`` is a stable code, one of
-  :data:`REJECTION_REASONS`.
+  :data:`ldp_telemetry.shared.contract.REJECTION_REASONS`.
 """
 
 from __future__ import annotations
 
-# Why a report was rejected: the ``reason`` of an upload answer's ``rejected`` entries
-# (PROTOCOL.md §2), stable codes that clients act on. Here, below every module that
-# rejects a report (the codec, the collector's admission, ldp_telemetry.shared.contract's replays).
-INVALID_MESSAGE = "invalid_message"
-REPORT_REPLAYED = "report_replayed"
-REPORT_TOO_EARLY = "report_too_early"
-REPORT_EXPIRED = "report_expired"
-OUTDATED_CONFIG = "outdated_config"
-IMPLAUSIBLE_REPORT = "implausible_report"
-SEALED_INVALID = "sealed_invalid"  # sealed tasks (PROTOCOL.md §10)
-UNKNOWN_SEAL_KEY = "unknown_seal_key"
-REJECTION_REASONS = (
-    INVALID_MESSAGE,
-    REPORT_REPLAYED,
-    REPORT_TOO_EARLY,
-    REPORT_EXPIRED,
-    OUTDATED_CONFIG,
-    IMPLAUSIBLE_REPORT,
-    SEALED_INVALID,
-    UNKNOWN_SEAL_KEY,
-)
+from ldp_telemetry.shared.contract import INVALID_MESSAGE
 
 
 class LdpError(Exception):

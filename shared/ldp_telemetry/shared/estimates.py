@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ldp_telemetry.shared.answers import EstimateRow
 from ldp_telemetry.shared.errors import ParameterError
 
 DEFAULT_LEVEL = 0.95
@@ -66,7 +67,7 @@ class Estimates:
             self.level,
         )
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[EstimateRow]:
         """Return one JSON-ready dict per value."""
         return [
             {

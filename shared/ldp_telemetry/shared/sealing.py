@@ -27,12 +27,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
 
-from ldp_telemetry.shared.errors import (
-    SEALED_INVALID,
-    UNKNOWN_SEAL_KEY,
-    DecodeError,
-    ParameterError,
-)
+from ldp_telemetry.shared.contract import SEALED_INVALID, UNKNOWN_SEAL_KEY
+from ldp_telemetry.shared.errors import DecodeError, ParameterError
 from ldp_telemetry.shared.wire import b64decode, b64encode, canonical_json
 
 __all__ = [

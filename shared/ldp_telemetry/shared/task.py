@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ldp_telemetry.shared.contract import PROTOCOL_VERSION
 from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.mechanisms import auto
 from ldp_telemetry.shared.mechanisms.base import Mechanism, ParamsBase
@@ -30,7 +31,6 @@ from ldp_telemetry.shared.wire import canonical_json
 
 DAY = 86_400
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-PROTOCOL_VERSION = "1.0"  # PROTOCOL.md's version, served in every task's JSON
 _COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "sealed", "fingerprint")
 # Every mechanism's parameter names: read as task attributes (None where not taken).
 PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())

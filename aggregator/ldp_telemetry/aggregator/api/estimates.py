@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, current_app
 
 from ldp_telemetry.aggregator.api.auth import require_role
@@ -12,14 +10,15 @@ from ldp_telemetry.aggregator.api.resources import get_store
 from ldp_telemetry.aggregator.core.estimates import answer
 from ldp_telemetry.aggregator.core.query import check_cost, parse_query
 from ldp_telemetry.aggregator.core.tasks import find_task
-from ldp_telemetry.shared.contract import TASKS_PATH
+from ldp_telemetry.shared.answers import EstimateAnswer
+from ldp_telemetry.shared.contract import ESTIMATES_PATH, rule
 
-bp = Blueprint("estimates", __name__, url_prefix=TASKS_PATH)
+bp = Blueprint("estimates", __name__)
 
 
-@bp.post("/<task_id>/estimates")
+@bp.post(rule(ESTIMATES_PATH))
 @require_role("analyst")
-def estimate(task_id: str) -> dict[str, Any]:
+def estimate(task_id: str) -> EstimateAnswer:
     """Estimate each candidate's count over the buckets starting in [start, end)."""
     config, store = current_app.config, get_store()
     task = find_task(task_id, store).config

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint
 
 from ldp_telemetry.aggregator.api.auth import require_role
@@ -11,14 +9,15 @@ from ldp_telemetry.aggregator.api.body import json_body
 from ldp_telemetry.aggregator.api.resources import get_store
 from ldp_telemetry.aggregator.core.heavy_hitters import answer, parse_request
 from ldp_telemetry.aggregator.core.tasks import find_task
-from ldp_telemetry.shared.contract import TASKS_PATH
+from ldp_telemetry.shared.answers import HeavyHitterAnswer
+from ldp_telemetry.shared.contract import HEAVY_HITTERS_PATH, rule
 
-bp = Blueprint("heavy_hitters", __name__, url_prefix=TASKS_PATH)
+bp = Blueprint("heavy_hitters", __name__)
 
 
-@bp.post("/<task_id>/heavy-hitters")
+@bp.post(rule(HEAVY_HITTERS_PATH))
 @require_role("analyst")
-def heavy_hitters(task_id: str) -> dict[str, Any]:
+def heavy_hitters(task_id: str) -> HeavyHitterAnswer:
     """Return the ``top`` strings over the buckets starting in [start, end)."""
     store = get_store()
     task = find_task(task_id, store).config

@@ -26,14 +26,21 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.aggregator.store import ShuffledBatch
 from ldp_telemetry.shared import DecodeError
-from ldp_telemetry.shared.contract import TASKS_PATH
+from ldp_telemetry.shared.contract import (
+    INVALID_BATCH,
+    SHUFFLED_PATH,
+    SHUFFLED_UPLOADS,
+    UPLOAD_KEY_PATH,
+    UploadAnswer,
+    rule,
+)
 from ldp_telemetry.shared.wire import b64decode
 
-bp = Blueprint("shuffled", __name__, url_prefix=TASKS_PATH)
+bp = Blueprint("shuffled", __name__)
 BATCH_ID_BYTES = 16
 
 
-@bp.get("/<task_id>/upload-key")
+@bp.get(rule(UPLOAD_KEY_PATH))
 @require_role("shuffler")
 def upload_key(task_id: str) -> dict[str, Any]:
     """Give a shuffler the SHA-256 of the task's upload key (null: uploads are public), so
@@ -44,17 +51,17 @@ def upload_key(task_id: str) -> dict[str, Any]:
     }
 
 
-@bp.put("/<task_id>/shuffled/<batch_id>")
+@bp.put(rule(SHUFFLED_PATH))
 @require_role("shuffler")
-def receive(task_id: str, batch_id: str) -> dict[str, Any]:
+def receive(task_id: str, batch_id: str) -> UploadAnswer:
     """Count a shuffled batch's new reports and record the batch's size."""
     try:
         raw_id = b64decode(batch_id, BATCH_ID_BYTES, "batch_id")
     except DecodeError as error:
-        raise ApiError(400, "invalid_batch", str(error)) from None
-    uploads = request.args.get("uploads", type=int)
+        raise ApiError(400, INVALID_BATCH, str(error)) from None
+    uploads = request.args.get(SHUFFLED_UPLOADS, type=int)
     if uploads is None or uploads < 1:
-        raise ApiError(400, "invalid_batch", "give ?uploads=K, the distinct uploads (K ≥ 1)")
+        raise ApiError(400, INVALID_BATCH, "give ?uploads=K, the distinct uploads (K ≥ 1)")
     intake = get_intake()
     headers = Headers(request.headers.get("Content-Type"), request.headers.get("Content-Encoding"))
     body = read_body(intake.max_body)

@@ -14,12 +14,12 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.sealing_keys import keyring_of, task_etag
 from ldp_telemetry.aggregator.core.tasks import build_task, created_body, find_task, served
 from ldp_telemetry.aggregator.store import TaskExists
-from ldp_telemetry.shared.contract import CACHE_CONTROL, TASKS_PATH
+from ldp_telemetry.shared.contract import CACHE_CONTROL, TASK_EXISTS, TASK_PATH, TASKS_PATH, rule
 
-bp = Blueprint("tasks", __name__, url_prefix=TASKS_PATH)
+bp = Blueprint("tasks", __name__)
 
 
-@bp.get("")
+@bp.get(TASKS_PATH)
 def list_tasks() -> Response:
     """Return every task's public configuration; 304 if the client's copy is current.
 
@@ -43,7 +43,7 @@ def list_tasks() -> Response:
     return response
 
 
-@bp.get("/<task_id>")
+@bp.get(rule(TASK_PATH))
 def get_task(task_id: str) -> Response:
     """Return one task's public configuration; 304 if the client's copy is current."""
     keyring = keyring_of(current_app.config)
@@ -55,7 +55,7 @@ def get_task(task_id: str) -> Response:
     return response
 
 
-@bp.post("")
+@bp.post(TASKS_PATH)
 @require_role("admin")
 def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
     """Create a task; the server draws the hash seed (and the upload key, if asked)."""
@@ -65,7 +65,7 @@ def create_task() -> tuple[dict[str, Any], int, dict[str, str]]:
     except TaskExists:
         raise ApiError(
             409,
-            "task_exists",
+            TASK_EXISTS,
             f"a task {stored.config.task_id!r} exists already; "
             "tasks are immutable, so choose a new task_id",
         ) from None

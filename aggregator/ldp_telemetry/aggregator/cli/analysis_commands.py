@@ -10,8 +10,8 @@ import csv
 import datetime as dt
 import json
 import sys
-from collections.abc import Callable
-from typing import IO, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, Any, TypeVar
 
 import click
 
@@ -19,6 +19,7 @@ from ldp_telemetry.aggregator.cli.context import database_option, load_task, ope
 from ldp_telemetry.shared.estimates import DEFAULT_LEVEL
 
 FORMATS = click.Choice(["table", "json", "csv"])
+Answer = TypeVar("Answer")
 
 
 def parse_time(text: str) -> int:
@@ -217,7 +218,7 @@ def _window(start: int | None, end: int | None, level: float) -> Any:
     return Window(start, end, level)
 
 
-def _run(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _run(work: Callable[[], Answer]) -> Answer:
     """Run a query; a problem the HTTP API would answer becomes the command's error."""
     from ldp_telemetry.aggregator.core.problems import ApiError
 
@@ -227,7 +228,9 @@ def _run(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         raise click.ClickException(f"{error.detail} ({error.code})") from None
 
 
-def _print(body: dict[str, Any], rows: list[dict[str, Any]], columns: list[str], fmt: str) -> None:
+def _print(
+    body: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], columns: list[str], fmt: str
+) -> None:
     if fmt == "json":
         click.echo(json.dumps(body, indent=2))
     elif fmt == "csv":

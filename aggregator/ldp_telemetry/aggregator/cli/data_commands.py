@@ -134,6 +134,7 @@ def _estimate_records(
     from ldp_telemetry.aggregator.core.estimates import answer
     from ldp_telemetry.aggregator.core.problems import ApiError
     from ldp_telemetry.aggregator.core.query import Window, parse_candidates
+    from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 
     limit = int(opened.config["MAX_CANDIDATES"])
     cells = int(opened.config["MAX_ESTIMATE_CELLS"])
@@ -144,7 +145,7 @@ def _estimate_records(
         try:
             body = answer(task, checked, window, opened.store, max_cells=cells)
         except ApiError as error:
-            if error.code != "below_min_batch_size":
+            if error.code != BELOW_MIN_BATCH_SIZE:
                 raise
             skipped += 1
             continue

@@ -12,10 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ldp_telemetry.shared import Envelope, Rejection, TaskConfig
-from ldp_telemetry.shared.codec import b64encode
-from ldp_telemetry.shared.contract import replays
-from ldp_telemetry.shared.errors import REPORT_EXPIRED, REPORT_TOO_EARLY
-from ldp_telemetry.shared.mechanisms.poisoning import IMPLAUSIBLE
+from ldp_telemetry.shared.codec import b64encode, replays
+from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT, REPORT_EXPIRED, REPORT_TOO_EARLY
 
 
 @dataclass
@@ -47,7 +45,7 @@ def admit(
     for rejection in refused:
         bucket = rejection.bucket
         if (
-            rejection.reason == IMPLAUSIBLE
+            rejection.reason == IMPLAUSIBLE_REPORT
             and bucket is not None
             and now - task.time_precision - acceptance_window <= bucket <= latest
         ):

@@ -19,6 +19,7 @@ from typing import Any
 
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.store import Store
+from ldp_telemetry.shared.contract import FORBIDDEN, UNAUTHORIZED
 
 # A shuffler token (ldp_telemetry.shuffler) only forwards shuffled batches: nothing else.
 ROLES = ("admin", "analyst", "shuffler")
@@ -84,9 +85,7 @@ def check_role(role: str, granted: str | None) -> None:
             f"this endpoint needs {_a(role)} token: send 'Authorization: Bearer <token>'"
         )
     if role not in _GRANTS[granted]:
-        raise ApiError(
-            403, "forbidden", f"{_a(granted)} token cannot do this; use {_a(role)} token"
-        )
+        raise ApiError(403, FORBIDDEN, f"{_a(granted)} token cannot do this; use {_a(role)} token")
 
 
 def _a(role: str) -> str:
@@ -106,6 +105,6 @@ def check_upload_key(expected_hash: str | None, token: str | None) -> None:
 
 def unauthorized(detail: str) -> ApiError:
     """Return the 401 problem, with the WWW-Authenticate header it needs."""
-    error = ApiError(401, "unauthorized", detail)
+    error = ApiError(401, UNAUTHORIZED, detail)
     error.headers["WWW-Authenticate"] = 'Bearer realm="ldp-aggregator"'
     return error

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ldp_telemetry.aggregator.core.problems import ApiError, too_large
+from ldp_telemetry.shared.contract import INVALID_GZIP, INVALID_JSON, UNSUPPORTED_MEDIA_TYPE
 
 GZIP_WINDOW = 16 + zlib.MAX_WBITS  # zlib's gzip-container mode
 
@@ -56,14 +57,14 @@ def decode_json(
     if (content_type or "").partition(";")[0].strip().lower() != "application/json":
         raise ApiError(
             415,
-            "unsupported_media_type",
+            UNSUPPORTED_MEDIA_TYPE,
             "send the body as JSON with 'Content-Type: application/json'",
         )
     encoding = (content_encoding or "identity").strip().lower()
     if encoding not in ("gzip", "identity"):
         raise ApiError(
             415,
-            "unsupported_media_type",
+            UNSUPPORTED_MEDIA_TYPE,
             f"Content-Encoding {encoding!r} is not supported; use gzip or none",
         )
     if len(raw) > limit:
@@ -77,7 +78,7 @@ def decode_json(
         return json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
         raise ApiError(
-            400, "invalid_json", f"the body is not valid UTF-8 JSON: {str(error)[:200]}"
+            400, INVALID_JSON, f"the body is not valid UTF-8 JSON: {str(error)[:200]}"
         ) from None
 
 
@@ -86,9 +87,9 @@ def _inflate(raw: bytes, limit: int) -> bytes:
     try:
         out = inflater.decompress(raw, limit + 1)
     except zlib.error:
-        raise ApiError(400, "invalid_gzip", "the body is not valid gzip data") from None
+        raise ApiError(400, INVALID_GZIP, "the body is not valid gzip data") from None
     if len(out) > limit or inflater.unconsumed_tail:  # output was cut at the cap
         raise too_large(limit)
     if not inflater.eof or inflater.unused_data:
-        raise ApiError(400, "invalid_gzip", "the body must be exactly one complete gzip member")
+        raise ApiError(400, INVALID_GZIP, "the body must be exactly one complete gzip member")
     return out

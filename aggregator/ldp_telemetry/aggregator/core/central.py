@@ -15,6 +15,7 @@ from typing import Any
 from ldp_telemetry.aggregator.core.query import Window
 from ldp_telemetry.aggregator.store import ShuffledWindow
 from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.answers import Central
 from ldp_telemetry.shared.shuffling.amplification import Reduction, reduction_of
 
 DEFAULT_DELTA = 1e-8
@@ -23,7 +24,7 @@ NO_BATCH = "no shuffled batch is recorded for this range: its reports came in di
 
 def central_fields(
     task: TaskConfig, source: Any, window: Window, n: int, delta: float = DEFAULT_DELTA
-) -> dict[str, Any]:
+) -> Central:
     """Return ``central_epsilon``, ``delta``, ``smallest_batch`` (and, when there is no
     central epsilon, ``central_epsilon_reason``) for an estimate over ``window``."""
     read = getattr(source, "shuffled_window", None)  # a sums file keeps no batches
@@ -50,7 +51,7 @@ def _epsilon(reduction: Reduction, n: int, delta: float) -> float:
     return central_epsilon(reduction, n, delta)
 
 
-def _none(delta: float, reason: str, smallest: int | None = None) -> dict[str, Any]:
+def _none(delta: float, reason: str, smallest: int | None = None) -> Central:
     return {
         "central_epsilon": None,
         "delta": delta,

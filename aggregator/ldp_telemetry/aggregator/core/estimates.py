@@ -14,6 +14,8 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window, check_scan
 from ldp_telemetry.aggregator.store import SumsSource, SumsView
 from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.answers import EstimateAnswer, EstimateRow
+from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 from ldp_telemetry.shared.estimates import Estimates
 from ldp_telemetry.shared.mechanisms import poisoning
 from ldp_telemetry.shared.mechanisms.features import longitudinal
@@ -28,7 +30,7 @@ def answer(
     max_cells: int | None = None,
     fake_fraction: float | None = None,
     normalize: bool = False,
-) -> dict[str, Any]:
+) -> EstimateAnswer:
     """Return the estimates body for checked candidates and window (the view and the CLI).
 
     ``source``: where the sums come from (the store, or a sums file the CLI reads);
@@ -50,17 +52,15 @@ def answer(
         check_min_batch(task, sums, "estimates")
         result = mechanism.estimate(sums, candidates, level=window.level)
         checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
-    extra: dict[str, Any] = {}
     refused = source.refusals(task, window.start, window.end)
-    if checks or refused:
-        extra["anomaly"] = poisoning.anomaly(checks, refused, result.n)
+    anomaly = poisoning.anomaly(checks, refused, result.n) if checks or refused else None
     reach = mechanism.reach()
+    bound = None
     if fake_fraction is not None and reach is not None:
-        extra["poisoning"] = poisoning.poisoning_bound(reach, fake_fraction, result.n)
+        bound = poisoning.poisoning_bound(reach, fake_fraction, result.n)
     if layer is not None:
         result = layer.over_buckets(result, buckets)
-        extra["buckets"] = buckets
-    return {
+    body: EstimateAnswer = {
         "task_id": task.task_id,
         "mechanism": task.mechanism,
         "n": result.n,
@@ -71,8 +71,15 @@ def answer(
         "start": window.start,
         "end": window.end,
         "estimates": _rows(result, normalize),
-        **extra,
     }
+    # The optional fields come last, in this order (as the answer has always listed them).
+    if anomaly is not None:
+        body["anomaly"] = anomaly
+    if bound is not None:
+        body["poisoning"] = bound
+    if layer is not None:
+        body["buckets"] = buckets
+    return body
 
 
 def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
@@ -80,7 +87,7 @@ def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
     if sums.total < task.min_batch_size:
         raise ApiError(
             422,
-            "below_min_batch_size",
+            BELOW_MIN_BATCH_SIZE,
             f"only {sums.total} reports in this range; {what} need at least "
             f"{task.min_batch_size}: widen the range or wait",
             n=sums.total,
@@ -88,7 +95,7 @@ def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:
         )
 
 
-def _rows(result: Estimates, normalize: bool) -> list[dict[str, Any]]:
+def _rows(result: Estimates, normalize: bool) -> list[EstimateRow]:
     """Return the answer's rows, with the Norm-Sub count beside each estimate if asked."""
     rows = result.rows()
     if normalize:

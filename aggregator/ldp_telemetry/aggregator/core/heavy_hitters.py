@@ -16,6 +16,8 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window, invalid, parse_window
 from ldp_telemetry.aggregator.store import SumsSource
 from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.answers import HeavyHitterAnswer
+from ldp_telemetry.shared.contract import NOT_DISCOVERABLE
 from ldp_telemetry.shared.mechanisms.features import discoverer
 
 FIELDS = {"top", "start", "end", "level", "survivors"}
@@ -32,7 +34,7 @@ def parse_request(body: Any) -> tuple[int, int, Window]:
 
 def answer(
     task: TaskConfig, top: int, survivors: int, window: Window, source: SumsSource
-) -> dict[str, Any]:
+) -> HeavyHitterAnswer:
     """Return the heavy-hitters body (the view and the CLI), or raise a problem.
 
     ``source``: where the sums come from (the store, or a sums file the CLI reads).
@@ -41,7 +43,7 @@ def answer(
     if found_by is None:
         raise ApiError(
             422,
-            "not_discoverable",
+            NOT_DISCOVERABLE,
             f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
             "values without candidates: use the estimates endpoint",
         )

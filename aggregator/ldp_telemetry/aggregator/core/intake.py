@@ -32,6 +32,7 @@ from ldp_telemetry.aggregator.core.problems import (
     ApiError,
     Parts,
     answer_of,
+    check_protocol,
     too_large,
     too_many_reports,
 )
@@ -41,16 +42,16 @@ from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.aggregator.store import Store, Upload
 from ldp_telemetry.aggregator.store.group_commit import GroupCommitter
 from ldp_telemetry.shared import DecodeError, Rejection, decode_batch
+from ldp_telemetry.shared.codec import replays
 from ldp_telemetry.shared.contract import (
-    PROTOCOL_HEADER,
+    INVALID_BATCH,
     UPLOAD_PATH,
-    replays,
-    speaks,
+    UploadAnswer,
+    rule,
     upload_answer,
 )
-from ldp_telemetry.shared.task import PROTOCOL_VERSION
 
-ROUTE = UPLOAD_PATH.format(task_id="<task_id>")  # the Flask rule, and the metrics label
+ROUTE = rule(UPLOAD_PATH)  # the Flask rule, and the metrics label
 JSON_HEADERS = [("Content-Type", "application/json")]
 
 
@@ -101,14 +102,7 @@ class Intake:
         declared = headers.content_length
         if len(body) > self.max_body or (declared is not None and declared > self.max_body):
             raise too_large(self.max_body)
-        if headers.protocol is not None and not speaks(headers.protocol):
-            raise ApiError(
-                400,
-                "unsupported_protocol",
-                f"{PROTOCOL_HEADER} {headers.protocol[:20]!r} is not spoken here; this "
-                f"collector speaks protocol {PROTOCOL_VERSION} (PROTOCOL.md)",
-                supported=[PROTOCOL_VERSION],
-            )
+        check_protocol(headers.protocol)
         stored = find_task(task_id, self.store)
         if not shuffled:
             check_upload_key(stored.upload_key_hash, parse_bearer(headers.authorization))
@@ -122,7 +116,7 @@ class Intake:
             keys = self.keyring.private_keys() if task.sealed else None
             decoded, rejected = decode_batch(task, batch, keys)
         except DecodeError as error:
-            raise ApiError(400, "invalid_batch", str(error)) from None
+            raise ApiError(400, INVALID_BATCH, str(error)) from None
         admitted = admit(
             task,
             decoded,
@@ -138,7 +132,7 @@ class Intake:
         )
         return Checked(task_id, upload, rejected + admitted.rejected)
 
-    def answer(self, checked: Checked, replayed: set[bytes]) -> dict[str, Any]:
+    def answer(self, checked: Checked, replayed: set[bytes]) -> UploadAnswer:
         """Return the 200 body of a committed upload, and count it in the metrics."""
         sent = [] if checked.upload is None else checked.upload.envelopes
         # replays in the batch's order, so an answer does not depend on set ordering
@@ -183,7 +177,7 @@ class Intake:
             return answer_of(error)
 
 
-def _encoded(answer: dict[str, Any]) -> bytes:
+def _encoded(answer: UploadAnswer) -> bytes:
     return json.dumps(answer, separators=(",", ":")).encode() + b"\n"  # as Flask's jsonify
 
 

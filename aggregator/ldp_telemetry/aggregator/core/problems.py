@@ -17,15 +17,32 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ldp_telemetry.aggregator.core.faults import StoreFull, StoreUnavailable
-from ldp_telemetry.shared.contract import PROBLEM_MEDIA_TYPE, PROTOCOL_HEADER, problem, speaks
-from ldp_telemetry.shared.task import PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import (
+    BAD_REQUEST,
+    BODY_TOO_LARGE,
+    FORBIDDEN,
+    HTTP_ERROR,
+    INSUFFICIENT_STORAGE,
+    INTERNAL_ERROR,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    OPENAPI_PATH,
+    PROBLEM_MEDIA_TYPE,
+    PROTOCOL_HEADER,
+    PROTOCOL_VERSION,
+    TOO_MANY_REPORTS,
+    TOO_MANY_REQUESTS,
+    UNAUTHORIZED,
+    UNAVAILABLE,
+    UNSUPPORTED_MEDIA_TYPE,
+    UNSUPPORTED_PROTOCOL,
+    problem,
+    problem_title,
+    speaks,
+)
 
 log = logging.getLogger(__name__)
 Parts = tuple[int, list[tuple[str, str]], bytes]  # an HTTP answer: status, headers, body
-BODY_TOO_LARGE = "body_too_large"  # a body over MAX_BODY_BYTES, however it was framed
-INTERNAL_ERROR = "internal_error"
-INSUFFICIENT_STORAGE = "insufficient_storage"
-UNAVAILABLE = "unavailable"
 
 
 class ApiError(Exception):
@@ -37,14 +54,9 @@ class ApiError(Exception):
         self.headers: dict[str, str] = {}
 
 
-def title(code: str) -> str:
-    """Return the problem title of a code (``body_too_large`` -> ``Body too large``)."""
-    return code.replace("_", " ").capitalize()
-
-
 def problem_parts(error: ApiError) -> Parts:
     """Return an ApiError's answer as (status, headers, body), framework-free."""
-    body = problem(error.status, error.code, error.detail, title(error.code), **error.extra)
+    body = problem(error.status, error.code, error.detail, problem_title(error.code), **error.extra)
     headers = [("Content-Type", PROBLEM_MEDIA_TYPE), *error.headers.items()]
     return error.status, headers, stdlib_json.dumps(body).encode()
 
@@ -64,7 +76,7 @@ def too_many_reports(count: int, limit: int) -> ApiError:
     """Return the 413 of a batch holding more than ``limit`` reports (collector or shuffler)."""
     return ApiError(
         413,
-        "too_many_reports",
+        TOO_MANY_REPORTS,
         f"a batch holds at most {limit} reports, got {count}; split it",
         limit=limit,
     )
@@ -76,7 +88,7 @@ def check_protocol(version: str | None) -> None:
     if version is not None and not speaks(version):
         raise ApiError(
             400,
-            "unsupported_protocol",
+            UNSUPPORTED_PROTOCOL,
             f"{PROTOCOL_HEADER} {version[:20]!r} is not spoken here; this "
             f"collector speaks protocol {PROTOCOL_VERSION} (PROTOCOL.md)",
             supported=[PROTOCOL_VERSION],
@@ -145,19 +157,19 @@ def answer_of(error: Exception) -> Parts:
 
 # The web framework's own HTTP errors (werkzeug's: an unknown route, a wrong method, ...)
 _HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
+    400: BAD_REQUEST,
+    401: UNAUTHORIZED,
+    403: FORBIDDEN,
+    404: NOT_FOUND,
+    405: METHOD_NOT_ALLOWED,
     413: BODY_TOO_LARGE,
-    415: "unsupported_media_type",
-    429: "too_many_requests",
-    503: "unavailable",
+    415: UNSUPPORTED_MEDIA_TYPE,
+    429: TOO_MANY_REQUESTS,
+    503: UNAVAILABLE,
 }
 _FIXES = {
     413: "the body is larger than the server accepts; send smaller batches",
-    405: "this URL does not take this method; see GET /v1/openapi.json",
+    405: f"this URL does not take this method; see GET {OPENAPI_PATH}",
 }
 _FRAMEWORK_HEADERS = ("content-type", "content-length")  # of its HTML page: replaced
 
@@ -179,7 +191,7 @@ def http_error_parts(
     if status == 413 and (declared is None or declared > limit):
         return problem_parts(too_large(limit))
     status = status or 500
-    code = _HTTP_CODES.get(status, "http_error")
+    code = _HTTP_CODES.get(status, HTTP_ERROR)
     body = problem(status, code, _FIXES.get(status) or description or name, name)
     kept = [(k, v) for k, v in headers if k.lower() not in _FRAMEWORK_HEADERS]
     return status, [("Content-Type", PROBLEM_MEDIA_TYPE), *kept], stdlib_json.dumps(body).encode()

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.contract import INVALID_QUERY, QUERY_TOO_LARGE
 from ldp_telemetry.shared.estimates import DEFAULT_LEVEL
 
 FIELDS = {"candidates", "start", "end", "level", "fake_fraction", "normalize"}
@@ -72,7 +73,7 @@ def check_cost(task: TaskConfig, candidates: list[Any] | None, max_work: int) ->
     if count * rows > max_work:
         raise ApiError(
             422,
-            "query_too_large",
+            QUERY_TOO_LARGE,
             f"{count} candidates × {rows} rows = {count * rows:,} hash lookups, "
             f"above this collector's limit of {max_work:,} (MAX_ESTIMATE_WORK): "
             f"send at most {max(1, max_work // rows):,} candidates per request",
@@ -92,7 +93,7 @@ def check_scan(task: TaskConfig, buckets: int, max_cells: int) -> None:
     if cells > max_cells:
         raise ApiError(
             422,
-            "query_too_large",
+            QUERY_TOO_LARGE,
             f"{max(1, buckets)} bucket(s) of {rows:,} × {width:,} counters = {cells:,} to read, "
             f"above this collector's limit of {max_cells:,} (MAX_ESTIMATE_CELLS): "
             "narrow the range (start, end)",
@@ -159,4 +160,4 @@ def _time(body: dict[str, Any], name: str) -> int | None:
 
 def invalid(detail: str) -> NoReturn:
     """Raise the 400 ``invalid_query`` problem."""
-    raise ApiError(400, "invalid_query", detail)
+    raise ApiError(400, INVALID_QUERY, detail)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ldp_telemetry.aggregator.core.problems import ApiError
+from ldp_telemetry.shared.contract import TOO_MANY_REQUESTS
 
 
 @dataclass
@@ -70,7 +71,7 @@ def charge(quotas: Quotas | None, task_id: str, reports: int) -> None:
     if wait > 0:
         error = ApiError(
             429,
-            "too_many_requests",
+            TOO_MANY_REQUESTS,
             f"task {task_id!r} is over its upload quota ({quotas.rate:g} "
             f"reports/s per worker, bursts of {quotas.burst:g}); retry after "
             "the Retry-After delay",

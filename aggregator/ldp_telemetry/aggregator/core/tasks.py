@@ -19,6 +19,7 @@ from ldp_telemetry.aggregator.core.sealing_keys import (
 )
 from ldp_telemetry.aggregator.store import Store, StoredTask
 from ldp_telemetry.shared import LdpError, TaskConfig
+from ldp_telemetry.shared.contract import INVALID_TASK, TASKS_PATH, UNKNOWN_TASK
 from ldp_telemetry.shared.mechanisms.auto import AUTO, AUTO_FIELDS
 from ldp_telemetry.shared.task import TASK_FIELDS
 
@@ -67,37 +68,37 @@ def build_task(params: Any, config: Mapping[str, Any]) -> tuple[StoredTask, str 
     MAX_ESTIMATE_CELLS bound what a task may be).
     """
     if not isinstance(params, dict):
-        raise ApiError(400, "invalid_task", "the body must be a JSON object of task parameters")
+        raise ApiError(400, INVALID_TASK, "the body must be a JSON object of task parameters")
     unknown = set(params) - CREATE_FIELDS
     if unknown:
         raise ApiError(
             400,
-            "invalid_task",
+            INVALID_TASK,
             f"unknown task fields {sorted(unknown)}; allowed: {sorted(CREATE_FIELDS)}",
         )
     chosen_by_auto = set(params) - AUTO_GIVEN if params.get("mechanism") == AUTO else set()
     if chosen_by_auto:
         raise ApiError(
             400,
-            "invalid_task",
+            INVALID_TASK,
             f"auto chooses the mechanism and its parameters: {sorted(chosen_by_auto)} cannot "
             "be given with it; name the mechanism to set them (tasks plan compares them)",
         )
     params = dict(params)
     needs_key = params.pop("upload_key_required", False)
     if not isinstance(needs_key, bool):
-        raise ApiError(400, "invalid_task", "upload_key_required must be true or false")
+        raise ApiError(400, INVALID_TASK, "upload_key_required must be true or false")
     archive = params.pop("archive", False)
     if not isinstance(archive, bool):
-        raise ApiError(400, "invalid_task", "archive must be true or false")
+        raise ApiError(400, INVALID_TASK, "archive must be true or false")
     try:
         task = TaskConfig.create(**params)
     except (LdpError, TypeError, ValueError, OverflowError) as error:
-        raise ApiError(400, "invalid_task", str(error)) from None
+        raise ApiError(400, INVALID_TASK, str(error)) from None
     _check_open_buckets(task, config)
     unsealable = check_sealable(keyring_of(config), task)
     if unsealable:
-        raise ApiError(400, "invalid_task", unsealable)
+        raise ApiError(400, INVALID_TASK, unsealable)
     _check_table_size(task, config)
     upload_key = new_token() if needs_key else None
     key_hash = hash_token(upload_key) if upload_key else None
@@ -117,7 +118,7 @@ def _check_open_buckets(task: TaskConfig, config: Mapping[str, Any]) -> None:
     if task.time_precision < shortest:
         raise ApiError(
             400,
-            "invalid_task",
+            INVALID_TASK,
             f"time_precision must be at least {shortest} s: reports are accepted for "
             f"{window} s, and a task may have at most {limit} buckets open "
             "(MAX_BUCKETS_PER_TASK)",
@@ -131,7 +132,7 @@ def _check_table_size(task: TaskConfig, config: Mapping[str, Any]) -> None:
     if rows * width > limit:
         raise ApiError(
             400,
-            "invalid_task",
+            INVALID_TASK,
             f"a table of {rows:,} × {width:,} = {rows * width:,} counters is more than one "
             f"estimate may read ({limit:,}, MAX_ESTIMATE_CELLS): choose a smaller k or m",
         )
@@ -149,7 +150,7 @@ def unknown_task(task_id: str) -> ApiError:
     """Return the 404 problem ``unknown_task`` (the collector's, and a shuffler's)."""
     return ApiError(
         404,
-        "unknown_task",
-        f"there is no task {task_id!r}; list the tasks with GET /v1/tasks",
+        UNKNOWN_TASK,
+        f"there is no task {task_id!r}; list the tasks with GET {TASKS_PATH}",
         task_id=task_id[:64],
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,7 +114,7 @@ def over_time_chart(config: TaskConfig, series: OverTime) -> Chart:
     return Chart("over-time", "Estimates over time", drawing, columns, rows)
 
 
-def top_chart(config: TaskConfig, body: dict[str, Any]) -> Chart:
+def top_chart(config: TaskConfig, body: Mapping[str, Any]) -> Chart:
     """Return the largest estimates over the range with their confidence intervals."""
     top = top_estimates(body)
     rows = [[str(row["value"]), *_numbers(row)] for row in top]
@@ -132,7 +132,7 @@ def top_chart(config: TaskConfig, body: dict[str, Any]) -> Chart:
     return Chart("top", "Top estimates over the range", drawing, columns, rows)
 
 
-def heavy_hitters_chart(config: TaskConfig, body: dict[str, Any]) -> Chart:
+def heavy_hitters_chart(config: TaskConfig, body: Mapping[str, Any]) -> Chart:
     """Return the strings the task's sketches found without a candidate list."""
     found = body["heavy_hitters"]
     rows = [
@@ -155,13 +155,13 @@ def heavy_hitters_chart(config: TaskConfig, body: dict[str, Any]) -> Chart:
     return Chart("heavy-hitters", "Discovered strings (heavy hitters)", drawing, columns, rows)
 
 
-def _row_of(body: dict[str, Any] | None, value: Any) -> dict[str, Any] | None:
+def _row_of(body: Mapping[str, Any] | None, value: Any) -> Mapping[str, Any] | None:
     if body is None:
         return None
     return next((row for row in body["estimates"] if row["value"] == value), None)
 
 
-def _numbers(row: dict[str, Any]) -> list[float]:
+def _numbers(row: Mapping[str, Any]) -> list[float]:
     return [row[name] for name in ESTIMATE_COLUMNS]
 
 

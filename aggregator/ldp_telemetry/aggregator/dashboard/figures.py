@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -26,6 +26,7 @@ from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.query import Window
 from ldp_telemetry.aggregator.dashboard.resources import get_store
 from ldp_telemetry.shared import ParameterError, TaskConfig
+from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 from ldp_telemetry.shared.mechanisms.features import discoverer
 
 CACHE_ENTRIES = 4096  # answers kept per process (a cms answer of 20 values is ~3 kB)
@@ -68,7 +69,7 @@ class BucketAnswer:
 
     start: int
     n: int
-    body: dict[str, Any] | None
+    body: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class Answers:
 
     def __init__(self, size: int = CACHE_ENTRIES) -> None:
         self.size, self.lock = size, threading.Lock()
-        self.kept: OrderedDict[Hashable, tuple[dict[str, Any] | None, ApiError | None]] = (
+        self.kept: OrderedDict[Hashable, tuple[Mapping[str, Any] | None, ApiError | None]] = (
             OrderedDict()
         )
 
@@ -158,9 +159,9 @@ class Answers:
         config: TaskConfig,
         question: Hashable,
         window: Window,
-        compute: Callable[[], dict[str, Any]],
+        compute: Callable[[], Mapping[str, Any]],
         n: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, Any]:
         """Return ``compute()`` for the window, or the kept answer; raise its problem.
 
         ``n``: the window's report count if the caller has just read it.
@@ -193,7 +194,7 @@ class Answers:
 
 def estimate(
     config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     """Return :func:`ldp_telemetry.aggregator.core.estimates.answer` for the window (reused while
     exact).
 
@@ -205,7 +206,7 @@ def estimate(
     question = ("estimates", None if candidates is None else tuple(candidates), refused)
     max_cells = int(current_app.config["MAX_ESTIMATE_CELLS"])
 
-    def compute() -> dict[str, Any]:
+    def compute() -> Mapping[str, Any]:
         return estimates.answer(config, candidates, window, store, max_cells=max_cells)
 
     return Answers.of_app().get(config, question, window, compute, n)
@@ -223,7 +224,7 @@ def over_time(
         try:
             body = estimate(config, candidates, one)
         except ApiError as error:
-            if error.code != "below_min_batch_size":
+            if error.code != BELOW_MIN_BATCH_SIZE:
                 raise
             answers.append(BucketAnswer(start, int(error.extra["n"]), None))
         else:
@@ -231,7 +232,7 @@ def over_time(
     return OverTime(answers, len(starts) - len(shown))
 
 
-def top_estimates(body: dict[str, Any]) -> list[dict[str, Any]]:
+def top_estimates(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Return an estimates body's rows, largest estimate first, at most TOP_BARS."""
     rows = sorted(body["estimates"], key=lambda row: row["estimate"], reverse=True)
     return rows[:TOP_BARS]
@@ -239,7 +240,7 @@ def top_estimates(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def range_answer(
     config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
-) -> tuple[dict[str, Any] | None, ApiError | None]:
+) -> tuple[Mapping[str, Any] | None, ApiError | None]:
     """Return the estimates over the whole window, or the problem the API would answer."""
     try:
         return estimate(config, candidates, window, n), None
@@ -249,7 +250,7 @@ def range_answer(
 
 def discovered(
     config: TaskConfig, window: Window, n: int | None = None
-) -> tuple[dict[str, Any] | None, ApiError | None]:
+) -> tuple[Mapping[str, Any] | None, ApiError | None]:
     """Return the heavy-hitters body over the window, or the problem the API would answer."""
     try:
         found = Answers.of_app().get(

@@ -7,6 +7,7 @@ hand it to templates; they hold no math.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,8 +134,8 @@ class TaskView:
     charts: list[charts.Chart] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    range_body: dict[str, Any] | None = None
-    hh_body: dict[str, Any] | None = None
+    range_body: Mapping[str, Any] | None = None
+    hh_body: Mapping[str, Any] | None = None
     hidden_buckets: int = 0
 
 

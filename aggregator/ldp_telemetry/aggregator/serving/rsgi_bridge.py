@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -46,7 +45,15 @@ from ldp_telemetry.aggregator import serving
 from ldp_telemetry.aggregator.core.intake import ROUTE, Headers, Intake
 from ldp_telemetry.aggregator.core.metrics import ABORTED, observe_request
 from ldp_telemetry.aggregator.core.problems import Parts
-from ldp_telemetry.shared.contract import PROTOCOL_HEADER, UPLOAD_PATH, problem
+from ldp_telemetry.shared.contract import (
+    INCOMPLETE_BODY,
+    PROBLEM_MEDIA_TYPE,
+    PROTOCOL_HEADER,
+    REQUEST_TIMEOUT,
+    UPLOAD_PATH,
+    pattern,
+    problem,
+)
 
 WsgiApp = serving.WsgiApp
 BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
@@ -56,16 +63,16 @@ BODY_TIMEOUT = 10.0  # s, from the end of the headers to the last body byte
 BODY_WAIT_SLOTS = 64
 CROWDED_BODY_TIMEOUT = 1.0  # s
 TIMEOUT_BODY = json.dumps(
-    problem(408, "request_timeout", "the request body did not arrive in time; send it again")
+    problem(408, REQUEST_TIMEOUT, "the request body did not arrive in time; send it again")
 ).encode()
-INCOMPLETE_BODY = json.dumps(
-    problem(400, "incomplete_body", "the connection ended before the request body did")
+INCOMPLETE_BODY_ANSWER = json.dumps(
+    problem(400, INCOMPLETE_BODY, "the connection ended before the request body did")
 ).encode()
-PROBLEM_CLOSE = [("content-type", "application/problem+json"), ("connection", "close")]
+PROBLEM_CLOSE = [("content-type", PROBLEM_MEDIA_TYPE), ("connection", "close")]
 ABORT_REASONS = ("body_timeout", "closed_mid_body", "gone_before_answer")
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 # the upload path, its task id matched as Flask's <task_id> matches it: no slash
-UPLOAD_PATTERN = re.compile(re.escape(UPLOAD_PATH).replace(re.escape("{task_id}"), "([^/]+)"))
+UPLOAD_PATTERN = pattern(UPLOAD_PATH)
 
 
 class _Deadline:
@@ -171,7 +178,7 @@ class RsgiBridge:
             self._respond(protocol, 408, PROBLEM_CLOSE, TIMEOUT_BODY)
         except (ProtocolClosed, ProtocolError):  # the client closed or broke its connection
             self.aborted["closed_mid_body"].inc()
-            self._respond(protocol, 400, PROBLEM_CLOSE, INCOMPLETE_BODY)
+            self._respond(protocol, 400, PROBLEM_CLOSE, INCOMPLETE_BODY_ANSWER)
         finally:
             deadline.close()
             self.waiting -= 1

@@ -19,7 +19,7 @@ from ldp_telemetry.aggregator.store.folding import fold_parts
 from ldp_telemetry.aggregator.store.interface import Upload
 from ldp_telemetry.aggregator.store.staging import pack, stack, unpack
 from ldp_telemetry.shared import Envelope, TaskConfig
-from ldp_telemetry.shared.mechanisms.poisoning import IMPLAUSIBLE
+from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 from ldp_telemetry.shared.sums import RowSums
 
 COUNTER = np.dtype("<i8")
@@ -197,7 +197,10 @@ def record_refusals(tx: Tx, uploads: Sequence[Upload]) -> None:
         tx.executemany(
             "INSERT INTO refusals VALUES (?, ?, ?, ?) ON CONFLICT (task_id, bucket, reason) "
             "DO UPDATE SET count = refusals.count + excluded.count",
-            [(task_id, bucket, IMPLAUSIBLE, c) for (task_id, bucket), c in sorted(counts.items())],
+            [
+                (task_id, bucket, IMPLAUSIBLE_REPORT, c)
+                for (task_id, bucket), c in sorted(counts.items())
+            ],
         )
 
 
@@ -206,6 +209,6 @@ def refusals_in(tx: Tx, task_id: str, start: int | None, end: int | None) -> int
     rows = tx.execute(
         "SELECT COALESCE(SUM(count), 0) FROM refusals WHERE task_id = ? AND reason = ? "
         "AND bucket >= ? AND bucket < ?",
-        (task_id, IMPLAUSIBLE, 0 if start is None else start, 2**62 if end is None else end),
+        (task_id, IMPLAUSIBLE_REPORT, 0 if start is None else start, 2**62 if end is None else end),
     )
     return int(next(iter(rows))[0])

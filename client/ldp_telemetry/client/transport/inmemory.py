@@ -27,12 +27,17 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from ldp_telemetry.client.transport import Request, Response
-from ldp_telemetry.shared.codec import Envelope, decode_batch
+from ldp_telemetry.shared.codec import Envelope, decode_batch, replays
 from ldp_telemetry.shared.contract import (
     CACHE_CONTROL,
+    INVALID_BATCH,
+    NOT_FOUND,
     PROBLEM_MEDIA_TYPE,
+    TASK_PATH,
+    UNKNOWN_TASK,
+    UPLOAD_PATH,
+    pattern,
     problem,
-    replays,
     task_etag,
     upload_answer,
 )
@@ -40,6 +45,8 @@ from ldp_telemetry.shared.errors import DecodeError
 from ldp_telemetry.shared.estimates import Estimates
 from ldp_telemetry.shared.sums import Sums
 from ldp_telemetry.shared.task import TaskConfig
+
+_TASK, _UPLOAD = pattern(TASK_PATH), pattern(UPLOAD_PATH)
 
 
 class InMemoryTransport:
@@ -95,17 +102,13 @@ class InMemoryTransport:
         """Answer one request as the aggregator would."""
         with self._lock:
             self.requests.append(request)
-        parts = request.path.strip("/").split("/")
-        if len(parts) == 3 and parts[:2] == ["v1", "tasks"] and request.method == "GET":
-            return self._task(parts[2], request)
-        if (
-            len(parts) == 4
-            and parts[:2] == ["v1", "tasks"]
-            and parts[3] == "reports"
-            and request.method == "POST"
-        ):
-            return self._upload(parts[2], request)
-        return _problem(404, "not_found", f"no route for {request.method} {request.path}")
+        task = _TASK.fullmatch(request.path)
+        if task is not None and request.method == "GET":
+            return self._task(task["task_id"], request)
+        upload = _UPLOAD.fullmatch(request.path)
+        if upload is not None and request.method == "POST":
+            return self._upload(upload["task_id"], request)
+        return _problem(404, NOT_FOUND, f"no route for {request.method} {request.path}")
 
     def close(self) -> None:
         """Do nothing: there is nothing to release."""
@@ -113,7 +116,7 @@ class InMemoryTransport:
     def _task(self, task_id: str, request: Request) -> Response:
         task = self._tasks.get(task_id)
         if task is None:
-            return _problem(404, "unknown_task", f"there is no task {task_id!r}")
+            return _problem(404, UNKNOWN_TASK, f"there is no task {task_id!r}")
         etag = task_etag(task.fingerprint + (f".{task.seal.key_id}" if task.seal else ""))
         headers = {"etag": etag, "cache-control": CACHE_CONTROL}
         if request.header("If-None-Match") == etag:
@@ -123,11 +126,11 @@ class InMemoryTransport:
     def _upload(self, task_id: str, request: Request) -> Response:
         task = self._tasks.get(task_id)
         if task is None:
-            return _problem(404, "unknown_task", f"there is no task {task_id!r}")
+            return _problem(404, UNKNOWN_TASK, f"there is no task {task_id!r}")
         try:
             accepted, rejected = decode_batch(task, _parse_body(request), self._keys)
         except DecodeError as error:
-            return _problem(400, "invalid_batch", str(error))
+            return _problem(400, INVALID_BATCH, str(error))
         count = 0
         with self._lock:
             for envelope in accepted:

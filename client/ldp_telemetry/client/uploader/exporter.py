@@ -27,9 +27,14 @@ from ldp_telemetry.client.storage import Pending, Storage
 from ldp_telemetry.client.tasks import TaskRegistry
 from ldp_telemetry.client.transport import Request, Response, Transport, retry_after
 from ldp_telemetry.shared.codec import batch_body
-from ldp_telemetry.shared.contract import PROTOCOL_HEADER, problem_code, upload_path
-from ldp_telemetry.shared.errors import OUTDATED_CONFIG, REPORT_REPLAYED
-from ldp_telemetry.shared.task import PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import (
+    OUTDATED_CONFIG,
+    PROTOCOL_HEADER,
+    PROTOCOL_VERSION,
+    REPORT_REPLAYED,
+    problem_code,
+    upload_path,
+)
 
 _TRANSIENT = frozenset({408, 429})
 _TOO_LARGE = 413

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 from ldp_telemetry.shared.errors import DecodeError
 from ldp_telemetry.shared.mechanisms.base import Mechanism, Plan
 from ldp_telemetry.shared.mechanisms.domain import DomainMechanism, DomainParams, binomial_pmf
 from ldp_telemetry.shared.mechanisms.poisoning import (
-    IMPLAUSIBLE,
     Check,
     WeightBand,
     weight_band,
@@ -150,7 +150,7 @@ class OptimizedUnaryEncoding(DomainMechanism):
             raise DecodeError(
                 f"{weight} of {self.d} bits set: an honest report holds {band.low} to "
                 f"{band.high} but with probability below 1e-9",
-                IMPLAUSIBLE,
+                IMPLAUSIBLE_REPORT,
             )
         return bits
 

@@ -26,9 +26,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ldp_telemetry.shared.errors import IMPLAUSIBLE_REPORT
+from ldp_telemetry.shared.answers import Anomaly, CheckResult, PoisoningBound
 
-IMPLAUSIBLE = IMPLAUSIBLE_REPORT  # the rejection reason of a report outside its band
 # An honest report falls outside the plausible weight band with at most this probability.
 HONEST_MISS = 1e-9
 # |z| above which a bucket's sums are reported as suspected (two-sided p ≈ 1.36e-5 per
@@ -120,7 +119,7 @@ class Check:
         """Return True when |z| exceeds SUSPECT_Z."""
         return abs(self.z) > SUSPECT_Z
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> CheckResult:
         """Return the check as the estimates answer shows it."""
         return {"test": self.name, "z": round(self.z, 3), "p_value": self.p_value}
 
@@ -193,7 +192,7 @@ def _two_sided(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2.0))
 
 
-def anomaly(checks: list[Check], refused: int, n: int) -> dict[str, object]:
+def anomaly(checks: list[Check], refused: int, n: int) -> Anomaly:
     """Return the estimates answer's ``anomaly`` object: the sums' tests and the refusals."""
     every = [*checks, refusals_test(refused, n)]
     return {
@@ -204,7 +203,7 @@ def anomaly(checks: list[Check], refused: int, n: int) -> dict[str, object]:
     }
 
 
-def poisoning_bound(reach: Reach, fake_fraction: float, n: int) -> dict[str, object]:
+def poisoning_bound(reach: Reach, fake_fraction: float, n: int) -> PoisoningBound:
     """Return the estimates answer's ``poisoning`` object: the worst shift of any count.
 
     ``fake_fraction`` β of the n reports are assumed chosen by an attacker: together they

@@ -36,7 +36,7 @@ from psycopg.types.numeric import Int8BinaryDumper
 from ldp_telemetry.aggregator.store.interface import Upload
 from ldp_telemetry.aggregator.store.postgres.faults import faults
 from ldp_telemetry.aggregator.store.sql import first_sightings, staged_rows
-from ldp_telemetry.shared.mechanisms.poisoning import IMPLAUSIBLE
+from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 
 # Every array is sent in binary (%b): no hex-escaping of ids and packed batches.
 INGEST = """
@@ -90,7 +90,7 @@ def prepare(uploads: Sequence[Upload], archives: Callable[[str], bool]) -> Group
     parameters = (
         *_columns(batches, 4),
         *_columns(ids, 3),
-        IMPLAUSIBLE,
+        IMPLAUSIBLE_REPORT,
         [t for (t, _), _ in counts],
         [b for (_, b), _ in counts],
         [c for _, c in counts],

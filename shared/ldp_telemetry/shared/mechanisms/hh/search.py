@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ldp_telemetry.shared.accuracy import sketch_collision_variance
+from ldp_telemetry.shared.answers import HeavyHitterRow
 from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.estimates import DEFAULT_LEVEL, Estimates, z_value
 from ldp_telemetry.shared.mechanisms.hh.collisions import disentangle
@@ -52,10 +53,17 @@ class Discovery:
     reliable_z: float
     levels: int
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[HeavyHitterRow]:
         """Return one JSON-ready dict per string."""
         return [
-            {**row, "reliable": bool(flag)}
+            {
+                "value": row["value"],
+                "estimate": row["estimate"],
+                "std_error": row["std_error"],
+                "ci_low": row["ci_low"],
+                "ci_high": row["ci_high"],
+                "reliable": bool(flag),
+            }
             for row, flag in zip(self.estimates.rows(), self.reliable, strict=True)
         ]
 

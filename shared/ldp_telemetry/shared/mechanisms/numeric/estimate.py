@@ -36,10 +36,10 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from ldp_telemetry.shared.answers import EstimateRow
 from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.estimates import Estimates
 from ldp_telemetry.shared.mechanisms.numeric import ems as yardstick
@@ -102,7 +102,7 @@ class NumericEstimates(Estimates):
     reliable: tuple[bool, ...]
     reasons: tuple[str | None, ...]
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[EstimateRow]:
         """Return one JSON-ready dict per statistic, with ``reliable`` and any ``reason``."""
         rows = super().rows()
         for row, flag, reason in zip(rows, self.reliable, self.reasons, strict=True):

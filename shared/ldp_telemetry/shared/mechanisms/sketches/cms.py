@@ -20,11 +20,11 @@ import numpy as np
 
 from ldp_telemetry.shared.accuracy import cms_count_variance
 from ldp_telemetry.shared.bitsum import add_bit_rows
+from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 from ldp_telemetry.shared.errors import DecodeError
 from ldp_telemetry.shared.mechanisms.base import Mechanism
 from ldp_telemetry.shared.mechanisms.longitudinal import LONGITUDINAL_OPTION
 from ldp_telemetry.shared.mechanisms.poisoning import (
-    IMPLAUSIBLE,
     Check,
     WeightBand,
     weight_band,
@@ -204,7 +204,7 @@ class CountMeanSketch(Sketch):
             raise DecodeError(
                 f"{weight} of {m} bits set: an honest report holds {self.band.low} to "
                 f"{self.band.high} but with probability below 1e-9",
-                IMPLAUSIBLE,
+                IMPLAUSIBLE_REPORT,
             )
         return SketchReport(row, bits)
 
