@@ -1,8 +1,8 @@
 /**
- * The device rules of PROTOCOL §4 and the bounded queue, as the Python SDK's ldp_telemetry.client.ledger
- * and ldp_telemetry.client.storage: per task id and period at most N reports; the same value in the
- * same period re-queues the report already made (same id, same noise), found by an HMAC
- * memo key, never by the value; and the privacy ledger the collector cannot reset: the
+ * The device's state and its rules (PROTOCOL §4), as the Python SDK's ldp_telemetry.client.storage:
+ * the budget (budget.ts: per task id and period at most N reports; the same value in the same
+ * period re-queues the report already made, same id, same noise, found by an HMAC memo key,
+ * never by the value), the privacy ledger the collector cannot reset (privacy-ledger.ts: the
  * permanent configurations adopted per task id (a re-published one refused unless the
  * app's republishedEpsilonInf allows it), the PRRs drawn (by HMAC value key) within the
  * lifetime cap maxEpsilonInf, and the ε of one device period within maxEpsilonPerPeriod.
@@ -14,8 +14,7 @@
  * the promise settles, so storage and the queue only ever see ciphertext.
  */
 
-import { bigEndian, concat, hex, utf8 } from "./bytes.js";
-import { hmac } from "./sha256.js";
+import { type Charge, type Limits, within } from "./privacy-ledger.js";
 
 /** One encoded report waiting for upload. */
 export interface Pending {
@@ -40,46 +39,9 @@ export type Admission =
   | "epsilon_inf_exhausted"
   | "queue_full";
 
-/** The caps the app sets (null lifts one). */
-export interface Limits {
-  reportsPerPeriod: number;
-  republishedEpsilonInf: number | null;
-  maxEpsilonInf: number | null;
-  maxEpsilonPerPeriod: number | null;
-  epsilonPeriod: number;
-}
-
-/** What a new report of a record spends: its ε in a device period, maybe a new PRR. */
-export interface Charge {
-  epsilon: number;
-  period: number;
-  permanent: { configuration: string; epsilonInf: number; valueKey: string } | null;
-}
-
-const TOLERANCE = 1e-9; // ε are floats: a sum equal to its cap is not refused by rounding
-
-function within(spent: number, cost: number, cap: number | null): boolean {
-  return cap === null || spent + cost <= cap + TOLERANCE;
-}
-
-/** Return the key a value's PRRs are recorded under (bound to the task id, never the value itself). */
-export function valueKey(secret: Uint8Array, taskId: string, value: Uint8Array): string {
-  return hex(hmac(secret, concat(utf8(`ldp-telemetry ledger\0${taskId}\0`), value)));
-}
-
-/** Return the device's key for a task id (HMAC of its secret; hh levels and PRRs derive from it). */
-export function deviceKey(secret: Uint8Array, taskId: string): Uint8Array {
-  return hmac(secret, utf8(`ldp-telemetry device key\0${taskId}`));
-}
-
-/** Return the memo key of a canonical value in a period of a task (binds the fingerprint). */
-export function lookupKey(secret: Uint8Array, fingerprint: string, period: number, value: Uint8Array): string {
-  return hex(hmac(secret, concat(utf8(fingerprint), bigEndian(period, 8), value)));
-}
-
-/** What a ledger change must persist (IndexedDB in browsers; nothing in memory). */
+/** What a change of the device's state must persist (IndexedDB in browsers; nothing in memory). */
 export interface Persist {
-  /** A new report in the ledger: its task id, period and memo key. */
+  /** A new report in the budget: its task id, period and memo key. */
   remembered(taskId: string, start: number, end: number, lookup: string, pending: Pending): void;
   /** The task's periods that ended before `before` are forgotten. */
   forgotten(taskId: string, before: number): void;
@@ -93,10 +55,14 @@ export interface Persist {
   removed(ids: string[]): void;
 }
 
-/** The ledger of reports made per task id and period, and the queue of undelivered ones. */
-export class Ledger {
+/**
+ * The budget (the reports made per task id and period), the privacy ledger (configurations
+ * adopted, PRRs drawn, ε of the device period) and the queue of undelivered reports.
+ */
+export class DeviceState {
   readonly queue = new Map<string, Pending>();
-  readonly periods = new Map<string, Period[]>();
+  /** The budget: per task id, its periods overlapping the present and their memo. */
+  readonly budget = new Map<string, Period[]>();
   readonly configurations = new Map<string, [string, number][]>();
   readonly drawn = new Map<string, number>();
   /** Reports being sealed: queued when sealed (flush waits for them). */
@@ -117,7 +83,7 @@ export class Ledger {
 
   /** Apply the device rules (PROTOCOL §4, in its order) to a record; make() privatizes it. */
   admit(taskId: string, start: number, end: number, lookup: string, charge: Charge, limits: Limits, make: () => Pending | Promise<Pending>): Admission {
-    const periods = this.periods.get(taskId) ?? [];
+    const periods = this.budget.get(taskId) ?? [];
     const earlier = periods.find((p) => p.start === start && p.end === end)?.memo.get(lookup);
     if (earlier instanceof Promise) return "reused"; // still being sealed: queued when it is
     if (earlier) return this.enqueue(earlier) ? "reused" : "queue_full";
@@ -172,7 +138,7 @@ export class Ledger {
     let period = kept.find((p) => p.start === start && p.end === end);
     if (!period) kept.push((period = { start, end, memo: new Map() }));
     period.memo.set(lookup, pending);
-    this.periods.set(taskId, kept);
+    this.budget.set(taskId, kept);
     if (!(pending instanceof Promise)) this.persist.remembered(taskId, start, end, lookup, pending);
     return period;
   }
@@ -199,8 +165,8 @@ export class Ledger {
       .finally(() => this.sealing.delete(sealing));
   }
 
-  /** Put back what the ledger held (restored from storage). */
-  restoreLedger(configurations: Record<string, [string, number][]>, drawn: Record<string, number>, period: { start: number; epsilon: number } | undefined): void {
+  /** Put back what the privacy ledger held (restored from storage). */
+  restorePrivacyLedger(configurations: Record<string, [string, number][]>, drawn: Record<string, number>, period: { start: number; epsilon: number } | undefined): void {
     for (const [taskId, list] of Object.entries(configurations)) this.configurations.set(taskId, list);
     for (const [key, epsilonInf] of Object.entries(drawn)) {
       this.drawn.set(key, epsilonInf);
@@ -213,13 +179,13 @@ export class Ledger {
     return this.queue.size < this.maxQueue && this.bytes + size <= this.maxBytes;
   }
 
-  /** Put back a report the ledger held before (restored from storage). */
-  restore(taskId: string, start: number, end: number, lookup: string, pending: Pending): void {
-    const periods = this.periods.get(taskId) ?? [];
+  /** Put back a report the budget held before (restored from storage). */
+  restoreBudget(taskId: string, start: number, end: number, lookup: string, pending: Pending): void {
+    const periods = this.budget.get(taskId) ?? [];
     let period = periods.find((p) => p.start === start && p.end === end);
     if (!period) periods.push((period = { start, end, memo: new Map() }));
     period.memo.set(lookup, pending);
-    this.periods.set(taskId, periods);
+    this.budget.set(taskId, periods);
   }
 
   /** Queue a report (a no-op if queued); false if it does not fit. */
@@ -244,7 +210,7 @@ export class Ledger {
     this.persist.removed(ids);
   }
 
-  /** Drop every queued report (the ledger stays); return how many there were. */
+  /** Drop every queued report (the budget and the privacy ledger stay); return how many there were. */
   clear(): number {
     this.cleared++;
     const ids = [...this.queue.keys()];

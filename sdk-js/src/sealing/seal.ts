@@ -8,9 +8,9 @@
  * first use (a chunk of its own), so pages without sealed tasks never load them.
  */
 
-import { base64url, fromBase64url } from "./bytes.js";
-import { jcs } from "./canonical.js";
-import { type Payload, TaskError } from "./mechanisms/base.js";
+import { base64url, fromBase64url } from "../bytes.js";
+import { jcs } from "../canonical.js";
+import { type Payload, TaskError } from "../mechanisms/base.js";
 
 /** The IANA HPKE ids of the one suite PROTOCOL §10 allows. */
 export const SUITE = { kem: 0x0020, kdf: 0x0001, aead: 0x0003 } as const;

@@ -1,12 +1,12 @@
 /**
- * Where a browser keeps the device secret, the ledger, the queue and the task
- * configurations between page loads: IndexedDB, written behind record() (which never
+ * Where a browser keeps the device secret, the budget, the privacy ledger, the queue and the
+ * task configurations between page loads: IndexedDB, written behind record() (which never
  * waits). Without IndexedDB (Node) everything lives in memory for the process's life.
  */
 
-import type { Pending, Persist } from "./ledger.js";
+import type { Pending, Persist } from "./state.js";
 
-/** One ledger entry as kept: a report made in a period of a task, by memo key. */
+/** One budget entry as kept: a report made in a period of a task, by memo key. */
 export interface Remembered {
   taskId: string;
   start: number;
@@ -19,6 +19,7 @@ export interface Remembered {
 export interface Saved {
   secret?: Uint8Array;
   tasks: Record<string, unknown>[];
+  /** The budget's entries (the field keeps its first name: custom stores return it). */
   ledger: Remembered[];
   configurations: Record<string, [string, number][]>;
   drawn: Record<string, number>;
@@ -65,9 +66,10 @@ function done(request: IDBRequest | IDBTransaction): Promise<void> {
 }
 
 /**
- * One IndexedDB database with one key-value object store: "secret", "task:<id>",
+ * One IndexedDB database with one key-value object store: "secret", "task:<id>", the budget
  * "ledger:<task id>:<period end>:<memo key>" (one entry per report made: a record writes one
- * small entry, never the whole ledger), the privacy ledger ("cfg:<task id>", "drawn:<key>",
+ * small entry, never the whole budget; the prefix keeps its first name so that a browser's
+ * saved state still loads), the privacy ledger ("cfg:<task id>", "drawn:<key>",
  * "spent") and "q:<sequence>" (the queue, in order).
  */
 export class IndexedDBStore implements Store {

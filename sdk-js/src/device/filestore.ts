@@ -1,7 +1,8 @@
 /**
  * Node only: the device's state kept in a folder across process restarts — the device
- * secret (`device.key`, the file the Python SDK keeps) and, in `ledger-js.jsonl`, the task
- * configurations, the per-period memo, the privacy ledger and the queue (PROTOCOL §4: the
+ * secret (`device.key`, the file the Python SDK keeps) and, in `ledger-js.jsonl` (its first
+ * name, kept so that a folder written before still loads), the task configurations, the budget
+ * (the per-period memo), the privacy ledger and the queue (PROTOCOL §4: the privacy
  * ledger must outlive the process as long as the secret does, or a collector that
  * re-publishes a longitudinal task between two runs would obtain a second permanent
  * response). Each change is one JSON line appended synchronously before record() returns;
@@ -10,8 +11,8 @@
 import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { mkdir, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { randomBytes } from "./random.js";
-import type { Pending } from "./ledger.js";
+import { randomBytes } from "../random.js";
+import type { Pending } from "./state.js";
 import type { Remembered, Saved, Store } from "./store.js";
 
 /** Return the 32-byte secret in `<dir>/device.key`, creating it (mode 0600) the first time. */
@@ -43,7 +44,7 @@ type Line =
 /** The state the lines describe, replayed in order. */
 class State {
   readonly tasks = new Map<string, Record<string, unknown>>();
-  readonly ledger = new Map<string, Remembered>();
+  readonly budget = new Map<string, Remembered>();
   readonly configurations: Record<string, [string, number][]> = {};
   readonly drawn: Record<string, number> = {};
   period: { start: number; epsilon: number } | undefined;
@@ -53,9 +54,9 @@ class State {
     if (line.op === "task") this.tasks.set(String(line.json["task_id"]), line.json);
     else if (line.op === "remembered") {
       const e = line.entry;
-      this.ledger.set(`${e.taskId}\0${e.end}\0${e.lookup}`, e);
+      this.budget.set(`${e.taskId}\0${e.end}\0${e.lookup}`, e);
     } else if (line.op === "forgotten") {
-      for (const [key, e] of this.ledger) if (e.taskId === line.taskId && e.end <= line.before) this.ledger.delete(key);
+      for (const [key, e] of this.budget) if (e.taskId === line.taskId && e.end <= line.before) this.budget.delete(key);
     } else if (line.op === "adopted") this.configurations[line.taskId] = line.configurations;
     else if (line.op === "drew") this.drawn[line.key] = line.epsilonInf;
     else if (line.op === "spent") this.period = { start: line.start, epsilon: line.epsilon };
@@ -65,7 +66,7 @@ class State {
 
   lines(): Line[] {
     const out: Line[] = [...this.tasks.values()].map((json) => ({ op: "task", json }) as Line);
-    for (const entry of this.ledger.values()) out.push({ op: "remembered", entry });
+    for (const entry of this.budget.values()) out.push({ op: "remembered", entry });
     for (const [taskId, configurations] of Object.entries(this.configurations)) out.push({ op: "adopted", taskId, configurations });
     for (const [key, epsilonInf] of Object.entries(this.drawn)) out.push({ op: "drew", key, epsilonInf });
     if (this.period) out.push({ op: "spent", ...this.period });
@@ -108,7 +109,7 @@ export class FileStore implements Store {
     return {
       secret,
       tasks: [...state.tasks.values()],
-      ledger: [...state.ledger.values()],
+      ledger: [...state.budget.values()],
       configurations: state.configurations,
       drawn: state.drawn,
       period: state.period,
