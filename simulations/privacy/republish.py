@@ -1,4 +1,4 @@
-"""A collector that re-publishes a longitudinal task every day, against the SDK's ledger.
+"""A collector that re-publishes a longitudinal task every day, against the SDK's privacy ledger.
 
 Every device holds "yes" for a longitudinal rr task (ε∞ = 1, flip 0.2) and records it
 once a day for 30 days. The collector is malicious in one of two ways:
@@ -12,12 +12,12 @@ once a day for 30 days. The collector is malicious in one of two ways:
 
 Each device runs the SDK's own rule (:func:`ldp_telemetry.client.storage.admit_to` through
 :class:`ldp_telemetry.client.storage.MemoryStorage`, the charges of
-:func:`ldp_telemetry.client.ledger.charge_of`) and the real permanent responses (HMAC-DRBG from the
-device's seeded secret); only the instantaneous noise comes from the run's seeded generator. The
-attacker knows every configuration and links every report of a device; it computes the exact
-posterior that the value is yes (prior 1/2): reports under one (task id, configuration) share a PRR,
-PRRs of different ones are independent. If the device drew PRRs worth E of ε∞ in total, no report
-sequence can move that posterior past e^E/(1+e^E).
+:func:`ldp_telemetry.client.privacy_ledger.charge_of`) and the real permanent responses (HMAC-DRBG
+from the device's seeded secret); only the instantaneous noise comes from the run's seeded
+generator. The attacker knows every configuration and links every report of a device; it computes
+the exact posterior that the value is yes (prior 1/2): reports under one (task id, configuration)
+share a PRR, PRRs of different ones are independent. If the device drew PRRs worth E of ε∞ in
+total, no report sequence can move that posterior past e^E/(1+e^E).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ldp_telemetry.client.budget import device_key, lookup_key
-from ldp_telemetry.client.ledger import Limits, charge_of
+from ldp_telemetry.client.privacy_ledger import Limits, charge_of
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot
 from ldp_telemetry.shared import TaskConfig
 from simulations.common import plotting

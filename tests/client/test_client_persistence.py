@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ldp_telemetry.client import Client, InMemoryTransport, Request, Response, TransportError
-from ldp_telemetry.client.ledger import Charge, Limits
+from ldp_telemetry.client.privacy_ledger import Charge, Limits
 from ldp_telemetry.client.settings import MAX_REPORTS_PER_PERIOD
 from ldp_telemetry.client.sqlite_storage import WAL_PAGES, SqliteStorage
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot

@@ -1,11 +1,13 @@
-"""The ldp-telemetry aggregator: a Flask collector of privatized reports.
+"""The ldp-telemetry collector: it takes privatized reports and answers estimates from their sums.
 
 It stores exact integer sums of the reports per task, time bucket and sketch row, and
-answers debiased frequency estimates with confidence intervals. Build the app with
-:func:`create_app`; run it with ``ldp-aggregator serve`` (granian) or
-``ldp_telemetry.aggregator.serving.wsgi``. Packages: ``core`` (no web framework), ``store``, ``api``
-(Flask), ``serving``, ``dashboard``, ``cli``, ``shuffler``, ``batch``
-(docs/architecture.md).
+answers debiased estimates with confidence intervals. Uploads run the framework-free
+intake (``core.intake``): under ``ldp-aggregator serve``'s default server (granian) the
+RSGI bridge (``serving.rsgi_bridge``) calls it directly, with no Flask on the way; the
+analysts' API, the dashboard, /metrics and admin are a Flask app, built by
+:func:`create_app`. Packages: ``core`` (no web framework), ``store``, ``archive``, ``api``
+(Flask), ``serving``, ``dashboard``, ``cli`` (docs/architecture.md); the shuffler is a
+service of its own, ``ldp_telemetry.shuffler``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ __all__ = ["create_app"]
 
 def __getattr__(name: str) -> Any:
     # PEP 562: `from aggregator import create_app` loads Flask only when asked, so that
-    # `import ldp_telemetry.aggregator.core` (or store, batch) stays framework-free.
+    # `import ldp_telemetry.aggregator.core` (or store, archive) stays framework-free.
     if name == "create_app":
         from ldp_telemetry.aggregator.api.factory import create_app
 

@@ -1,6 +1,7 @@
-"""Log each kind of problem once, so a failing SDK never floods the host's logs.
+"""Log each kind of failure once, so a failing SDK never floods the host's logs.
 
-Messages name the task and the kind of problem, never a recorded value: callers pass
+(Not the collector's RFC 9457 problem documents: those are answers on the wire.) Messages
+name the task and the kind of failure, never a recorded value: callers pass
 only task ids, counts, status codes and exception type names.
 """
 
@@ -12,8 +13,8 @@ import threading
 logger = logging.getLogger("ldp_telemetry.client")
 
 
-class ProblemLog:
-    """Warn the first time a kind of problem happens; later repeats go to debug."""
+class LogOnce:
+    """Warn the first time a kind of failure happens; later repeats go to debug."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
