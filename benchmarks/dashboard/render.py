@@ -206,7 +206,9 @@ def main() -> None:
             populate(app, args.tasks, args.reports, np.random.default_rng(args.seed))
         client = app.test_client()
         form = client.get("/dashboard/login").text
-        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)  # type: ignore[union-attr]
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert token is not None, "the login page has no CSRF token"
+        csrf = token.group(1)
         assert (
             client.post("/dashboard/login", data={"token": TOKEN, "csrf_token": csrf}).status_code
             == 302

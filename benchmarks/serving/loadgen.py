@@ -229,5 +229,8 @@ def _find(pattern: str, text: str, default: str | None = None) -> str:
 
 
 def _ms(value: str) -> float:
-    number, unit = re.fullmatch(r"([\d.]+)(\w+)", value).groups()  # type: ignore[union-attr]
+    found = re.fullmatch(r"([\d.]+)(\w+)", value)
+    if found is None:
+        raise RuntimeError(f"wrk printed a duration it did not write before: {value!r}")
+    number, unit = found.groups()
     return float(number) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[unit]

@@ -27,7 +27,7 @@ import numpy as np
 import requests
 
 from benchmarks.serving.http_ingest import create_task, running_server
-from ldp_telemetry.shared import encode_batch
+from ldp_telemetry.shared import TaskConfig, encode_batch
 from ldp_telemetry.shared.codec import Envelope, new_report_id
 from ldp_telemetry.shuffler.forwarder import Forwarder
 from ldp_telemetry.shuffler.spool import Report, Spool
@@ -35,18 +35,17 @@ from ldp_telemetry.shuffler.spool import Report, Spool
 BATCH_MIN, BATCH_MAX = 1000, 5000
 
 
-def spooled_reports(task: object, count: int, uploads: int, spool: Spool) -> None:
+def spooled_reports(task: TaskConfig, count: int, uploads: int, spool: Spool) -> None:
     """Fill ``spool`` with ``count`` fresh reports of ``task`` in ``uploads`` uploads."""
-    mechanism = task.mechanism_object  # type: ignore[attr-defined]
+    mechanism = task.mechanism_object
     rng = np.random.default_rng(28)
     values = [f"item-{i}" for i in rng.integers(0, 1000, count)]
     batch = mechanism.privatize_many(values, rng)
-    bucket = task.floor_time(time.time())  # type: ignore[attr-defined]
+    bucket = task.floor_time(time.time())
     envelopes = [
-        Envelope(new_report_id(), task.fingerprint, bucket, batch.report(i))  # type: ignore[attr-defined]
-        for i in range(count)
+        Envelope(new_report_id(), task.fingerprint, bucket, batch.report(i)) for i in range(count)
     ]
-    objects = json.loads(encode_batch(task, envelopes))["reports"]  # type: ignore[arg-type]
+    objects = json.loads(encode_batch(task, envelopes))["reports"]
     per_upload = max(1, count // uploads)
     for start in range(0, count, per_upload):
         part = zip(

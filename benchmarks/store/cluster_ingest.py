@@ -32,11 +32,12 @@ import requests
 from benchmarks.serving import http_ingest, loadgen
 from benchmarks.serving.bench import upload_templates
 from demo.postgres import PostgresServer
+from ldp_telemetry.shared import TaskConfig
 
 CONNECTIONS = 16
 
 
-def _task(node: http_ingest.Server, task_id: str) -> object:
+def _task(node: http_ingest.Server, task_id: str) -> TaskConfig:
     return http_ingest.create_task(node, task_id)
 
 
@@ -54,7 +55,7 @@ def load(nodes: list[http_ingest.Server], batch: int, seconds: float, folder: Pa
     """Post ``batch``-report uploads to the nodes for ``seconds``; return rates and checks."""
     task_id = f"bench-{batch}-{secrets.token_hex(3)}"
     task = _task(nodes[0], task_id)
-    body = upload_templates(task, batch, np.random.default_rng(batch))  # type: ignore[arg-type]
+    body = upload_templates(task, batch, np.random.default_rng(batch))
     results: list[loadgen.Load] = []
 
     def one(node: http_ingest.Server, index: int) -> None:

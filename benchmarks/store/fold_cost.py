@@ -23,19 +23,23 @@ from benchmarks.dashboard.render import task_params, values
 from ldp_telemetry.aggregator.store import StoredTask, sql
 from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
+from ldp_telemetry.shared.sums import RowSums
 
 FOLDS = 3
 MERGE = sql.merge_rows
 
 
-def _buckets_only(tx: Any, table: str, key: Any, keys: Any, new: Any) -> None:
+def _buckets_only(
+    tx: sql.Tx, table: str, key: tuple[str, ...], values: tuple[Any, ...], new: RowSums
+) -> None:
+    # merge_rows' own signature, so that it can stand in for it
     if table != "rollup":
-        MERGE(tx, table, key, keys, new)
+        MERGE(tx, table, key, values, new)
 
 
 def fold_seconds(kind: int, reports: int, rolled_up: bool) -> float:
     """Return the mean seconds of one fold of ``reports`` staged reports."""
-    sql.merge_rows = MERGE if rolled_up else _buckets_only  # type: ignore[assignment]
+    sql.merge_rows = MERGE if rolled_up else _buckets_only
     rng = np.random.default_rng(3)
     try:
         with tempfile.TemporaryDirectory(prefix="ldp-fold-bench-") as folder:

@@ -186,6 +186,11 @@ def table(rows: list[dict[str, object]], sizes: Sizes) -> Table:
     )
 
 
+def _height(error: object) -> float:
+    """Return a relative error as a bar's height (0 where the method gives none)."""
+    return float(error) if isinstance(error, (int, float)) else 0.0
+
+
 def plot(rows: list[dict[str, object]], sizes: Sizes, path: Path) -> Path:
     """Bar chart: each statistic's error per method at each epsilon (n = the base size)."""
     fig, axes = plotting.figure(panels=len(EPSILONS), width=4.6, height=4.0)
@@ -199,7 +204,7 @@ def plot(rows: list[dict[str, object]], sizes: Sizes, path: Path) -> Path:
             ]
             if not found:
                 continue
-            heights = [float(found[0][s]) if found[0][s] is not None else 0.0 for s in STATISTICS]  # type: ignore[arg-type]
+            heights = [_height(found[0][s]) for s in STATISTICS]
             xs = np.arange(len(STATISTICS)) + (offset - 1.5) * 0.2
             ax.bar(xs, np.array(heights) * 100, width=0.2, label=method)
         if epsilon == 2.0:

@@ -36,6 +36,7 @@ from ldp_telemetry.client.budget import device_key, lookup_key
 from ldp_telemetry.client.privacy_ledger import Limits, charge_of
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot
 from ldp_telemetry.shared import TaskConfig
+from ldp_telemetry.shared.mechanisms.features import longitudinal
 from simulations.common import plotting
 from simulations.common.settings import RunSettings, progress
 from simulations.common.tables import Column, Table
@@ -84,7 +85,10 @@ SETTINGS: dict[str, Limits] = {
 
 def bound(scenario: str, limits: Limits) -> float:
     """Return the most ε∞ the ledger lets a device spend in a scenario (its PRRs' sum)."""
-    epsilon_inf = float(same_id(0).mechanism_object.effective_epsilon_inf)  # type: ignore[attr-defined]
+    layer = longitudinal(same_id(0).mechanism_object)
+    if layer is None:
+        raise TypeError("the re-published task must be longitudinal")
+    epsilon_inf = float(layer.effective_epsilon_inf)
     spent = DAYS * epsilon_inf  # one new PRR a day at most
     if (
         scenario == "same task id, flip changed daily"

@@ -33,10 +33,10 @@ def registry(transport: object, clock: Clock, **options: object) -> TaskRegistry
     return TaskRegistry(
         transport,
         timeout=1.0,
-        log=LogOnce(),  # type: ignore[arg-type]
+        log=LogOnce(),
         clock=clock,
         **options,
-    )  # type: ignore[arg-type]
+    )
 
 
 def fetched(known: TaskRegistry, task_id: str) -> TaskConfig | None:

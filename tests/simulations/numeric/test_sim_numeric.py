@@ -29,9 +29,9 @@ def test_quick_run_is_seeded_and_square_wave_beats_grr_on_the_tail(tmp_path: Pat
     assert first == numeric.compute(numeric.QUICK, settings.rng(), False)
     cell = {(r["method"], r["epsilon"]): r for r in first}
     for epsilon in numeric.EPSILONS:
-        assert cell[("sw", epsilon)]["p99"] < cell[("grr", epsilon)]["p99"]  # type: ignore[operator]
-    assert cell[("sw", 4.0)]["p50"] < 0.03  # type: ignore[operator]
-    assert all(math.isfinite(float(r["mean"])) for r in first)  # type: ignore[arg-type]
+        assert cell[("sw", epsilon)]["p99"] < cell[("grr", epsilon)]["p99"]
+    assert cell[("sw", 4.0)]["p50"] < 0.03
+    assert all(math.isfinite(float(r["mean"])) for r in first)
     files = numeric.run(settings)
     assert [f.name for f in files] == ["numeric.png", "numeric.csv", "numeric.md"]
     assert "| sw | 2 |" in (tmp_path / "numeric" / "numeric.md").read_text()
