@@ -21,9 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import dashboard_render, domain_kinds, http_ingest, ours, serving_bench, table
-from benchmarks.baseline import BaselineSession, BaselineUnavailable, baseline_python
-from benchmarks.settings import MODES, Sizes
+from benchmarks.baselines import domain_kinds, ours
+from benchmarks.baselines.pure_ldp import BaselineSession, BaselineUnavailable, baseline_python
+from benchmarks.common import table
+from benchmarks.common.settings import MODES, Sizes
+from benchmarks.dashboard import render as dashboard_render
+from benchmarks.serving import bench as serving_bench
+from benchmarks.serving import http_ingest
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -13,23 +13,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from simulations import (
+from simulations.common.settings import DEFAULT_OUT, RunSettings
+from simulations.coverage import experiment as coverage
+from simulations.frequency import (
     choose_mechanism,
-    coverage,
     domain_kinds,
     heavy_hitters,
-    longitudinal,
-    numeric,
-    numeric_coverage,
-    poisoning,
-    posterior,
-    republish,
     rr_seed,
     rr_vs_laplace,
-    shuffle,
     sketch_accuracy,
 )
-from simulations.settings import DEFAULT_OUT, RunSettings
+from simulations.numeric import accuracy as numeric
+from simulations.numeric import coverage as numeric_coverage
+from simulations.poisoning import experiment as poisoning
+from simulations.privacy import longitudinal, posterior, republish, shuffle
 
 
 class Experiment(Protocol):

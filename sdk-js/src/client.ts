@@ -8,64 +8,27 @@
  *
  * A sealed task's record (PROTOCOL §10) privatizes and is charged on the caller's thread as
  * any other; the raw value is not kept past the call. Only the privatized payload is handed
- * to HPKE (async: the lazily loaded ./hpke.ts), and the sealed text is what is queued, kept
+ * to HPKE (async: the lazily loaded ./sealing/hpke.ts), and the sealed text is what is queued, kept
  * and sent. Known tasks are revalidated with their ETag ("<fingerprint>.<key_id>" for a
  * sealed one) when their max-age has passed, so a rotated key is used from then on.
  */
 
 import { base64url } from "./bytes.js";
 import { Contract } from "./contract.js";
-import { type Charge, Ledger, type Limits, type Pending, deviceKey, lookupKey, valueKey } from "./ledger.js";
+import { deviceKey, lookupKey } from "./device/budget.js";
+import { type Charge, type Limits, valueKey } from "./device/privacy-ledger.js";
+import { DeviceState, type Pending } from "./device/state.js";
+import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./device/store.js";
 import { ValueError } from "./mechanisms/base.js";
 import { SecureWords, randomBytes } from "./random.js";
-import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./store.js";
-import { checkSealable, sealedReportText } from "./seal.js";
+import { checkSealable, sealedReportText } from "./sealing/seal.js";
+import { type Options, limitsOf, positive } from "./settings.js";
 import { type Task, parseTask } from "./task.js";
 import { timeoutSignal } from "./timeout.js";
 import { type Counters, Uploader, retryAfter } from "./uploader.js";
 import { floorTime, reportText, taskPath } from "./wire.js";
 
-export interface Options {
-  /** The collector's base URL, e.g. "https://telemetry.example.com". */
-  endpoint: string;
-  /** The upload key of tasks created with upload_key_required. */
-  uploadKey?: string;
-  /** Tasks to fetch at once (others are fetched when first recorded, that record dropped). */
-  taskIds?: string[];
-  /** Task JSON objects to use as given (never fetched). */
-  tasks?: Record<string, unknown>[];
-  /** The 32-byte device secret; default: kept in IndexedDB in a browser, else new per client. */
-  secret?: Uint8Array;
-  /** The IndexedDB database name, or false for memory only; default "ldp-telemetry" where IndexedDB exists. */
-  database?: string | false;
-  /** Where the device's state lives instead (Node: `fileStore(dir)` from dist/node.js); overrides `database`. */
-  store?: Store;
-  /** Reports per task id per period (default 1). */
-  reportsPerPeriod?: number;
-  /** The ε∞ a task id may spend on permanent configurations after its first (default 0; null: no cap). */
-  republishedEpsilonInf?: number | null;
-  /** The device's lifetime ε∞ over every permanent response drawn (default 64; null: no cap). */
-  maxEpsilonInf?: number | null;
-  /** The ε of all new reports in one device period (default null: no cap). */
-  maxEpsilonPerPeriod?: number | null;
-  /** The device period of maxEpsilonPerPeriod, seconds (default 86,400). */
-  epsilonPeriod?: number;
-  batchSize?: number;
-  maxBatchBytes?: number;
-  /** Seconds between uploads of what is queued (default 30). */
-  flushInterval?: number;
-  maxQueue?: number;
-  maxQueueBytes?: number;
-  /** First backoff and its cap, seconds (default 0.5 and 30). */
-  backoff?: number;
-  backoffMax?: number;
-  /** Seconds before a request is abandoned as failed (default 60; a task's configuration: at most 10). */
-  timeout?: number;
-  enabled?: boolean;
-  fetch?: typeof fetch;
-  /** Unix time in seconds (tests). */
-  clock?: () => number;
-}
+export type { Options } from "./settings.js";
 
 export interface Stats extends Counters {
   queued: number;
@@ -86,22 +49,6 @@ function maxAge(header: string | null): number {
   return match ? Math.min(Number(match[1]), MAX_AGE_CAP) : DEFAULT_MAX_AGE;
 }
 
-function cap(name: string, value: number | null | undefined, fallback: number | null): number | null {
-  const v = value === undefined ? fallback : value;
-  if (v !== null && !(typeof v === "number" && v >= 0 && Number.isFinite(v))) {
-    throw new TypeError(`ldp-telemetry: ${name} must be a number ≥ 0 or null`);
-  }
-  return v;
-}
-
-function positive(name: string, value: number | undefined, fallback: number, integer = true): number {
-  const v = value ?? fallback;
-  if (typeof v !== "number" || !(v > 0) || (integer && !Number.isInteger(v))) {
-    throw new TypeError(`ldp-telemetry: ${name} must be a positive ${integer ? "integer" : "number"}`);
-  }
-  return v;
-}
-
 export class Client {
   private readonly tasks = new Map<string, Task>();
   private readonly fetching = new Set<string>();
@@ -113,7 +60,7 @@ export class Client {
   private readonly fresh = new Map<string, { etag: string | null; due: number }>();
   private readonly words = new SecureWords();
   private readonly deviceKeys = new Map<string, Uint8Array>();
-  private readonly ledger: Ledger;
+  private readonly state: DeviceState;
   private readonly uploader: Uploader;
   private readonly store: Store;
   private readonly counters: Counters = { sent: 0, retries: 0, failedBatches: 0, dropped: {}, rejected: {} };
@@ -137,13 +84,7 @@ export class Client {
       throw new TypeError("ldp-telemetry: secret must be 32 bytes (a Uint8Array)");
     }
     this.endpoint = options.endpoint.replace(/\/+$/, "");
-    this.limits = {
-      reportsPerPeriod: positive("reportsPerPeriod", options.reportsPerPeriod, 1),
-      republishedEpsilonInf: cap("republishedEpsilonInf", options.republishedEpsilonInf, 0),
-      maxEpsilonInf: cap("maxEpsilonInf", options.maxEpsilonInf, 64),
-      maxEpsilonPerPeriod: cap("maxEpsilonPerPeriod", options.maxEpsilonPerPeriod, null),
-      epsilonPeriod: positive("epsilonPeriod", options.epsilonPeriod, 86_400),
-    };
+    this.limits = limitsOf(options);
     this.clock = options.clock ?? (() => Date.now() / 1000);
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.timeout = positive("timeout", options.timeout, 60, false);
@@ -151,14 +92,14 @@ export class Client {
     const database = options.database ?? (typeof indexedDB === "undefined" ? false : "ldp-telemetry");
     this.store = options.store ?? (database === false ? new MemoryStore() : new IndexedDBStore(database, () => this.drop("storage_error")));
     this.store.reportErrors?.(() => this.drop("storage_error"));
-    this.ledger = new Ledger(
+    this.state = new DeviceState(
       positive("maxQueue", options.maxQueue, 10_000),
       positive("maxQueueBytes", options.maxQueueBytes, 16 << 20),
       this.store,
       (reason) => this.drop(reason),
     );
     this.uploader = new Uploader(
-      this.ledger,
+      this.state,
       {
         endpoint: this.endpoint,
         uploadKey: options.uploadKey,
@@ -198,9 +139,9 @@ export class Client {
         /* a cached task this version refuses: fetched again when recorded */
       }
     }
-    for (const e of saved.ledger) this.ledger.restore(e.taskId, e.start, e.end, e.lookup, e.pending);
-    this.ledger.restoreLedger(saved.configurations, saved.drawn, saved.period);
-    for (const pending of saved.queue) this.ledger.enqueue(pending, false);
+    for (const e of saved.ledger) this.state.restoreBudget(e.taskId, e.start, e.end, e.lookup, e.pending);
+    this.state.restorePrivacyLedger(saved.configurations, saved.drawn, saved.period);
+    for (const pending of saved.queue) this.state.enqueue(pending, false);
     // Asked for, not awaited: a collector that never answers must not hold ready (and so
     // flush, close and waitForTasks) past their own timeouts.
     for (const id of options.taskIds ?? []) void this.want(id);
@@ -336,11 +277,11 @@ export class Client {
             : { configuration: task.configuration, epsilonInf: task.epsilonInf, valueKey: valueKey(secret, task.id, canonical) },
       };
       const end = period + task.timePrecision;
-      const admission = this.ledger.admit(task.id, period, end, lookup, charge, this.limits, () =>
+      const admission = this.state.admit(task.id, period, end, lookup, charge, this.limits, () =>
         this.privatize(task, secret, period, value),
       );
       if (admission === "new" || admission === "reused") {
-        if (this.ledger.queue.size >= 500) this.upload(false);
+        if (this.state.queue.size >= 500) this.upload(false);
         return true;
       }
       return this.drop(admission);
@@ -411,13 +352,13 @@ export class Client {
   /** Turn recording on or off; off deletes every queued report. */
   setEnabled(enabled: boolean): void {
     this.enabled = Boolean(enabled);
-    if (!this.enabled) this.drop("disabled", this.ledger.clear());
+    if (!this.enabled) this.drop("disabled", this.state.clear());
   }
 
   /** Return the counters: sent, retries, failed batches, drops and rejections by reason, queued. */
   stats(): Stats {
     const c = this.counters;
-    return { ...c, dropped: { ...c.dropped }, rejected: { ...c.rejected }, queued: this.ledger.queue.size };
+    return { ...c, dropped: { ...c.dropped }, rejected: { ...c.rejected }, queued: this.state.queue.size };
   }
 }
 

@@ -2,4 +2,4 @@
 export { Client, init, type Options, type Stats } from "./client.js";
 export { TaskError, ValueError } from "./mechanisms/base.js";
 export { PROTOCOL, parseTask, type Task } from "./task.js";
-export type { Saved, Store } from "./store.js";
+export type { Saved, Store } from "./device/store.js";

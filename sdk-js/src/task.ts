@@ -17,7 +17,7 @@ import { GeneralizedRandomizedResponse, RandomizedResponse } from "./mechanisms/
 import { OptimizedUnaryEncoding, SubsetSelection } from "./mechanisms/sets.js";
 import { CountMeanSketch, HadamardCountMeanSketch, OptimizedLocalHashing } from "./mechanisms/sketch.js";
 import { SCALE } from "./random.js";
-import { type SealKey, sealKeyOf } from "./seal.js";
+import { type SealKey, sealKeyOf } from "./sealing/seal.js";
 import { sha256 } from "./sha256.js";
 
 /** The protocol version this SDK speaks (PROTOCOL.md). */
@@ -48,7 +48,7 @@ export interface Task {
   /** The ε of one report, and the permanent layer's ε∞ (null: not longitudinal). */
   readonly epsilon: number;
   readonly epsilonInf: number | null;
-  /** The permanent configuration a ledger records (PROTOCOL §4), null if not longitudinal. */
+  /** The permanent configuration the privacy ledger records (PROTOCOL §4), null if not longitudinal. */
   readonly configuration: string | null;
   /** The collector's key its reports are sealed to (PROTOCOL §10), null for a plain task. */
   readonly seal: SealKey | null;
@@ -131,7 +131,7 @@ const BIG = (x: number) => BigInt(x);
 
 /**
  * Return the ε of one report and (longitudinal) the permanent layer's ε∞, computed from the
- * implemented thresholds as the reference does (what the device's ledger charges).
+ * implemented thresholds as the reference does (what the device's privacy ledger charges).
  */
 export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf: number | null } {
   const m = mechanism as unknown;

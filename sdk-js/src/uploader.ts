@@ -9,7 +9,7 @@
  */
 
 import { Contract } from "./contract.js";
-import type { Ledger, Pending } from "./ledger.js";
+import type { DeviceState, Pending } from "./device/state.js";
 import { batchBody, taskPath } from "./wire.js";
 import { timeoutSignal } from "./timeout.js";
 
@@ -55,7 +55,7 @@ export class Uploader {
   waitUntil = 0;
 
   constructor(
-    private readonly ledger: Ledger,
+    private readonly state: DeviceState,
     private readonly options: UploaderOptions,
     private readonly counters: Counters,
     private readonly outdated: (taskId: string) => void,
@@ -64,7 +64,7 @@ export class Uploader {
 
   /** Return whether nothing is queued or being sealed. */
   get idle(): boolean {
-    return this.ledger.queue.size === 0 && this.ledger.sealing.size === 0;
+    return this.state.queue.size === 0 && this.state.sealing.size === 0;
   }
 
   /** Start as many batches as allowed now (never throws, never waits). */
@@ -81,7 +81,7 @@ export class Uploader {
     const { batchSize, maxBatchBytes } = this.options;
     const batch: Pending[] = [];
     let bytes = 16;
-    for (const pending of this.ledger.queue.values()) {
+    for (const pending of this.state.queue.values()) {
       if (this.inFlight.has(pending.id) || (batch.length && pending.taskId !== batch[0]!.taskId)) continue;
       const cap = this.caps.get(pending.taskId) ?? batchSize;
       bytes += pending.text.length + 1;
@@ -123,7 +123,7 @@ export class Uploader {
     if (status === 200 || status === 202) {
       this.failures = 0;
       this.account(batch, await response.json().catch(() => ({})));
-      this.ledger.remove(ids);
+      this.state.remove(ids);
     } else if (status === 413 && batch.length > 1) {
       this.caps.set(batch[0]!.taskId, batch.length >> 1);
     } else if (status === 408 || status === 429 || status >= 500) {
@@ -131,7 +131,7 @@ export class Uploader {
     } else {
       this.counters.dropped["batch_rejected"] = (this.counters.dropped["batch_rejected"] ?? 0) + batch.length;
       this.counters.failedBatches++;
-      this.ledger.remove(ids);
+      this.state.remove(ids);
     }
   }
 

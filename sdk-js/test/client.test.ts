@@ -40,7 +40,7 @@ function client(options: Partial<Options> & { tasks: Json[] }, fetch: typeof glo
   return init({ endpoint: "http://collector.test", database: false, fetch, clock: () => 1_764_028_800, ...options });
 }
 
-test("the ledger refuses config_changed, epsilon_inf_exhausted and epsilon_exhausted", async () => {
+test("the privacy ledger refuses config_changed, epsilon_inf_exhausted and epsilon_exhausted", async () => {
   const secret = new Uint8Array(32).fill(7);
   let day = 1_764_028_800;
   const make = (tasks: Json[], options: Partial<Options> = {}) =>
@@ -55,17 +55,17 @@ test("the ledger refuses config_changed, epsilon_inf_exhausted and epsilon_exhau
   assert.equal(sdk.record("p", "y"), true);
   assert.equal(sdk.record("p", "z"), false); // ε of the device period: ~2.83 + 3 + 3 > 10
   assert.equal(sdk.stats().dropped["epsilon_exhausted"], 1);
-  // The collector re-publishes "c" with another flip: the same ledger refuses it.
-  const ledger = (sdk as unknown as { ledger: unknown }).ledger;
+  // The collector re-publishes "c" with another flip: the same device state refuses it.
+  const state = (sdk as unknown as { state: unknown }).state;
   const again = make([longCms(0.2, 4)]);
   await again.ready;
-  (again as unknown as { ledger: unknown }).ledger = ledger;
+  (again as unknown as { state: unknown }).state = state;
   day += 86_400;
   assert.equal(again.record("c", "apple"), false);
   assert.equal(again.stats().dropped["config_changed"], 1);
   const plain = make([task({ ...CMS, epsilon: 4 })]);
   await plain.ready;
-  (plain as unknown as { ledger: unknown }).ledger = ledger;
+  (plain as unknown as { state: unknown }).state = state;
   assert.equal(plain.record("c", "apple"), false); // a permanent layer is never dropped
   assert.equal(plain.stats().dropped["config_changed"], 1);
   for (const c of [sdk, again, plain]) await c.close(100);
@@ -76,8 +76,8 @@ test("republishedEpsilonInf lets a re-published configuration in, once", async (
   const first = init({ endpoint: "http://collector.test", database: false, secret, tasks: [longCms(0.1, 4)], fetch: collector([]).fetch, republishedEpsilonInf: 4 });
   await first.ready;
   assert.equal(first.record("c", "apple"), true);
-  const ledger = (first as unknown as { ledger: { configurations: Map<string, [string, number][]> } }).ledger;
-  assert.equal(ledger.configurations.get("c")!.length, 1);
+  const state = (first as unknown as { state: { configurations: Map<string, [string, number][]> } }).state;
+  assert.equal(state.configurations.get("c")!.length, 1);
   await first.close(100);
 });
 

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { fromHex, hex, utf8 } from "../src/bytes.js";
 import { type Json, jcs } from "../src/canonical.js";
 import { RowHashes, murmur64 } from "../src/hashing.js";
-import { deviceKey, lookupKey } from "../src/ledger.js";
+import { deviceKey, lookupKey } from "../src/device/budget.js";
 import { Longitudinal } from "../src/mechanisms/longitudinal.js";
 import { FixedWords, KeyedStream } from "../src/random.js";
 import { canonicalJson, derivedOf, parseTask } from "../src/task.js";

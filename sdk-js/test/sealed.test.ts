@@ -6,11 +6,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { base64url, fromBase64url, fromHex, utf8 } from "../src/bytes.js";
-import { suite, paddedLength, paddedText } from "../src/hpke.js";
+import { suite, paddedLength, paddedText } from "../src/sealing/hpke.js";
 import { init, type Options } from "../src/index.js";
 import { TaskError } from "../src/mechanisms/base.js";
 import { SecureWords } from "../src/random.js";
-import { sealInfo, sealKeyOf, sealedReportText } from "../src/seal.js";
+import { sealInfo, sealKeyOf, sealedReportText } from "../src/sealing/seal.js";
 import { derivedOf, fingerprintOf, parseTask } from "../src/task.js";
 
 type Json = Record<string, unknown>;
@@ -175,7 +175,7 @@ test("record() queues only the sealed report, and it opens to the privatized pay
   const fake = collector(() => [sealedTask(COLORS)]);
   const sdk = client({ tasks: [sealedTask(COLORS)], reportsPerPeriod: 3 }, fake.fetch);
   await sdk.ready;
-  const queue = (sdk as unknown as { ledger: { queue: Map<string, { text: string }> } }).ledger.queue;
+  const queue = (sdk as unknown as { state: { queue: Map<string, { text: string }> } }).state.queue;
   assert.equal(sdk.record("colors", "green"), true); // returns at once: the sealing is queued
   assert.equal(sdk.record("colors", "green"), true); // the memo: the same report, still sealing
   assert.equal(queue.size, 0); // nothing queued before it is sealed

@@ -31,8 +31,8 @@ def payloads(task: TaskConfig, values: Sequence[Any], rng: np.random.Generator) 
     """Return the privatized payloads of values (vectorized privatize_many)."""
     batch = task.mechanism_object.privatize_many(values, rng)
     if task.mechanism in ("cms", "hcms"):
-        return [batch.report(i) for i in range(len(values))]  # type: ignore[union-attr]
-    return [int(x) for x in batch]  # type: ignore[union-attr]
+        return [batch.report(i) for i in range(len(values))]
+    return [int(x) for x in batch]
 
 
 def envelopes(

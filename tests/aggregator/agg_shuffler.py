@@ -98,7 +98,7 @@ def wait_for(condition: object, timeout: float = 60.0) -> None:
     """Poll ``condition()`` until it is true; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
+        if condition():
             return
         time.sleep(0.1)
     raise AssertionError("condition not reached in time")

@@ -136,7 +136,7 @@ def test_openapi_lists_exactly_the_routes(app: Flask, client: FlaskClient) -> No
         # The dashboard's HTML pages are not part of the JSON API (README: Dashboard).
         if rule.endpoint != "static" and not rule.endpoint.startswith("dashboard.")
         for method in rule.methods - {"HEAD", "OPTIONS"}
-    }  # type: ignore[operator]
+    }
     assert documented == routed
 
 

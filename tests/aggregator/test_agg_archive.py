@@ -45,7 +45,7 @@ def seed(app: Flask, params: dict[str, object], values: dict[int, list[str]]) ->
         for bucket, day in values.items():
             batch = task.mechanism_object.privatize_many(day, rng)
             envelopes = [
-                Envelope(new_report_id(), task.fingerprint, bucket, batch.report(i))  # type: ignore[union-attr]
+                Envelope(new_report_id(), task.fingerprint, bucket, batch.report(i))
                 for i in range(len(day))
             ]
             for start in range(0, len(envelopes), 100):

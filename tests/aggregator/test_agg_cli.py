@@ -173,7 +173,7 @@ def test_heavy_hitters_reads_the_store(tmp_path: Path) -> None:
         get_store().add_reports(
             task,
             [
-                Envelope(new_report_id(), task.fingerprint, 0, reports.report(i))  # type: ignore[attr-defined]
+                Envelope(new_report_id(), task.fingerprint, 0, reports.report(i))
                 for i in range(len(values))
             ],
             [2**40] * len(values),

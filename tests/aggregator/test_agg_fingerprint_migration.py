@@ -39,7 +39,7 @@ def execute(db: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
     if db.startswith("postgresql"):
         with psycopg.connect(db) as conn:
             for sql, args in statements:
-                conn.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
+                conn.execute(sql.replace("?", "%s"), args)
         return
     with sqlite3.connect(db) as conn:
         for sql, args in statements:
@@ -67,7 +67,7 @@ def test_tasks_of_an_old_database_are_refingerprinted(app: Flask) -> None:
     )
     migrated = create_app({"TESTING": True, "DATABASE": db})
     with migrated.app_context():
-        assert get_store().schema_change[0] == 2  # type: ignore[attr-defined]
+        assert get_store().schema_change[0] == 2
     for task in tasks:
         served = migrated.test_client().get(f"/v1/tasks/{task.task_id}").json
         assert served["fingerprint"] == task.fingerprint != json.loads(old[0])["fingerprint"]

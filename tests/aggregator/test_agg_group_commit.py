@@ -84,7 +84,7 @@ def hold_the_writer(
     the uploads submitted next wait together for the one after it."""
     store: Store = app.extensions["ldp_store"]
     gated = GatedStore(store)
-    committer = GroupCommitter(gated)  # type: ignore[arg-type]
+    committer = GroupCommitter(gated)
     gated.gate.clear()
     blocker = committer.submit(first)
     assert gated.entered.acquire(timeout=WAIT)  # the writer holds the first transaction
@@ -186,7 +186,7 @@ def test_the_event_loop_hands_over_one_pass_together_and_awaits_the_commit(
 ) -> None:
     store: Store = app.extensions["ldp_store"]
     gated = GatedStore(store)
-    committer = GroupCommitter(gated)  # type: ignore[arg-type]
+    committer = GroupCommitter(gated)
     uploads = [upload(task, 2, seed) for seed in range(10)]
 
     async def main() -> list[set[bytes]]:

@@ -49,19 +49,14 @@ def device_levels(task: TaskConfig, count: int) -> np.ndarray:
     """Each device's level from its own secret, exactly as the SDK derives it."""
     mechanism = task.mechanism_object
     secrets = (hashlib.sha256(f"device-secret-{i}".encode()).digest() for i in range(count))
-    return np.array(
-        [
-            mechanism.for_device(device_key(s, task)).device_level  # type: ignore[attr-defined]
-            for s in secrets
-        ]
-    )
+    return np.array([mechanism.for_device(device_key(s, task)).device_level for s in secrets])
 
 
 def test_the_collector_finds_the_planted_heavy_hitters(server: Server) -> None:
     task = create_task(server.url, task_id="hh-words", **TASK)
     rng = np.random.default_rng(20261124)
     values = population(rng)
-    batch = task.mechanism_object.privatize_many(  # type: ignore[call-arg]
+    batch = task.mechanism_object.privatize_many(
         values, rng, levels=device_levels(task, len(values))
     )
     reports = [batch.report(i) for i in range(len(values))]
@@ -137,7 +132,7 @@ def test_a_task_given_only_max_length_is_searchable_with_the_defaults(server: Se
     letters = np.array(list(LETTERS))
     values = [w for w, count in heavy.items() for _ in range(count)]
     values += ["".join(rng.choice(letters, size=rng.integers(3, 7))) for _ in range(4000)]
-    batch = task.mechanism_object.privatize_many(  # type: ignore[call-arg]
+    batch = task.mechanism_object.privatize_many(
         values, rng, levels=device_levels(task, len(values))
     )
     reports = [batch.report(i) for i in range(len(values))]

@@ -37,7 +37,7 @@ def test_a_database_of_the_first_release_is_upgraded_in_place(tmp_path: Path) ->
         conn.execute("INSERT INTO tokens VALUES ('h', 'admin', 1)")
         conn.execute("PRAGMA user_version = 1")
     with create_app({"DATABASE": str(db)}).app_context():
-        assert get_store().schema_change == (1, migrations()[-1][0])  # type: ignore[attr-defined]
+        assert get_store().schema_change == (1, migrations()[-1][0])
         assert get_store().token_role("h") == "admin"  # data kept
     assert versions(db)[0] == 1
 

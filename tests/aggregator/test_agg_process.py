@@ -131,6 +131,6 @@ def test_two_workers_and_four_threads_give_the_serial_sums(
     tables = []
     for task in (parallel, serial):
         with store.read_sums(task, None, None) as sums:
-            tables.append((sums.total, sums.table[0:64]))  # type: ignore[attr-defined]
+            tables.append((sums.total, sums.table[0:64]))
     assert tables[0][0] == tables[1][0] == len(reports)
     assert np.array_equal(tables[0][1], tables[1][1])

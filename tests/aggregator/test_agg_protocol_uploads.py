@@ -87,7 +87,7 @@ def test_media_type_parameters_and_case_are_accepted(
 def test_a_bom_or_utf16_body_is_refused(
     http: FlaskClient, task: TaskConfig, encode: object
 ) -> None:
-    raw = encode(body(task, seed=99).decode())  # type: ignore[operator]
+    raw = encode(body(task, seed=99).decode())
     answer = post_reports(http, task.task_id, raw)
     assert answer.status_code == 400 and answer.json["type"].endswith(":invalid_json")
 

@@ -124,7 +124,7 @@ def test_every_refusal_has_its_reason_and_the_rest_count_once(
     raw[-1] ^= 1
     tampered = {**_report(task), "sealed": b64encode(bytes(raw))}
     unknown = {**_report(task), "key_id": "not-a-key"}
-    plain = TaskConfig(**TASK)  # type: ignore[arg-type]  # the same task, unsealed
+    plain = TaskConfig(**TASK)  # the same task, unsealed
     unsealed = encode_report(
         plain, Envelope(new_report_id(), task.fingerprint, good[0]["time"], True)
     )
@@ -169,7 +169,7 @@ def test_an_unreadable_key_file_keeps_the_keys_already_read(
     task = _served(client)
     keys.write_text("{not json")
     assert _upload(client, _report(task))["accepted"] == 1  # logged, not a 500
-    assert client.get("/v1/tasks/sealed").json["seal"]["key_id"] == task.seal.key_id  # type: ignore[index,union-attr]
+    assert client.get("/v1/tasks/sealed").json["seal"]["key_id"] == task.seal.key_id
 
 
 def test_the_keys_command(tmp_path: Path) -> None:

@@ -119,12 +119,12 @@ def public_tasks(app: object) -> None:
     """Answer the shuffler's upload-key questions as a collector whose tasks take no key."""
     answer = requests.Response()
     answer.status_code, answer._content = 200, b'{"upload_key_sha256": null}'
-    keys = app.extensions["ldp_shuffler_keys"]  # type: ignore[attr-defined]
+    keys = app.extensions["ldp_shuffler_keys"]
     keys.session.get = lambda *args, **kwargs: answer
 
 
 def post(app: object, body: object) -> object:
-    return app.test_client().post(  # type: ignore[attr-defined]
+    return app.test_client().post(
         "/v1/tasks/t/reports", data=json.dumps(body), headers={"Content-Type": "application/json"}
     )
 
@@ -133,32 +133,32 @@ def test_intake_answers_202_with_what_it_knows(shuffler_app: object) -> None:
     good = [json.loads(r.body) for r in reports(0, 2)]
     bad = [{"report_id": "short", "time": 1}, {"report_id": b64encode(bytes(16)), "time": -1}]
     answer = post(shuffler_app, {"reports": [*good, *bad, good[0]]})
-    assert answer.status_code == 202  # type: ignore[attr-defined]
-    body = answer.get_json()  # type: ignore[attr-defined]
+    assert answer.status_code == 202
+    body = answer.get_json()
     assert body["accepted"] == 2
     assert [r["reason"] for r in body["rejected"]] == [
         "invalid_message",
         "invalid_message",
         "report_replayed",
     ]
-    assert post(shuffler_app, {"reports": []}).status_code == 400  # type: ignore[attr-defined]
+    assert post(shuffler_app, {"reports": []}).status_code == 400
 
 
 def test_a_full_spool_answers_503_with_retry_after(shuffler_app: object) -> None:
     now = int(time.time())  # current reports: the forwarder's prune must not free room
     first = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(0, 3, when=now)]})
-    assert first.status_code == 202  # type: ignore[attr-defined]
+    assert first.status_code == 202
     full = post(shuffler_app, {"reports": [json.loads(r.body) for r in reports(10, 2, when=now)]})
-    assert full.status_code == 503  # type: ignore[attr-defined]
-    assert full.headers["Retry-After"] == "5"  # type: ignore[attr-defined]
+    assert full.status_code == 503
+    assert full.headers["Retry-After"] == "5"
 
 
 def test_a_batch_over_the_limit_answers_the_collectors_413(shuffler_app: object) -> None:
-    limit = shuffler_app.config["MAX_REPORTS_PER_BATCH"]  # type: ignore[attr-defined]
+    limit = shuffler_app.config["MAX_REPORTS_PER_BATCH"]
     listed = [json.loads(r.body) for r in reports(0, limit + 1)]
     answer = post(shuffler_app, {"reports": listed})
-    assert answer.status_code == 413  # type: ignore[attr-defined]
-    problem = answer.get_json()  # type: ignore[attr-defined]
+    assert answer.status_code == 413
+    problem = answer.get_json()
     assert problem["type"].endswith(":too_many_reports") and problem["limit"] == limit
     assert f"got {limit + 1}" in problem["detail"]
 
@@ -166,7 +166,7 @@ def test_a_batch_over_the_limit_answers_the_collectors_413(shuffler_app: object)
 def test_an_unspoken_protocol_is_refused_as_the_collector_refuses_it(shuffler_app: object) -> None:
     body = json.dumps({"reports": [json.loads(r.body) for r in reports(0, 1)]})
     answers = {
-        version: shuffler_app.test_client().post(  # type: ignore[attr-defined]
+        version: shuffler_app.test_client().post(
             "/v1/tasks/t/reports",
             data=body,
             headers={"Content-Type": "application/json", "LDP-Protocol": version},
@@ -187,11 +187,11 @@ def test_a_report_from_the_future_is_refused_not_spooled(shuffler_app: object) -
     future = [json.loads(r.body) for r in reports(0, 2, when=10**11)]
     current = json.loads(reports(5, 1, when=int(time.time()))[0].body)
     answer = post(shuffler_app, {"reports": [*future, current]})
-    body = answer.get_json()  # type: ignore[attr-defined]
-    assert answer.status_code == 202 and body["accepted"] == 1  # type: ignore[attr-defined]
+    body = answer.get_json()
+    assert answer.status_code == 202 and body["accepted"] == 1
     assert [r["reason"] for r in body["rejected"]] == ["report_too_early"] * 2
     assert body["rejected"][0]["report_id"] == future[0]["report_id"]
-    assert shuffler_app.extensions["ldp_shuffler_spool"].pending == 1  # type: ignore[attr-defined]
+    assert shuffler_app.extensions["ldp_shuffler_spool"].pending == 1
 
 
 def test_a_task_request_is_relayed_with_its_id_quoted(
@@ -206,6 +206,6 @@ def test_a_task_request_is_relayed_with_its_id_quoted(
         return answer
 
     monkeypatch.setattr(requests.Session, "get", get)
-    client = shuffler_app.test_client()  # type: ignore[attr-defined]
+    client = shuffler_app.test_client()
     assert client.get("/v1/tasks/a%3Fb%23c").status_code == 404
     assert asked == ["http://127.0.0.1:9/v1/tasks/a%3Fb%23c"]

@@ -44,8 +44,8 @@ def test_fold_touches_only_hit_rows_and_matches_the_dense_sums(mechanism: str) -
     reports = payloads(task, WORDS[:50], np.random.default_rng(0))
     folded = fold(task.mechanism_object, stack(task.mechanism_object, reports))
     dense = task.mechanism_object.new_sums()
-    dense.add_many(task.mechanism_object.stack(reports))  # type: ignore[union-attr, arg-type]
-    assert set(folded.rows) == {r.row for r in reports}  # type: ignore[union-attr]
+    dense.add_many(task.mechanism_object.stack(reports))
+    assert set(folded.rows) == {r.row for r in reports}
     assert np.array_equal(dense.n[folded.rows], folded.n)
     assert np.array_equal(dense.table[folded.rows], folded.table)
     assert dense.total == len(reports)
@@ -156,7 +156,7 @@ def test_apple_size_sketch_uses_memory_of_a_block_not_of_the_table(store: SqlSto
     try:
         store.add_reports(task, envelopes(task, reports, 1.7e9), [0] * 500)
         with store.read_sums(task, None, None) as sums:
-            result = task.mechanism_object.estimate(sums, ["w1", "w2"])  # type: ignore[arg-type]
+            result = task.mechanism_object.estimate(sums, ["w1", "w2"])
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

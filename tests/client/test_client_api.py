@@ -136,9 +136,9 @@ def test_config_objects_validate() -> None:
 
 def test_client_construction_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="transport"):
-        client.Client("http://a", transport=object())  # type: ignore[arg-type]
+        client.Client("http://a", transport=object())
     with pytest.raises(ConfigurationError, match="TaskConfig"):
-        client.Client("http://a", tasks=[{"task_id": "x"}])  # type: ignore[list-item]
+        client.Client("http://a", tasks=[{"task_id": "x"}])
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(ConfigurationError, match="data_dir"):
         client.Client("http://a", data_dir=tmp_path / "file" / "sub")

@@ -46,7 +46,7 @@ def make(transport: InMemoryTransport, clock: Clock, **options: object) -> Clien
         atexit_timeout=None,
         task_ids=transport.task_ids(),
         **options,
-    )  # type: ignore[arg-type]
+    )
     assert sdk.wait_for_tasks(timeout=10)
     return sdk
 

@@ -59,7 +59,7 @@ def create_task(url: str, **params: Any) -> dict[str, Any]:
         f"{url}/v1/tasks", json=params, timeout=10, headers={"Authorization": f"Bearer {ADMIN}"}
     )
     assert response.status_code == 201, response.text
-    return response.json()  # type: ignore[no-any-return]
+    return response.json()
 
 
 def estimates(url: str, task_id: str, **body: Any) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def estimates(url: str, task_id: str, **body: Any) -> dict[str, Any]:
         headers={"Authorization": f"Bearer {ANALYST}"},
     )
     assert response.status_code == 200, response.text
-    return response.json()  # type: ignore[no-any-return]
+    return response.json()
 
 
 class DeviceNoise(threading.local):

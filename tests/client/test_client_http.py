@@ -34,7 +34,7 @@ def http_client(url: str, **options: object) -> Client:
     options.setdefault("reports_per_period", None)
     if "tasks" not in options:  # know every task before recording, as task_ids gives
         options.setdefault("task_ids", list(TASK_IDS))
-    sdk = Client(url, atexit_timeout=None, **options)  # type: ignore[arg-type]
+    sdk = Client(url, atexit_timeout=None, **options)
     if "tasks" not in options:
         assert sdk.wait_for_tasks(timeout=10)
     return sdk

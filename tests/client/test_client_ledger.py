@@ -1,4 +1,4 @@
-"""The privacy ledger (ldp_telemetry.client.ledger) through the one rule (admit_to), in both
+"""The privacy ledger (ldp_telemetry.client.privacy_ledger) through the one rule (admit_to), in both
 storages."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from ldp_telemetry.client import Client, ConfigurationError, InMemoryTransport
 from ldp_telemetry.client.budget import lookup_key
-from ldp_telemetry.client.ledger import Limits, charge_of
+from ldp_telemetry.client.privacy_ledger import Limits, charge_of
 from ldp_telemetry.client.sqlite_storage import SqliteStorage
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot, Storage
 from ldp_telemetry.shared import TaskConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ldp_telemetry.client import Client, InMemoryTransport, Request, Response, TransportError
-from ldp_telemetry.client.ledger import Charge, Limits
+from ldp_telemetry.client.privacy_ledger import Charge, Limits
 from ldp_telemetry.client.settings import MAX_REPORTS_PER_PERIOD
 from ldp_telemetry.client.sqlite_storage import WAL_PAGES, SqliteStorage
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot
@@ -39,7 +39,7 @@ def offline_client(data_dir: Path, tasks: dict[str, TaskConfig], **options: obje
         atexit_timeout=None,
         flush_interval=60.0,
         **options,
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_queued_reports_survive_a_restart(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def test_the_write_ahead_log_stays_bounded(tasks: dict[str, TaskConfig], tmp_pat
 
 def test_a_failing_disk_is_counted_not_raised(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:
     offline = offline_client(tmp_path, tasks)
-    offline._storage.close()  # type: ignore[attr-defined]  # every statement now fails
+    offline._storage.close()  # every statement now fails
     assert offline.record("t-rr", True) is False
     assert offline.stats().dropped == {"storage_error": 1} and offline.stats().queued == 0
     assert offline.flush(0.5) is False

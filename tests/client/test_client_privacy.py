@@ -35,7 +35,7 @@ def test_raw_value_is_nowhere(
         "atexit_timeout": None,
     }
     with caplog.at_level(logging.DEBUG):
-        first = Client(collector.url, **options)  # type: ignore[arg-type]
+        first = Client(collector.url, **options)
         assert first.wait_for_tasks(["t-cms", "t-hcms", "t-grr"], timeout=10)
         assert first.record("t-cms", CANARY) and first.record("t-hcms", CANARY)
         assert first.record("t-grr", CANARY) is False  # not in the domain
@@ -46,7 +46,7 @@ def test_raw_value_is_nowhere(
         assert files_containing(tmp_path, CANARY.encode()) == []
         collector.failing = 0
         assert len(list(tmp_path.rglob("*"))) >= 2  # the secret and the queue were written
-        second = Client(collector.url, **options)  # type: ignore[arg-type]
+        second = Client(collector.url, **options)
         assert second.flush(5) and second.stats().sent == 2
         assert second.close(5)
     assert files_containing(tmp_path, CANARY.encode()) == []

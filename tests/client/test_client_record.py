@@ -29,7 +29,7 @@ def memory_client(transport: InMemoryTransport, *, ready: bool = True, **options
     options.setdefault("reports_per_period", None)
     if ready:
         options.setdefault("task_ids", transport.task_ids())
-    sdk = Client("memory://test", transport=transport, atexit_timeout=None, **options)  # type: ignore[arg-type]
+    sdk = Client("memory://test", transport=transport, atexit_timeout=None, **options)
     if ready:
         assert sdk.wait_for_tasks(timeout=10)
     return sdk
@@ -102,7 +102,7 @@ def test_rr_accepts_numpy_answers_as_the_mechanism_does(tasks: dict[str, TaskCon
     mechanism = tasks["rr"].mechanism_object
     assert isinstance(mechanism, RandomizedResponse)
     for value in (np.int64(1), np.int64(0), np.bool_(True), np.uint8(0)):
-        mechanism.privatize(value)  # type: ignore[arg-type]
+        mechanism.privatize(value)
         assert sdk.record("t-rr", value) is True
     assert sdk.record("t-rr", np.int64(2)) is False
     assert sdk.stats().dropped == {"invalid_value": 1}
@@ -118,7 +118,7 @@ def test_unknown_task_is_dropped_and_not_refetched_each_time(tasks: dict[str, Ta
     assert sdk.wait_for_tasks(["no-such-task"], timeout=0.5) is False  # fetched, 404
     assert sdk.record("no-such-task", True) is False
     assert sdk.record("bad id with spaces", True) is False
-    assert sdk.record(42, True) is False  # type: ignore[arg-type]
+    assert sdk.record(42, True) is False  # a task id that is not a str
     assert sdk.stats().dropped == {"task_unavailable": 4}
     assert len([r for r in transport.requests if r.method == "GET"]) == 1
     sdk.close(1)
@@ -175,7 +175,7 @@ class GarbageTransport:
     """A transport that answers nonsense."""
 
     def handle(self, request: Request, *, timeout: float) -> Response:
-        return "not a response"  # type: ignore[return-value]
+        return "not a response"
 
     def close(self) -> None:
         pass
@@ -367,7 +367,7 @@ def long_lived() -> Iterator[Client]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(task_id=st.sampled_from(["t-rr", "t-grr", "t-cms", "t-hcms"]) | ANYTHING, value=ANYTHING)
 def test_record_never_raises(long_lived: Client, task_id: object, value: object) -> None:
-    assert long_lived.record(task_id, value) in (True, False)  # type: ignore[arg-type]
+    assert long_lived.record(task_id, value) in (True, False)
 
 
 def test_privatization_uses_the_os_csprng(

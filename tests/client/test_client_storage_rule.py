@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ldp_telemetry.client.ledger import Charge, Limits
+from ldp_telemetry.client.privacy_ledger import Charge, Limits
 from ldp_telemetry.client.sqlite_storage import SqliteStorage
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot, Storage
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ldp_telemetry.client import InMemoryTransport, Request, Response
-from ldp_telemetry.client.problems import ProblemLog
+from ldp_telemetry.client.log_once import LogOnce
 from ldp_telemetry.client.stats import Counters
 from ldp_telemetry.client.tasks import DEFAULT_MAX_AGE, RETRY_FAILED, TaskRegistry
 from ldp_telemetry.shared import TaskConfig
@@ -33,10 +33,10 @@ def registry(transport: object, clock: Clock, **options: object) -> TaskRegistry
     return TaskRegistry(
         transport,
         timeout=1.0,
-        problems=ProblemLog(),  # type: ignore[arg-type]
+        log=LogOnce(),
         clock=clock,
         **options,
-    )  # type: ignore[arg-type]
+    )
 
 
 def fetched(known: TaskRegistry, task_id: str) -> TaskConfig | None:

@@ -158,7 +158,7 @@ def test_the_task_page_shows_the_api_estimates(
         if one.status_code == 422:
             assert estimate is None
         else:
-            assert float(estimate) == one.json()["estimates"][0]["estimate"]  # type: ignore[arg-type]
+            assert float(estimate) == one.json()["estimates"][0]["estimate"]
     fits(page, shots, "task-cms")
 
 

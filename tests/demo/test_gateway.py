@@ -38,7 +38,7 @@ def test_a_gzip_upload_is_read_whatever_the_header_case() -> None:
 
 def test_a_refused_chunk_counts_its_own_reports() -> None:
     gateway, upstream = Gateway("http://127.0.0.1:9"), Refusing()
-    gateway._upstream = upstream  # type: ignore[assignment]
+    gateway._upstream = upstream
     reports = [{"report_id": str(i)} for i in range(BATCH + 200)]
     gateway.handle(upload(reports, {"Content-Encoding": "gzip"}), timeout=1.0)
     gateway.shutdown()

@@ -258,14 +258,14 @@ def test_the_independent_numeric_client_is_the_implementation(spec: dict[str, An
     values = [*rng.lognormal(2.5, 1.5, 400).tolist(), spec["lo"], spec["hi"], 1e9, -5.0]
     for value in values:
         bucket = ic.numeric_bucket(task.to_dict(), value)
-        assert bucket == mechanism.bucket_of(value)  # type: ignore[attr-defined]
+        assert bucket == mechanism.bucket_of(value)
         words = rng.integers(0, 2**32, size=3).tolist()
         used = getattr(mechanism, "used_words", 2**32)
         if used < 2**32:
             words[0] = 2**32 - 1  # past the used range: both must draw again
         ours = ic.numeric_output(task.to_dict(), bucket, iter(words).__next__)
         first_used = next(w for w in words if w < used)
-        theirs = mechanism._from_words(np.array([bucket]), np.array([first_used]))  # type: ignore[attr-defined]
+        theirs = mechanism._from_words(np.array([bucket]), np.array([first_used]))
         assert ours == int(theirs[0])
 
 

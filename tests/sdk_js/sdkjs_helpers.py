@@ -60,7 +60,7 @@ def create_task(url: str, **fields: Any) -> dict[str, Any]:
     """Create a task on the collector (admin token) and return its JSON."""
     response = requests.post(f"{url}/v1/tasks", json=fields, headers=bearer(ADMIN), timeout=30)
     assert response.status_code == 201, response.text
-    return json.loads(response.text)  # type: ignore[no-any-return]
+    return json.loads(response.text)
 
 
 def estimates(url: str, task_id: str, **query: Any) -> dict[str, Any]:
@@ -69,4 +69,4 @@ def estimates(url: str, task_id: str, **query: Any) -> dict[str, Any]:
         f"{url}/v1/tasks/{task_id}/estimates", json=query, headers=bearer(ANALYST), timeout=60
     )
     assert response.status_code == 200, response.text
-    return json.loads(response.text)  # type: ignore[no-any-return]
+    return json.loads(response.text)

@@ -111,7 +111,7 @@ def guesses_right(
 ) -> np.ndarray:
     """Return whether the Bayes adversary's guess from each report names the truth."""
     values = [DIGITS[i] for i in truth]
-    batch = mechanism.privatize_many(values, rng)  # type: ignore[attr-defined]
+    batch = mechanism.privatize_many(values, rng)
     if kind == "grr":
         return batch == truth
     if kind == "oue":
@@ -120,7 +120,7 @@ def guesses_right(
         favoured = np.zeros((len(truth), d), dtype=bool)
         np.put_along_axis(favoured, batch, True, axis=1)
     else:
-        keys = mechanism.keys(DIGITS[:d])  # type: ignore[attr-defined]
+        keys = mechanism.keys(DIGITS[:d])
         buckets = mechanism.hashes.bucket_matrix(keys, slice(0, mechanism.k)).T  # (k, d)
         at = buckets[batch.rows]  # each report's row: every value's bucket
         if kind == "olh":

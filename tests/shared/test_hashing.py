@@ -130,4 +130,4 @@ def test_bad_seed_and_value_types_are_refused() -> None:
     with pytest.raises(ParameterError, match="hash_seed"):
         RowHashes(-1, 2, 4)
     with pytest.raises(ValueOutOfDomain, match="str"):
-        value_key(b"bytes", 0)  # type: ignore[arg-type]
+        value_key(b"bytes", 0)

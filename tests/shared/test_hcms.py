@@ -85,8 +85,8 @@ def test_estimate_in_many_small_chunks_is_unchanged(monkeypatch: pytest.MonkeyPa
 
 def _reports_of(sums: object) -> list[HadamardReport]:
     """Return reports whose signed sums equal ``sums`` (the estimator is linear in them)."""
-    table = sums.table  # type: ignore[attr-defined]
-    counts = sums.n  # type: ignore[attr-defined]
+    table = sums.table
+    counts = sums.n
     reports = []
     for row in range(table.shape[0]):
         for col in range(table.shape[1]):

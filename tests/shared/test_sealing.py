@@ -264,7 +264,7 @@ def test_a_sealed_task_fingerprints_sealed_but_not_its_key() -> None:
     with pytest.raises(ParameterError):
         TaskConfig(**spec, seal=key_a)  # a key on a plain task
     with pytest.raises(ParameterError):
-        TaskConfig(**spec, sealed=1)  # type: ignore[arg-type]
+        TaskConfig(**spec, sealed=1)  # an int, not a bool
 
 
 def test_a_sealed_task_refuses_plain_reports_and_a_plain_task_sealed_ones() -> None:

@@ -36,7 +36,7 @@ def test_row_blocks_stay_bounded_for_wide_sketches(sketch: type, candidates: int
     mechanism = sketch(epsilon=4.0, k=512, m=65536, hash_seed=1)
     sums = RecordingSums(512, 65536)
     values = [f"v{i}" for i in range(candidates)]
-    estimates = mechanism.estimate(sums, values)  # type: ignore[arg-type]
+    estimates = mechanism.estimate(sums, values)
     assert len(estimates.estimate) == candidates
     assert sum(sums.table.blocks) == 512
     assert max(sums.table.blocks) * 65536 <= BLOCK_CELLS

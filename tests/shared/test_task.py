@@ -67,7 +67,7 @@ def test_tasks_round_trip_through_json(name: str) -> None:
 def test_create_draws_a_random_hash_seed_for_sketches_only() -> None:
     params = {k: v for k, v in VALID["cms"].items() if k != "hash_seed"}
     seeds = {TaskConfig.create(**params).hash_seed for _ in range(20)}
-    assert len(seeds) > 15 and all(0 <= s < 2**32 for s in seeds)  # type: ignore[operator]
+    assert len(seeds) > 15 and all(0 <= s < 2**32 for s in seeds)
     assert TaskConfig.create(**VALID["rr"]).hash_seed is None
 
 

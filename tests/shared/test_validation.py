@@ -141,7 +141,7 @@ def test_values_outside_the_domain_are_refused() -> None:
     grr = GeneralizedRandomizedResponse(epsilon=1.0, domain=["a", "b"])
     for bad in ("c", None, ["a"], 0):
         with pytest.raises(ValueOutOfDomain, match="not in this task's domain"):
-            grr.privatize(bad, rng)  # type: ignore[arg-type]
+            grr.privatize(bad, rng)
     with pytest.raises(ValueOutOfDomain):
         grr.privatize_many(["a", "z"], rng)
     with pytest.raises(ValueOutOfDomain):
@@ -153,7 +153,7 @@ def test_values_outside_the_domain_are_refused() -> None:
             rr.privatize(bad, rng)
     cms = CountMeanSketch(epsilon=1.0, k=2, m=4, hash_seed=0)
     with pytest.raises(ValueOutOfDomain, match="str"):
-        cms.privatize(b"bytes", rng)  # type: ignore[arg-type]
+        cms.privatize(b"bytes", rng)
     with pytest.raises(ValueOutOfDomain, match="one str"):
         cms.privatize_many("abc", rng)
 

@@ -1,12 +1,13 @@
-"""The ldp-telemetry collector of privatized reports.
+"""The ldp-telemetry collector: it takes privatized reports and answers estimates from their sums.
 
 It stores exact integer sums of the reports per task, time bucket and sketch row, and
-answers debiased frequency estimates with confidence intervals. Build the app with
-:func:`create_app` (the composition root, :mod:`ldp_telemetry.aggregator.compose`); run it
-with ``ldp-aggregator serve`` (granian) or ``ldp_telemetry.aggregator.serving.wsgi``.
-Packages: ``core`` (no web framework), ``store``, ``api`` (Flask), ``dashboard`` (Flask),
-``serving``, ``archive``, ``cli``; the shuffler is its own package beside it,
-``ldp_telemetry.shuffler`` (docs/architecture.md).
+answers debiased estimates with confidence intervals. Uploads run the framework-free
+intake (``core.intake``): under ``ldp-aggregator serve``'s default server (granian) the
+RSGI bridge (``serving.rsgi_bridge``) calls it directly, with no Flask on the way; the
+analysts' API, the dashboard, /metrics and admin are a Flask app, built by
+:func:`create_app` (the composition root, :mod:`.compose`). Packages: ``core`` (no web
+framework), ``store``, ``archive``, ``api`` (Flask), ``serving``, ``dashboard``, ``cli``
+(docs/architecture.md); the shuffler is a service of its own, ``ldp_telemetry.shuffler``.
 """
 
 from __future__ import annotations

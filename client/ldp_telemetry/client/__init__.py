@@ -11,12 +11,13 @@
     client.close()
 
 Or explicitly: ``c = client.Client(endpoint, ...)``; ``c.record(task_id, value)``; ``c.stats()``;
-``c.close()``. Values are privatized inside ``record`` with the task's mechanism (see :mod:`shared`)
-before anything is queued; see :mod:`ldp_telemetry.client.budget` for the on-device limits and the
-cumulative epsilon they give, :mod:`ldp_telemetry.client.ledger` for the privacy ledger a collector
-cannot reset (re-published tasks, device-wide caps), :mod:`ldp_telemetry.client.settings` for
-options and ``LDP_*`` variables, :mod:`ldp_telemetry.client.errors` for the exception tree. ``import
-client`` does not import Flask or the aggregator.
+``c.close()``. Values are privatized inside ``record`` with the task's mechanism (see
+:mod:`shared`) before anything is queued; see :mod:`ldp_telemetry.client.budget` for the on-device
+limits and the cumulative epsilon they give, :mod:`ldp_telemetry.client.privacy_ledger` for the
+privacy ledger a collector cannot reset (re-published tasks, device-wide caps),
+:mod:`ldp_telemetry.client.settings` for options and ``LDP_*`` variables,
+:mod:`ldp_telemetry.client.errors` for the exception tree. ``import client`` does not import Flask
+or the aggregator.
 """
 
 from ldp_telemetry.client.client import Client

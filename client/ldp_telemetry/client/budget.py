@@ -32,15 +32,15 @@ reported under); repeats of a value cost nothing more. Over ``T`` periods it is 
 noise, as in Apple's deployment), so choose ε, N and ``time_precision`` with the
 lifetime of the app in mind. Example: ε = 4, N = 1, daily: 4 per day, 120 after 30
 days in the worst case (a value that changes every day). Tasks compose too: a device
-answering two tasks about related facts spends both budgets.
+answering two tasks about related facts spends the ε of both.
 
 Longitudinal tasks bound it for ever: each report re-randomizes the device's permanent response for
 the value (derived from the device key by the mechanism, never stored), so all reports about one
 value reveal at most the task's ``effective_epsilon_inf`` however many periods pass; a value that
-changes spends ε∞ per distinct value. A re-published configuration (or the same question under a new
-task id) would draw new permanent responses: the privacy ledger (:mod:`ldp_telemetry.client.ledger`)
-refuses them beyond the app's caps. A new device secret (deleting ``device.key``) draws new
-permanent responses: a new ε∞ budget.
+changes spends ε∞ per distinct value. A re-published configuration (or the same question under a
+new task id) would draw new permanent responses: the privacy ledger
+(:mod:`ldp_telemetry.client.privacy_ledger`) refuses them beyond the app's caps. A new device
+secret (deleting ``device.key``) draws new permanent responses: a fresh lifetime ε∞.
 
 The memo is looked up by ``HMAC-SHA256(device secret, fingerprint ‖ period ‖ value)``,
 never by the value itself. The secret is 32 random bytes kept in ``<data_dir>/device.key``

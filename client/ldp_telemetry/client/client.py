@@ -6,7 +6,7 @@ record is dropped and counted as ``task_unavailable`` while the uploader thread 
 it), validates the value, applies the on-device limits (:mod:`ldp_telemetry.client.budget`),
 privatizes the value with the OS CSPRNG, and queues only the encoded report. The raw
 value is never queued, written, logged, put in an exception or sent. After construction
-no method raises into the application: problems are logged once and counted in
+no method raises into the application: failures are logged once and counted in
 :meth:`Client.stats`. Construction raises :class:`client.ConfigurationError` for bad
 settings.
 
@@ -29,8 +29,8 @@ from typing import Any
 
 from ldp_telemetry.client.budget import canonical_value, device_key, load_secret, lookup_key
 from ldp_telemetry.client.errors import ConfigurationError
-from ldp_telemetry.client.ledger import charge_of
-from ldp_telemetry.client.problems import ProblemLog
+from ldp_telemetry.client.log_once import LogOnce
+from ldp_telemetry.client.privacy_ledger import charge_of
 from ldp_telemetry.client.settings import (
     DEFAULT,
     Default,
@@ -104,7 +104,7 @@ class Client:
         self.settings = Settings.resolve(arguments, needs_http=transport is None)
         self._limits = self.settings.limits
         self._clock = clock
-        self._counters, self._problems = Counters(), ProblemLog()
+        self._counters, self._log = Counters(), LogOnce()
         self._secret = load_secret(_prepare(self.settings.data_dir))
         self._storage = self._open_storage()
         self._owns_transport = transport is None
@@ -113,7 +113,7 @@ class Client:
             self._transport,
             pinned=tasks or (),
             timeout=self.settings.timeouts.config,
-            problems=self._problems,
+            log=self._log,
             counters=self._counters,
             cache_dir=self.settings.data_dir,
             wake=lambda: self._uploader.wake(),
@@ -123,7 +123,7 @@ class Client:
             transport=self._transport,
             registry=self._registry,
             counters=self._counters,
-            problems=self._problems,
+            log=self._log,
             settings=self.settings,
         )
         self._enabled, self._closed = True, False
@@ -200,7 +200,7 @@ class Client:
         lookup = lookup_key(self._secret, task, period, canonical)
         # Keyed by task id and period, not fingerprint: re-publishing a task with new
         # parameters gives no fresh budget (see ldp_telemetry.client.budget), nor a new permanent
-        # response beyond what the app allows (see ldp_telemetry.client.ledger).
+        # response beyond what the app allows (see ldp_telemetry.client.privacy_ledger).
         slot = Slot(task.task_id, period, period + task.time_precision, lookup)
         charge = charge_of(task, self._secret, canonical, now, self._limits.epsilon_period)
         admission = self._storage.admit(
@@ -218,7 +218,7 @@ class Client:
 
     def _drop(self, reason: str, message: str, *args: object) -> bool:
         self._counters.drop(reason)
-        self._problems.report(reason, message, *args)
+        self._log.report(reason, message, *args)
         return False
 
     def wait_for_tasks(self, task_ids: Iterable[str] | None = None, timeout: float = 10.0) -> bool:
@@ -233,7 +233,7 @@ class Client:
         try:
             return self._registry.wait(None if task_ids is None else list(task_ids), timeout)
         except Exception as error:
-            self._problems.report(
+            self._log.report(
                 "wait", "ldp-telemetry: waiting for tasks failed (%s)", type(error).__name__
             )
             return False
@@ -245,7 +245,7 @@ class Client:
         try:
             return self._uploader.flush(timeout)
         except Exception as error:
-            self._problems.report("flush", "ldp-telemetry: flush failed (%s)", type(error).__name__)
+            self._log.report("flush", "ldp-telemetry: flush failed (%s)", type(error).__name__)
             return False
 
     def close(self, timeout: float = 5.0) -> bool:
@@ -269,7 +269,7 @@ class Client:
             self._storage.close()
             return flushed and not lost
         except Exception as error:
-            self._problems.report("close", "ldp-telemetry: close failed (%s)", type(error).__name__)
+            self._log.report("close", "ldp-telemetry: close failed (%s)", type(error).__name__)
             return False
 
     def set_enabled(self, enabled: bool) -> None:
@@ -279,7 +279,7 @@ class Client:
             try:
                 self._counters.drop("disabled", self._storage.clear())
             except Exception as error:
-                self._problems.report(
+                self._log.report(
                     "disable", "ldp-telemetry: clearing the queue failed (%s)", type(error).__name__
                 )
 
@@ -297,7 +297,7 @@ class Client:
         return self._counters.snapshot(queued)
 
     def _after_fork_in_child(self) -> None:
-        for part in (self._counters, self._problems, self._registry, self._storage, self._uploader):
+        for part in (self._counters, self._log, self._registry, self._storage, self._uploader):
             part.after_fork()
 
     def _at_exit(self) -> None:

@@ -22,7 +22,7 @@ argument                     environment variable             default
 
 The privacy ledger's caps (``republished_epsilon_inf``, ``max_epsilon_inf``,
 ``max_epsilon_per_period`` per ``epsilon_period``) are explained in
-:mod:`ldp_telemetry.client.ledger`.
+:mod:`ldp_telemetry.client.privacy_ledger`.
 
 A batch holds at most ``batch_size`` reports and ``max_batch_bytes`` of uncompressed JSON
 (the collector refuses bodies over its ``MAX_BODY_BYTES``, 4 MiB after gzip, and more
@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ldp_telemetry.client.errors import ConfigurationError
-from ldp_telemetry.client.ledger import Limits
+from ldp_telemetry.client.privacy_ledger import Limits
 
 T = TypeVar("T")
 
@@ -167,7 +167,7 @@ class Settings:
 
     @property
     def limits(self) -> Limits:
-        """Return the caps every record is checked against (see :mod:`..ledger`)."""
+        """Return the caps every record is checked against (see :mod:`..privacy_ledger`)."""
         return Limits(
             reports_per_period=self.report_limit,
             republished_epsilon_inf=self.republished_epsilon_inf,

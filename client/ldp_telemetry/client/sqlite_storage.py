@@ -1,17 +1,19 @@
-"""The ledger and the upload queue in one SQLite file, so both survive a restart.
+"""The budget, the privacy ledger and the upload queue in one SQLite file: they survive a restart.
 
-``<data_dir>/queue.sqlite3`` in WAL mode holds ``ledger`` (the reports of the periods not yet ended,
-per task id, looked up by HMAC key, see :mod:`ldp_telemetry.client.budget`; ``budget`` counts them
-per period), the privacy ledger of :mod:`ldp_telemetry.client.ledger` (``configurations`` per task
-id, ``permanent``: one row per PRR drawn, keyed by an HMAC of the value, summed in ``lifetime``;
-``spending``: ε per device period) and ``outbox`` (encoded reports not yet delivered, oldest first).
-:meth:`SqliteStorage.admit` runs the budget rule (:func:`ldp_telemetry.client.storage.admit_to`) in
-one ``BEGIN IMMEDIATE`` transaction, so several threads or processes sharing a data_dir respect one
-budget; at ``max_queue`` reports or ``max_bytes`` bytes a new report is refused (``queue_full``), as
-in memory. Commits are not fsynced (``synchronous=NORMAL``): a power loss may forget the last
-reports, never corrupt the file. Checkpoints (which do fsync) run in :meth:`SqliteStorage.maintain`
-on the uploader thread; only a burst that grows the log past ``WAL_PAGES`` makes ``record``
-checkpoint. Only privatized, encoded reports are written.
+``<data_dir>/queue.sqlite3`` in WAL mode holds the budget, table ``ledger`` (the reports of the
+periods not yet ended, per task id, looked up by HMAC key, see :mod:`ldp_telemetry.client.budget`;
+``budget`` counts them per period; the table keeps its first name so that every existing data_dir
+opens unchanged), the privacy ledger of :mod:`ldp_telemetry.client.privacy_ledger`
+(``configurations`` per task id, ``permanent``: one row per PRR drawn, keyed by an HMAC of the
+value, summed in ``lifetime``; ``spending``: ε per device period) and ``outbox`` (encoded reports
+not yet delivered, oldest first). :meth:`SqliteStorage.admit` runs the budget rule
+(:func:`ldp_telemetry.client.storage.admit_to`) in one ``BEGIN IMMEDIATE`` transaction, so several
+threads or processes sharing a data_dir respect one budget; at ``max_queue`` reports or
+``max_bytes`` bytes a new report is refused (``queue_full``), as in memory. Commits are not fsynced
+(``synchronous=NORMAL``): a power loss may forget the last reports, never corrupt the file.
+Checkpoints (which do fsync) run in :meth:`SqliteStorage.maintain` on the uploader thread; only a
+burst that grows the log past ``WAL_PAGES`` makes ``record`` checkpoint. Only privatized, encoded
+reports are written.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ldp_telemetry.client.ledger import Charge, Limits, Permanent
+from ldp_telemetry.client.privacy_ledger import Charge, Limits, Permanent
 from ldp_telemetry.client.storage import Admission, Pending, Slot, admit_to, take
 
 FILE_NAME = "queue.sqlite3"
@@ -65,7 +67,7 @@ CREATE TRIGGER IF NOT EXISTS permanent_added AFTER INSERT ON permanent BEGIN
     UPDATE lifetime SET epsilon_inf = epsilon_inf + NEW.epsilon_inf; END;
 CREATE TABLE IF NOT EXISTS spending (period INTEGER PRIMARY KEY, epsilon REAL NOT NULL);
 """
-# Before the ledger was keyed by task id, ``memo`` and ``spent`` were keyed by fingerprint.
+# Before the budget was keyed by task id, ``memo`` and ``spent`` were keyed by fingerprint.
 # Their rows move to ``ledger`` (period_end unknown: period + 1, so each still counts
 # against any period that contains its start).
 _MIGRATE = """
@@ -78,7 +80,7 @@ _abandoned: list[sqlite3.Connection] = []  # a forked child's inherited connecti
 
 
 class SqliteStorage:
-    """The ledger and a quota-bounded queue in ``<data_dir>/queue.sqlite3``."""
+    """The budget, the privacy ledger and a quota-bounded queue in ``<data_dir>/queue.sqlite3``."""
 
     def __init__(self, data_dir: Path, *, max_queue: int, max_bytes: int) -> None:
         self.path = data_dir / FILE_NAME
@@ -110,8 +112,8 @@ class SqliteStorage:
     ) -> Admission:
         """Queue the slot's memoized report, or a new one from ``make()`` if allowed."""
         with self._transaction() as db:
-            ledger = _DiskLedger(db, self._max_queue, self._max_bytes)
-            return admit_to(ledger, slot, charge, limits, make)
+            state = _DiskState(db, self._max_queue, self._max_bytes)
+            return admit_to(state, slot, charge, limits, make)
 
     def peek(self, limit: int, max_bytes: int) -> list[Pending]:
         """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
@@ -140,7 +142,7 @@ class SqliteStorage:
             return int(self._db.execute("SELECT count FROM totals").fetchone()[0])
 
     def clear(self) -> int:
-        """Drop every queued report (the ledger stays); return how many there were."""
+        """Drop every queued report (the budget and privacy ledger stay); return how many."""
         with self._transaction() as db:
             return db.execute("DELETE FROM outbox").rowcount
 
@@ -183,8 +185,8 @@ class SqliteStorage:
             self.after_fork()
 
 
-class _DiskLedger:
-    """The budget rule's view of the database, inside one write transaction."""
+class _DiskState:
+    """The admission rule's view of the database (a ``DeviceState``), in one transaction."""
 
     def __init__(self, db: sqlite3.Connection, max_queue: int, max_bytes: int) -> None:
         self._db, self._max_queue, self._max_bytes = db, max_queue, max_bytes
@@ -281,7 +283,7 @@ class _DiskLedger:
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    """Move a ledger of the fingerprint-keyed schema into ``ledger``, once."""
+    """Move a budget of the fingerprint-keyed schema into ``ledger``, once."""
     exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memo'"
     if db.execute(exists).fetchone() is None:
         return

@@ -7,7 +7,7 @@ Drop reasons (``ClientStats.dropped``):
 - ``budget_exhausted`` the task's reports-per-period limit was already reached
 - ``config_changed``   the collector re-published the task with another permanent layer
                        than the device answered under, and the app's ``republished_epsilon_inf``
-                       does not allow it (:mod:`ldp_telemetry.client.ledger`)
+                       does not allow it (:mod:`ldp_telemetry.client.privacy_ledger`)
 - ``epsilon_inf_exhausted`` a new permanent response would pass ``max_epsilon_inf``
 - ``epsilon_exhausted`` the report would pass ``max_epsilon_per_period``
 - ``queue_full``       the queue (in memory or on disk) held ``max_queue`` reports or

@@ -1,14 +1,14 @@
-"""Where privatized reports wait for upload, next to the privacy ledger that admitted them.
+"""The upload queue, beside the budget and the privacy ledger that admitted its reports.
 
-A :class:`Storage` holds two things that must change together: the ledger (the reports
-made per task id and period, with each one's memo key, see :mod:`ldp_telemetry.client.budget`; the
-permanent-layer configurations, permanent responses and ε spent, see
-:mod:`ldp_telemetry.client.ledger`) and the queue of encoded reports not yet delivered.
+A :class:`Storage` holds what must change together: the budget (the reports made per task id
+and period, with each one's memo key, see :mod:`ldp_telemetry.client.budget`), the privacy
+ledger (the permanent-layer configurations, permanent responses and ε spent, see
+:mod:`ldp_telemetry.client.privacy_ledger`) and the queue of encoded reports not yet delivered.
 :meth:`Storage.admit` checks and updates both in one step, so the limits hold even with
 several threads (and, on disk, several processes). Only encoded, privatized reports and
 HMAC keys are ever stored, never a value.
 
-The rule is written once, :func:`admit_to`, over a small :class:`Ledger` view that each
+The rule is written once, :func:`admit_to`, over a small :class:`DeviceState` view that each
 storage provides: :class:`MemoryStorage` (in memory) and
 :class:`ldp_telemetry.client.sqlite_storage.SqliteStorage` (on disk, shared by processes). Both obey
 the same queue bound: when the queue holds ``max_queue`` reports or ``max_bytes`` bytes,
@@ -26,14 +26,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ldp_telemetry.client.ledger import Charge, Limits, Permanent, within
+from ldp_telemetry.client.privacy_ledger import Charge, Limits, Permanent, within
 
 
 @dataclass(frozen=True)
 class Slot:
     """Where a record falls: its task id, its period ``[start, end)`` and its memo key.
 
-    The ledger is keyed by task id, never by the task's fingerprint: a task re-published with new
+    The budget is keyed by task id, never by the task's fingerprint: a task re-published with new
     parameters shares the budget of the periods it overlaps (see
     :mod:`ldp_telemetry.client.budget`). The memo key binds the fingerprint, so a report is only
     ever reused under the configuration it was made for.
@@ -71,8 +71,9 @@ class Admission(enum.Enum):
     FULL = "queue_full"  # the queue is full: dropped
 
 
-class Ledger(Protocol):
-    """What the budget rule reads and writes, inside one storage's lock or transaction."""
+class DeviceState(Protocol):
+    """What the admission rule reads and writes (the budget, the privacy ledger, the queue),
+    inside one storage's lock or transaction."""
 
     def memo(self, slot: Slot) -> Pending | None:
         """Return the report made for this slot's value and period, if any."""
@@ -91,7 +92,7 @@ class Ledger(Protocol):
         ...
 
     def remember(self, slot: Slot, pending: Pending) -> None:
-        """Record a new report in the ledger (and forget periods that have ended)."""
+        """Record a new report in the budget (and forget periods that have ended)."""
         ...
 
     def configurations(self, task_id: str) -> list[tuple[str, float]]:
@@ -124,10 +125,10 @@ class Ledger(Protocol):
 
 
 def admit_to(
-    ledger: Ledger, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
+    state: DeviceState, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
 ) -> Admission:
     """Apply the device's privacy rule, in every storage (ldp_telemetry.client.budget,
-    ldp_telemetry.client.ledger).
+    ldp_telemetry.client.privacy_ledger).
 
     The same value in the same period resends the report already made (same id, same
     noise). Otherwise, in this order: the task's permanent configuration must be adopted
@@ -137,48 +138,48 @@ def admit_to(
     the queue must have room. Only then is the value privatized, and everything it
     spends is recorded with the report.
     """
-    earlier = ledger.memo(slot)
+    earlier = state.memo(slot)
     if earlier is not None:
-        return Admission.REUSED if ledger.enqueue(earlier) else Admission.FULL
+        return Admission.REUSED if state.enqueue(earlier) else Admission.FULL
     permanent = charge.permanent
-    adopt = _adopts(ledger, slot.task_id, permanent, limits)
+    adopt = _adopts(state, slot.task_id, permanent, limits)
     if adopt is None:
         return Admission.CONFIG_CHANGED
-    if ledger.spent(slot) >= limits.reports_per_period:
+    if state.spent(slot) >= limits.reports_per_period:
         return Admission.EXHAUSTED
     if not within(
-        ledger.period_epsilon(charge.period), charge.epsilon, limits.max_epsilon_per_period
+        state.period_epsilon(charge.period), charge.epsilon, limits.max_epsilon_per_period
     ):
         return Admission.EPSILON_EXHAUSTED
     # The PRR this record would draw: none without a permanent layer or if drawn already.
-    new_prr = None if permanent is None or ledger.drawn(slot.task_id, permanent) else permanent
+    new_prr = None if permanent is None or state.drawn(slot.task_id, permanent) else permanent
     if new_prr is not None and not within(
-        ledger.lifetime_epsilon_inf(), new_prr.epsilon_inf, limits.max_epsilon_inf
+        state.lifetime_epsilon_inf(), new_prr.epsilon_inf, limits.max_epsilon_inf
     ):
         return Admission.EPSILON_INF_EXHAUSTED
-    if not ledger.has_room(0):
+    if not state.has_room(0):
         return Admission.FULL  # before privatizing: no noise is drawn for nothing
     pending = make()
-    if not ledger.enqueue(pending):
+    if not state.enqueue(pending):
         return Admission.FULL
-    ledger.remember(slot, pending)
+    state.remember(slot, pending)
     if adopt and permanent is not None:
-        ledger.adopt(slot.task_id, permanent)
+        state.adopt(slot.task_id, permanent)
     if new_prr is not None:
-        ledger.draw(slot.task_id, new_prr)
-    ledger.spend(charge.period, charge.epsilon)
+        state.draw(slot.task_id, new_prr)
+    state.spend(charge.period, charge.epsilon)
     return Admission.NEW
 
 
 def _adopts(
-    ledger: Ledger, task_id: str, permanent: Permanent | None, limits: Limits
+    state: DeviceState, task_id: str, permanent: Permanent | None, limits: Limits
 ) -> bool | None:
     """Return whether a record adopts its configuration: True, False (known) or None (refused).
 
     The decision depends on the task's configurations only, never on the value, so a
     refusal tells the collector nothing about what the device holds.
     """
-    adopted = ledger.configurations(task_id)
+    adopted = state.configurations(task_id)
     if permanent is None:
         return None if adopted else False  # no permanent layer would mean no lifetime bound
     if not adopted:
@@ -192,7 +193,7 @@ def _adopts(
 
 
 class Storage(Protocol):
-    """The ledger and the queue; every method is thread-safe."""
+    """The budget, the privacy ledger and the queue; every method is thread-safe."""
 
     def admit(
         self, slot: Slot, charge: Charge, limits: Limits, make: Callable[[], Pending]
@@ -216,7 +217,7 @@ class Storage(Protocol):
         ...
 
     def clear(self) -> int:
-        """Drop every queued report (the ledger stays); return how many there were."""
+        """Drop every queued report (the budget and privacy ledger stay); return how many."""
         ...
 
     def maintain(self) -> None:
@@ -233,7 +234,7 @@ class Storage(Protocol):
 
 
 class MemoryStorage:
-    """The ledger and a bounded queue in memory."""
+    """The budget, the privacy ledger and a bounded queue in memory."""
 
     def __init__(self, *, max_queue: int, max_bytes: int) -> None:
         self._max_queue, self._max_bytes = max_queue, max_bytes
@@ -241,7 +242,7 @@ class MemoryStorage:
         self._queue: OrderedDict[str, Pending] = OrderedDict()
         self._bytes = 0
         # task id -> period (start, end) -> memo key -> report
-        self._ledger: dict[str, dict[tuple[int, int], dict[bytes, Pending]]] = {}
+        self._budget: dict[str, dict[tuple[int, int], dict[bytes, Pending]]] = {}
         self._configurations: dict[str, list[tuple[str, float]]] = {}
         # (task id, configuration, value key) -> the ε∞ its PRR spent
         self._drawn: dict[tuple[str, str, bytes], float] = {}
@@ -255,23 +256,23 @@ class MemoryStorage:
         with self._lock:
             return admit_to(self, slot, charge, limits, make)
 
-    # -- the Ledger view (called with the lock held) -----------------------------------------
+    # -- the DeviceState view (called with the lock held) ------------------------------------
 
     def memo(self, slot: Slot) -> Pending | None:
         """Return the report made for this slot's value and period, if any."""
-        return self._ledger.get(slot.task_id, {}).get((slot.start, slot.end), {}).get(slot.lookup)
+        return self._budget.get(slot.task_id, {}).get((slot.start, slot.end), {}).get(slot.lookup)
 
     def spent(self, slot: Slot) -> int:
         """Return the task's reports in periods overlapping the slot's."""
         return sum(
             len(memo)
-            for (start, end), memo in self._ledger.get(slot.task_id, {}).items()
+            for (start, end), memo in self._budget.get(slot.task_id, {}).items()
             if start < slot.end and end > slot.start
         )
 
     def remember(self, slot: Slot, pending: Pending) -> None:
         """Record a new report; forget the task's periods that ended before this one."""
-        periods = self._ledger.setdefault(slot.task_id, {})
+        periods = self._budget.setdefault(slot.task_id, {})
         for ended in [key for key in periods if key[1] <= slot.start]:
             del periods[ended]  # only periods overlapping the present matter
         periods.setdefault((slot.start, slot.end), {})[slot.lookup] = pending
@@ -329,7 +330,7 @@ class MemoryStorage:
         return len(self._queue)
 
     def clear(self) -> int:
-        """Drop every queued report (the ledger stays); return how many there were."""
+        """Drop every queued report (the budget and privacy ledger stay); return how many."""
         with self._lock:
             count = len(self._queue)
             self._queue.clear()

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ldp_telemetry.client.errors import ConfigurationError, TaskUnavailableError, TransportError
-from ldp_telemetry.client.problems import ProblemLog
+from ldp_telemetry.client.log_once import LogOnce
 from ldp_telemetry.client.stats import Counters
 from ldp_telemetry.client.transport import Request, Response, Transport
 from ldp_telemetry.shared.contract import task_path
@@ -59,7 +59,7 @@ class TaskRegistry:
         *,
         pinned: Iterable[TaskConfig] = (),
         timeout: float,
-        problems: ProblemLog,
+        log: LogOnce,
         counters: Counters | None = None,
         cache_dir: Path | None = None,
         wake: Callable[[], None] = lambda: None,
@@ -67,7 +67,7 @@ class TaskRegistry:
     ) -> None:
         self._transport = transport
         self._timeout = timeout
-        self._problems = problems
+        self._log = log
         self._counters = counters or Counters()
         self._clock = clock
         self._wake = wake
@@ -98,7 +98,7 @@ class TaskRegistry:
             if task_id in self._pinned or task_id in self._entries:
                 continue
             if not isinstance(task_id, str) or not TASK_ID.fullmatch(task_id):
-                self._problems.report(
+                self._log.report(
                     "task:invalid",
                     "ldp-telemetry: %r is not a valid task id; its records are dropped",
                     str(task_id)[:80],
@@ -158,7 +158,7 @@ class TaskRegistry:
                     entries[task_id] = _Entry(task, item.get("etag"), 0.0)  # revalidate soon
             return entries
         except (OSError, ValueError, KeyError, TypeError, AttributeError, LdpError):
-            self._problems.report(
+            self._log.report(
                 "task:cache",
                 "ldp-telemetry: the task cache %s is unreadable; tasks are fetched again",
                 self._cache,
@@ -181,7 +181,7 @@ class TaskRegistry:
                 json.dump({"tasks": known}, out)
             os.replace(temporary, self._cache)
         except OSError as error:
-            self._problems.report(
+            self._log.report(
                 "task:cache",
                 "ldp-telemetry: cannot keep task configurations on disk (%s)",
                 type(error).__name__,
@@ -191,7 +191,7 @@ class TaskRegistry:
         try:
             entry = self._request(task_id, old if old is not None and old.task else None)
         except (TaskUnavailableError, TransportError) as error:
-            self._problems.report(
+            self._log.report(
                 f"task:{task_id}",
                 "ldp-telemetry: task %r is unavailable (%s); its records are dropped until it is",
                 task_id,

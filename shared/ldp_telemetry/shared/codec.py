@@ -188,7 +188,7 @@ def _plain_report(task: TaskConfig, obj: Any, expected: frozenset[str]) -> Envel
     ``decode_report`` says what is wrong).
 
     The same checks as ``decode_report``, without its messages: a device's report passes
-    them in one go (measured in ``benchmarks/decode_bench.py``). The payload is the
+    them in one go (measured in ``benchmarks/serving/decode.py``). The payload is the
     mechanism's, decoded as always; a DecodeError it raises is the same either way.
     """
     if type(obj) is not dict or obj.keys() != expected:

@@ -59,6 +59,7 @@ class Sums:
         self.n += n
         self.table += table
 
+    # Defining __eq__ sets __hash__ to None: mutable sums are unhashable, as they must be.
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, Sums)
@@ -66,8 +67,6 @@ class Sums:
             and np.array_equal(self.n, other.n)
             and np.array_equal(self.table, other.table)
         )
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from ldp_telemetry.client.errors import TransportError
-from ldp_telemetry.client.problems import ProblemLog
+from ldp_telemetry.client.log_once import LogOnce
 from ldp_telemetry.client.settings import Settings
 from ldp_telemetry.client.stats import Counters
 from ldp_telemetry.client.storage import Pending, Storage
@@ -64,11 +64,11 @@ class Exporter:
         transport: Transport,
         registry: TaskRegistry,
         counters: Counters,
-        problems: ProblemLog,
+        log: LogOnce,
         settings: Settings,
     ) -> None:
         self._storage, self._transport, self._registry = storage, transport, registry
-        self._counters, self._problems, self._settings = counters, problems, settings
+        self._counters, self._log, self._settings = counters, log, settings
         self._last_body: tuple[tuple[str, ...], bytes] = ((), b"")
         self._caps: dict[str, int] = {}  # batch size per task after a 413 (halved each time)
         # The Retry-After of the last batch to be sent again (seconds, or None): the
@@ -89,7 +89,7 @@ class Exporter:
         except TransportError as error:
             self.retry_after = error.retry_after
             self._counters.retried(error.retries)
-            self._problems.report(
+            self._log.report(
                 "network",
                 "ldp-telemetry: cannot reach the collector (%s); reports stay queued",
                 error,
@@ -110,7 +110,7 @@ class Exporter:
             return Outcome.DONE
         if status == _TOO_LARGE and len(batch) > 1:
             self._caps[task_id] = len(batch) // 2
-            self._problems.report(
+            self._log.report(
                 "split",
                 "ldp-telemetry: the collector refused a batch "
                 "of task %r as too large (%d reports); smaller batches "
@@ -122,7 +122,7 @@ class Exporter:
         if 400 <= status < 500 and status not in _TRANSIENT:
             self._counters.drop("batch_rejected", len(batch))
             self._counters.batch_failed()
-            self._problems.report(
+            self._log.report(
                 f"status:{status}",
                 "ldp-telemetry: the collector refused a batch of task %r with %d %s; it is dropped",
                 task_id,
@@ -130,7 +130,7 @@ class Exporter:
                 _problem_type(response),
             )
             return Outcome.DONE
-        self._problems.report(
+        self._log.report(
             f"status:{status}",
             "ldp-telemetry: the collector answered %d; reports stay queued",
             status,
@@ -148,7 +148,7 @@ class Exporter:
         answer = _json(response)
         accepted, rejected = answer.get("accepted"), answer.get("rejected")
         if not isinstance(accepted, int) or not isinstance(rejected, list):
-            self._problems.report(
+            self._log.report(
                 "answer", "ldp-telemetry: unexpected upload answer; the batch is taken as delivered"
             )
             self._counters.delivered(len(batch))

@@ -18,7 +18,7 @@ import random
 import threading
 import time
 
-from ldp_telemetry.client.problems import ProblemLog
+from ldp_telemetry.client.log_once import LogOnce
 from ldp_telemetry.client.settings import Settings
 from ldp_telemetry.client.stats import Counters
 from ldp_telemetry.client.storage import Storage
@@ -39,17 +39,17 @@ class Uploader:
         transport: Transport,
         registry: TaskRegistry,
         counters: Counters,
-        problems: ProblemLog,
+        log: LogOnce,
         settings: Settings,
     ) -> None:
         self._storage, self._registry = storage, registry
-        self._counters, self._problems, self._settings = counters, problems, settings
+        self._counters, self._log, self._settings = counters, log, settings
         self._exporter = Exporter(
             storage=storage,
             transport=transport,
             registry=registry,
             counters=counters,
-            problems=problems,
+            log=log,
             settings=settings,
         )
         self._reset()
@@ -138,7 +138,7 @@ class Uploader:
             except Exception as error:  # the thread must survive anything
                 if self._stopping.is_set():
                     break  # the client closed its queue under a late upload: expected
-                self._problems.report(
+                self._log.report(
                     "uploader", "ldp-telemetry: upload failed: %s", type(error).__name__
                 )
                 self._failed()

@@ -178,7 +178,7 @@ class Longitudinal:
     composed), so the wire format, sums and estimator are the mechanism's own. ``epsilon`` and
     ``effective_epsilon`` are ε₁ (asked, implemented); ``epsilon_inf`` and ``effective_epsilon_inf``
     the permanent layer's; ``configuration`` identifies what the permanent responses are derived
-    from (a device's ledger, ``ldp_telemetry.client.ledger``, keeps it).
+    from (a device's ledger, ``ldp_telemetry.client.privacy_ledger``, keeps it).
     """
 
     def __init__(self, permanent: Rerandomizable, spec: LongitudinalSpec, identity: str) -> None:

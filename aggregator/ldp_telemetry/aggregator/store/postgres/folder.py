@@ -3,7 +3,7 @@
 A node folds a task once it has staged ``staged_bytes`` of it. Run on the group-commit
 writer thread, that fold (seconds for a large sketch: every touched sums and roll-up row
 read and rewritten) held every upload of the process until it ended; measured with py-spy
-under ``benchmarks.cluster_ingest`` at 100 reports per request, one node's writer spent
+under ``benchmarks.store.cluster_ingest`` at 100 reports per request, one node's writer spent
 62 % of 8 s folding. A fold is its own transaction under the task's fold lock, so it can run
 beside the writer's commits: staged rows committed meanwhile stay for the next fold. Reads
 still fold first, on their own thread (:meth:`PostgresStore.fold_staged`).

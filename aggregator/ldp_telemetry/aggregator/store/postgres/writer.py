@@ -16,7 +16,7 @@ path assumes there are none beyond the ones inside the group itself (found in me
   statement is its own transaction (one round trip, one commit that waits for the WAL flush
   as ``synchronous_commit`` says) and psycopg prepares it once per connection.
 
-Measured with ``python -m benchmarks.store_writer`` (see benchmarks/README.md).
+Measured with ``python -m benchmarks.store.writer`` (see benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 # EMS (the concentration yardstick) stops once the log-likelihood gains less than this per
 # report. Stopping early leaves
 # mass spread into the far tail, which biases the mean up: 1e-7 gave +5.9 % on lognormal
-# latencies (n = 10^5, eps = 2), 1e-10 gives +1.5 % (simulations/numeric.py).
+# latencies (n = 10^5, eps = 2), 1e-10 gives +1.5 % (simulations/numeric/accuracy.py).
 TOLERANCE = 1e-10
 MAX_ITERATIONS = 10_000
 

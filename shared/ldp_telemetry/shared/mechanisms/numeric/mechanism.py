@@ -56,7 +56,7 @@ METHODS = ("sw", "1bit")
 SCALES = ("linear", "log")
 MAX_BUCKETS = 1024
 # Lognormal latencies (n = 10^5, eps = 2, log scale over [5 ms, 20 s]; three sets of 10
-# populations, simulations/numeric.py): p99's mean |error| 6.4 / 8.9 / 4.4 % at 256
+# populations, simulations/numeric/accuracy.py): p99's mean |error| 6.4 / 8.9 / 4.4 % at 256
 # buckets, 9.7 / 10.4 / 8.3 % at 128 (since the end buckets are no longer smoothed and the
 # bootstrap's bias is no longer subtracted; 192: 6.8 / 9.6 %).
 DEFAULT_BUCKETS = 256

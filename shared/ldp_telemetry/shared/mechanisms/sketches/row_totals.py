@@ -30,6 +30,9 @@ class RowTotals:
     """Per sums object: {(start, stop): Σ of those rows' cells}, at its report count."""
 
     def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
         self._lock = threading.RLock()  # a weakref callback may run inside
         self._seen: dict[int, tuple[weakref.ref[Any], int, dict[tuple[int, int], int]]] = {}
 
@@ -37,7 +40,7 @@ class RowTotals:
         return {}  # a pickled or deep-copied mechanism starts with nothing recorded
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        self._start()
 
     def reader(
         self, sums: Any, start: int = 0

@@ -1,0 +1,1 @@
+"""The SDK on the caller's thread: ``record()`` latency."""

@@ -1,0 +1,1 @@
+"""The dashboard's pages and heavy-hitter discovery with many tasks and reports."""

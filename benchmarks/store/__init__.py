@@ -1,0 +1,2 @@
+"""The stores under load: group commits per backend, folds, the SQLite WAL, several nodes on
+PostgreSQL, and re-summing the archive with Dask."""
