@@ -1,7 +1,7 @@
 """One conformance suite run over every mechanism (scikit-learn's parametrize_with_checks).
 
 Each check states a property every mechanism must have; a new mechanism joins by adding
-a Case to shared_cases.conformance_cases().
+a Case to tests.shared.cases.conformance_cases().
 """
 
 from __future__ import annotations
@@ -15,15 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy.stats import chisquare
-from shared_cases import (
-    Case,
-    FakeEntropy,
-    all_outputs,
-    batch_columns,
-    batch_reports,
-    conformance_cases,
-    output_key,
-)
 
 from ldp_telemetry.shared import (
     MECHANISMS,
@@ -35,6 +26,15 @@ from ldp_telemetry.shared import (
 from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
 from ldp_telemetry.shared.mechanisms.sketches.base import Sketch
+from tests.shared.cases import (
+    Case,
+    FakeEntropy,
+    all_outputs,
+    batch_columns,
+    batch_reports,
+    conformance_cases,
+    output_key,
+)
 
 DRAWS = 20_000  # per path; cells expected below 5 draws are pooled (chi-square validity)
 P_FLOOR = 1e-4  # seeded, so deterministic; a real mismatch gives p far below this

@@ -8,10 +8,10 @@ import random
 
 import numpy as np
 import pytest
-from shared_cases import FakeEntropy
 
 from ldp_telemetry.shared import CountMeanSketch, SketchReport
 from ldp_telemetry.shared.mechanisms.sketches import base as sketch_module
+from tests.shared.cases import FakeEntropy
 
 
 def apple_cms_estimate(

@@ -10,7 +10,6 @@ from typing import Any, cast
 import numpy as np
 import pytest
 import rfc8785
-from shared_cases import STRINGS, all_outputs, fraction_log, worst_case_ratio
 
 from ldp_telemetry.shared import (
     CountMeanSketch,
@@ -24,6 +23,7 @@ from ldp_telemetry.shared.accuracy import grr_count_variance, rr_count_variance
 from ldp_telemetry.shared.estimates import Estimates
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
 from ldp_telemetry.shared.randomness import SCALE, KeyedStream
+from tests.shared.cases import STRINGS, all_outputs, fraction_log, worst_case_ratio
 
 Builder = Callable[[float], Any]
 KINDS: dict[str, tuple[Builder, tuple[Any, ...]]] = {

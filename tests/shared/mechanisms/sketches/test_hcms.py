@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from scipy.linalg import hadamard
 from scipy.stats import chisquare
-from shared_cases import FakeEntropy
 
 from ldp_telemetry.shared import HadamardCountMeanSketch, HadamardReport
 from ldp_telemetry.shared.mechanisms.sketches import base as sketch_module
 from ldp_telemetry.shared.mechanisms.sketches.hcms import _parity, walsh_hadamard
+from tests.shared.cases import FakeEntropy
 
 
 @pytest.mark.parametrize("m", [2, 4, 8, 64, 256])

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy.stats import beta
-from shared_cases import STRINGS, batch_reports, output_key
 
 from ldp_telemetry.shared.mechanisms.oue import OptimizedUnaryEncoding
 from ldp_telemetry.shared.mechanisms.ss import SubsetSelection
 from ldp_telemetry.shared.randomness import SCALE
+from tests.shared.cases import STRINGS, batch_reports, output_key
 
 DRAWS = 60_000
 ALPHA = 1e-6  # family-wise: a correct mechanism fails with probability below this

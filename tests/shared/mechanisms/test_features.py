@@ -9,7 +9,6 @@ longitudinal variants), so a kind that gains or loses a feature is a visible cha
 from __future__ import annotations
 
 import pytest
-from shared_cases import Case, conformance_cases
 
 from ldp_telemetry.shared.mechanisms.features import (
     discoverer,
@@ -19,6 +18,7 @@ from ldp_telemetry.shared.mechanisms.features import (
 )
 from ldp_telemetry.shared.mechanisms.registry import MECHANISMS
 from ldp_telemetry.shared.shuffling.amplification import VariationRatio
+from tests.shared.cases import Case, conformance_cases
 
 CASES = conformance_cases()
 DISCOVERING = {"hh"}

@@ -10,7 +10,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy.stats import chisquare
-from shared_cases import HH_VALUES, all_outputs, fraction_log, tiny_heavy_hitters
 
 from ldp_telemetry.shared import (
     DecodeError,
@@ -22,6 +21,7 @@ from ldp_telemetry.shared import (
 from ldp_telemetry.shared.codec import Envelope, encode_report, new_report_id
 from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters, LevelReport
 from ldp_telemetry.shared.mechanisms.hh.search import LevelSearch
+from tests.shared.cases import HH_VALUES, all_outputs, fraction_log, tiny_heavy_hitters
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 

@@ -8,13 +8,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from shared_cases import worst_case_ratio
 
 from ldp_telemetry.shared import ParameterError, TaskConfig, ValueOutOfDomain
 from ldp_telemetry.shared.mechanisms.numeric import estimate as est
 from ldp_telemetry.shared.mechanisms.numeric import mechanism as numeric_module
 from ldp_telemetry.shared.mechanisms.numeric.mechanism import OneBitMean, SquareWave
 from ldp_telemetry.shared.randomness import SCALE
+from tests.shared.cases import worst_case_ratio
 
 
 def square_wave(epsilon: float, buckets: int, **extra: object) -> SquareWave:

@@ -16,14 +16,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from shared_cases import (
-    HH_VALUES,
-    STRINGS,
-    all_outputs,
-    fraction_log,
-    tiny_heavy_hitters,
-    worst_case_ratio,
-)
 
 from ldp_telemetry.shared import (
     CountMeanSketch,
@@ -34,6 +26,14 @@ from ldp_telemetry.shared import (
 )
 from ldp_telemetry.shared.mechanisms.oue import OptimizedUnaryEncoding
 from ldp_telemetry.shared.mechanisms.ss import SubsetSelection
+from tests.shared.cases import (
+    HH_VALUES,
+    STRINGS,
+    all_outputs,
+    fraction_log,
+    tiny_heavy_hitters,
+    worst_case_ratio,
+)
 
 PrivacyCase = tuple[Callable[[], Any], tuple[Any, ...]]
 

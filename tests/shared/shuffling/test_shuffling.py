@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from shared_cases import all_outputs
-from test_privacy import CASES
 
 from ldp_telemetry.shared.mechanisms.registry import params_class
 from ldp_telemetry.shared.shuffling.accountant import RTOL, central_epsilon, delta
@@ -24,6 +22,8 @@ from ldp_telemetry.shared.shuffling.amplification import (
     reduction_of,
     stronger_clone,
 )
+from tests.shared.cases import all_outputs
+from tests.shared.mechanisms.test_privacy import CASES
 
 # The stronger clone bound of a generic randomizer at δ = 10⁻⁸ (README.md, "central ε" table).
 TABLE = [
