@@ -24,12 +24,11 @@ from ldp_telemetry.client import Client, ClientStats, Timeouts
 from ldp_telemetry.shared import CountMeanSketch, RandomizedResponse
 
 pytest.importorskip("aggregator")
-from werkzeug.serving import make_server
 
-from ldp_telemetry.aggregator import create_app
+from tests.support.collectors import make_app, served_in_thread
+from tests.support.servers import ADMIN, ANALYST
 
 pytestmark = pytest.mark.timeout(120)
-ADMIN, ANALYST = "e2e-admin-token", "e2e-analyst-token"
 DEVICES = 300
 PATIENT = Timeouts(connect=10, read=30, config=10)  # the test machine may be busy
 FRUIT = {"apple": 150, "banana": 90, "cherry": 60, "durian": 0}  # the truth, sums to DEVICES
@@ -38,20 +37,8 @@ FRUIT = {"apple": 150, "banana": 90, "cherry": 60, "durian": 0}  # the truth, su
 @pytest.fixture
 def aggregator_url(tmp_path: Path) -> Iterator[str]:
     """Yield the URL of a real aggregator on loopback; stopped after the test."""
-    app = create_app(
-        {
-            "TESTING": True,
-            "DATABASE": str(tmp_path / "e2e.sqlite3"),
-            "ADMIN_TOKEN": ADMIN,
-            "ANALYST_TOKEN": ANALYST,
-        }
-    )
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(10)
+    with served_in_thread(make_app(str(tmp_path / "e2e.sqlite3"))) as url:
+        yield url
 
 
 def create_task(url: str, **params: Any) -> dict[str, Any]:

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_collector import make_tasks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldp_telemetry.client import Client, InMemoryTransport, Request, Response, TransportError
 from ldp_telemetry.shared import CountMeanSketch, RandomizedResponse, TaskConfig
+from tests.client.fake_collector import make_tasks
 
 pytestmark = pytest.mark.timeout(60)
 

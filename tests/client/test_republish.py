@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,12 +26,11 @@ from ldp_telemetry.client import Client, Timeouts
 from ldp_telemetry.shared import TaskConfig
 
 pytest.importorskip("aggregator")
-from werkzeug.serving import make_server
 
-from ldp_telemetry.aggregator import create_app
+from tests.support.collectors import make_app, served_in_thread
+from tests.support.servers import ADMIN, ANALYST
 
 pytestmark = pytest.mark.timeout(120)
-ADMIN, ANALYST = "republish-admin", "republish-analyst"
 TASK = "fonts"
 EPSILON_INF = 2.0
 DEVICES = 3
@@ -81,46 +79,40 @@ class Collector:
 
 
 def new_app(database: Path) -> Any:
-    return create_app(
-        {"TESTING": True, "DATABASE": str(database), "ADMIN_TOKEN": ADMIN, "ANALYST_TOKEN": ANALYST}
-    )
+    return make_app(str(database))
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
+def restartable_collector(tmp_path: Path) -> Iterator[Collector]:
     """Yield the collector with the longitudinal task created; stopped after the test."""
     database = tmp_path / "collector.sqlite3"
     switch = Collector("", database, new_app(database))
-    server = make_server("127.0.0.1", 0, switch, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    switch.url = f"http://127.0.0.1:{server.server_port}"
-    created = requests.post(
-        f"{switch.url}/v1/tasks",
-        json={
-            "task_id": TASK,
-            "mechanism": "cms",
-            "k": 16,
-            "m": 64,
-            "longitudinal": {"epsilon_inf": EPSILON_INF, "flip": 0.1},
-            "min_batch_size": 1,
-        },
-        timeout=10,
-        headers={"Authorization": f"Bearer {ADMIN}"},
-    )
-    assert created.status_code == 201, created.text
-    yield switch
-    server.shutdown()
-    thread.join(10)
+    with served_in_thread(switch) as url:
+        switch.url = url
+        created = requests.post(
+            f"{switch.url}/v1/tasks",
+            json={
+                "task_id": TASK,
+                "mechanism": "cms",
+                "k": 16,
+                "m": 64,
+                "longitudinal": {"epsilon_inf": EPSILON_INF, "flip": 0.1},
+                "min_batch_size": 1,
+            },
+            timeout=10,
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
+        assert created.status_code == 201, created.text
+        yield switch
 
 
 def value(device: int) -> str:
     return f"a-recognisable-font-{device}"
 
 
-def open_sdk(collector: Collector, data_dir: Path | None, allowed: float) -> Client:
+def open_sdk(restartable_collector: Collector, data_dir: Path | None, allowed: float) -> Client:
     sdk = Client(
-        collector.url,
+        restartable_collector.url,
         data_dir=data_dir,
         task_ids=[TASK],
         reports_per_period=None,  # so that only the ledger stands between a re-publish and a PRR
@@ -158,29 +150,29 @@ def answer_republished(sdk: Client, data: str) -> bool:
 @pytest.mark.parametrize("on_disk", [False, True], ids=["memory", "disk"])
 @pytest.mark.parametrize("allowed", [0.0, EPSILON_INF], ids=["default", "one-more"])
 def test_a_republished_task_gets_no_permanent_response_beyond_the_cap(
-    collector: Collector, tmp_path: Path, on_disk: bool, allowed: float
+    restartable_collector: Collector, tmp_path: Path, on_disk: bool, allowed: float
 ) -> None:
     def data_dir(device: int) -> Path | None:
         return tmp_path / f"device-{device}" if on_disk else None
 
-    sdks = [open_sdk(collector, data_dir(d), allowed) for d in range(DEVICES)]
+    sdks = [open_sdk(restartable_collector, data_dir(d), allowed) for d in range(DEVICES)]
     for device, sdk in enumerate(sdks):
         assert sdk.record(TASK, value(device)) and sdk.flush(timeout=10)
-    assert collector.accepted() == DEVICES  # one permanent response each, re-randomized
+    assert restartable_collector.accepted() == DEVICES  # one permanent response each, re-randomized
 
-    collector.republish(longitudinal={"epsilon_inf": EPSILON_INF, "flip": 0.2})
+    restartable_collector.republish(longitudinal={"epsilon_inf": EPSILON_INF, "flip": 0.2})
     if on_disk:  # the SDK restarts (an app update, a reboot): its ledger is on disk
         for sdk in sdks:
             sdk.close(10)
-        sdks = [open_sdk(collector, data_dir(d), allowed) for d in range(DEVICES)]
+        sdks = [open_sdk(restartable_collector, data_dir(d), allowed) for d in range(DEVICES)]
     sent = [answer_republished(sdk, value(device)) for device, sdk in enumerate(sdks)]
     assert sent == [allowed > 0] * DEVICES  # a second permanent response only if the app allows
     answered = DEVICES * (2 if allowed else 1)
-    assert collector.accepted() == answered
+    assert restartable_collector.accepted() == answered
 
-    collector.republish(longitudinal={"epsilon_inf": EPSILON_INF, "flip": 0.3})
+    restartable_collector.republish(longitudinal={"epsilon_inf": EPSILON_INF, "flip": 0.3})
     assert [answer_republished(sdk, value(d)) for d, sdk in enumerate(sdks)] == [False] * DEVICES
-    assert collector.accepted() == answered  # no third, whatever the app allowed
+    assert restartable_collector.accepted() == answered  # no third, whatever the app allowed
     for device, sdk in enumerate(sdks):
         assert sdk.stats().dropped["config_changed"] >= 1
         sdk.close(10)

@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from fake_collector import FAST_RETRY
 
 from ldp_telemetry.client import (
     Client,
@@ -25,6 +24,7 @@ from ldp_telemetry.client import (
     TransportError,
 )
 from ldp_telemetry.shared import TaskConfig
+from tests.client.fake_collector import FAST_RETRY
 
 pytestmark = pytest.mark.timeout(60)
 ANSWER = (

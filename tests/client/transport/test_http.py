@@ -9,7 +9,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector, make_tasks
 
 from ldp_telemetry.client import (
     Client,
@@ -22,6 +21,7 @@ from ldp_telemetry.client import (
 from ldp_telemetry.client.transport import retry_after
 from ldp_telemetry.client.transport.http import DeadlineRetry
 from ldp_telemetry.shared import TaskConfig
+from tests.client.fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector, make_tasks
 
 pytestmark = pytest.mark.timeout(60)
 TASK_IDS = [task.task_id for task in make_tasks().values()]
@@ -59,59 +59,59 @@ def hanging_url() -> Iterator[str]:
 
 
 def test_upload_over_http_fetches_config_with_etag_and_gzips(
-    collector: FakeCollector, tasks: dict[str, TaskConfig]
+    fake_collector: FakeCollector, tasks: dict[str, TaskConfig]
 ) -> None:
-    sdk = http_client(collector.url, upload_key="upload-secret", task_ids=["t-cms"])
+    sdk = http_client(fake_collector.url, upload_key="upload-secret", task_ids=["t-cms"])
     assert sdk.record("t-cms", "hello") and sdk.record("t-cms", "world")
     assert sdk.flush(5)
-    get, post = collector.seen
+    get, post = fake_collector.seen
     assert get.method == "GET" and get.path == "/v1/tasks/t-cms"
     assert "authorization" not in get.headers
     assert post.headers["content-encoding"] == "gzip"
     assert post.headers["content-type"] == "application/json"
     assert post.headers["authorization"] == "Bearer upload-secret"
-    assert len(post.report_ids()) == 2 and len(collector.backend.reports("t-cms")) == 2
+    assert len(post.report_ids()) == 2 and len(fake_collector.backend.reports("t-cms")) == 2
     assert sdk.stats().sent == 2 and sdk.close(5)
 
 
 def test_500_then_200_is_retried_with_the_same_bytes_and_counted_once(
-    collector: FakeCollector,
+    fake_collector: FakeCollector,
 ) -> None:
-    collector.then("status", 500)
-    sdk = http_client(collector.url)
+    fake_collector.then("status", 500)
+    sdk = http_client(fake_collector.url)
     assert sdk.record("t-rr", True)
     assert sdk.flush(5)
-    first, second = collector.uploads()
+    first, second = fake_collector.uploads()
     assert first.raw_body == second.raw_body
-    assert len(collector.backend.reports("t-rr")) == 1
+    assert len(fake_collector.backend.reports("t-rr")) == 1
     stats = sdk.stats()
     assert stats.sent == 1 and stats.retries == 1 and stats.failed_batches == 0
     sdk.close(5)
 
 
-def test_503_with_retry_after_is_honoured(collector: FakeCollector) -> None:
-    collector.then("status", 503, Retry_After="1")
-    sdk = http_client(collector.url)
+def test_503_with_retry_after_is_honoured(fake_collector: FakeCollector) -> None:
+    fake_collector.then("status", 503, Retry_After="1")
+    sdk = http_client(fake_collector.url)
     assert sdk.record("t-rr", False)
     assert sdk.flush(5)
-    first, second = collector.uploads()
+    first, second = fake_collector.uploads()
     assert 1.0 <= second.time - first.time < 3.0
     assert sdk.stats().sent == 1 and sdk.close(5)
 
 
 def test_a_retry_after_past_the_deadline_is_honoured_by_the_uploader(
-    collector: FakeCollector,
+    fake_collector: FakeCollector,
 ) -> None:
     # 507 answers Retry-After: 60 (PROTOCOL §5) while a call's deadline is 60 s: the call
     # gives up and the uploader must still wait that long, not its own shorter backoff.
-    collector.then("status", 507, Retry_After="2")
+    fake_collector.then("status", 507, Retry_After="2")
     policy = RetryPolicy(max_retries=3, backoff=0.05, backoff_max=0.2, jitter=0.01, deadline=1.0)
-    sdk = http_client(collector.url, retry=policy, flush_interval=0.05)
+    sdk = http_client(fake_collector.url, retry=policy, flush_interval=0.05)
     assert sdk.record("t-rr", True)
     deadline = time.monotonic() + 10
-    while len(collector.uploads()) < 2 and time.monotonic() < deadline:
+    while len(fake_collector.uploads()) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    first, second = collector.uploads()[:2]
+    first, second = fake_collector.uploads()[:2]
     assert second.time - first.time >= 2.0
     assert first.raw_body == second.raw_body
     assert sdk.flush(5) and sdk.stats().sent == 1
@@ -125,33 +125,33 @@ def test_retry_after_takes_seconds_or_an_http_date() -> None:
     assert retry_after("soon") is None and retry_after(None) is None
 
 
-def test_a_read_timeout_is_retried(collector: FakeCollector) -> None:
-    collector.then("hang")
-    sdk = http_client(collector.url)
+def test_a_read_timeout_is_retried(fake_collector: FakeCollector) -> None:
+    fake_collector.then("hang")
+    sdk = http_client(fake_collector.url)
     assert sdk.record("t-grr", "blue")
     assert sdk.flush(5)
-    assert len(collector.uploads()) == 2 and sdk.stats().sent == 1
-    assert len(collector.backend.reports("t-grr")) == 1
+    assert len(fake_collector.uploads()) == 2 and sdk.stats().sent == 1
+    assert len(fake_collector.backend.reports("t-grr")) == 1
     sdk.close(5)
 
 
-def test_400_drops_the_batch_without_retrying(collector: FakeCollector) -> None:
-    collector.then("status", 400)
-    sdk = http_client(collector.url)
+def test_400_drops_the_batch_without_retrying(fake_collector: FakeCollector) -> None:
+    fake_collector.then("status", 400)
+    sdk = http_client(fake_collector.url)
     assert sdk.record("t-cms", "a") and sdk.record("t-cms", "b")
     assert sdk.flush(5)  # the queue emptied: the batch was dropped
-    assert len(collector.uploads()) == 1
+    assert len(fake_collector.uploads()) == 1
     stats = sdk.stats()
     assert stats.dropped == {"batch_rejected": 2} and stats.sent == 0 and stats.queued == 0
-    assert sdk.flush(1) and len(collector.uploads()) == 1
+    assert sdk.flush(1) and len(fake_collector.uploads()) == 1
     sdk.close(5)
 
 
 def test_per_report_rejections_are_counted(
-    collector: FakeCollector, tasks: dict[str, TaskConfig]
+    fake_collector: FakeCollector, tasks: dict[str, TaskConfig]
 ) -> None:
     stale = TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64)
-    sdk = http_client(collector.url, tasks=[stale])  # another hash seed: outdated
+    sdk = http_client(fake_collector.url, tasks=[stale])  # another hash seed: outdated
     assert sdk.record("t-cms", "a")
     assert sdk.flush(5)
     stats = sdk.stats()
@@ -221,30 +221,30 @@ def test_transport_deadline_and_close_interrupt_retry_waits(dead_url: str) -> No
         transport.handle(Request("GET", "/v1/tasks/x"), timeout=5)
 
 
-def test_a_dropped_connection_is_retried(collector: FakeCollector) -> None:
-    collector.then("close")
-    sdk = http_client(collector.url)
+def test_a_dropped_connection_is_retried(fake_collector: FakeCollector) -> None:
+    fake_collector.then("close")
+    sdk = http_client(fake_collector.url)
     assert sdk.record("t-hcms", "x")
     assert sdk.flush(5)
-    assert len(collector.uploads()) == 2 and sdk.stats().sent == 1
+    assert len(fake_collector.uploads()) == 2 and sdk.stats().sent == 1
     sdk.close(5)
 
 
-def test_a_batch_sent_again_later_is_the_same_bytes(collector: FakeCollector) -> None:
-    collector.failing = 503
-    sdk = http_client(collector.url, retry=RetryPolicy(max_retries=0, deadline=3.0))
+def test_a_batch_sent_again_later_is_the_same_bytes(fake_collector: FakeCollector) -> None:
+    fake_collector.failing = 503
+    sdk = http_client(fake_collector.url, retry=RetryPolicy(max_retries=0, deadline=3.0))
     assert sdk.record("t-cms", "a") and sdk.record("t-cms", "b")
     assert sdk.flush(5) is False  # the transport gave up: the batch stays queued
-    collector.failing = 0
+    fake_collector.failing = 0
     assert sdk.flush(5)
-    first, second = collector.uploads()
+    first, second = fake_collector.uploads()
     assert first.raw_body == second.raw_body and len(second.report_ids()) == 2
     assert sdk.stats().sent == 2 and sdk.stats().failed_batches == 1
     sdk.close(5)
 
 
 def test_close_interrupts_a_retry_after_wait(
-    collector: FakeCollector, monkeypatch: pytest.MonkeyPatch
+    fake_collector: FakeCollector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sleeping = threading.Event()
     original = DeadlineRetry.sleep
@@ -254,10 +254,10 @@ def test_close_interrupts_a_retry_after_wait(
         original(self, response)
 
     monkeypatch.setattr(DeadlineRetry, "sleep", sleep)
-    collector.failing = 503
-    collector.then("status", 503, Retry_After="30")
+    fake_collector.failing = 503
+    fake_collector.then("status", 503, Retry_After="30")
     transport = HTTPTransport(
-        collector.url, timeouts=FAST_TIMEOUTS, retry=RetryPolicy(max_retries=3, deadline=60.0)
+        fake_collector.url, timeouts=FAST_TIMEOUTS, retry=RetryPolicy(max_retries=3, deadline=60.0)
     )
     outcome: list[BaseException] = []
 
@@ -275,73 +275,77 @@ def test_close_interrupts_a_retry_after_wait(
     worker.join(5)
     assert not worker.is_alive() and time.monotonic() - start < 1.0
     assert len(outcome) == 1 and "the transport was closed" in str(outcome[0])
-    assert len(collector.uploads()) == 1
+    assert len(fake_collector.uploads()) == 1
 
 
 @pytest.mark.parametrize("limit", [{"max_body": 3000}, {"max_reports": 7}])
 def test_413_halves_the_batch_and_delivers_everything(
-    collector: FakeCollector, limit: dict[str, int]
+    fake_collector: FakeCollector, limit: dict[str, int]
 ) -> None:
     for name, value in limit.items():
-        setattr(collector, name, value)
-    sdk = http_client(collector.url, batch_size=100, flush_interval=60.0)
+        setattr(fake_collector, name, value)
+    sdk = http_client(fake_collector.url, batch_size=100, flush_interval=60.0)
     for i in range(60):
         assert sdk.record("t-cms", f"value-{i}")
     assert sdk.flush(10)
     stats = sdk.stats()
     assert stats.sent == 60 and stats.dropped == {} and stats.queued == 0
-    assert len(collector.backend.reports("t-cms")) == 60
-    uploads = collector.uploads()
+    assert len(fake_collector.backend.reports("t-cms")) == 60
+    uploads = fake_collector.uploads()
     assert len(uploads[0].report_ids()) == 60  # one batch at first: then halved on 413
     delivered = [
         u
         for u in uploads
-        if len(u.body) <= (collector.max_body or len(u.body))
-        and len(u.report_ids()) <= (collector.max_reports or 60)
+        if len(u.body) <= (fake_collector.max_body or len(u.body))
+        and len(u.report_ids()) <= (fake_collector.max_reports or 60)
     ]
     assert sum(len(u.report_ids()) for u in delivered) == 60
     assert len(uploads) - len(delivered) <= 4  # 60 -> 30 -> 15 -> 7 (-> 3): a few 413s
     sdk.close(5)
 
 
-def test_a_single_report_refused_with_413_is_dropped(collector: FakeCollector) -> None:
-    collector.max_body = 10  # no report fits
-    sdk = http_client(collector.url, flush_interval=60.0)
+def test_a_single_report_refused_with_413_is_dropped(fake_collector: FakeCollector) -> None:
+    fake_collector.max_body = 10  # no report fits
+    sdk = http_client(fake_collector.url, flush_interval=60.0)
     for i in range(8):
         assert sdk.record("t-hcms", f"value-{i}")
     assert sdk.flush(10)  # the queue emptied: the reports could never be delivered
     stats = sdk.stats()
     assert stats.dropped == {"batch_rejected": 8} and stats.sent == 0 and stats.queued == 0
-    assert [len(u.report_ids()) for u in collector.uploads()] == [8, 4, 2] + [1] * 8
+    assert [len(u.report_ids()) for u in fake_collector.uploads()] == [8, 4, 2] + [1] * 8
     sdk.close(5)
 
 
-def test_batches_are_bounded_by_bytes(collector: FakeCollector) -> None:
-    collector.max_body = 2048
-    sdk = http_client(collector.url, max_batch_bytes=2048, flush_interval=60.0)
+def test_batches_are_bounded_by_bytes(fake_collector: FakeCollector) -> None:
+    fake_collector.max_body = 2048
+    sdk = http_client(fake_collector.url, max_batch_bytes=2048, flush_interval=60.0)
     for i in range(40):
         assert sdk.record("t-cms", f"value-{i}")
     assert sdk.flush(10)
-    uploads = collector.uploads()
+    uploads = fake_collector.uploads()
     assert len(uploads) > 1 and all(len(u.body) <= 2048 for u in uploads)  # no 413
     assert sdk.stats().sent == 40 and sdk.stats().dropped == {}
     sdk.close(5)
 
 
-def test_large_sketches_fit_the_collectors_4_mib_limit(collector: FakeCollector) -> None:
+def test_large_sketches_fit_the_collectors_4_mib_limit(fake_collector: FakeCollector) -> None:
     # m = 65536: ~11 KB per report, 500 of them would be a ~5.5 MB body.
     big = TaskConfig.create(task_id="t-big", mechanism="cms", epsilon=4.0, k=16, m=65536)
-    collector.backend.add_task(big)
-    collector.max_body = 4 << 20
+    fake_collector.backend.add_task(big)
+    fake_collector.max_body = 4 << 20
     sdk = http_client(
-        collector.url, tasks=[big], flush_interval=60.0, max_queue=1000, max_queue_bytes=64 << 20
+        fake_collector.url,
+        tasks=[big],
+        flush_interval=60.0,
+        max_queue=1000,
+        max_queue_bytes=64 << 20,
     )
     for i in range(500):
         assert sdk.record("t-big", f"value-{i}")
     assert sdk.flush(30)
-    uploads = collector.uploads()
+    uploads = fake_collector.uploads()
     assert all(len(u.body) <= 1 << 20 for u in uploads) and len(uploads) >= 5
-    assert sdk.stats().sent == 500 and len(collector.backend.reports("t-big")) == 500
+    assert sdk.stats().sent == 500 and len(fake_collector.backend.reports("t-big")) == 500
     sdk.close(5)
 
 

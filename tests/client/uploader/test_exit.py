@@ -8,9 +8,9 @@ import sys
 import time
 
 import pytest
-from fake_collector import FakeCollector
 
 from ldp_telemetry.shared import TaskConfig
+from tests.client.fake_collector import FakeCollector
 
 pytestmark = pytest.mark.timeout(60)
 SCRIPT = """
@@ -36,22 +36,22 @@ def run(url: str, task: TaskConfig, atexit_timeout: str) -> float:
     return time.monotonic() - start
 
 
-def test_exit_hook_flushes(collector: FakeCollector, tasks: dict[str, TaskConfig]) -> None:
-    run(collector.url, tasks["rr"], "5")
-    assert len(collector.backend.reports("t-rr")) == 1
+def test_exit_hook_flushes(fake_collector: FakeCollector, tasks: dict[str, TaskConfig]) -> None:
+    run(fake_collector.url, tasks["rr"], "5")
+    assert len(fake_collector.backend.reports("t-rr")) == 1
 
 
 def test_exit_hook_can_be_turned_off(
-    collector: FakeCollector, tasks: dict[str, TaskConfig]
+    fake_collector: FakeCollector, tasks: dict[str, TaskConfig]
 ) -> None:
-    run(collector.url, tasks["rr"], "none")
-    assert collector.uploads() == []
+    run(fake_collector.url, tasks["rr"], "none")
+    assert fake_collector.uploads() == []
 
 
 def test_exit_hook_is_bounded_when_the_server_is_down(
-    collector: FakeCollector, tasks: dict[str, TaskConfig]
+    fake_collector: FakeCollector, tasks: dict[str, TaskConfig]
 ) -> None:
-    collector.failing = 503
-    baseline = run(collector.url, tasks["rr"], "none")
-    assert run(collector.url, tasks["rr"], "1") < baseline + 2.5
-    assert collector.uploads() and collector.backend.reports("t-rr") == []
+    fake_collector.failing = 503
+    baseline = run(fake_collector.url, tasks["rr"], "none")
+    assert run(fake_collector.url, tasks["rr"], "1") < baseline + 2.5
+    assert fake_collector.uploads() and fake_collector.backend.reports("t-rr") == []

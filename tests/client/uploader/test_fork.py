@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
 
 from ldp_telemetry.client import Client
 from ldp_telemetry.shared import TaskConfig
+from tests.client.fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -34,10 +34,10 @@ def wait_for(pid: int, timeout: float) -> int:
 
 @pytest.mark.parametrize("on_disk", [False, True])
 def test_a_forked_child_records_and_its_reports_arrive(
-    collector: FakeCollector, tasks: dict[str, TaskConfig], tmp_path: Path, on_disk: bool
+    fake_collector: FakeCollector, tasks: dict[str, TaskConfig], tmp_path: Path, on_disk: bool
 ) -> None:
     sdk = Client(
-        collector.url,
+        fake_collector.url,
         data_dir=tmp_path if on_disk else None,
         timeouts=FAST_TIMEOUTS,
         retry=FAST_RETRY,
@@ -59,9 +59,9 @@ def test_a_forked_child_records_and_its_reports_arrive(
             os._exit(code)
     assert wait_for(pid, 20) == 0
     assert sdk.flush(5)
-    reports = collector.backend.reports("t-cms")
+    reports = fake_collector.backend.reports("t-cms")
     assert len(reports) == 3  # before fork, the child's one, the parent's queued one
-    sent = [report_id for seen in collector.uploads() for report_id in seen.report_ids()]
+    sent = [report_id for seen in fake_collector.uploads() for report_id in seen.report_ids()]
     assert len(sent) == len(set(sent)) == 3  # nothing was sent twice
     # In memory the parent's queued report stays the parent's; on disk the queue is shared,
     # so the child's flush usually delivers it, but the parent may claim it first (seen
