@@ -1,26 +1,18 @@
-"""Helpers of the TypeScript SDK's tests: its folder, its build, node, and a real collector.
+"""Helpers of the TypeScript SDK's tests: its folder, its build, and node.
 
-A module of its own (not conftest.py), named so no other test folder shadows it. node and
-sdk-js/node_modules come from ``make test`` (Debian's nodejs and ``npm ci`` from the lock
-file); without them these tests fail and say so.
+node and sdk-js/node_modules come from ``make test`` (Debian's nodejs and ``npm ci`` from
+the lock file); without them these tests fail and say so. Tasks and estimates go through
+tests/support/reports.py, the collector through tests/support/servers.py.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import requests
-
-HERE = Path(__file__).resolve().parent
-SDK = HERE.parents[1] / "sdk-js"
-
-from tests.support.servers import ADMIN, ANALYST, bearer, start_server  # noqa: E402
-
-__all__ = ["ADMIN", "ANALYST", "SDK", "bearer", "build", "create_task", "node", "start_server"]
+SDK = Path(__file__).resolve().parents[2] / "sdk-js"
 NODE_TIMEOUT = 240
 
 
@@ -54,19 +46,3 @@ def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
 def node(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run a compiled script of sdk-js/build/ with node."""
     return run(["node", str(SDK / "build" / script), *args])
-
-
-def create_task(url: str, **fields: Any) -> dict[str, Any]:
-    """Create a task on the collector (admin token) and return its JSON."""
-    response = requests.post(f"{url}/v1/tasks", json=fields, headers=bearer(ADMIN), timeout=30)
-    assert response.status_code == 201, response.text
-    return json.loads(response.text)  # type: ignore[no-any-return]
-
-
-def estimates(url: str, task_id: str, **query: Any) -> dict[str, Any]:
-    """Return the collector's estimates for a task (analyst token)."""
-    response = requests.post(
-        f"{url}/v1/tasks/{task_id}/estimates", json=query, headers=bearer(ANALYST), timeout=60
-    )
-    assert response.status_code == 200, response.text
-    return json.loads(response.text)  # type: ignore[no-any-return]

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 import requests
 from playwright.sync_api import BrowserContext, Page, Route
-from sdkjs_helpers import SDK, create_task, estimates
+
+from tests.sdk_js.helpers import SDK
+from tests.support.reports import create_task_json, estimates_json
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("sdk")]
 PAGE = Path(__file__).resolve().parent / "page"
@@ -64,7 +66,7 @@ def set_visibility(page: Page, state: str) -> None:
 
 def counted(url: str, task_id: str) -> int:
     return int(
-        estimates(url, task_id, **({} if task_id == "web-rr" else {"candidates": ["w0"]}))["n"]
+        estimates_json(url, task_id, **({} if task_id == "web-rr" else {"candidates": ["w0"]}))["n"]
     )
 
 
@@ -75,14 +77,14 @@ def open_page(page: Page, url: str) -> None:
 
 
 def test_offline_hidden_shown_counted_once(
-    page: Page, context: BrowserContext, collector: str
+    page: Page, context: BrowserContext, collector_url: str
 ) -> None:
-    create_task(
-        collector, task_id="web-cms", mechanism="cms", epsilon=4.0, k=16, m=64, min_batch_size=1
+    create_task_json(
+        collector_url, task_id="web-cms", mechanism="cms", epsilon=4.0, k=16, m=64, min_batch_size=1
     )
-    create_task(collector, task_id="web-rr", mechanism="rr", epsilon=2.0, min_batch_size=1)
-    serve_page(page, collector)
-    open_page(page, collector)
+    create_task_json(collector_url, task_id="web-rr", mechanism="rr", epsilon=2.0, min_batch_size=1)
+    serve_page(page, collector_url)
+    open_page(page, collector_url)
 
     context.set_offline(True)
     queued = page.evaluate(
@@ -98,8 +100,8 @@ def test_offline_hidden_shown_counted_once(
     context.set_offline(False)
     set_visibility(page, "visible")
     page.wait_for_function("ldp.stats().queued === 0", timeout=WAIT)
-    assert counted(collector, "web-cms") == len(WORDS)
-    assert counted(collector, "web-rr") == 1
+    assert counted(collector_url, "web-cms") == len(WORDS)
+    assert counted(collector_url, "web-rr") == 1
 
     # Offline again: a new value waits in IndexedDB through a reload; repeats of values
     # already sent (before and after the reload) resend their report, counted once.
@@ -116,7 +118,7 @@ def test_offline_hidden_shown_counted_once(
     context.set_offline(False)
     assert page.evaluate("ldp.record('web-cms', 'w2')") is True  # the ledger came back too
     assert page.evaluate("ldp.flush(20000)") is True
-    assert counted(collector, "web-cms") == len(WORDS) + 1
+    assert counted(collector_url, "web-cms") == len(WORDS) + 1
     stats = page.evaluate("ldp.stats()")
     assert stats["rejected"] == {} and stats["dropped"] == {}
-    assert requests.get(f"{collector}/readyz", timeout=10).status_code == 200
+    assert requests.get(f"{collector_url}/readyz", timeout=10).status_code == 200

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sdkjs_helpers import run
 
 from ldp_telemetry.client.budget import canonical_value, device_key, load_secret, lookup_key
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
 from ldp_telemetry.shared.randomness import KeyedStream
 from ldp_telemetry.shared.sealing import SealKey, padded_length
 from ldp_telemetry.shared.task import TaskConfig
+from tests.sdk_js.helpers import run
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("sdk")]
 STREAM_SEED = bytes(range(40))

@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sdkjs_helpers import create_task, estimates, node
+
+from tests.sdk_js.helpers import node
+from tests.support.reports import create_task_json, estimates_json
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("sdk")]
 DEVICES = 300
@@ -80,12 +82,12 @@ def within(row: dict[str, Any], truth: float, sigmas: float = 4.0) -> bool:
     return abs(row["estimate"] - truth) <= sigmas * row["std_error"]
 
 
-def test_every_kind_counted_exactly_and_estimated(collector: str, tmp_path: Path) -> None:
+def test_every_kind_counted_exactly_and_estimated(collector_url: str, tmp_path: Path) -> None:
     for task_id, fields in TASKS.items():
-        create_task(collector, task_id=task_id, min_batch_size=1, **fields)
+        create_task_json(collector_url, task_id=task_id, min_batch_size=1, **fields)
     plan = values(np.random.default_rng(25))
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps({"endpoint": collector, "values": plan, "concurrency": 10}))
+    path.write_text(json.dumps({"endpoint": collector_url, "values": plan, "concurrency": 10}))
     stats = json.loads(node("test/python/devices.js", str(path)).stdout)
     # Retries may happen on a loaded machine (refused connections); every report still
     # arrives once: the collector's n below is exact.
@@ -94,7 +96,7 @@ def test_every_kind_counted_exactly_and_estimated(collector: str, tmp_path: Path
     for task_id, fields in TASKS.items():
         kind = fields["mechanism"]
         if kind == "numeric":
-            answer = estimates(collector, task_id, candidates=["mean"])
+            answer = estimates_json(collector_url, task_id, candidates=["mean"])
             assert answer["n"] == DEVICES
             assert within(answer["estimates"][0], float(np.mean(plan[task_id]))), task_id
             continue
@@ -102,7 +104,7 @@ def test_every_kind_counted_exactly_and_estimated(collector: str, tmp_path: Path
         if "domain" in fields:  # every domain value, the never-held ones too
             truth = {value: FRUIT.get(value, 0) for value in fields["domain"]}
         query = {} if kind == "rr" else {"candidates": list(truth)}
-        answer = estimates(collector, task_id, **query)
+        answer = estimates_json(collector_url, task_id, **query)
         assert answer["n"] == DEVICES, task_id
         for row in answer["estimates"]:
             assert within(row, truth[row["value"]]), (task_id, row)

@@ -11,8 +11,6 @@ and keeps only sealed reports in IndexedDB.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 from playwright.sync_api import BrowserContext, Page, Route
-from sdkjs_helpers import SDK, create_task, estimates, node, start_server
+
+from tests.sdk_js.helpers import SDK, node
+from tests.support.reports import create_task_json, estimates_json
+from tests.support.servers import start_sealing_server
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("sdk")]
 DEVICES = 200
@@ -37,21 +38,7 @@ WEB = [f"w{i}" for i in range(12)]
 @pytest.fixture(scope="module")
 def sealing_collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Yield the URL of a real collector holding a seal key made by the CLI."""
-    folder = tmp_path_factory.mktemp("sdkjs-sealed")
-    keys = folder / "seal-keys.json"
-    command = [
-        sys.executable,
-        "-m",
-        "ldp_telemetry.aggregator.cli",
-        "--db",
-        str(folder / "collector.sqlite3"),
-    ]
-    subprocess.run(
-        [*command, "keys", "new", "--keys", str(keys)], check=True, timeout=60, capture_output=True
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LDP_SEAL_KEYS", str(keys))
-        server = start_server(folder / "collector.sqlite3")
+    server = start_sealing_server(tmp_path_factory.mktemp("sdkjs-sealed") / "collector.sqlite3")
     try:
         yield server.url
     finally:
@@ -60,7 +47,7 @@ def sealing_collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
 def test_sealed_reports_counted_exactly(sealing_collector: str, tmp_path: Path) -> None:
     for task_id, fields in TASKS.items():
-        created = create_task(
+        created = create_task_json(
             sealing_collector, task_id=task_id, min_batch_size=1, sealed=True, **fields
         )
         assert created["sealed"] is True and created["seal"]["kem"] == 32
@@ -78,14 +65,14 @@ def test_sealed_reports_counted_exactly(sealing_collector: str, tmp_path: Path) 
     del stats["retries"]  # a loaded machine may refuse a connection; each report still arrives once
     assert stats == {"sent": DEVICES * len(TASKS), "queued": 0, "dropped": {}, "rejected": {}}
     for task_id in ("sealed-grr", "sealed-cms"):
-        answer = estimates(sealing_collector, task_id, candidates=list(FRUIT))
+        answer = estimates_json(sealing_collector, task_id, candidates=list(FRUIT))
         assert answer["n"] == DEVICES, task_id
         for row in answer["estimates"]:
             assert abs(row["estimate"] - FRUIT[row["value"]]) <= 4 * row["std_error"], (
                 task_id,
                 row,
             )
-    answer = estimates(sealing_collector, "sealed-sw", candidates=["mean"])
+    answer = estimates_json(sealing_collector, "sealed-sw", candidates=["mean"])
     assert answer["n"] == DEVICES
     row = answer["estimates"][0]
     assert abs(row["estimate"] - float(np.mean(latencies))) <= 4 * row["std_error"]
@@ -112,7 +99,7 @@ def test_sealed_in_a_browser_stored_and_sent_sealed(
 ) -> None:
     """In Chromium: the HPKE chunk loads lazily, IndexedDB keeps only sealed reports."""
     url = sealing_collector
-    create_task(
+    create_task_json(
         url,
         task_id="sealed-web",
         mechanism="oue",
@@ -150,6 +137,6 @@ def test_sealed_in_a_browser_stored_and_sent_sealed(
         assert set(report) == {"report_id", "fingerprint", "time", "key_id", "sealed"}, report
     context.set_offline(False)
     assert page.evaluate("ldp.flush(20000)") is True
-    assert estimates(url, "sealed-web", candidates=WEB)["n"] == len(WEB)
+    assert estimates_json(url, "sealed-web", candidates=WEB)["n"] == len(WEB)
     stats = page.evaluate("ldp.stats()")
     assert stats["rejected"] == {} and stats["dropped"] == {}

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from sdkjs_helpers import SDK, run
+
+from tests.sdk_js.helpers import SDK, run
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("sdk")]
 

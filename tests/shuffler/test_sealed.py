@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import subprocess
-import sys
-from collections.abc import Callable
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.wire import b64encode
 from tests.shuffler.processes import device, health, shuffler_token, start_shuffler, wait_for
 from tests.support.reports import create_task, estimates, post_reports
-from tests.support.servers import Server
+from tests.support.servers import Server, start_sealing_server
 
 pytestmark = pytest.mark.timeout(180)
 DEVICES, PER_DEVICE = 12, 40
@@ -32,27 +30,11 @@ VALUES = [f"value-{i}" for i in range(PER_DEVICE)]  # the SDK sends one report p
 
 
 @pytest.fixture
-def keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Create the collector's seal key with the CLI; the collector reads LDP_SEAL_KEYS."""
-    path = tmp_path / "seal-keys.json"
-    command = [
-        sys.executable,
-        "-m",
-        "ldp_telemetry.aggregator.cli",
-        "--db",
-        str(tmp_path / "collector.sqlite3"),
-    ]
-    subprocess.run(
-        [*command, "keys", "new", "--keys", str(path)], check=True, timeout=60, capture_output=True
-    )
-    monkeypatch.setenv("LDP_SEAL_KEYS", str(path))
-    return path
-
-
-@pytest.fixture
-def sealing_collector(keys: Path, server_factory: Callable[..., Server]) -> Server:
-    """A real collector holding the seal key: started once ``keys`` set LDP_SEAL_KEYS."""
-    return server_factory(keys.parent / "collector.sqlite3")
+def sealing_collector(tmp_path: Path) -> Iterator[Server]:
+    """Yield a real collector holding a seal key made by the CLI; killed after the test."""
+    server = start_sealing_server(tmp_path / "collector.sqlite3")
+    yield server
+    server.kill()
 
 
 def test_sealed_reports_through_the_shuffler(sealing_collector: Server, tmp_path: Path) -> None:
