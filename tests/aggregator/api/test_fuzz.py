@@ -11,10 +11,10 @@ from flask.testing import FlaskClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldp_telemetry.aggregator import create_app
 from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.collectors import make_app
 from tests.support.reports import envelopes, payloads
-from tests.support.servers import ADMIN, ANALYST, bearer
+from tests.support.servers import ADMIN, bearer
 
 TASKS = [
     {"task_id": "rr", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1},
@@ -80,14 +80,7 @@ task_params = st.dictionaries(
 
 @pytest.fixture(scope="module")
 def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
-    app = create_app(
-        {
-            "TESTING": True,
-            "ADMIN_TOKEN": ADMIN,
-            "ANALYST_TOKEN": ANALYST,
-            "DATABASE": str(tmp_path_factory.mktemp("fuzz") / "fuzz.sqlite3"),
-        }
-    )
+    app = make_app(str(tmp_path_factory.mktemp("fuzz") / "fuzz.sqlite3"))
     client = app.test_client()
     rng = np.random.default_rng(8)
     for params in TASKS:  # with a few reports each, so that estimates run the estimator

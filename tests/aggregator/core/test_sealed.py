@@ -24,6 +24,7 @@ from ldp_telemetry.aggregator.core.sealing_keys import add_key, read_keys, retir
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.codec import Envelope, encode_report, new_report_id
 from ldp_telemetry.shared.wire import b64decode, b64encode
+from tests.support.collectors import make_app
 from tests.support.servers import ADMIN, ANALYST, bearer
 
 TASK = {"task_id": "sealed", "mechanism": "rr", "epsilon": 2.0, "min_batch_size": 1}
@@ -41,20 +42,7 @@ def keys(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def app(tmp_path: Path, keys: Path) -> Flask:
-    return create_app(
-        {
-            "TESTING": True,
-            "DATABASE": str(tmp_path / "test.sqlite3"),
-            "ADMIN_TOKEN": ADMIN,
-            "ANALYST_TOKEN": ANALYST,
-            "SEAL_KEYS": str(keys),
-        }
-    )
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
+    return make_app(str(tmp_path / "test.sqlite3"), SEAL_KEYS=str(keys))
 
 
 def _create(client: FlaskClient) -> Any:

@@ -10,12 +10,12 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from ldp_telemetry.aggregator import create_app
 from ldp_telemetry.aggregator.api.resources import get_store_of
 from ldp_telemetry.aggregator.core.auth import hash_token
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch, new_report_id
 from ldp_telemetry.shared.wire import b64encode
 from tests.aggregator.dashboard.pages import csrf_of
+from tests.support.collectors import make_app
 from tests.support.servers import ADMIN, ANALYST, bearer
 
 SHUFFLER = "dash-shuffler-token"
@@ -23,14 +23,7 @@ SHUFFLER = "dash-shuffler-token"
 
 @pytest.fixture
 def app(tmp_path: Path) -> Flask:
-    app = create_app(
-        {
-            "TESTING": True,
-            "DATABASE": str(tmp_path / "dash.sqlite3"),
-            "ADMIN_TOKEN": ADMIN,
-            "ANALYST_TOKEN": ANALYST,
-        }
-    )
+    app = make_app(str(tmp_path / "dash.sqlite3"))
     get_store_of(app).add_token(hash_token(SHUFFLER), "shuffler")
     return app
 

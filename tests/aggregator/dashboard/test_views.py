@@ -17,7 +17,6 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from demo.dashboard import envelopes
-from ldp_telemetry.aggregator import create_app
 from ldp_telemetry.aggregator.api.resources import get_store
 from ldp_telemetry.aggregator.cli import main as cli
 from ldp_telemetry.aggregator.core.auth import hash_token
@@ -25,6 +24,7 @@ from ldp_telemetry.aggregator.dashboard import access, svg
 from ldp_telemetry.shared import TaskConfig, encode_batch
 from ldp_telemetry.shared.codec import b64encode, new_report_id
 from tests.aggregator.dashboard.pages import csrf_of
+from tests.support.collectors import make_app
 from tests.support.servers import ADMIN, ANALYST, bearer
 
 HOUR = 3600
@@ -37,19 +37,7 @@ PER_BUCKET = (20, 300, 400)  # oldest first: the oldest is below min_batch_size
 
 @pytest.fixture
 def app(tmp_path: Path) -> Flask:
-    return create_app(
-        {
-            "TESTING": True,
-            "DATABASE": str(tmp_path / "dash.sqlite3"),
-            "ADMIN_TOKEN": ADMIN,
-            "ANALYST_TOKEN": ANALYST,
-        }
-    )
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
+    return make_app(str(tmp_path / "dash.sqlite3"))
 
 
 @pytest.fixture
