@@ -1,7 +1,7 @@
 """Sealed tasks at the collector: keys, the served key and its ETag, per-report reasons.
 
 In process (Flask's test client) on a fresh SQLite file and key file per test; the HTTP
-path with the real SDK and the shuffler is test_agg_sealed_http.py.
+path with the real SDK and the shuffler is tests/shuffler/test_sealed.py.
 """
 
 from __future__ import annotations

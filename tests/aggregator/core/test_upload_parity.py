@@ -1,6 +1,7 @@
 """The Flask view and the RSGI fast path answer an upload with the same bytes, in process:
 a store fault and a bug injected into the store, and bodies over the limit however framed
-(the real servers' parity test, test_agg_group_commit_http, cannot inject a bug)."""
+(the real servers' parity test, tests/aggregator/store/test_group_commit_http.py, cannot
+inject a bug)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """PostgreSQL's group commit in one statement, its general path, and folds off the writer.
 
 What both backends share (replays inside a group, refusals, the archive) is tested on both
-in test_agg_store_tables.py; these are about what only PostgreSQL does.
+in test_tables.py; these are about what only PostgreSQL does.
 """
 
 from __future__ import annotations
