@@ -282,6 +282,7 @@ def test_the_independent_client_makes_the_hh_and_longitudinal_reports(
         for vector in case["reports"]:
             words = iter(vector["words"])
             monkeypatch.setattr(ic, "word", words.__next__)
+            monkeypatch.setattr(il, "word", words.__next__)  # il imports ic's word by name
             monkeypatch.setattr(ic, "below", lambda n, words=words: _below(words, n))
             if hh:
                 report = ic.hh(task, vector["value"], secret)
