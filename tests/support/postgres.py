@@ -40,7 +40,7 @@ class PostgresServer:
             import pgserver
         except ImportError as error:  # never skip: the PostgreSQL store must be tested
             raise RuntimeError(
-                "a throwaway PostgreSQL server needs pgserver: pip install -e '.[test]' "
+                "a throwaway PostgreSQL server needs pgserver: pip install -e '.[dev]' "
                 "(make test and make demo-cluster install it)"
             ) from error
         self._get_server = pgserver.get_server
