@@ -17,6 +17,20 @@ from tests.support.browser import CHROMIUM, LAUNCH_ARGS
 
 pytest_plugins = ["tests.support.fixtures"]
 
+# pytest-playwright's fixtures that start its sync API (the session's ``playwright``).
+BROWSER_FIXTURES = {"page", "context", "browser", "browser_type", "playwright"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the browser tests last, in their order.
+
+    Playwright's sync API keeps an asyncio loop running in the main thread from the first
+    browser test to the session's end, and ``asyncio.run`` refuses to start inside it (the
+    RSGI bridge and group-commit tests call it). tests/aggregator/dashboard sorts before
+    tests/aggregator/serving and store, so without this the order of folders would decide.
+    """
+    items.sort(key=lambda item: bool(BROWSER_FIXTURES & set(getattr(item, "fixturenames", ()))))
+
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
