@@ -1,6 +1,6 @@
 """Measure the collector (not a test): estimate latency and HTTP ingest throughput.
 
-Run: ``.venv/bin/python tests/aggregator/bench_aggregator.py [--seed 1] [--workers 2]``.
+Run: ``.venv/bin/python -m tests.aggregator.bench_aggregator [--seed 1] [--workers 2]``.
 Starts ``ldp-aggregator serve`` on a temp database, fills a k=2048, m=1024 sketch, times
 estimates for 10,000 candidates, then posts pre-encoded batches of 500 reports from
 several threads and reports the durable ingest rate (every 200 follows a commit).
@@ -9,7 +9,6 @@ several threads and reports the durable ingest rate (every 200 follows a commit)
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,10 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from agg_reports import create_task, envelopes, estimates, payloads, post_reports
-
 from ldp_telemetry.shared import TaskConfig, encode_batch
+from tests.support.reports import create_task, envelopes, estimates, payloads, post_reports
 from tests.support.servers import start_server
 
 BATCH = 500

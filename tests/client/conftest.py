@@ -1,13 +1,13 @@
-"""Fixtures for the client SDK tests (helpers live in fake_collector.py)."""
+"""Fixtures of the SDK tests: small tasks and a scriptable fake collector (tests/support/fake_collector.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from fake_collector import FakeCollector, make_tasks, start_collector
 
 from ldp_telemetry.shared import TaskConfig
+from tests.support.fake_collector import FakeCollector, make_tasks, start_collector
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def tasks() -> dict[str, TaskConfig]:
 
 
 @pytest.fixture
-def collector(tasks: dict[str, TaskConfig]) -> Iterator[FakeCollector]:
+def fake_collector(tasks: dict[str, TaskConfig]) -> Iterator[FakeCollector]:
     """Yield a running fake collector serving ``tasks``; stopped after the test."""
     fake, server = start_collector(tasks)
     yield fake

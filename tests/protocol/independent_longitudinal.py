@@ -12,15 +12,16 @@ import hmac
 from collections.abc import Callable
 from typing import Any
 
-import independent_client
 import rfc8785
-from independent_client import (
+
+from .independent_client import (
     NOT_FINGERPRINTED,
     SCALE,
     HashFamily,
     b64url,
     device_key,
     pack_bits,
+    word,
 )
 
 
@@ -89,7 +90,7 @@ def permanent_cms(task: dict[str, Any], secret: bytes, value: str) -> dict[str, 
 def reflip_cms(report: dict[str, Any], m: int, t_i: int) -> dict[str, Any]:
     """§3.9: each of the m bits flips when its own fresh word is below T_i."""
     bits = base64.urlsafe_b64decode(report["bits"] + "=" * (-len(report["bits"]) % 4))
-    flips = [int(independent_client.word() < t_i) for _ in range(m)]  # §3.1's CSPRNG word
+    flips = [int(word() < t_i) for _ in range(m)]  # §3.1's CSPRNG word
     return {
         "row": report["row"],
         "bits": b64url(bytes(a ^ b for a, b in zip(bits, pack_bits(flips), strict=True))),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import json
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,15 +15,13 @@ import numpy as np
 import pytest
 import requests
 
+from ldp_telemetry.shared import TaskConfig
+from protocol import generate
+from tests.protocol import independent_client as ic
+from tests.protocol import independent_longitudinal as il
+from tests.support.servers import ADMIN, ANALYST, bearer, start_server
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import independent_client as ic  # noqa: E402
-import independent_longitudinal as il  # noqa: E402
-
-from ldp_telemetry.shared import TaskConfig  # noqa: E402
-from protocol import generate  # noqa: E402
-from tests.support.servers import ADMIN, ANALYST, bearer, start_server  # noqa: E402
 
 VECTORS: dict[str, Any] = json.loads(generate.FILE.read_text(encoding="utf-8"))
 PROJECT_PACKAGES = {
@@ -285,6 +282,7 @@ def test_the_independent_client_makes_the_hh_and_longitudinal_reports(
         for vector in case["reports"]:
             words = iter(vector["words"])
             monkeypatch.setattr(ic, "word", words.__next__)
+            monkeypatch.setattr(il, "word", words.__next__)  # il imports ic's word by name
             monkeypatch.setattr(ic, "below", lambda n, words=words: _below(words, n))
             if hh:
                 report = ic.hh(task, vector["value"], secret)

@@ -3,34 +3,21 @@ seals reports that a real collector opens and counts exactly."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
 import requests
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import independent_client as ic  # noqa: E402
-import independent_sealing as sealing  # noqa: E402
-
-from tests.support.servers import ADMIN, ANALYST, bearer, start_server  # noqa: E402
+from tests.protocol import independent_client as ic
+from tests.protocol import independent_sealing as sealing
+from tests.support.servers import ADMIN, ANALYST, bearer, start_sealing_server
 
 DOMAIN = ["north", "south", "east", "west"]
 POPULATION = ["north"] * 120 + ["south"] * 60 + ["east"] * 20
 
 
-def test_the_collector_opens_the_independent_clients_sealed_reports(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db, keys = tmp_path / "sealed.sqlite3", tmp_path / "seal-keys.json"
-    command = [sys.executable, "-m", "ldp_telemetry.aggregator.cli", "--db", str(db), "keys", "new"]
-    subprocess.run([*command, "--keys", str(keys)], check=True, timeout=60, capture_output=True)
-    monkeypatch.setenv("LDP_SEAL_KEYS", str(keys))
-    server = start_server(db)
+def test_the_collector_opens_the_independent_clients_sealed_reports(tmp_path: Path) -> None:
+    server = start_sealing_server(tmp_path / "sealed.sqlite3")
     try:
         created = requests.post(
             f"{server.url}/v1/tasks",

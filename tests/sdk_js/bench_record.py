@@ -1,6 +1,6 @@
 """Measure the TypeScript SDK (not a test): record() latency for a cms task, in Chromium and Node.
 
-Run: ``.venv/bin/python tests/sdk_js/bench_record.py [--records 5000]`` after ``make test``
+Run: ``.venv/bin/python -m tests.sdk_js.bench_record [--records 5000]`` after ``make test``
 (which builds sdk-js and installs Debian's Chromium). Each ``record`` call of distinct
 values (no budget limit) is timed with ``performance.now()`` on the caller's thread:
 privatize with the platform's CSPRNG (k=2048, m=1024, ε=4: 1,024 random words), memo key,
@@ -13,18 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from sdkjs_helpers import SDK  # noqa: E402
+from ldp_telemetry.shared import TaskConfig
+from tests.sdk_js.helpers import SDK
+from tests.support.browser import CHROMIUM, LAUNCH_ARGS
 
-from ldp_telemetry.shared import TaskConfig  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
 MEASURE = """async ([task, records]) => {
   const { init } = await import("/ldp-telemetry.js");
   const ldp = init({ endpoint: location.origin, tasks: [task], reportsPerPeriod: 1e9,
@@ -55,7 +50,7 @@ def main() -> None:
     task = TaskConfig.create(task_id="cms", mechanism="cms", epsilon=4.0, k=2048, m=1024).to_dict()
     bundle = (SDK / "dist" / "ldp-telemetry.js").read_bytes()
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         page = browser.new_page()
         # Cross-origin isolated, so that performance.now() has 5 µs resolution (else 100 µs).
         isolated = {

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import chisquare
-from shared_cases import Case, FakeEntropy, batch_reports, conformance_cases, output_key
 
 from ldp_telemetry.shared import ParameterError, codec
 from ldp_telemetry.shared.randomness import (
@@ -29,6 +28,7 @@ from ldp_telemetry.shared.randomness import (
     uniform_word,
     uniform_words,
 )
+from tests.shared.cases import Case, FakeEntropy, batch_reports, conformance_cases, output_key
 
 
 @given(st.floats(min_value=1e-9, max_value=1 - 1e-9))

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shared_cases import Case, batch_reports, conformance_cases
 
 from ldp_telemetry.shared import (
     CountMeanSketch,
@@ -21,6 +20,7 @@ from ldp_telemetry.shared import (
     Sums,
 )
 from ldp_telemetry.shared.mechanisms.sketches.cms import ADD_CHUNK
+from tests.shared.cases import Case, batch_reports, conformance_cases
 
 CASES = conformance_cases()
 

@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -51,13 +52,14 @@ def start_server(
     server: str | None = None,
     own_metrics_dir: bool = False,
     folder: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Server:
     """Start the collector on a free loopback port and wait until it is ready.
 
     ``db``: a SQLite file or a PostgreSQL URL. ``server``: ``serve --server`` (None: its
     default). ``own_metrics_dir``: let ``serve`` make its metrics folder itself, as in
     production, instead of giving it one. ``folder``: where the log and metrics go
-    (default: the SQLite file's folder).
+    (default: the SQLite file's folder). ``env``: more environment for the server only.
     """
     folder = folder or Path(db).parent
     log_path = (
@@ -71,6 +73,7 @@ def start_server(
         "LDP_ADMIN_TOKEN": ADMIN,
         "LDP_ANALYST_TOKEN": ANALYST,
         "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(folder)),
+        **(env or {}),
     }
     command = [
         sys.executable,
@@ -100,6 +103,23 @@ def start_server(
             time.sleep(0.1)
     server.kill()
     raise RuntimeError(f"server did not start: {log_path.read_text()[-3000:]}")
+
+
+def new_seal_keys(db: Path) -> Path:
+    """Make a collector's seal key with ``ldp-aggregator keys new``; return its key file
+    (``seal-keys.json`` beside ``db``)."""
+    keys = db.parent / "seal-keys.json"
+    command = [sys.executable, "-m", "ldp_telemetry.aggregator.cli", "--db", str(db)]
+    subprocess.run(
+        [*command, "keys", "new", "--keys", str(keys)], check=True, timeout=60, capture_output=True
+    )
+    return keys
+
+
+def start_sealing_server(db: Path, **options: Any) -> Server:
+    """Start a collector that opens sealed reports: its seal key made by the CLI and given
+    to the server alone in LDP_SEAL_KEYS (``options``: :func:`start_server`'s)."""
+    return start_server(db, env={"LDP_SEAL_KEYS": str(new_seal_keys(db))}, **options)
 
 
 def _metrics_dir(parent: Path) -> Path:

@@ -1,4 +1,4 @@
-// Checks a fixture the reference implementation wrote (tests/sdk_js/test_sdk_js_cross.py):
+// Checks a fixture the reference implementation wrote (tests/sdk_js/test_cross.py):
 // fingerprints, device and memo keys, permanent responses and whole reports drawn from a
 // fixed HMAC-DRBG stream, bit for bit, and each report's sealed padded length (PROTOCOL §10).
 // The device secret is read as the Python SDK keeps it.

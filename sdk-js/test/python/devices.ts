@@ -1,4 +1,4 @@
-// Simulated devices for tests/sdk_js/test_sdk_js_e2e.py: device i records plan.values[task][i]
+// Simulated devices for tests/sdk_js/test_e2e.py: device i records plan.values[task][i]
 // for every task with a client of its own (its own secret and budget), then flushes and
 // closes. Device 0 fetches the tasks itself; the others are handed the JSON device 0 fetched.
 // Prints the summed stats as JSON.
