@@ -1,4 +1,4 @@
-"""Fixtures of the SDK tests: small tasks and a scriptable fake collector (tests/support/fake_collector.py)."""
+"""Fixtures of the SDK tests: small tasks and a scriptable fake collector (tests.support)."""
 
 from __future__ import annotations
 
