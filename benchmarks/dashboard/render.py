@@ -31,8 +31,8 @@ from flask import current_app
 
 from ldp_telemetry.aggregator import create_app
 from ldp_telemetry.aggregator.api.resources import get_store
-from ldp_telemetry.aggregator.core import estimates, heavy_hitters
-from ldp_telemetry.aggregator.core.query import Window
+from ldp_telemetry.aggregator.core.analysis import estimates, heavy_hitters
+from ldp_telemetry.aggregator.core.analysis.query import Window
 from ldp_telemetry.aggregator.store import StoredTask
 from ldp_telemetry.shared import Envelope, TaskConfig, new_report_id
 

@@ -7,8 +7,8 @@ from flask import Blueprint, current_app
 from ldp_telemetry.aggregator.api.auth import require_role
 from ldp_telemetry.aggregator.api.body import json_body
 from ldp_telemetry.aggregator.api.resources import get_store
-from ldp_telemetry.aggregator.core.estimates import answer
-from ldp_telemetry.aggregator.core.query import check_cost, parse_query
+from ldp_telemetry.aggregator.core.analysis.estimates import answer
+from ldp_telemetry.aggregator.core.analysis.query import check_cost, parse_query
 from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.shared.answers import EstimateAnswer
 from ldp_telemetry.shared.contract import ESTIMATES_PATH, rule

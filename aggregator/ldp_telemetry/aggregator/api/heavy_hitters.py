@@ -7,7 +7,7 @@ from flask import Blueprint
 from ldp_telemetry.aggregator.api.auth import require_role
 from ldp_telemetry.aggregator.api.body import json_body
 from ldp_telemetry.aggregator.api.resources import get_store
-from ldp_telemetry.aggregator.core.heavy_hitters import answer, parse_request
+from ldp_telemetry.aggregator.core.analysis.heavy_hitters import answer, parse_request
 from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.shared.answers import HeavyHitterAnswer
 from ldp_telemetry.shared.contract import HEAVY_HITTERS_PATH, rule

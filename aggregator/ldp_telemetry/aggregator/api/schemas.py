@@ -4,7 +4,7 @@ Answers are typed once (:mod:`ldp_telemetry.shared.answers`, and the upload answ
 problem document in :mod:`ldp_telemetry.shared.contract`); :func:`schema_of` turns such a
 type into its JSON Schema, so the code that builds an answer and the document that
 describes it cannot disagree. Requests are checked by hand-written parsers
-(ldp_telemetry.aggregator.core.query, .tasks), whose fields are written here.
+(ldp_telemetry.aggregator.core.analysis.query, .tasks), whose fields are written here.
 """
 
 from __future__ import annotations

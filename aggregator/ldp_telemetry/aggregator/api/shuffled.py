@@ -5,9 +5,9 @@ shuffler token (ldp_telemetry.shuffler). Its reports go through the same intake 
 (task, fingerprint, time window, one count per report id); the task's upload key is not asked: the
 shuffler checked each device's against the key's SHA-256, which ``GET /v1/tasks/{id}/upload-key``
 gives a shuffler token. The batch is then recorded — per bucket, with K, the distinct uploads it was
-drawn from — so estimates can state the central epsilon (ldp_telemetry.aggregator.core.central). A
-retried batch (same id) records nothing new and its reports are replays: forwarding twice never
-counts twice.
+drawn from — so estimates can state the central epsilon
+(ldp_telemetry.aggregator.core.analysis.central). A retried batch (same id) records nothing new and
+its reports are replays: forwarding twice never counts twice.
 """
 
 from __future__ import annotations

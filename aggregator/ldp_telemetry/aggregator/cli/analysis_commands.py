@@ -109,9 +109,9 @@ def estimates(
     sums: str | None,
 ) -> None:
     """Print a task's estimated counts with standard errors and confidence intervals."""
+    from ldp_telemetry.aggregator.core.analysis.estimates import answer
+    from ldp_telemetry.aggregator.core.analysis.query import parse_candidates
     from ldp_telemetry.aggregator.core.config import DEFAULTS
-    from ldp_telemetry.aggregator.core.estimates import answer
-    from ldp_telemetry.aggregator.core.query import parse_candidates
 
     listed = list(candidates)
     if candidates_file is not None:
@@ -169,7 +169,7 @@ def heavy_hitters(
     sums: str | None,
 ) -> None:
     """Print a task's most frequent strings, found without candidates (e.g. an hh task)."""
-    from ldp_telemetry.aggregator.core.heavy_hitters import answer
+    from ldp_telemetry.aggregator.core.analysis.heavy_hitters import answer
 
     window = _window(start, end, level)
     if sums is not None:  # a sums file (ldp_telemetry.aggregator.archive, export): no database
@@ -211,7 +211,7 @@ def _sums_file(path: str, task_id: str) -> Any:
 
 
 def _window(start: int | None, end: int | None, level: float) -> Any:
-    from ldp_telemetry.aggregator.core.query import Window
+    from ldp_telemetry.aggregator.core.analysis.query import Window
 
     if start is not None and end is not None and start >= end:
         raise click.BadParameter(f"--from ({start}) must be before --to ({end})")

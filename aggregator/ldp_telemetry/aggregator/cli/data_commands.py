@@ -131,9 +131,9 @@ def _sum_records(opened: Collector, task: Any) -> Iterator[dict[str, Any]]:
 def _estimate_records(
     opened: Collector, task: Any, candidates: list[str] | None
 ) -> Iterator[dict[str, Any]]:
-    from ldp_telemetry.aggregator.core.estimates import answer
+    from ldp_telemetry.aggregator.core.analysis.estimates import answer
+    from ldp_telemetry.aggregator.core.analysis.query import Window, parse_candidates
     from ldp_telemetry.aggregator.core.problems import ApiError
-    from ldp_telemetry.aggregator.core.query import Window, parse_candidates
     from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 
     limit = int(opened.config["MAX_CANDIDATES"])

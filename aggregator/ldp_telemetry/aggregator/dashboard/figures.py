@@ -1,9 +1,9 @@
 """What the pages show, computed by the JSON API's own functions (no second estimator).
 
-Estimates come from :func:`ldp_telemetry.aggregator.core.estimates.answer` (over the chosen range,
-and once per time bucket for the lines over time), discovered strings from
-:func:`ldp_telemetry.aggregator.core.heavy_hitters.answer`, report counts from the store's sums (the
-``n`` the API answers), the planner's figures from
+Estimates come from :func:`ldp_telemetry.aggregator.core.analysis.estimates.answer` (over the chosen
+range, and once per time bucket for the lines over time), discovered strings from
+:func:`ldp_telemetry.aggregator.core.analysis.heavy_hitters.answer`, report counts from the store's
+sums (the ``n`` the API answers), the planner's figures from
 :func:`ldp_telemetry.shared.mechanisms.registry.plan` (as ``ldp-aggregator tasks plan``). Ingest and
 rejection counts exist only as Prometheus counters of the running collector: they are read from
 there and labelled as such.
@@ -20,10 +20,10 @@ from typing import Any
 
 from flask import current_app
 
-from ldp_telemetry.aggregator.core import estimates, heavy_hitters
+from ldp_telemetry.aggregator.core.analysis import estimates, heavy_hitters
+from ldp_telemetry.aggregator.core.analysis.query import Window
 from ldp_telemetry.aggregator.core.metrics import current_registry
 from ldp_telemetry.aggregator.core.problems import ApiError
-from ldp_telemetry.aggregator.core.query import Window
 from ldp_telemetry.aggregator.dashboard.resources import get_store
 from ldp_telemetry.shared import ParameterError, TaskConfig
 from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
@@ -195,8 +195,8 @@ class Answers:
 def estimate(
     config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
 ) -> Mapping[str, Any]:
-    """Return :func:`ldp_telemetry.aggregator.core.estimates.answer` for the window (reused while
-    exact).
+    """Return :func:`ldp_telemetry.aggregator.core.analysis.estimates.answer` for the window (reused
+    while exact).
 
     The answer's ``anomaly`` also counts the window's refused reports, which do not
     change n: their count is part of the question.

@@ -1,10 +1,10 @@
 """The task page's GET form: candidates, a UTC time range and a confidence level.
 
 Each field is parsed into what the JSON API takes, then checked by the API's own parsers
-(:func:`ldp_telemetry.aggregator.core.query.parse_window`,
-:func:`ldp_telemetry.aggregator.core.query.parse_candidates`,
-:func:`ldp_telemetry.aggregator.core.query.check_cost`), so the page refuses exactly what the API
-refuses, with the same words.
+(:func:`ldp_telemetry.aggregator.core.analysis.query.parse_window`,
+:func:`ldp_telemetry.aggregator.core.analysis.query.parse_candidates`,
+:func:`ldp_telemetry.aggregator.core.analysis.query.check_cost`), so the page refuses exactly what
+the API refuses, with the same words.
 """
 
 from __future__ import annotations
@@ -16,8 +16,13 @@ from typing import Any
 
 from flask import current_app
 
+from ldp_telemetry.aggregator.core.analysis.query import (
+    Window,
+    check_cost,
+    parse_candidates,
+    parse_window,
+)
 from ldp_telemetry.aggregator.core.problems import ApiError
-from ldp_telemetry.aggregator.core.query import Window, check_cost, parse_candidates, parse_window
 from ldp_telemetry.shared import TaskConfig
 
 

@@ -69,7 +69,7 @@ class UnaryEncodingSums(Sums):
 
         Unpacked in chunks whose columns are summed in uint16 (a chunk has fewer than 2^16
         rows, so no count overflows): 4× faster than int64 sums, and one row needs none
-        of ``ldp_telemetry.shared.bitsum``'s grouping by row.
+        of ``ldp_telemetry.shared.mechanisms.bitsum``'s grouping by row.
         """
         d = self.table.shape[1]
         step = min(UINT16_ROWS, max(1, CHUNK_CELLS // d))

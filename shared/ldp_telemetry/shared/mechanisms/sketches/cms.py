@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from ldp_telemetry.shared.accuracy import cms_count_variance
-from ldp_telemetry.shared.bitsum import add_bit_rows
 from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 from ldp_telemetry.shared.errors import DecodeError
 from ldp_telemetry.shared.mechanisms.base import Mechanism
+from ldp_telemetry.shared.mechanisms.bitsum import add_bit_rows
 from ldp_telemetry.shared.mechanisms.longitudinal import LONGITUDINAL_OPTION
 from ldp_telemetry.shared.mechanisms.poisoning import (
     Check,
@@ -80,11 +80,11 @@ class CountMeanSketchSums(Sums):
         self.table[report.row] += bits
 
     def add_many(self, batch: SketchBatch) -> None:
-        """Add a batch: bits are counted per row in uint8 rounds (see ``shared.bitsum``)."""
-        # bincount first: a row outside [0, k) raises here, before the table changes.
-        self.n += np.bincount(batch.rows, minlength=len(self.n))
-        chunk = min(MAX_ADD_CHUNK, max(ADD_CHUNK, REPORTS_PER_ROW * len(self.n)))
-        for start in range(0, len(batch), chunk):
+        """Add a batch: bits are counted per row in uint8 rounds (see
+        ``shared.mechanisms.bitsum``).""" # bincount first: a row outside [0, k) raises here, before
+        the table changes. self.n += np.bincount(batch.rows, minlength=len(self.n)) chunk =
+        min(MAX_ADD_CHUNK, max(ADD_CHUNK, REPORTS_PER_ROW * len(self.n))) for start in range(0,
+        len(batch), chunk):
             add_bit_rows(
                 self.table, batch.rows[start : start + chunk], batch.bits[start : start + chunk]
             )

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ldp_telemetry.aggregator.core.central import central_fields
-from ldp_telemetry.aggregator.core.estimates import check_min_batch
+from ldp_telemetry.aggregator.core.analysis.central import central_fields
+from ldp_telemetry.aggregator.core.analysis.estimates import check_min_batch
+from ldp_telemetry.aggregator.core.analysis.query import Window, invalid, parse_window
 from ldp_telemetry.aggregator.core.problems import ApiError
-from ldp_telemetry.aggregator.core.query import Window, invalid, parse_window
 from ldp_telemetry.aggregator.store import SumsSource
 from ldp_telemetry.shared import ParameterError, TaskConfig
 from ldp_telemetry.shared.answers import HeavyHitterAnswer

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ldp_telemetry.aggregator.core.central import central_fields
+from ldp_telemetry.aggregator.core.analysis.central import central_fields
+from ldp_telemetry.aggregator.core.analysis.query import Window, check_scan
 from ldp_telemetry.aggregator.core.problems import ApiError
-from ldp_telemetry.aggregator.core.query import Window, check_scan
 from ldp_telemetry.aggregator.store import SumsSource, SumsView
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.answers import EstimateAnswer, EstimateRow

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ldp_telemetry.aggregator.core.query import Window
+from ldp_telemetry.aggregator.core.analysis.query import Window
 from ldp_telemetry.aggregator.store import ShuffledWindow
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.answers import Central
