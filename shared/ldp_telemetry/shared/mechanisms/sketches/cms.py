@@ -80,11 +80,11 @@ class CountMeanSketchSums(Sums):
         self.table[report.row] += bits
 
     def add_many(self, batch: SketchBatch) -> None:
-        """Add a batch: bits are counted per row in uint8 rounds (see
-        ``shared.mechanisms.bitsum``).""" # bincount first: a row outside [0, k) raises here, before
-        the table changes. self.n += np.bincount(batch.rows, minlength=len(self.n)) chunk =
-        min(MAX_ADD_CHUNK, max(ADD_CHUNK, REPORTS_PER_ROW * len(self.n))) for start in range(0,
-        len(batch), chunk):
+        """Add a batch: bits are counted per row in uint8 rounds (see ``mechanisms.bitsum``)."""
+        # bincount first: a row outside [0, k) raises here, before the table changes.
+        self.n += np.bincount(batch.rows, minlength=len(self.n))
+        chunk = min(MAX_ADD_CHUNK, max(ADD_CHUNK, REPORTS_PER_ROW * len(self.n)))
+        for start in range(0, len(batch), chunk):
             add_bit_rows(
                 self.table, batch.rows[start : start + chunk], batch.bits[start : start + chunk]
             )
