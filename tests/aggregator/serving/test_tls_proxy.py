@@ -23,7 +23,7 @@ from ldp_telemetry.shared import TaskConfig, encode_batch
 from tests.support.reports import envelopes, payloads
 from tests.support.servers import ADMIN, ANALYST, bearer, free_port, start_server
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 pytestmark = pytest.mark.timeout(120)
 
