@@ -22,9 +22,6 @@ import requests
 
 from ldp_telemetry.client import Client, ClientStats, Timeouts
 from ldp_telemetry.shared import CountMeanSketch, RandomizedResponse
-
-pytest.importorskip("aggregator")
-
 from tests.support.collectors import make_app, served_in_thread
 from tests.support.servers import ADMIN, ANALYST
 

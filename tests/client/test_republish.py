@@ -24,9 +24,6 @@ import requests
 
 from ldp_telemetry.client import Client, Timeouts
 from ldp_telemetry.shared import TaskConfig
-
-pytest.importorskip("aggregator")
-
 from tests.support.collectors import make_app, served_in_thread
 from tests.support.servers import ADMIN, ANALYST
 
