@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from ldp_telemetry.shared.errors import DecodeError
-from ldp_telemetry.shared.mechanisms.poisoning import SUSPECT_Z, norm_sub
+from ldp_telemetry.shared.mechanisms.poisoning import SUSPECT_Z
+from ldp_telemetry.shared.mechanisms.postprocessing import norm_sub
 from ldp_telemetry.shared.mechanisms.registry import params_class
 from ldp_telemetry.shared.mechanisms.sketches.cms import SketchBatch
 from simulations.common import plotting

@@ -17,7 +17,7 @@ from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.answers import EstimateAnswer, EstimateRow
 from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 from ldp_telemetry.shared.estimates import Estimates
-from ldp_telemetry.shared.mechanisms import poisoning
+from ldp_telemetry.shared.mechanisms import poisoning, postprocessing
 from ldp_telemetry.shared.mechanisms.features import longitudinal
 
 
@@ -99,6 +99,8 @@ def _rows(result: Estimates, normalize: bool) -> list[EstimateRow]:
     """Return the answer's rows, with the Norm-Sub count beside each estimate if asked."""
     rows = result.rows()
     if normalize:
-        for row, count in zip(rows, poisoning.norm_sub(result.estimate, result.n), strict=True):
+        for row, count in zip(
+            rows, postprocessing.norm_sub(result.estimate, result.n), strict=True
+        ):
             row["normalized"] = float(count)
     return rows
