@@ -1,4 +1,4 @@
-"""Write protocol/vectors.json: Protocol 1.0's conformance vectors, from this implementation.
+"""Write protocol/vectors.json: Protocol 1.1's conformance vectors, from this implementation.
 
 ``python -m protocol.generate`` prints them; ``--write`` writes the file (refused when it
 exists and differs, unless ``--force``: a change there is a protocol change). The vectors
@@ -16,9 +16,9 @@ from typing import Any
 
 from ldp_telemetry.client.budget import device_key, lookup_key
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
-from ldp_telemetry.shared.contract import PROTOCOL_VERSION
 from ldp_telemetry.shared.hashing import RowHashes, splitmix64, value_key
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
+from ldp_telemetry.shared.sealing import padded, padded_length
 from ldp_telemetry.shared.wire import canonical_json
 from protocol import cases
 from protocol.words import FixedWords, RecordingStream
@@ -28,12 +28,22 @@ SECRET = bytes(range(32))  # the device secret of every device vector
 REPORT_ID = bytes(range(16))
 TIME = 1764028800  # every report's floored time, and the memo key's period
 SEED = cases.SEED
+VERSION = "1.1"  # the protocol the file belongs to (its 1.0 vectors are unchanged in it)
+# A sealed task's vector is served with §10's opening-vector key (not fingerprinted).
+VECTOR_SEAL = {
+    "kem": 32,
+    "kdf": 1,
+    "aead": 3,
+    "key_id": "vector-key-1",
+    "public_key": "j0DFrbaPJWJK5bIU6nZ6bslNgp09e14a0bpvPiE4KF8",
+}
 
 
 def build() -> dict[str, Any]:
     """Return every vector as JSON-ready data."""
+    tasks = [_task(name, spec) for name, spec in cases.TASKS.items()]
     return {
-        "protocol": PROTOCOL_VERSION,
+        "protocol": VERSION,
         "generated_by": "python -m protocol.generate --write",
         "device_secret": SECRET.hex(),
         "report_id": REPORT_ID.hex(),
@@ -59,7 +69,8 @@ def build() -> dict[str, Any]:
             for v in cases.VALUES
         ],
         "drbg": [_drbg(entropy, nonce, sizes) for entropy, nonce, sizes in cases.DRBG],
-        "tasks": [_task(name, spec) for name, spec in cases.TASKS.items()],
+        "tasks": tasks,
+        "padding": [_padding(name, tasks) for name in cases.PADDING_TASKS],
     }
 
 
@@ -99,6 +110,8 @@ def _task(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     key = device_key(SECRET, task)
     mechanism = task.mechanism_object
     served = {**task.to_dict(), "upload_key_required": False, "archive": False}
+    if task.sealed:
+        served["seal"] = VECTOR_SEAL
     return {
         "task": served,
         "canonical": task.canonical_form(),
@@ -134,8 +147,12 @@ def _report(task: TaskConfig, key: bytes, value: Any, words: list[int]) -> dict[
     source = FixedWords(words)
     report = device.privatize(value, source)
     payload = device.encode_payload(report)
-    body = encode_batch(task, [Envelope(REPORT_ID, task.fingerprint, TIME, report)])
     hashing = cases.hashing_of(device, value)
+    if task.sealed:  # sealing is randomized: the vector is the padded plaintext (§10)
+        body = {"plaintext": padded(payload).decode("utf-8")}
+    else:
+        envelope = Envelope(REPORT_ID, task.fingerprint, TIME, report)
+        body = {"wire": encode_batch(task, [envelope]).decode("utf-8")}
     return {
         "value": value,
         "canonical": canonical.hex(),
@@ -145,7 +162,18 @@ def _report(task: TaskConfig, key: bytes, value: Any, words: list[int]) -> dict[
         "words_used": source.used,
         "report": payload,
         **cases.payload_detail(payload, hashing, task.params.to_fields().get("m")),
-        "wire": body.decode("utf-8"),
+        **body,
+    }
+
+
+def _padding(name: str, tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return §10's padded plaintext of the first report of the task named ``name``."""
+    payload = next(t for t in tasks if t["task"]["task_id"] == name)["reports"][0]["report"]
+    return {
+        "task": name,
+        "payload": payload,
+        "padded_length": padded_length(payload),
+        "plaintext": padded(payload).decode("utf-8"),
     }
 
 

@@ -28,6 +28,7 @@ export enum Contract {
   OUTDATED_CONFIG = "outdated_config",
   IMPLAUSIBLE_REPORT = "implausible_report",
   SEALED_INVALID = "sealed_invalid",
+  SEALED_PADDING = "sealed_padding",
   UNKNOWN_SEAL_KEY = "unknown_seal_key",
   REPLAYED_MESSAGE = "this report id was already received and counted; a retrying client may treat this as success",
   BAD_REQUEST = "bad_request",
@@ -69,6 +70,7 @@ export const REJECTION_REASONS = [
   Contract.OUTDATED_CONFIG,
   Contract.IMPLAUSIBLE_REPORT,
   Contract.SEALED_INVALID,
+  Contract.SEALED_PADDING,
   Contract.UNKNOWN_SEAL_KEY,
 ] as const;
 

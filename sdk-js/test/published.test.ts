@@ -1,6 +1,7 @@
-// The published protocol 1.0 vectors (protocol/vectors.json, or LDP_VECTORS), bit for bit:
-// canonical JSON, DRBG output, and per task the canonical form, fingerprint, derived
-// integers, device key, hash family, permanent response and each report from fixed words.
+// The published protocol vectors (protocol/vectors.json, or LDP_VECTORS), bit for bit:
+// canonical JSON, DRBG output, per task the canonical form, fingerprint, derived integers,
+// device key, hash family, permanent response and each report from fixed words (a sealed
+// task's: its padded plaintext), and §10's padded plaintext of every payload shape.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -11,6 +12,7 @@ import { RowHashes, murmur64 } from "../src/hashing.js";
 import { deviceKey, lookupKey } from "../src/device/budget.js";
 import { Longitudinal } from "../src/mechanisms/longitudinal.js";
 import { FixedWords, KeyedStream } from "../src/random.js";
+import { paddedText } from "../src/sealing/hpke.js";
 import { canonicalJson, derivedOf, parseTask } from "../src/task.js";
 import { batchBody, reportText } from "../src/wire.js";
 
@@ -38,7 +40,7 @@ test("tasks, permanent responses and reports", { skip }, () => {
   for (const t of v.tasks) {
     const id = t.task.task_id;
     const task = parseTask(t.task);
-    const { fingerprint: _, effective_epsilon: __, effective_epsilon_inf: ___, upload_key_required: _u, archive: _a, attack_success: _s, selection: _c, ...hashed } = t.task;
+    const { fingerprint: _, effective_epsilon: __, effective_epsilon_inf: ___, upload_key_required: _u, archive: _a, attack_success: _s, selection: _c, seal: _k, ...hashed } = t.task;
     assert.equal(canonicalJson(hashed), t.canonical, id);
     assert.equal(task.fingerprint, t.fingerprint, id);
     assert.deepEqual(derivedOf(task.mechanism), t.derived, id);
@@ -68,9 +70,18 @@ test("tasks, permanent responses and reports", { skip }, () => {
       const payload = mechanism.encode(mechanism.privatize(r.value, words));
       assert.deepEqual(payload, r.report, where);
       assert.equal(words.used, r.words_used, where);
-      assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload)]), r.wire, where);
+      if (t.task.sealed) assert.equal(paddedText(payload), r.plaintext, where); // the wire is randomized
+      else assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload)]), r.wire, where);
     }
   }
+});
+
+test("§10's padded plaintext of every payload shape", { skip }, () => {
+  for (const c of v.padding) {
+    assert.equal(paddedText(c.payload), c.plaintext, c.task);
+    assert.equal(utf8(c.plaintext).length, c.padded_length, c.task);
+  }
+  assert.ok(v.padding.length >= 9);
 });
 
 test("a task publishing other derived integers is refused", { skip }, () => {

@@ -30,6 +30,12 @@ def widest(value: Any) -> int:
     return 24
 
 
+def plaintext(payload: dict[str, Any]) -> bytes:
+    """§10: the compact JSON, then spaces up to the widest length rounded up to 16 bytes."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return text.ljust(-(-widest(payload) // 16) * 16, b" ")
+
+
 def seal(task: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     """§10: the report with its payload fields replaced by key_id and sealed."""
     key = task["seal"]
@@ -37,8 +43,6 @@ def seal(task: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
         raise ValueError("§10: only DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, ChaCha20-Poly1305")
     common = ("report_id", "fingerprint", "time")
     payload = {k: v for k, v in report.items() if k not in common}
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    plaintext = text.ljust(-(-widest(payload) // 16) * 16, b" ")
     bound = {name: report[name] for name in common}
     info = rfc8785.dumps(
         {
@@ -52,7 +56,7 @@ def seal(task: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
         base64.urlsafe_b64decode(key["public_key"] + "=" * (-len(key["public_key"]) % 4))
     )
     sealed = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.CHACHA20_POLY1305).encrypt(
-        plaintext, public, info
+        plaintext(payload), public, info
     )
     return {**bound, "key_id": key["key_id"], "sealed": _b64url(sealed)}
 

@@ -19,6 +19,7 @@ from ldp_telemetry.shared import TaskConfig
 from protocol import generate
 from tests.protocol import independent_client as ic
 from tests.protocol import independent_longitudinal as il
+from tests.protocol import independent_sealing as sealing
 from tests.support.servers import ADMIN, ANALYST, bearer, start_server
 
 HERE = Path(__file__).resolve().parent
@@ -155,6 +156,22 @@ def test_the_independent_client_derives_the_permanent_responses() -> None:
             == (prr["seed_material"])
         )
         assert il.permanent_cms(task, bytes(range(32)), prr["value"]) == prr["permanent_response"]
+
+
+def test_the_independent_client_pads_as_the_vectors_do() -> None:
+    """§10 (1.1): one padded plaintext per payload shape, and each sealed report's."""
+    shapes = set()
+    for case in VECTORS["padding"]:
+        padded = sealing.plaintext(case["payload"])
+        assert padded.decode() == case["plaintext"] and len(padded) == case["padded_length"]
+        shapes.add(tuple(case["payload"]))
+    assert len(shapes) == 8  # bit; index; row+index; row+bits; row+col+bit; level+…; bits; indices
+    sealed = [c for c in VECTORS["tasks"] if c["task"].get("sealed")]
+    assert sealed and all("wire" not in r for c in sealed for r in c["reports"])
+    for case in sealed:
+        assert ic.fingerprint(case["task"]) == case["fingerprint"]  # `seal` is not hashed
+        for vector in case["reports"]:
+            assert sealing.plaintext(vector["report"]).decode() == vector["plaintext"]
 
 
 POPULATION = {

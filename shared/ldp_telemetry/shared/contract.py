@@ -57,6 +57,8 @@ REPORT_EXPIRED = "report_expired"
 OUTDATED_CONFIG = "outdated_config"
 IMPLAUSIBLE_REPORT = "implausible_report"
 SEALED_INVALID = "sealed_invalid"  # sealed tasks (PROTOCOL.md §10)
+# Protocol 1.1: the plaintext opened is not padded to §10's length (its sealer leaks).
+SEALED_PADDING = "sealed_padding"
 UNKNOWN_SEAL_KEY = "unknown_seal_key"
 REJECTION_REASONS = (
     INVALID_MESSAGE,
@@ -66,6 +68,7 @@ REJECTION_REASONS = (
     OUTDATED_CONFIG,
     IMPLAUSIBLE_REPORT,
     SEALED_INVALID,
+    SEALED_PADDING,
     UNKNOWN_SEAL_KEY,
 )
 REPLAYED_MESSAGE = (
