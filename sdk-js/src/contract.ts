@@ -5,6 +5,7 @@
 
 export enum Contract {
   PROTOCOL_VERSION = "1.0",
+  DIMENSIONS_PROTOCOL_VERSION = "1.1",
   PROTOCOL_HEADER = "LDP-Protocol",
   TASKS_PATH = "/v1/tasks",
   TASK_PATH = "/v1/tasks/{task_id}",
@@ -30,6 +31,9 @@ export enum Contract {
   SEALED_INVALID = "sealed_invalid",
   SEALED_PADDING = "sealed_padding",
   UNKNOWN_SEAL_KEY = "unknown_seal_key",
+  DIMENSIONS_MISSING = "dimensions_missing",
+  DIMENSION_UNDECLARED = "dimension_undeclared",
+  DIMENSION_VALUE_UNKNOWN = "dimension_value_unknown",
   REPLAYED_MESSAGE = "this report id was already received and counted; a retrying client may treat this as success",
   BAD_REQUEST = "bad_request",
   METHOD_NOT_ALLOWED = "method_not_allowed",
@@ -72,6 +76,9 @@ export const REJECTION_REASONS = [
   Contract.SEALED_INVALID,
   Contract.SEALED_PADDING,
   Contract.UNKNOWN_SEAL_KEY,
+  Contract.DIMENSIONS_MISSING,
+  Contract.DIMENSION_UNDECLARED,
+  Contract.DIMENSION_VALUE_UNKNOWN,
 ] as const;
 
 export const PROBLEM_CODES = [
