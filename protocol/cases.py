@@ -42,6 +42,11 @@ def _words(seed: int, lists: int = 3, size: int = 48, first: tuple[int, ...] = (
 
 
 MAX = 2**32 - 1  # a word every rejection rule (k = 3, g = 3, sw's U) refuses
+DIMENSIONS = [  # 4 · 4 · 3 = 48 slices, other included
+    {"name": "platform", "values": ["android", "ios", "web"]},
+    {"name": "app_version", "values": ["5.1", "5.2", "5.3"]},
+    {"name": "city", "values": ["Zürich", "Genève"]},
+]
 TASKS: dict[str, dict[str, Any]] = {
     "rr": {
         "mechanism": "rr",
@@ -225,6 +230,34 @@ TASKS: dict[str, dict[str, Any]] = {
         "longitudinal": {"epsilon_inf": 4.0, "epsilon_1": 1.0},
         "values": ["hello", "naïve"],
         "words": _words(10),
+    },
+    # Protocol 1.1's dimensions (§11): public values in the clear beside the payload. A
+    # report vector's "dimensions" is what the app gave; its dims the mapping to the lists.
+    "grr-dimensions": {
+        "mechanism": "grr",
+        "epsilon": 2.0,
+        "domain": ["red", "grün", "🔵"],
+        "dimensions": DIMENSIONS,
+        "values": ["red", "🔵", "grün"],
+        "words": [[100], [457_443_992], [4_000_000_000]],
+        "dimension_values": [
+            {"platform": "ios", "app_version": "5.2", "city": "Zürich"},  # all listed
+            {"platform": "iOS", "app_version": "5.4", "country": "de"},  # other ×3, dropped
+            {"platform": "web", "app_version": "5.1", "city": "Zu\u0308rich"},  # not NFC'd
+        ],
+    },
+    "cms-sealed-dimensions": {  # dims stay in the clear and are bound in §10's info
+        "mechanism": "cms",
+        "epsilon": 4.0,
+        "k": 4,
+        "m": 20,
+        "hash_seed": SEED,
+        "sealed": True,
+        "dimensions": [{"name": "platform", "values": ["android", "ios", "web"]}],
+        "min_slice_size": 200,
+        "values": ["hello"],
+        "words": _words(3),
+        "dimension_values": [{"platform": "web"}],
     },
 }
 

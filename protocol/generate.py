@@ -18,8 +18,8 @@ from ldp_telemetry.client.budget import device_key, lookup_key
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
 from ldp_telemetry.shared.hashing import RowHashes, splitmix64, value_key
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
-from ldp_telemetry.shared.sealing import padded, padded_length
-from ldp_telemetry.shared.wire import canonical_json
+from ldp_telemetry.shared.sealing import info, padded, padded_length
+from ldp_telemetry.shared.wire import b64encode, canonical_json
 from protocol import cases
 from protocol.words import FixedWords, RecordingStream
 
@@ -30,7 +30,7 @@ TIME = 1764028800  # every report's floored time, and the memo key's period
 SEED = cases.SEED
 VERSION = "1.1"  # the protocol the file belongs to (its 1.0 vectors are unchanged in it)
 # A sealed task's vector is served with §10's opening-vector key (not fingerprinted).
-VECTOR_SEAL = {
+VECTOR_SEAL: dict[str, Any] = {
     "kem": 32,
     "kdf": 1,
     "aead": 3,
@@ -106,6 +106,7 @@ def _drbg(entropy: bytes, nonce: bytes, sizes: list[int]) -> dict[str, Any]:
 def _task(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     spec = dict(spec)
     values, words = spec.pop("values"), spec.pop("words")
+    given = spec.pop("dimension_values", [None] * len(values))
     task = TaskConfig(task_id=name, **spec)
     key = device_key(SECRET, task)
     mechanism = task.mechanism_object
@@ -119,7 +120,8 @@ def _task(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "derived": task.derived,
         "device_key": key.hex(),
         "reports": [
-            _report(task, key, value, words[i % len(words)]) for i, value in enumerate(values)
+            _report(task, key, value, words[i % len(words)], given[i])
+            for i, value in enumerate(values)
         ],
         **({"hash_family": _hash_family(task)} if "hash_seed" in task.params.to_fields() else {}),
         **({"prr": _prr(task, key, values[0])} if isinstance(mechanism, Longitudinal) else {}),
@@ -140,21 +142,39 @@ def _hash_family(task: TaskConfig) -> dict[str, Any]:
     }
 
 
-def _report(task: TaskConfig, key: bytes, value: Any, words: list[int]) -> dict[str, Any]:
-    """Return one device vector: a value and fixed words in, the exact report out."""
+def _report(
+    task: TaskConfig, key: bytes, value: Any, words: list[int], given: dict[str, str] | None
+) -> dict[str, Any]:
+    """Return one device vector: a value (and the app's dimension values) and fixed words
+    in, the exact report out."""
     device = task.mechanism_object.for_device(key)
     canonical = device.canonical(value)
     source = FixedWords(words)
     report = device.privatize(value, source)
     payload = device.encode_payload(report)
     hashing = cases.hashing_of(device, value)
+    clear: dict[str, Any] = {}
+    if task.dimensions is not None:  # §11: mapped to the lists, then the slice they name
+        dims = task.dimensions.coarsen(given)
+        clear = {"dimensions": given, "dims": dims, "slice": task.dimensions.slice_of(dims)}
     if task.sealed:  # sealing is randomized: the vector is the padded plaintext (§10)
         body = {"plaintext": padded(payload).decode("utf-8")}
+        if task.dimensions is not None:  # and the info that binds the clear dims
+            bound = info(
+                task.task_id,
+                task.fingerprint,
+                VECTOR_SEAL["key_id"],
+                b64encode(REPORT_ID),
+                TIME,
+                clear["dims"],
+            )
+            body["info"] = bound.decode("utf-8")
     else:
-        envelope = Envelope(REPORT_ID, task.fingerprint, TIME, report)
+        envelope = Envelope(REPORT_ID, task.fingerprint, TIME, report, clear.get("slice", 0))
         body = {"wire": encode_batch(task, [envelope]).decode("utf-8")}
     return {
         "value": value,
+        **clear,
         "canonical": canonical.hex(),
         "memo_key": lookup_key(SECRET, task, TIME, canonical).hex(),
         **hashing,

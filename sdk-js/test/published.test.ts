@@ -6,7 +6,9 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { fromHex, hex, utf8 } from "../src/bytes.js";
+import { base64url, fromHex, hex, utf8 } from "../src/bytes.js";
+import { coarsen } from "../src/dimensions.js";
+import { sealInfo } from "../src/sealing/seal.js";
 import { type Json, jcs } from "../src/canonical.js";
 import { RowHashes, murmur64 } from "../src/hashing.js";
 import { deviceKey, lookupKey } from "../src/device/budget.js";
@@ -70,8 +72,14 @@ test("tasks, permanent responses and reports", { skip }, () => {
       const payload = mechanism.encode(mechanism.privatize(r.value, words));
       assert.deepEqual(payload, r.report, where);
       assert.equal(words.used, r.words_used, where);
-      if (t.task.sealed) assert.equal(paddedText(payload), r.plaintext, where); // the wire is randomized
-      else assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload)]), r.wire, where);
+      // §11: the app's dimension values mapped to the task's lists (other else), in the clear.
+      const dims = task.dimensions ? coarsen(task.dimensions, r.dimensions) : undefined;
+      assert.deepEqual(dims, r.dims, where);
+      if (t.task.sealed) {
+        // The wire is randomized: the padded plaintext, and the info binding the clear dims.
+        assert.equal(paddedText(payload), r.plaintext, where);
+        if (dims) assert.equal(sealInfo(id, task.fingerprint, t.task.seal.key_id, base64url(reportId), v.time, dims), r.info, where);
+      } else assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload, dims)]), r.wire, where);
     }
   }
 });

@@ -244,8 +244,11 @@ def test_seal_key_json_is_checked() -> None:
     assert SUITE_IDS == {"kem": 0x20, "kdf": 0x01, "aead": 0x03}
 
 
+CASE_INPUTS = ("values", "words", "dimension_values")  # a vector case's inputs, not task fields
+
+
 def _sealed_task(name: str, key: SealKey) -> TaskConfig:
-    spec = {k: v for k, v in TASKS[name].items() if k not in ("values", "words", "sealed")}
+    spec = {k: v for k, v in TASKS[name].items() if k not in (*CASE_INPUTS, "sealed")}
     return TaskConfig(task_id=name, sealed=True, seal=key, **spec)
 
 
@@ -263,7 +266,8 @@ def test_every_kind_round_trips_and_its_ciphertext_length_is_constant(name: str)
             new_report_id(), task.fingerprint, task.floor_time(1.7e9), mechanism.privatize(value)
         )
         wire = encode_report(task, envelope)
-        assert set(wire) == {"report_id", "fingerprint", "time", "key_id", "sealed"}
+        clear = {"dims"} if task.dimensions is not None else set()  # §11: dims in the clear
+        assert set(wire) == {"report_id", "fingerprint", "time", "key_id", "sealed", *clear}
         lengths.add(len(wire["sealed"]))
         reports.append(wire)
         envelopes.append(envelope)
@@ -271,7 +275,7 @@ def test_every_kind_round_trips_and_its_ciphertext_length_is_constant(name: str)
     decoded, rejected = decode_batch(task, {"reports": reports}, {"k1": private})
     assert not rejected and [e.report_id for e in decoded] == [e.report_id for e in envelopes]
     plain = TaskConfig(
-        task_id=name, **{k: v for k, v in TASKS[name].items() if k not in ("values", "words")}
+        task_id=name, **{k: v for k, v in TASKS[name].items() if k not in (*CASE_INPUTS, "sealed")}
     )
     for got, sent in zip(decoded, envelopes, strict=True):
         assert json.dumps(plain.mechanism_object.encode_payload(got.payload)) == json.dumps(
