@@ -64,7 +64,10 @@ def test_an_upload_of_another_protocol_is_refused(
     answer = post_reports(http, task.task_id, body(task), headers={"LDP-Protocol": version})
     assert answer.status_code == 400, answer.text
     problem = answer.json
-    assert problem["type"].endswith(":unsupported_protocol") and problem["supported"] == ["1.0"]
+    assert problem["type"].endswith(":unsupported_protocol") and problem["supported"] == [
+        "1.0",
+        "1.1",
+    ]
 
 
 @pytest.mark.parametrize(
