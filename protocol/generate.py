@@ -16,6 +16,7 @@ from typing import Any
 
 from ldp_telemetry.client.budget import device_key, lookup_key
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
+from ldp_telemetry.shared.contract import DIMENSIONS_PROTOCOL_VERSION
 from ldp_telemetry.shared.hashing import RowHashes, splitmix64, value_key
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
 from ldp_telemetry.shared.sealing import info, padded, padded_length
@@ -28,7 +29,8 @@ SECRET = bytes(range(32))  # the device secret of every device vector
 REPORT_ID = bytes(range(16))
 TIME = 1764028800  # every report's floored time, and the memo key's period
 SEED = cases.SEED
-VERSION = "1.1"  # the protocol the file belongs to (its 1.0 vectors are unchanged in it)
+# The protocol the file belongs to: the newest (its 1.0 vectors are unchanged in it).
+VERSION = DIMENSIONS_PROTOCOL_VERSION
 # A sealed task's vector is served with §10's opening-vector key (not fingerprinted).
 VECTOR_SEAL: dict[str, Any] = {
     "kem": 32,
