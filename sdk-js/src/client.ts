@@ -16,7 +16,7 @@
 import { base64url } from "./bytes.js";
 import { Contract } from "./contract.js";
 import { deviceKey, lookupKey } from "./device/budget.js";
-import { type DimensionValues, coarsen } from "./dimensions.js";
+import { type DimensionValues, coarsen } from "./device/dimensions.js";
 import { type Charge, type Limits, valueKey } from "./device/privacy-ledger.js";
 import { DeviceState, type Pending } from "./device/state.js";
 import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./device/store.js";

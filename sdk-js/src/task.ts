@@ -9,7 +9,7 @@ import { Contract } from "./contract.js";
 import { ceilDiv, logRatio, scaled1074 } from "./exact.js";
 import { hex, utf8 } from "./bytes.js";
 import { type Json, jcs } from "./canonical.js";
-import { type Dimensions, dimensionsOf } from "./dimensions.js";
+import { type Dimensions, dimensionsOf } from "./device/dimensions.js";
 import { type Mechanism, type Permanent, TaskError, int, num } from "./mechanisms/base.js";
 import { HeavyHitters } from "./mechanisms/hh.js";
 import { Longitudinal, thresholdFor } from "./mechanisms/longitudinal.js";

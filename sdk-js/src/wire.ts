@@ -1,7 +1,7 @@
 /** Reports and batches on the wire (PROTOCOL §2). */
 
 import { base64url } from "./bytes.js";
-import type { DimensionValues } from "./dimensions.js";
+import type { DimensionValues } from "./device/dimensions.js";
 import type { Payload } from "./mechanisms/base.js";
 
 /** Return one report's compact JSON text: the common fields, a dimensions task's `dims` (§11), then the payload. */

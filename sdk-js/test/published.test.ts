@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { base64url, fromHex, hex, utf8 } from "../src/bytes.js";
-import { coarsen } from "../src/dimensions.js";
+import { coarsen } from "../src/device/dimensions.js";
 import { sealInfo } from "../src/sealing/seal.js";
 import { type Json, jcs } from "../src/canonical.js";
 import { RowHashes, murmur64 } from "../src/hashing.js";

@@ -1,6 +1,6 @@
 """The TypeScript SDK's dimensions (PROTOCOL.md §11) against a real collector: devices give
 their own values (listed, unlisted, undeclared, not NFC-equal), the SDK maps them to the
-task's lists, and every report is accepted and counted; free-form values never arrive."""
+task's lists, every report is accepted, and the collector counts each in its slice."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ldp_telemetry.aggregator.core import config
+from ldp_telemetry.aggregator.store import open_store
 from tests.sdk_js.helpers import node
 from tests.support.reports import create_task_json, estimates_json
+from tests.support.servers import start_server
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("sdk")]
 DEVICES = 60
@@ -26,7 +29,27 @@ GIVEN = [  # what the app hands the client: the SDK keeps listed values, else ot
 ]
 
 
-def test_ts_devices_dimensions_are_mapped_and_counted(collector_url: str, tmp_path: Path) -> None:
+def test_ts_devices_dimensions_are_mapped_and_counted(tmp_path: Path) -> None:
+    db = tmp_path / "dims.sqlite3"
+    server = start_server(db)
+    try:
+        _record(server.url, tmp_path)
+    finally:
+        server.kill()
+    store = open_store(str(db), config.load(str(tmp_path), {"DATABASE": str(db)}))
+    stored = store.get_task("js-dims")
+    assert stored is not None
+    task = stored.config
+    # ios/Zürich is slice 1·3 + 0 = 3; other/other 3·3 + 2 = 11; web/other 2·3 + 2 = 8.
+    assert store.slice_counts(task, None, None) == {
+        3: DEVICES // 3,
+        8: DEVICES // 3,
+        11: DEVICES // 3,
+    }
+
+
+def _record(collector_url: str, tmp_path: Path) -> None:
+    """Create the task and run the devices: every report accepted, none dropped."""
     create_task_json(
         collector_url,
         task_id="js-dims",

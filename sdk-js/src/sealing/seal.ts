@@ -10,7 +10,7 @@
 
 import { base64url, fromBase64url } from "../bytes.js";
 import { jcs } from "../canonical.js";
-import type { DimensionValues } from "../dimensions.js";
+import type { DimensionValues } from "../device/dimensions.js";
 import { type Payload, TaskError } from "../mechanisms/base.js";
 
 /** The IANA HPKE ids of the one suite PROTOCOL §10 allows. */

@@ -7,7 +7,7 @@
  * no free-form string leaves the device.
  */
 
-import { TaskError } from "./mechanisms/base.js";
+import { TaskError } from "../mechanisms/base.js";
 
 export const OTHER = "other";
 export type Dimensions = readonly { readonly name: string; readonly values: readonly string[] }[];
