@@ -14,7 +14,7 @@ from ldp_telemetry.aggregator.core import config
 from ldp_telemetry.aggregator.store import open_store
 from tests.sdk_js.helpers import node
 from tests.support.reports import create_task_json, estimates_json
-from tests.support.servers import start_server
+from tests.support.servers import start_sealing_server, start_server
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("sdk")]
 DEVICES = 60
@@ -29,11 +29,13 @@ GIVEN = [  # what the app hands the client: the SDK keeps listed values, else ot
 ]
 
 
-def test_ts_devices_dimensions_are_mapped_and_counted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sealed", [False, True])
+def test_ts_devices_dimensions_are_mapped_and_counted(tmp_path: Path, sealed: bool) -> None:
+    """Sealed too: dims in the clear beside the ciphertext, bound in its info (§10)."""
     db = tmp_path / "dims.sqlite3"
-    server = start_server(db)
+    server = start_sealing_server(db) if sealed else start_server(db)
     try:
-        _record(server.url, tmp_path)
+        _record(server.url, tmp_path, sealed)
     finally:
         server.kill()
     store = open_store(str(db), config.load(str(tmp_path), {"DATABASE": str(db)}))
@@ -48,7 +50,7 @@ def test_ts_devices_dimensions_are_mapped_and_counted(tmp_path: Path) -> None:
     }
 
 
-def _record(collector_url: str, tmp_path: Path) -> None:
+def _record(collector_url: str, tmp_path: Path, sealed: bool) -> None:
     """Create the task and run the devices: every report accepted, none dropped."""
     create_task_json(
         collector_url,
@@ -58,6 +60,7 @@ def _record(collector_url: str, tmp_path: Path) -> None:
         domain=["a", "b"],
         min_batch_size=1,
         dimensions=DIMENSIONS,
+        sealed=sealed,
     )
     rng = np.random.default_rng(38)
     values = [str(v) for v in rng.choice(["a", "b"], DEVICES)]
