@@ -178,7 +178,7 @@ def _report(
         "value": value,
         **clear,
         "canonical": canonical.hex(),
-        "memo_key": lookup_key(SECRET, task, TIME, canonical).hex(),
+        "memo_key": lookup_key(SECRET, task, TIME, canonical, clear.get("slice", 0)).hex(),
         **hashing,
         "words": words,
         "words_used": source.used,

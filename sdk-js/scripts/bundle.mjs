@@ -20,9 +20,9 @@ await build({
   mainFields: ["module", "main"],
 });
 await build({ ...common, entryPoints: ["src/node.ts"], outfile: "dist/node.js", platform: "node" });
-// 13 KiB, plus the 457 bytes protocol 1.1's dimensions measured (their checks, the other
-// mapping, dims on the wire and in the seal's info): 13,312 + 457.
-const BUDGET = 13_769;
+// 13 KiB, plus the 510 bytes protocol 1.1's dimensions measured (their checks, the other
+// mapping, the slice in the memo key, dims on the wire and in the seal's info): 13,312 + 510.
+const BUDGET = 13_822;
 if (process.argv.includes("--size")) {
   const code = readFileSync("dist/ldp-telemetry.js");
   const gzipped = gzipSync(code, { level: 9 }).length;

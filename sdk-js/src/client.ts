@@ -16,7 +16,7 @@
 import { base64url } from "./bytes.js";
 import { Contract } from "./contract.js";
 import { deviceKey, lookupKey } from "./device/budget.js";
-import { type DimensionValues, coarsen } from "./device/dimensions.js";
+import { type DimensionValues, coarsen, sliceOf } from "./device/dimensions.js";
 import { type Charge, type Limits, valueKey } from "./device/privacy-ledger.js";
 import { DeviceState, type Pending } from "./device/state.js";
 import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./device/store.js";
@@ -273,7 +273,9 @@ export class Client {
       const now = this.clock();
       const period = floorTime(now, task.timePrecision);
       const canonical = task.mechanism.canonical(value);
-      const lookup = lookupKey(secret, task.fingerprint, period, canonical);
+      // A record under other dimensions is a new report (the memo key binds the slice, §3.10).
+      const dims = task.dimensions ? coarsen(task.dimensions, { ...this.dimensions, ...options?.dimensions }) : undefined;
+      const lookup = lookupKey(secret, task.fingerprint, period, canonical, dims && sliceOf(task.dimensions!, dims));
       const charge: Charge = {
         epsilon: task.epsilon,
         period: floorTime(now, this.limits.epsilonPeriod),
@@ -283,7 +285,6 @@ export class Client {
             : { configuration: task.configuration, epsilonInf: task.epsilonInf, valueKey: valueKey(secret, task.id, canonical) },
       };
       const end = period + task.timePrecision;
-      const dims = task.dimensions ? coarsen(task.dimensions, { ...this.dimensions, ...options?.dimensions }) : undefined;
       const admission = this.state.admit(task.id, period, end, lookup, charge, this.limits, () =>
         this.privatize(task, secret, period, value, dims),
       );

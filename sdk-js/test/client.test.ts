@@ -217,11 +217,16 @@ test("dimensions: mapped to the task's lists before the report is stored, overri
   const grr = dimensionsTask({ task_id: "d", mechanism: "grr", epsilon: 2, domain: ["a", "b"], dimensions: PLATFORMS });
   const plain = task({ task_id: "p", mechanism: "grr", epsilon: 2, domain: ["a", "b"] });
   const fake = collector([]);
-  const sdk = client({ tasks: [grr, plain], dimensions: { platform: "ios", app_version: "5.9", country: "de" }, reportsPerPeriod: 5 }, fake.fetch);
+  const sdk = client({ tasks: [grr, plain], dimensions: { platform: "ios", app_version: "5.9", country: "de" }, reportsPerPeriod: 3 }, fake.fetch);
   await sdk.ready;
   assert.equal(sdk.record("d", "a"), true); // ios, and 5.9 is not listed: other
   assert.equal(sdk.record("d", "b", { dimensions: { app_version: "5.2" } }), true);
-  assert.equal(sdk.record("d", "b", { dimensions: { platform: "iOS" } }), true); // the memo: b's report as made, dims included
+  assert.equal(sdk.record("d", "b", { dimensions: { app_version: "5.2" } }), true); // the memo: the same report
+  // Other dimensions make another slice: the memo key binds it (PROTOCOL §3.10), so this is a
+  // new report, within the per-period limit like any other.
+  assert.equal(sdk.record("d", "b", { dimensions: { platform: "iOS" } }), true);
+  assert.equal(sdk.record("d", "b", { dimensions: { platform: "web" } }), false); // a 4th report: over 3
+  assert.equal(sdk.stats().dropped["budget_exhausted"], 1);
   assert.equal(sdk.record("p", "a", { dimensions: { platform: "web" } }), true); // no dimensions: no dims
   assert.equal(await sdk.flush(2000), true);
   const sent = fake.bodies.flat();
@@ -229,8 +234,9 @@ test("dimensions: mapped to the task's lists before the report is stored, overri
   assert.deepEqual(dims, [
     { platform: "ios", app_version: "other" },
     { platform: "ios", app_version: "5.2" },
+    { platform: "other", app_version: "other" },
   ]);
-  assert.equal(sent.filter((r) => "dims" in r).length, 2); // never on the task without dimensions
+  assert.equal(sent.filter((r) => "dims" in r).length, 3); // never on the task without dimensions
   assert.ok(!JSON.stringify(sent).includes("country") && !JSON.stringify(sent).includes("5.9")); // free-form values never leave
   await sdk.close(100);
 });

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { base64url, fromHex, hex, utf8 } from "../src/bytes.js";
-import { coarsen } from "../src/device/dimensions.js";
+import { coarsen, sliceOf } from "../src/device/dimensions.js";
 import { sealInfo } from "../src/sealing/seal.js";
 import { type Json, jcs } from "../src/canonical.js";
 import { RowHashes, murmur64 } from "../src/hashing.js";
@@ -66,7 +66,7 @@ test("tasks, permanent responses and reports", { skip }, () => {
     for (const r of t.reports) {
       const where = `${id} ${JSON.stringify(r.value)}`;
       assert.equal(hex(mechanism.canonical(r.value)), r.canonical, where);
-      assert.equal(lookupKey(secret, task.fingerprint, v.time, mechanism.canonical(r.value)), r.memo_key, where);
+      assert.equal(lookupKey(secret, task.fingerprint, v.time, mechanism.canonical(r.value), r.slice), r.memo_key, where);
       if (r.key && !r.hashed) assert.equal(hex64(murmur64(utf8(r.value), t.task.hash_seed)), r.key, where);
       const words = new FixedWords(r.words);
       const payload = mechanism.encode(mechanism.privatize(r.value, words));
@@ -75,6 +75,7 @@ test("tasks, permanent responses and reports", { skip }, () => {
       // §11: the app's dimension values mapped to the task's lists (other else), in the clear.
       const dims = task.dimensions ? coarsen(task.dimensions, r.dimensions) : undefined;
       assert.deepEqual(dims, r.dims, where);
+      if (dims) assert.equal(sliceOf(task.dimensions!, dims), r.slice, where);
       if (t.task.sealed) {
         // The wire is randomized: the padded plaintext, and the info binding the clear dims.
         assert.equal(paddedText(payload), r.plaintext, where);

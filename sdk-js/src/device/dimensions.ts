@@ -34,6 +34,16 @@ export function dimensionsOf(field: unknown): Dimensions {
   return field as Dimensions;
 }
 
+/** Return the index of the slice `dims` name: mixed radix in declared order, `other` last (§11). */
+export function sliceOf(dimensions: Dimensions, dims: DimensionValues): number {
+  let index = 0;
+  for (const { name, values } of dimensions) {
+    const position = values.indexOf(dims[name]!);
+    index = index * (values.length + 1) + (position < 0 ? values.length : position);
+  }
+  return index;
+}
+
 /** Return the `dims` a report carries for the values given: each declared name's value if listed, else `other`. */
 export function coarsen(dimensions: Dimensions, given: Record<string, unknown> | undefined): DimensionValues {
   const dims: DimensionValues = {};
