@@ -19,6 +19,11 @@ CANONICAL_JSON = [
     '{"big": 1e21, "small": 1e-7, "tenth": 0.1, "ln3": 1.0986122886681098, "n": 4294967295}',
     r'{"\u00e9": "\u007f\u001f\"\\/", "\ud83d\ude02": 1, "\ufb33": 2, "a": [true, false, null]}',
     r'{"domain": ["red", "gr\u00fcn", "\ud83d\udd35"], "nested": {"z": {}, "y": []}}',
+    # Protocol 1.1: numbers whose shortest round-trip digits a fixed-precision printer
+    # (C's %.17g, Java's Double.toString before JDK 19) does not give (PROTOCOL.md §1.2).
+    '{"a": 2e23, "b": 5e-324, "c": 0.30000000000000004, "d": 1.7976931348623157e308, '
+    '"e": 9007199254740991, "f": 1.2345678901234568e20, "g": 123e-20, "h": 5e-7, '
+    '"i": 0.000001, "k": 9.999999999999999e20}',
 ]
 
 # (entropy input, nonce ‖ personalization, generate-call sizes in bytes)
@@ -37,6 +42,11 @@ def _words(seed: int, lists: int = 3, size: int = 48, first: tuple[int, ...] = (
 
 
 MAX = 2**32 - 1  # a word every rejection rule (k = 3, g = 3, sw's U) refuses
+DIMENSIONS = [  # 4 · 4 · 3 = 48 slices, other included
+    {"name": "platform", "values": ["android", "ios", "web"]},
+    {"name": "app_version", "values": ["5.1", "5.2", "5.3"]},
+    {"name": "city", "values": ["Zürich", "Genève"]},
+]
 TASKS: dict[str, dict[str, Any]] = {
     "rr": {
         "mechanism": "rr",
@@ -191,7 +201,68 @@ TASKS: dict[str, dict[str, Any]] = {
         "values": ["naïve", "x"],
         "words": _words(11),
     },
+    # Protocol 1.1's vectors: what a 1.0 implementer had to guess.
+    "numeric-sw-full": {  # U = 2^32 (§1.3): no word is redrawn, not even 2^32 − 1
+        "mechanism": "numeric",
+        "epsilon": 1.0,
+        "lo": 0,
+        "hi": 1,
+        "buckets": 8,
+        "values": [0.3, 0.95],
+        "words": [[MAX], [0]],
+    },
+    "hh-utf8": {  # bytes: the device's level (4 bytes) cuts a character of the first two
+        "mechanism": "hh",
+        "epsilon": 4.0,
+        "k": 2,
+        "m": 32,
+        "hash_seed": SEED,
+        "max_length": 6,
+        "values": ["日本", "xy€", "é"],
+        "words": _words(12),
+    },
+    "cms-sealed-longitudinal": {  # §3.9's F leaves `sealed` out; §10's padded plaintexts
+        "mechanism": "cms",
+        "k": 3,
+        "m": 16,
+        "hash_seed": SEED,
+        "sealed": True,
+        "longitudinal": {"epsilon_inf": 4.0, "epsilon_1": 1.0},
+        "values": ["hello", "naïve"],
+        "words": _words(10),
+    },
+    # Protocol 1.1's dimensions (§11): public values in the clear beside the payload. A
+    # report vector's "dimensions" is what the app gave; its dims the mapping to the lists.
+    "grr-dimensions": {
+        "mechanism": "grr",
+        "epsilon": 2.0,
+        "domain": ["red", "grün", "🔵"],
+        "dimensions": DIMENSIONS,
+        "values": ["red", "🔵", "grün"],
+        "words": [[100], [457_443_992], [4_000_000_000]],
+        "dimension_values": [
+            {"platform": "ios", "app_version": "5.2", "city": "Zürich"},  # all listed
+            {"platform": "iOS", "app_version": "5.4", "country": "de"},  # other ×3, dropped
+            {"platform": "web", "app_version": "5.1", "city": "Zu\u0308rich"},  # not NFC'd
+        ],
+    },
+    "cms-sealed-dimensions": {  # dims stay in the clear and are bound in §10's info
+        "mechanism": "cms",
+        "epsilon": 4.0,
+        "k": 4,
+        "m": 20,
+        "hash_seed": SEED,
+        "sealed": True,
+        "dimensions": [{"name": "platform", "values": ["android", "ios", "web"]}],
+        "min_slice_size": 200,
+        "values": ["hello"],
+        "words": _words(3),
+        "dimension_values": [{"platform": "web"}],
+    },
 }
+
+# §10's padding, one vector per payload shape: the first report of each of these tasks.
+PADDING_TASKS = ["rr", "grr", "olh", "cms", "hcms", "hh", "numeric-sw", "oue", "ss"]
 
 
 def payload_detail(payload: dict[str, Any], hashing: dict[str, Any], m: int | None) -> Any:

@@ -1,4 +1,4 @@
-"""Write protocol/vectors.json: Protocol 1.0's conformance vectors, from this implementation.
+"""Write protocol/vectors.json: Protocol 1.1's conformance vectors, from this implementation.
 
 ``python -m protocol.generate`` prints them; ``--write`` writes the file (refused when it
 exists and differs, unless ``--force``: a change there is a protocol change). The vectors
@@ -16,10 +16,11 @@ from typing import Any
 
 from ldp_telemetry.client.budget import device_key, lookup_key
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
-from ldp_telemetry.shared.contract import PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import DIMENSIONS_PROTOCOL_VERSION
 from ldp_telemetry.shared.hashing import RowHashes, splitmix64, value_key
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
-from ldp_telemetry.shared.wire import canonical_json
+from ldp_telemetry.shared.sealing import info, padded, padded_length
+from ldp_telemetry.shared.wire import b64encode, canonical_json
 from protocol import cases
 from protocol.words import FixedWords, RecordingStream
 
@@ -28,12 +29,23 @@ SECRET = bytes(range(32))  # the device secret of every device vector
 REPORT_ID = bytes(range(16))
 TIME = 1764028800  # every report's floored time, and the memo key's period
 SEED = cases.SEED
+# The protocol the file belongs to: the newest (its 1.0 vectors are unchanged in it).
+VERSION = DIMENSIONS_PROTOCOL_VERSION
+# A sealed task's vector is served with §10's opening-vector key (not fingerprinted).
+VECTOR_SEAL: dict[str, Any] = {
+    "kem": 32,
+    "kdf": 1,
+    "aead": 3,
+    "key_id": "vector-key-1",
+    "public_key": "j0DFrbaPJWJK5bIU6nZ6bslNgp09e14a0bpvPiE4KF8",
+}
 
 
 def build() -> dict[str, Any]:
     """Return every vector as JSON-ready data."""
+    tasks = [_task(name, spec) for name, spec in cases.TASKS.items()]
     return {
-        "protocol": PROTOCOL_VERSION,
+        "protocol": VERSION,
         "generated_by": "python -m protocol.generate --write",
         "device_secret": SECRET.hex(),
         "report_id": REPORT_ID.hex(),
@@ -59,7 +71,8 @@ def build() -> dict[str, Any]:
             for v in cases.VALUES
         ],
         "drbg": [_drbg(entropy, nonce, sizes) for entropy, nonce, sizes in cases.DRBG],
-        "tasks": [_task(name, spec) for name, spec in cases.TASKS.items()],
+        "tasks": tasks,
+        "padding": [_padding(name, tasks) for name in cases.PADDING_TASKS],
     }
 
 
@@ -95,10 +108,13 @@ def _drbg(entropy: bytes, nonce: bytes, sizes: list[int]) -> dict[str, Any]:
 def _task(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     spec = dict(spec)
     values, words = spec.pop("values"), spec.pop("words")
+    given = spec.pop("dimension_values", [None] * len(values))
     task = TaskConfig(task_id=name, **spec)
     key = device_key(SECRET, task)
     mechanism = task.mechanism_object
     served = {**task.to_dict(), "upload_key_required": False, "archive": False}
+    if task.sealed:
+        served["seal"] = VECTOR_SEAL
     return {
         "task": served,
         "canonical": task.canonical_form(),
@@ -106,7 +122,8 @@ def _task(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "derived": task.derived,
         "device_key": key.hex(),
         "reports": [
-            _report(task, key, value, words[i % len(words)]) for i, value in enumerate(values)
+            _report(task, key, value, words[i % len(words)], given[i])
+            for i, value in enumerate(values)
         ],
         **({"hash_family": _hash_family(task)} if "hash_seed" in task.params.to_fields() else {}),
         **({"prr": _prr(task, key, values[0])} if isinstance(mechanism, Longitudinal) else {}),
@@ -127,25 +144,58 @@ def _hash_family(task: TaskConfig) -> dict[str, Any]:
     }
 
 
-def _report(task: TaskConfig, key: bytes, value: Any, words: list[int]) -> dict[str, Any]:
-    """Return one device vector: a value and fixed words in, the exact report out."""
+def _report(
+    task: TaskConfig, key: bytes, value: Any, words: list[int], given: dict[str, str] | None
+) -> dict[str, Any]:
+    """Return one device vector: a value (and the app's dimension values) and fixed words
+    in, the exact report out."""
     device = task.mechanism_object.for_device(key)
     canonical = device.canonical(value)
     source = FixedWords(words)
     report = device.privatize(value, source)
     payload = device.encode_payload(report)
-    body = encode_batch(task, [Envelope(REPORT_ID, task.fingerprint, TIME, report)])
     hashing = cases.hashing_of(device, value)
+    clear: dict[str, Any] = {}
+    if task.dimensions is not None:  # §11: mapped to the lists, then the slice they name
+        dims = task.dimensions.coarsen(given)
+        clear = {"dimensions": given, "dims": dims, "slice": task.dimensions.slice_of(dims)}
+    if task.sealed:  # sealing is randomized: the vector is the padded plaintext (§10)
+        body = {"plaintext": padded(payload).decode("utf-8")}
+        if task.dimensions is not None:  # and the info that binds the clear dims
+            bound = info(
+                task.task_id,
+                task.fingerprint,
+                VECTOR_SEAL["key_id"],
+                b64encode(REPORT_ID),
+                TIME,
+                clear["dims"],
+            )
+            body["info"] = bound.decode("utf-8")
+    else:
+        envelope = Envelope(REPORT_ID, task.fingerprint, TIME, report, clear.get("slice", 0))
+        body = {"wire": encode_batch(task, [envelope]).decode("utf-8")}
     return {
         "value": value,
+        **clear,
         "canonical": canonical.hex(),
-        "memo_key": lookup_key(SECRET, task, TIME, canonical).hex(),
+        "memo_key": lookup_key(SECRET, task, TIME, canonical, clear.get("slice", 0)).hex(),
         **hashing,
         "words": words,
         "words_used": source.used,
         "report": payload,
         **cases.payload_detail(payload, hashing, task.params.to_fields().get("m")),
-        "wire": body.decode("utf-8"),
+        **body,
+    }
+
+
+def _padding(name: str, tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return §10's padded plaintext of the first report of the task named ``name``."""
+    payload = next(t for t in tasks if t["task"]["task_id"] == name)["reports"][0]["report"]
+    return {
+        "task": name,
+        "payload": payload,
+        "padded_length": padded_length(payload),
+        "plaintext": padded(payload).decode("utf-8"),
     }
 
 

@@ -20,11 +20,14 @@ await build({
   mainFields: ["module", "main"],
 });
 await build({ ...common, entryPoints: ["src/node.ts"], outfile: "dist/node.js", platform: "node" });
+// 13 KiB, plus the 510 bytes protocol 1.1's dimensions measured (their checks, the other
+// mapping, the slice in the memo key, dims on the wire and in the seal's info): 13,312 + 510.
+const BUDGET = 13_822;
 if (process.argv.includes("--size")) {
   const code = readFileSync("dist/ldp-telemetry.js");
   const gzipped = gzipSync(code, { level: 9 }).length;
-  console.log(`core bundle (every kind): ${code.length} bytes minified, ${gzipped} bytes min+gzip (${(gzipped / 1024).toFixed(1)} KiB; budget 13 KiB)`);
-  if (gzipped > 13 * 1024) process.exitCode = 1;
+  console.log(`core bundle (every kind): ${code.length} bytes minified, ${gzipped} bytes min+gzip (${(gzipped / 1024).toFixed(1)} KiB; budget ${BUDGET} bytes)`);
+  if (gzipped > BUDGET) process.exitCode = 1;
   for (const chunk of readdirSync("dist").filter((f) => f.startsWith("ldp-telemetry-"))) {
     const bytes = readFileSync(`dist/${chunk}`);
     console.log(`lazy chunk ${chunk} (sealed tasks only): ${bytes.length} bytes minified, ${gzipSync(bytes, { level: 9 }).length} bytes min+gzip`);

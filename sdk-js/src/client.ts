@@ -16,6 +16,7 @@
 import { base64url } from "./bytes.js";
 import { Contract } from "./contract.js";
 import { deviceKey, lookupKey } from "./device/budget.js";
+import { type DimensionValues, coarsen, sliceOf } from "./device/dimensions.js";
 import { type Charge, type Limits, valueKey } from "./device/privacy-ledger.js";
 import { DeviceState, type Pending } from "./device/state.js";
 import { IndexedDBStore, MemoryStore, type Saved, type Store } from "./device/store.js";
@@ -66,6 +67,7 @@ export class Client {
   private readonly counters: Counters = { sent: 0, retries: 0, failedBatches: 0, dropped: {}, rejected: {} };
   private readonly endpoint: string;
   private readonly limits: Limits;
+  private readonly dimensions: Record<string, string> | undefined;
   private readonly clock: () => number;
   private readonly fetch: typeof fetch;
   private readonly timer: ReturnType<typeof setInterval>;
@@ -85,6 +87,7 @@ export class Client {
     }
     this.endpoint = options.endpoint.replace(/\/+$/, "");
     this.limits = limitsOf(options);
+    this.dimensions = options.dimensions;
     this.clock = options.clock ?? (() => Date.now() / 1000);
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.timeout = positive("timeout", options.timeout, 60, false);
@@ -253,8 +256,11 @@ export class Client {
    * must fit the task's kind (a boolean for rr, a domain value for grr, a string for
    * sketches and hh, a number for numeric). Never throws. For a sealed task true means
    * privatized and charged: the report is queued once sealed (a failure counts seal_failed).
+   * `options.dimensions` overrides the client's per name; a task that declares dimensions
+   * gets them mapped to its lists (`other` else) before the report is stored. They are
+   * sent in the clear: NOT protected by LDP (PROTOCOL §11).
    */
-  record(taskId: string, value: unknown): boolean {
+  record(taskId: string, value: unknown, options?: { dimensions?: Record<string, string> }): boolean {
     if (!this.enabled) return false;
     if (this.closed) return this.drop("closed");
     try {
@@ -267,7 +273,9 @@ export class Client {
       const now = this.clock();
       const period = floorTime(now, task.timePrecision);
       const canonical = task.mechanism.canonical(value);
-      const lookup = lookupKey(secret, task.fingerprint, period, canonical);
+      // A record under other dimensions is a new report (the memo key binds the slice, §3.10).
+      const dims = task.dimensions ? coarsen(task.dimensions, { ...this.dimensions, ...options?.dimensions }) : undefined;
+      const lookup = lookupKey(secret, task.fingerprint, period, canonical, dims && sliceOf(task.dimensions!, dims));
       const charge: Charge = {
         epsilon: task.epsilon,
         period: floorTime(now, this.limits.epsilonPeriod),
@@ -278,7 +286,7 @@ export class Client {
       };
       const end = period + task.timePrecision;
       const admission = this.state.admit(task.id, period, end, lookup, charge, this.limits, () =>
-        this.privatize(task, secret, period, value),
+        this.privatize(task, secret, period, value, dims),
       );
       if (admission === "new" || admission === "reused") {
         if (this.state.queue.size >= 500) this.upload(false);
@@ -297,14 +305,14 @@ export class Client {
     return key;
   }
 
-  private privatize(task: Task, secret: Uint8Array, period: number, value: unknown): Pending | Promise<Pending> {
+  private privatize(task: Task, secret: Uint8Array, period: number, value: unknown, dims?: DimensionValues): Pending | Promise<Pending> {
     const mechanism = task.mechanism.forDevice(this.deviceKey(secret, task.id));
     const payload = mechanism.encode(mechanism.privatize(value, this.words));
     const id = randomBytes(16);
-    if (!task.seal) return { taskId: task.id, id: base64url(id), text: reportText(id, task.fingerprint, period, payload) };
+    if (!task.seal) return { taskId: task.id, id: base64url(id), text: reportText(id, task.fingerprint, period, payload, dims) };
     // Only the privatized payload crosses into the async sealing; `value` stays in this call.
     const reportId = base64url(id);
-    const sealing = sealedReportText(task.id, task.seal, reportId, task.fingerprint, period, payload);
+    const sealing = sealedReportText(task.id, task.seal, reportId, task.fingerprint, period, payload, dims);
     return sealing.then((text) => ({ taskId: task.id, id: reportId, text }));
   }
 

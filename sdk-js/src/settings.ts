@@ -16,6 +16,12 @@ export interface Options {
   taskIds?: string[];
   /** Task JSON objects to use as given (never fetched). */
   tasks?: Record<string, unknown>[];
+  /**
+   * This device's dimension values, e.g. { platform: "ios", app_version: "5.2" } (PROTOCOL §11).
+   * Sent in the clear, NOT protected by LDP: a task that declares a name gets the value if
+   * it lists it, else "other"; names a task does not declare are never sent.
+   */
+  dimensions?: Record<string, string>;
   /** The 32-byte device secret; default: kept in IndexedDB in a browser, else new per client. */
   secret?: Uint8Array;
   /** The IndexedDB database name, or false for memory only; default "ldp-telemetry" where IndexedDB exists. */

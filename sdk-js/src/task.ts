@@ -9,6 +9,7 @@ import { Contract } from "./contract.js";
 import { ceilDiv, logRatio, scaled1074 } from "./exact.js";
 import { hex, utf8 } from "./bytes.js";
 import { type Json, jcs } from "./canonical.js";
+import { type Dimensions, dimensionsOf } from "./device/dimensions.js";
 import { type Mechanism, type Permanent, TaskError, int, num } from "./mechanisms/base.js";
 import { HeavyHitters } from "./mechanisms/hh.js";
 import { Longitudinal, thresholdFor } from "./mechanisms/longitudinal.js";
@@ -20,9 +21,11 @@ import { SCALE } from "./random.js";
 import { type SealKey, sealKeyOf } from "./sealing/seal.js";
 import { sha256 } from "./sha256.js";
 
-/** The protocol version this SDK speaks (PROTOCOL.md). */
+/** The protocol versions this SDK implements (PROTOCOL.md): a task without dimensions is 1.0, one with them 1.1. */
 export const PROTOCOL: `${Contract.PROTOCOL_VERSION}` = Contract.PROTOCOL_VERSION;
-const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed"];
+export const PROTOCOLS = [PROTOCOL, Contract.DIMENSIONS_PROTOCOL_VERSION] as const;
+/** Fields outside the mechanism's own (F of PROTOCOL §3.9 leaves them out). */
+const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed", "dimensions", "min_slice_size"];
 /** Served beside a task but not fingerprinted. */
 const UNHASHED = [
   "fingerprint",
@@ -52,6 +55,8 @@ export interface Task {
   readonly configuration: string | null;
   /** The collector's key its reports are sealed to (PROTOCOL §10), null for a plain task. */
   readonly seal: SealKey | null;
+  /** The task's declared dimensions (PROTOCOL §11, public: not protected by LDP), null if none. */
+  readonly dimensions: Dimensions | null;
   /** The task's JSON as served (what is cached). */
   readonly json: Fields;
 }
@@ -170,9 +175,13 @@ export function parseTask(json: unknown): Task {
   const task = json as Fields;
   const id = task["task_id"];
   if (typeof id !== "string" || !TASK_ID.test(id)) throw new TaskError("task_id is not a valid task id");
-  if (task["protocol"] !== PROTOCOL) {
-    throw new TaskError(`task ${id} is for protocol ${String(task["protocol"])}; this SDK speaks ${PROTOCOL}`);
+  // 1.1 iff the task declares dimensions; a protocol this SDK does not implement refuses this task only.
+  const dimensions = task["dimensions"] === undefined ? null : dimensionsOf(task["dimensions"]);
+  if (task["protocol"] !== PROTOCOLS[dimensions ? 1 : 0]) {
+    throw new TaskError(`task ${id} is for protocol ${String(task["protocol"])}; this SDK implements ${PROTOCOLS.join(" and ")}`);
   }
+  if (dimensions) int(task, "min_slice_size", 1, 1e9);
+  else if ("min_slice_size" in task) throw new TaskError(`task ${id}: min_slice_size without dimensions`);
   const sealed = task["sealed"] ?? false;
   if (typeof sealed !== "boolean") throw new TaskError(`task ${id}: sealed must be true or false`);
   if (!sealed && task["seal"] != null) throw new TaskError(`task ${id}: only a sealed task carries a seal key`);
@@ -192,7 +201,7 @@ export function parseTask(json: unknown): Task {
       ? hex(sha256(utf8(`${String(task["mechanism"])}\0${mechanism.identity}`))).slice(0, 32)
       : null;
   const timePrecision = int(task, "time_precision", 1, 366 * 86400);
-  return { id, fingerprint, timePrecision, mechanism, ...epsilonsOf(mechanism), configuration, seal, json: task };
+  return { id, fingerprint, timePrecision, mechanism, ...epsilonsOf(mechanism), configuration, seal, dimensions, json: task };
 }
 
 /**

@@ -1,11 +1,12 @@
 /** Reports and batches on the wire (PROTOCOL §2). */
 
 import { base64url } from "./bytes.js";
+import type { DimensionValues } from "./device/dimensions.js";
 import type { Payload } from "./mechanisms/base.js";
 
-/** Return one report's compact JSON text: the common fields, then the payload. */
-export function reportText(reportId: Uint8Array, fingerprint: string, time: number, payload: Payload): string {
-  return JSON.stringify({ report_id: base64url(reportId), fingerprint, time, ...payload });
+/** Return one report's compact JSON text: the common fields, a dimensions task's `dims` (§11), then the payload. */
+export function reportText(reportId: Uint8Array, fingerprint: string, time: number, payload: Payload, dims?: DimensionValues): string {
+  return JSON.stringify({ report_id: base64url(reportId), fingerprint, time, ...(dims && { dims }), ...payload });
 }
 
 /** Return a batch body from report texts (the one place a batch is framed). */

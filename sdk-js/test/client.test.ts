@@ -199,3 +199,60 @@ test("bad options throw from init, nothing else does", () => {
   assert.throws(() => init({ endpoint: "http://x", secret: new Uint8Array(3) }));
   assert.throws(() => init({ endpoint: "http://x", maxEpsilonInf: -1 }));
 });
+
+/** A protocol 1.1 task: it declares dimensions (PROTOCOL §11). */
+function dimensionsTask(fields: Json): Json {
+  const json: Json = { time_precision: 86400, min_batch_size: 1, protocol: "1.1", min_slice_size: 50, ...fields };
+  const derived = derivedOf(parseTask({ ...json, fingerprint: fingerprintOf(json) }).mechanism);
+  const served = { ...json, derived };
+  return { ...served, fingerprint: fingerprintOf(served) };
+}
+
+const PLATFORMS = [
+  { name: "platform", values: ["android", "ios", "web"] },
+  { name: "app_version", values: ["5.1", "5.2"] },
+];
+
+test("dimensions: mapped to the task's lists before the report is stored, overridden per record", async () => {
+  const grr = dimensionsTask({ task_id: "d", mechanism: "grr", epsilon: 2, domain: ["a", "b"], dimensions: PLATFORMS });
+  const plain = task({ task_id: "p", mechanism: "grr", epsilon: 2, domain: ["a", "b"] });
+  const fake = collector([]);
+  const sdk = client({ tasks: [grr, plain], dimensions: { platform: "ios", app_version: "5.9", country: "de" }, reportsPerPeriod: 3 }, fake.fetch);
+  await sdk.ready;
+  assert.equal(sdk.record("d", "a"), true); // ios, and 5.9 is not listed: other
+  assert.equal(sdk.record("d", "b", { dimensions: { app_version: "5.2" } }), true);
+  assert.equal(sdk.record("d", "b", { dimensions: { app_version: "5.2" } }), true); // the memo: the same report
+  // Other dimensions make another slice: the memo key binds it (PROTOCOL §3.10), so this is a
+  // new report, within the per-period limit like any other.
+  assert.equal(sdk.record("d", "b", { dimensions: { platform: "iOS" } }), true);
+  assert.equal(sdk.record("d", "b", { dimensions: { platform: "web" } }), false); // a 4th report: over 3
+  assert.equal(sdk.stats().dropped["budget_exhausted"], 1);
+  assert.equal(sdk.record("p", "a", { dimensions: { platform: "web" } }), true); // no dimensions: no dims
+  assert.equal(await sdk.flush(2000), true);
+  const sent = fake.bodies.flat();
+  const dims = sent.filter((r) => r["fingerprint"] === grr["fingerprint"]).map((r) => r["dims"]);
+  assert.deepEqual(dims, [
+    { platform: "ios", app_version: "other" },
+    { platform: "ios", app_version: "5.2" },
+    { platform: "other", app_version: "other" },
+  ]);
+  assert.equal(sent.filter((r) => "dims" in r).length, 3); // never on the task without dimensions
+  assert.ok(!JSON.stringify(sent).includes("country") && !JSON.stringify(sent).includes("5.9")); // free-form values never leave
+  await sdk.close(100);
+});
+
+test("a task of a protocol this SDK does not implement is refused alone", async () => {
+  const future = { ...task({ task_id: "f", mechanism: "rr", epsilon: 1 }), protocol: "1.2" };
+  const mislabelled = { ...task({ task_id: "m", mechanism: "rr", epsilon: 1 }), protocol: "1.1" }; // 1.1 without dimensions
+  assert.throws(() => parseTask(future), /protocol 1\.2/);
+  assert.throws(() => parseTask(mislabelled), /protocol 1\.1/);
+  const fake = collector([future, task({ task_id: "ok", mechanism: "rr", epsilon: 1 })]);
+  const sdk = client({ tasks: [], taskIds: ["f", "ok"] }, fake.fetch);
+  assert.equal(await sdk.waitForTasks(["ok"], 2000), true);
+  assert.equal(sdk.record("ok", true), true);
+  assert.equal(sdk.record("f", true), false); // refused (counted), the other task unaffected
+  assert.equal(sdk.stats().dropped["task_unavailable"], 1);
+  assert.equal(await sdk.flush(2000), true);
+  assert.equal(fake.bodies.flat().length, 1);
+  await sdk.close(100);
+});

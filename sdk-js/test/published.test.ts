@@ -1,16 +1,20 @@
-// The published protocol 1.0 vectors (protocol/vectors.json, or LDP_VECTORS), bit for bit:
-// canonical JSON, DRBG output, and per task the canonical form, fingerprint, derived
-// integers, device key, hash family, permanent response and each report from fixed words.
+// The published protocol vectors (protocol/vectors.json, or LDP_VECTORS), bit for bit:
+// canonical JSON, DRBG output, per task the canonical form, fingerprint, derived integers,
+// device key, hash family, permanent response and each report from fixed words (a sealed
+// task's: its padded plaintext), and §10's padded plaintext of every payload shape.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { fromHex, hex, utf8 } from "../src/bytes.js";
+import { base64url, fromHex, hex, utf8 } from "../src/bytes.js";
+import { coarsen, sliceOf } from "../src/device/dimensions.js";
+import { sealInfo } from "../src/sealing/seal.js";
 import { type Json, jcs } from "../src/canonical.js";
 import { RowHashes, murmur64 } from "../src/hashing.js";
 import { deviceKey, lookupKey } from "../src/device/budget.js";
 import { Longitudinal } from "../src/mechanisms/longitudinal.js";
 import { FixedWords, KeyedStream } from "../src/random.js";
+import { paddedText } from "../src/sealing/hpke.js";
 import { canonicalJson, derivedOf, parseTask } from "../src/task.js";
 import { batchBody, reportText } from "../src/wire.js";
 
@@ -38,7 +42,7 @@ test("tasks, permanent responses and reports", { skip }, () => {
   for (const t of v.tasks) {
     const id = t.task.task_id;
     const task = parseTask(t.task);
-    const { fingerprint: _, effective_epsilon: __, effective_epsilon_inf: ___, upload_key_required: _u, archive: _a, attack_success: _s, selection: _c, ...hashed } = t.task;
+    const { fingerprint: _, effective_epsilon: __, effective_epsilon_inf: ___, upload_key_required: _u, archive: _a, attack_success: _s, selection: _c, seal: _k, ...hashed } = t.task;
     assert.equal(canonicalJson(hashed), t.canonical, id);
     assert.equal(task.fingerprint, t.fingerprint, id);
     assert.deepEqual(derivedOf(task.mechanism), t.derived, id);
@@ -62,15 +66,31 @@ test("tasks, permanent responses and reports", { skip }, () => {
     for (const r of t.reports) {
       const where = `${id} ${JSON.stringify(r.value)}`;
       assert.equal(hex(mechanism.canonical(r.value)), r.canonical, where);
-      assert.equal(lookupKey(secret, task.fingerprint, v.time, mechanism.canonical(r.value)), r.memo_key, where);
+      assert.equal(lookupKey(secret, task.fingerprint, v.time, mechanism.canonical(r.value), r.slice), r.memo_key, where);
       if (r.key && !r.hashed) assert.equal(hex64(murmur64(utf8(r.value), t.task.hash_seed)), r.key, where);
       const words = new FixedWords(r.words);
       const payload = mechanism.encode(mechanism.privatize(r.value, words));
       assert.deepEqual(payload, r.report, where);
       assert.equal(words.used, r.words_used, where);
-      assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload)]), r.wire, where);
+      // §11: the app's dimension values mapped to the task's lists (other else), in the clear.
+      const dims = task.dimensions ? coarsen(task.dimensions, r.dimensions) : undefined;
+      assert.deepEqual(dims, r.dims, where);
+      if (dims) assert.equal(sliceOf(task.dimensions!, dims), r.slice, where);
+      if (t.task.sealed) {
+        // The wire is randomized: the padded plaintext, and the info binding the clear dims.
+        assert.equal(paddedText(payload), r.plaintext, where);
+        if (dims) assert.equal(sealInfo(id, task.fingerprint, t.task.seal.key_id, base64url(reportId), v.time, dims), r.info, where);
+      } else assert.equal(batchBody([reportText(reportId, task.fingerprint, v.time, payload, dims)]), r.wire, where);
     }
   }
+});
+
+test("§10's padded plaintext of every payload shape", { skip }, () => {
+  for (const c of v.padding) {
+    assert.equal(paddedText(c.payload), c.plaintext, c.task);
+    assert.equal(utf8(c.plaintext).length, c.padded_length, c.task);
+  }
+  assert.ok(v.padding.length >= 9);
 });
 
 test("a task publishing other derived integers is refused", { skip }, () => {

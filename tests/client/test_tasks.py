@@ -178,3 +178,31 @@ def test_an_invalid_task_id_is_refused_without_a_fetch(
     answers = Answers(Response(200, {}, body))
     assert fetched(registry(answers, Clock()), task_id) is None
     assert answers.calls == 0
+
+
+class ByPath:
+    """A transport serving each task JSON object at its own path."""
+
+    def __init__(self, *served: dict[str, object]) -> None:
+        self.served = {f"/v1/tasks/{task['task_id']}": task for task in served}
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        found = self.served.get(request.path)
+        return Response(200, {}, json.dumps(found).encode()) if found else Response(404)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_task_of_a_protocol_not_implemented_is_refused_alone() -> None:
+    """PROTOCOL.md (1.1): one task this SDK cannot serve never locks out the others."""
+    future = {**TaskConfig(task_id="t-future", mechanism="rr", epsilon=1.0).to_dict()}
+    future["protocol"] = "1.9"
+    mislabelled = {**TaskConfig(task_id="t-mis", mechanism="rr", epsilon=1.0).to_dict()}
+    mislabelled["protocol"] = "1.1"  # 1.1 is exactly the tasks with dimensions
+    ok = TaskConfig(task_id="t-ok", mechanism="rr", epsilon=1.0)
+    counters = Counters()
+    known = registry(ByPath(future, mislabelled, ok.to_dict()), Clock(), counters=counters)
+    assert fetched(known, "t-future") is None and fetched(known, "t-mis") is None
+    assert fetched(known, "t-ok") == ok
+    assert counters.snapshot(0).refused_tasks == {"invalid": 2}

@@ -25,6 +25,8 @@ from typing import Any
 import mmh3
 import rfc8785
 
+from .independent_dimensions import check as check_dimensions
+
 MASK64 = (1 << 64) - 1
 SCALE = 1 << 32
 
@@ -311,11 +313,21 @@ PRIVATIZE = {
 # -- HTTP -------------------------------------------------------------------------------------
 
 
-def get_task(base_url: str, task_id: str) -> dict[str, Any]:
+PROTOCOLS = ("1.0", "1.1")  # what this client implements (1.1: dimensions, §11)
+
+
+def get_task(
+    base_url: str, task_id: str, implements: tuple[str, ...] = PROTOCOLS
+) -> dict[str, Any]:
+    """Fetch one task and check it (a refusal is this task's alone: the caller goes on)."""
     with urllib.request.urlopen(f"{base_url}/v1/tasks/{task_id}", timeout=10) as answer:
         task: dict[str, Any] = json.load(answer)
-    if task.get("protocol") != "1.0":
-        raise ValueError(f"task {task_id!r} is not for protocol 1.0")
+    if task.get("protocol") not in implements:
+        raise ValueError(f"task {task_id!r} is for protocol {task.get('protocol')!r}")
+    if task["protocol"] != ("1.1" if "dimensions" in task else "1.0"):
+        raise ValueError(f"task {task_id!r}: protocol 1.1 is exactly the tasks with dimensions")
+    if "dimensions" in task:
+        check_dimensions(task)
     if fingerprint(task) != task["fingerprint"]:
         raise ValueError(f"cannot reproduce the fingerprint of task {task_id!r}")
     if own_derived(task) != task["derived"]:
@@ -323,12 +335,18 @@ def get_task(base_url: str, task_id: str) -> dict[str, Any]:
     return task
 
 
-def upload(base_url: str, task_id: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
+def upload(
+    base_url: str, task_id: str, reports: list[dict[str, Any]], protocol: str | None = "1.1"
+) -> dict[str, Any]:
+    """POST one batch (§2); ``protocol`` None sends no LDP-Protocol header."""
+    headers = {"Content-Type": "application/json"}
+    if protocol is not None:
+        headers["LDP-Protocol"] = protocol
     request = urllib.request.Request(
         f"{base_url}/v1/tasks/{task_id}/reports",
         method="POST",
         data=json.dumps({"reports": reports}).encode(),
-        headers={"Content-Type": "application/json", "LDP-Protocol": "1.0"},
+        headers=headers,
     )
     with urllib.request.urlopen(request, timeout=30) as answer:
         result: dict[str, Any] = json.load(answer)

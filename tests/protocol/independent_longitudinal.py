@@ -52,8 +52,19 @@ def drbg(seed_material: bytes) -> Callable[[int], bytes]:
 
 
 def prr_seed(secret: bytes, task: dict[str, Any], value_bytes: bytes) -> bytes:
-    """§3.9: K ‖ context ‖ P ‖ 0x00 ‖ V, P the RFC 8785 form of the mechanism fields."""
-    common = ("task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived")
+    """§3.9: K ‖ context ‖ P ‖ 0x00 ‖ V, P the RFC 8785 form of the mechanism fields
+    (1.1: neither `sealed` nor the dimensions are among them)."""
+    common = (
+        "task_id",
+        "mechanism",
+        "time_precision",
+        "min_batch_size",
+        "protocol",
+        "derived",
+        "sealed",
+        "dimensions",
+        "min_slice_size",
+    )
     fields = {k: v for k, v in task.items() if k not in common + NOT_FINGERPRINTED}
     return (
         device_key(secret, task["task_id"])

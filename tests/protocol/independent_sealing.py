@@ -30,29 +30,33 @@ def widest(value: Any) -> int:
     return 24
 
 
+def plaintext(payload: dict[str, Any]) -> bytes:
+    """§10: the compact JSON, then spaces up to the widest length rounded up to 16 bytes."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return text.ljust(-(-widest(payload) // 16) * 16, b" ")
+
+
+def seal_info(task_id: str, key_id: str, clear: dict[str, Any]) -> bytes:
+    """§10 step 3: RFC 8785 of the envelope (with a dimensions task's dims), label, task id."""
+    return rfc8785.dumps(
+        {**clear, "key_id": key_id, "label": "ldp-telemetry/seal/1", "task_id": task_id}
+    )
+
+
 def seal(task: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     """§10: the report with its payload fields replaced by key_id and sealed."""
     key = task["seal"]
     if (key["kem"], key["kdf"], key["aead"]) != (0x20, 0x01, 0x03):
         raise ValueError("§10: only DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, ChaCha20-Poly1305")
-    common = ("report_id", "fingerprint", "time")
+    common = ("report_id", "fingerprint", "time", "dims")  # dims: §11, in the clear
     payload = {k: v for k, v in report.items() if k not in common}
-    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    plaintext = text.ljust(-(-widest(payload) // 16) * 16, b" ")
-    bound = {name: report[name] for name in common}
-    info = rfc8785.dumps(
-        {
-            **bound,
-            "key_id": key["key_id"],
-            "label": "ldp-telemetry/seal/1",
-            "task_id": task["task_id"],
-        }
-    )
+    bound = {name: report[name] for name in common if name in report}
+    info = seal_info(task["task_id"], key["key_id"], bound)
     public = X25519PublicKey.from_public_bytes(
         base64.urlsafe_b64decode(key["public_key"] + "=" * (-len(key["public_key"]) % 4))
     )
     sealed = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.CHACHA20_POLY1305).encrypt(
-        plaintext, public, info
+        plaintext(payload), public, info
     )
     return {**bound, "key_id": key["key_id"], "sealed": _b64url(sealed)}
 

@@ -18,7 +18,9 @@ import requests
 from ldp_telemetry.shared import TaskConfig
 from protocol import generate
 from tests.protocol import independent_client as ic
+from tests.protocol import independent_dimensions as idim
 from tests.protocol import independent_longitudinal as il
+from tests.protocol import independent_sealing as sealing
 from tests.support.servers import ADMIN, ANALYST, bearer, start_server
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +51,13 @@ def test_protocol_md_publishes_the_vectors_file() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["independent_client.py", "independent_longitudinal.py", "independent_sealing.py"]
+    "module",
+    [
+        "independent_client.py",
+        "independent_longitudinal.py",
+        "independent_sealing.py",
+        "independent_dimensions.py",
+    ],
 )
 def test_the_independent_client_imports_nothing_of_the_project(module: str) -> None:
     tree = ast.parse((HERE / module).read_text())
@@ -82,6 +90,8 @@ def test_the_independent_client_imports_nothing_of_the_project(module: str) -> N
         "rfc8785",
         "cryptography",  # §10's HPKE, for sealed tasks
         "independent_client",  # the longitudinal and sealing parts build on its §3
+        "independent_dimensions",  # §11, which the client checks tasks with
+        "re",
     }
 
 
@@ -132,6 +142,20 @@ def test_the_independent_client_makes_the_vectors_reports(
                 "time": VECTORS["time"],
                 **report,
             }
+            if "dimensions" in task:  # §11: the app's values mapped, then the slice
+                envelope = idim.report(envelope, task, vector["dimensions"])
+                assert envelope["dims"] == vector["dims"], vector["dimensions"]
+                assert idim.slice_index(task, envelope["dims"]) == vector["slice"]
+            if task.get("sealed"):  # randomized: the padded plaintext and what info binds
+                assert sealing.plaintext(report).decode() == vector["plaintext"]
+                clear = {
+                    k: envelope[k]
+                    for k in ("report_id", "fingerprint", "time", "dims")
+                    if k in envelope
+                }
+                bound = sealing.seal_info(task["task_id"], task["seal"]["key_id"], clear)
+                assert bound.decode() == vector["info"]
+                continue
             wire = json.dumps({"reports": [envelope]}, separators=(",", ":"), ensure_ascii=False)
             assert wire == vector["wire"]
 
@@ -155,6 +179,22 @@ def test_the_independent_client_derives_the_permanent_responses() -> None:
             == (prr["seed_material"])
         )
         assert il.permanent_cms(task, bytes(range(32)), prr["value"]) == prr["permanent_response"]
+
+
+def test_the_independent_client_pads_as_the_vectors_do() -> None:
+    """§10 (1.1): one padded plaintext per payload shape, and each sealed report's."""
+    shapes = set()
+    for case in VECTORS["padding"]:
+        padded = sealing.plaintext(case["payload"])
+        assert padded.decode() == case["plaintext"] and len(padded) == case["padded_length"]
+        shapes.add(tuple(case["payload"]))
+    assert len(shapes) == 8  # bit; index; row+index; row+bits; row+col+bit; level+…; bits; indices
+    sealed = [c for c in VECTORS["tasks"] if c["task"].get("sealed")]
+    assert sealed and all("wire" not in r for c in sealed for r in c["reports"])
+    for case in sealed:
+        assert ic.fingerprint(case["task"]) == case["fingerprint"]  # `seal` is not hashed
+        for vector in case["reports"]:
+            assert sealing.plaintext(vector["report"]).decode() == vector["plaintext"]
 
 
 POPULATION = {

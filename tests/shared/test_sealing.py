@@ -191,6 +191,43 @@ def test_a_sealed_payload_that_is_no_payload_object_is_invalid(plaintext: bytes)
     assert caught.value.reason == "invalid_message"
 
 
+def _sealed_by_hand(plaintext: bytes) -> dict[str, Any]:
+    """Return the vector's envelope around ``plaintext`` sealed to the vector's key."""
+    from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
+
+    report = dict(OPEN_VECTOR["sealed_report"])
+    public = _vector_keys()["vector-key-1"].public_key()
+    sealed = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.CHACHA20_POLY1305).encrypt(
+        plaintext, public, OPEN_VECTOR["info"].encode()
+    )
+    return {**report, "sealed": b64encode(sealed)}
+
+
+@pytest.mark.parametrize(
+    "plaintext",
+    [
+        b'{"row":3,"bits":"gQBg"}',  # not padded: 23 bytes tell the relay the row's width
+        b'{"row":3,"bits":"gQBg"}' + b" " * 9,  # padded to 32: numbers counted as they are
+        b'{"row":3,"bits":"gQBg"}' + b" " * 41,  # one block too many
+        b'{"row":3,"bits":"gQBg"}' + b" " * 24,  # characters, not the 16-byte block
+    ],
+)
+def test_a_wrongly_padded_plaintext_is_refused(plaintext: bytes) -> None:
+    """§10 (1.1): the length is the relay's view, so only the rule's length is accepted."""
+    with pytest.raises(DecodeError) as caught:
+        open_report(OPEN_VECTOR["task_id"], _sealed_by_hand(plaintext), _vector_keys())
+    assert caught.value.reason == "sealed_padding"
+    assert "48" in str(caught.value)  # the length the rule gives, so the sealer can fix it
+
+
+def test_the_rules_padding_opens_in_any_key_order_and_spacing() -> None:
+    """Only the length is checked: key order and JSON whitespace inside are the sealer's."""
+    for text in (b'{"bits":"gQBg","row":3}', b'{"row": 3, "bits": "gQBg"}'):
+        report = _sealed_by_hand(text.ljust(48, b" "))
+        opened = open_report(OPEN_VECTOR["task_id"], report, _vector_keys())
+        assert opened["row"] == 3 and opened["bits"] == "gQBg"
+
+
 def test_seal_key_json_is_checked() -> None:
     good = OPEN_VECTOR["seal"]
     assert SealKey.from_json(good).to_json() == good
@@ -207,8 +244,11 @@ def test_seal_key_json_is_checked() -> None:
     assert SUITE_IDS == {"kem": 0x20, "kdf": 0x01, "aead": 0x03}
 
 
+CASE_INPUTS = ("values", "words", "dimension_values")  # a vector case's inputs, not task fields
+
+
 def _sealed_task(name: str, key: SealKey) -> TaskConfig:
-    spec = {k: v for k, v in TASKS[name].items() if k not in ("values", "words")}
+    spec = {k: v for k, v in TASKS[name].items() if k not in (*CASE_INPUTS, "sealed")}
     return TaskConfig(task_id=name, sealed=True, seal=key, **spec)
 
 
@@ -226,7 +266,8 @@ def test_every_kind_round_trips_and_its_ciphertext_length_is_constant(name: str)
             new_report_id(), task.fingerprint, task.floor_time(1.7e9), mechanism.privatize(value)
         )
         wire = encode_report(task, envelope)
-        assert set(wire) == {"report_id", "fingerprint", "time", "key_id", "sealed"}
+        clear = {"dims"} if task.dimensions is not None else set()  # §11: dims in the clear
+        assert set(wire) == {"report_id", "fingerprint", "time", "key_id", "sealed", *clear}
         lengths.add(len(wire["sealed"]))
         reports.append(wire)
         envelopes.append(envelope)
@@ -234,7 +275,7 @@ def test_every_kind_round_trips_and_its_ciphertext_length_is_constant(name: str)
     decoded, rejected = decode_batch(task, {"reports": reports}, {"k1": private})
     assert not rejected and [e.report_id for e in decoded] == [e.report_id for e in envelopes]
     plain = TaskConfig(
-        task_id=name, **{k: v for k, v in TASKS[name].items() if k not in ("values", "words")}
+        task_id=name, **{k: v for k, v in TASKS[name].items() if k not in (*CASE_INPUTS, "sealed")}
     )
     for got, sent in zip(decoded, envelopes, strict=True):
         assert json.dumps(plain.mechanism_object.encode_payload(got.payload)) == json.dumps(

@@ -177,7 +177,7 @@ def test_an_unspoken_protocol_is_refused_as_the_collector_refuses_it(shuffler_ap
         problem = answers[version].get_json()
         assert answers[version].status_code == 400
         assert problem["type"].endswith(":unsupported_protocol")
-        assert problem["supported"] == ["1.0"]
+        assert problem["supported"] == ["1.0", "1.1"]
     assert answers["1.3"].status_code == 202  # any 1.<minor>, as the collector
 
 

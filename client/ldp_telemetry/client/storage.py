@@ -55,8 +55,8 @@ class Pending:
 
     @property
     def size(self) -> int:
-        """Return the bytes it takes on the wire."""
-        return len(self.report)
+        """Return the bytes it takes on the wire (UTF-8: a dimension value may be non-ASCII)."""
+        return len(self.report.encode("utf-8"))
 
 
 class Admission(enum.Enum):

@@ -13,7 +13,11 @@ export function deviceKey(secret: Uint8Array, taskId: string): Uint8Array {
   return hmac(secret, utf8(`ldp-telemetry device key\0${taskId}`));
 }
 
-/** Return the memo key of a canonical value in a period of a task (binds the fingerprint). */
-export function lookupKey(secret: Uint8Array, fingerprint: string, period: number, value: Uint8Array): string {
-  return hex(hmac(secret, concat(utf8(fingerprint), bigEndian(period, 8), value)));
+/**
+ * Return the memo key of a canonical value in a period of a task (binds the fingerprint), and
+ * for a task with dimensions in a slice (4 bytes after the value, PROTOCOL §3.10).
+ */
+export function lookupKey(secret: Uint8Array, fingerprint: string, period: number, value: Uint8Array, slice?: number): string {
+  const sliced = slice === undefined ? value : concat(value, bigEndian(slice, 4));
+  return hex(hmac(secret, concat(utf8(fingerprint), bigEndian(period, 8), sliced)));
 }

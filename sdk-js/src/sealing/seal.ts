@@ -10,6 +10,7 @@
 
 import { base64url, fromBase64url } from "../bytes.js";
 import { jcs } from "../canonical.js";
+import type { DimensionValues } from "../device/dimensions.js";
 import { type Payload, TaskError } from "../mechanisms/base.js";
 
 /** The IANA HPKE ids of the one suite PROTOCOL §10 allows. */
@@ -42,21 +43,21 @@ export function sealKeyOf(seal: unknown, taskId: string): SealKey {
   return { keyId, publicKey };
 }
 
-/** Return HPKE's `info` text: the RFC 8785 JSON of the envelope the seal binds. */
-export function sealInfo(taskId: string, fingerprint: string, keyId: string, reportId: string, time: number): string {
-  return jcs({ fingerprint, key_id: keyId, label: INFO_LABEL, report_id: reportId, task_id: taskId, time });
+/** Return HPKE's `info` text: the RFC 8785 JSON of the envelope the seal binds (a dimensions task's `dims` too). */
+export function sealInfo(taskId: string, fingerprint: string, keyId: string, reportId: string, time: number, dims?: DimensionValues): string {
+  return jcs({ fingerprint, key_id: keyId, label: INFO_LABEL, report_id: reportId, task_id: taskId, time, ...(dims && { dims }) });
 }
 
 /** The seal in progress: reports are sealed one after another, so a burst of records leaves the page room between seals. */
 let last: Promise<unknown> = Promise.resolve();
 
 /** Return a sealed report's text: the envelope, key_id and base64url(enc ‖ ct) of the padded payload. */
-export function sealedReportText(taskId: string, key: SealKey, reportId: string, fingerprint: string, time: number, payload: Payload): Promise<string> {
-  const info = sealInfo(taskId, fingerprint, key.keyId, reportId, time);
+export function sealedReportText(taskId: string, key: SealKey, reportId: string, fingerprint: string, time: number, payload: Payload, dims?: DimensionValues): Promise<string> {
+  const info = sealInfo(taskId, fingerprint, key.keyId, reportId, time, dims);
   const seal = async () => {
     const { sealPayload } = await import("./hpke.js");
     const sealed = base64url(await sealPayload(key.publicKey, info, payload));
-    return JSON.stringify({ report_id: reportId, fingerprint, time, key_id: key.keyId, sealed });
+    return JSON.stringify({ report_id: reportId, fingerprint, time, ...(dims && { dims }), key_id: key.keyId, sealed });
   };
   const next = last.then(seal, seal);
   last = next.catch(() => {});

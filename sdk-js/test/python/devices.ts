@@ -1,6 +1,7 @@
 // Simulated devices for tests/sdk_js/test_e2e.py: device i records plan.values[task][i]
 // for every task with a client of its own (its own secret and budget), then flushes and
 // closes. Device 0 fetches the tasks itself; the others are handed the JSON device 0 fetched.
+// With plan.dimensions, device i gives the client plan.dimensions[i] (PROTOCOL §11).
 // Prints the summed stats as JSON.
 import { readFileSync } from "node:fs";
 import { init, type Stats } from "../../src/index.js";
@@ -9,6 +10,7 @@ interface Plan {
   endpoint: string;
   values: Record<string, unknown[]>;
   concurrency: number;
+  dimensions?: Record<string, string>[];
 }
 
 const plan = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as Plan;
@@ -16,7 +18,8 @@ const taskIds = Object.keys(plan.values);
 const devices = plan.values[taskIds[0]!]!.length;
 
 async function device(i: number, tasks?: Record<string, unknown>[]): Promise<Stats> {
-  const client = tasks ? init({ endpoint: plan.endpoint, tasks }) : init({ endpoint: plan.endpoint, taskIds });
+  const dimensions = plan.dimensions?.[i];
+  const client = init({ endpoint: plan.endpoint, dimensions, ...(tasks ? { tasks } : { taskIds }) });
   if (!(await client.waitForTasks(taskIds, 30_000))) throw new Error("tasks not fetched");
   for (const id of taskIds) if (!client.record(id, plan.values[id]![i])) throw new Error(`device ${i} ${id}: not queued`);
   if (!(await client.close(30_000))) throw new Error(`device ${i}: not flushed: ${JSON.stringify(client.stats())}`);

@@ -103,8 +103,12 @@ def encode_report(task: TaskConfig, envelope: Envelope) -> dict[str, Any]:
 
 
 def encode_report_text(task: TaskConfig, envelope: Envelope) -> str:
-    """Return one report as compact JSON text (what a device queues and resends as is)."""
-    return json.dumps(encode_report(task, envelope), separators=(",", ":"))
+    """Return one report as compact JSON text (what a device queues and resends as is).
+
+    Non-ASCII characters (a dimension value's, PROTOCOL.md §11) are written as themselves,
+    in UTF-8, as JSON.stringify and RFC 8785 write them: the vectors' wire bodies do so.
+    """
+    return json.dumps(encode_report(task, envelope), separators=(",", ":"), ensure_ascii=False)
 
 
 def batch_body(report_texts: Iterable[str]) -> bytes:

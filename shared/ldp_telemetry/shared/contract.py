@@ -63,6 +63,8 @@ REPORT_EXPIRED = "report_expired"
 OUTDATED_CONFIG = "outdated_config"
 IMPLAUSIBLE_REPORT = "implausible_report"
 SEALED_INVALID = "sealed_invalid"  # sealed tasks (PROTOCOL.md §10)
+# Protocol 1.1: the plaintext opened is not padded to §10's length (its sealer leaks).
+SEALED_PADDING = "sealed_padding"
 UNKNOWN_SEAL_KEY = "unknown_seal_key"
 # Tasks that declare dimensions (PROTOCOL.md §2): the report's clear ``dims`` object.
 DIMENSIONS_MISSING = "dimensions_missing"  # no dims, or a declared name absent
@@ -76,6 +78,7 @@ REJECTION_REASONS = (
     OUTDATED_CONFIG,
     IMPLAUSIBLE_REPORT,
     SEALED_INVALID,
+    SEALED_PADDING,
     UNKNOWN_SEAL_KEY,
     DIMENSIONS_MISSING,
     DIMENSION_UNDECLARED,

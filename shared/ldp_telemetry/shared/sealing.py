@@ -9,7 +9,8 @@ and late reports by), a dimensions task's ``dims`` (public: a shuffler counts re
 slice) and the ``key_id`` that names the collector key — and HPKE's ``info`` binds all of
 them with the task id, so a ciphertext moved to another report id, time, slice, task or
 key does not open (``sealed_invalid``); a key the collector no longer holds is
-``unknown_seal_key``.
+``unknown_seal_key``; a plaintext not padded to :func:`padded_length` (protocol 1.1) is
+``sealed_padding``.
 
 Pure: no I/O. The collector's private keys are kept by :mod:`aggregator.sealing_keys`;
 this module only seals (device) and opens (collector) with keys it is handed.
@@ -28,7 +29,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
 
-from ldp_telemetry.shared.contract import SEALED_INVALID, UNKNOWN_SEAL_KEY
+from ldp_telemetry.shared.contract import SEALED_INVALID, SEALED_PADDING, UNKNOWN_SEAL_KEY
 from ldp_telemetry.shared.errors import DecodeError, ParameterError
 from ldp_telemetry.shared.wire import b64decode, b64encode, canonical_json
 
@@ -224,6 +225,15 @@ def open_report(
         raise DecodeError("the sealed payload is not a JSON object") from None
     if not isinstance(payload, dict) or set(payload) & set(CLEAR_FIELDS):
         raise DecodeError("the sealed payload must be a JSON object of the payload fields")
+    # The length is what a relay sees: a sealer that pads otherwise (or not at all) tells it
+    # the payload. The report is refused so such a client fails its first test, not in use.
+    if len(plaintext) != padded_length(payload):
+        raise DecodeError(
+            f"the sealed plaintext is {len(plaintext)} bytes; PROTOCOL.md §10 pads this "
+            f"payload to {padded_length(payload)}: the sealing client leaks its payload "
+            "through the ciphertext's length",
+            reason=SEALED_PADDING,
+        )
     clear = {"report_id": report_id, "fingerprint": fingerprint, "time": time}
     return {**clear, **({"dims": dims} if "dims" in obj else {}), **payload}
 

@@ -43,27 +43,31 @@ def body(task: TaskConfig, count: int = 1, seed: int = 0) -> bytes:
     return encode_batch(task, envelopes(task, payloads(task, [True] * count, rng)))
 
 
-@pytest.mark.parametrize("version", ["1.0", "1.7"])
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.7", " 1.1 ", None])
 def test_an_upload_of_protocol_1_is_accepted(
-    http: FlaskClient, task: TaskConfig, version: str
+    http: FlaskClient, task: TaskConfig, version: str | None
 ) -> None:
+    """§2 (1.1): any 1.<digits>, and no header at all, is counted like any upload."""
     answer = post_reports(
         http,
         task.task_id,
-        body(task, seed=1),
-        headers={"LDP-Protocol": version},
+        body(task, count=3, seed=1),
+        headers={} if version is None else {"LDP-Protocol": version},
     )
-    assert answer.status_code == 200 and answer.json["accepted"] == 1
+    assert answer.status_code == 200 and answer.json == {"accepted": 3, "rejected": []}
 
 
-@pytest.mark.parametrize("version", ["2.0", "0.9", "1", "one"])
+@pytest.mark.parametrize("version", ["2.0", "0.9", "1", "one", "1.x", "1.1.0"])
 def test_an_upload_of_another_protocol_is_refused(
     http: FlaskClient, task: TaskConfig, version: str
 ) -> None:
     answer = post_reports(http, task.task_id, body(task), headers={"LDP-Protocol": version})
     assert answer.status_code == 400, answer.text
     problem = answer.json
-    assert problem["type"].endswith(":unsupported_protocol") and problem["supported"] == ["1.0"]
+    assert problem["type"].endswith(":unsupported_protocol") and problem["supported"] == [
+        "1.0",
+        "1.1",
+    ]
 
 
 @pytest.mark.parametrize(

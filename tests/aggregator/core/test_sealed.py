@@ -129,6 +129,24 @@ def test_every_refusal_has_its_reason_and_the_rest_count_once(
     assert _n(client) == 3
 
 
+def test_a_sealer_that_pads_otherwise_is_refused_sealed_padding(
+    client: FlaskClient, keys: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """§10 (1.1): the ciphertext's length is the relay's view of the payload; a report
+    whose plaintext is not the rule's length is refused alone, with its reason."""
+    from ldp_telemetry.shared import sealing
+
+    add_key(keys)
+    assert _create(client).status_code == 201
+    task = _served(client)
+    good = _report(task)
+    monkeypatch.setattr(sealing, "padded", lambda payload: json.dumps(payload).encode())
+    unpadded = _report(task)  # '{"bit": 1}': its length tells the relay the bit's width
+    answer = _upload(client, good, unpadded)
+    assert answer["accepted"] == 1 and _reasons(answer) == ["sealed_padding"]
+    assert _n(client) == 1
+
+
 def test_rotation_keeps_the_old_key_opening_until_it_is_retired(
     client: FlaskClient, keys: Path
 ) -> None:

@@ -20,6 +20,7 @@ from ldp_telemetry.aggregator.core.faults import StoreFull, StoreUnavailable
 from ldp_telemetry.shared.contract import (
     BAD_REQUEST,
     BODY_TOO_LARGE,
+    DIMENSIONS_PROTOCOL_VERSION,
     FORBIDDEN,
     HTTP_ERROR,
     INSUFFICIENT_STORAGE,
@@ -42,6 +43,7 @@ from ldp_telemetry.shared.contract import (
 )
 
 log = logging.getLogger(__name__)
+SPOKEN = (PROTOCOL_VERSION, DIMENSIONS_PROTOCOL_VERSION)  # what unsupported_protocol lists
 Parts = tuple[int, list[tuple[str, str]], bytes]  # an HTTP answer: status, headers, body
 
 
@@ -89,9 +91,9 @@ def check_protocol(version: str | None) -> None:
         raise ApiError(
             400,
             UNSUPPORTED_PROTOCOL,
-            f"{PROTOCOL_HEADER} {version[:20]!r} is not spoken here; this "
-            f"collector speaks protocol {PROTOCOL_VERSION} (PROTOCOL.md)",
-            supported=[PROTOCOL_VERSION],
+            f"{PROTOCOL_HEADER} {version[:20]!r} is not spoken here; this collector speaks "
+            f"protocol {' and '.join(SPOKEN)}, and takes any 1.x (PROTOCOL.md §2)",
+            supported=list(SPOKEN),
         )
 
 
