@@ -107,6 +107,21 @@ final class Sealing {
     return MAX_SCALAR_CHARS;
   }
 
+  /**
+   * Refuse a sealed task whose reports cannot be sealed here: no HPKE on this runtime (and none
+   * given), or a key HPKE refuses (a low-order point). Checked when the task is adopted.
+   */
+  static void checkSealable(Hpke hpke, Key key) {
+    if (hpke == null) {
+      throw new Mechanism.TaskError("sealing_unavailable", "a sealed task, and no HPKE on this runtime: refused");
+    }
+    try {
+      hpke.sealBase(key.publicKey, new byte[0], new byte[0]);
+    } catch (java.security.GeneralSecurityException | RuntimeException error) {
+      throw new Mechanism.TaskError("seal_key_refused", "the task's seal key cannot be sealed to: refused");
+    }
+  }
+
   /** Return a sealed report's text: the envelope, key_id and base64url(enc ‖ ct). */
   static String reportText(Hpke hpke, String taskId, Key key, String reportId, String fingerprint, long time,
       Map<String, Object> payload) throws java.security.GeneralSecurityException {
