@@ -259,7 +259,7 @@ public final class Client implements Closeable {
   private void uploadInBackground() {
     if (!enabled || closed || !uploading.tryLock()) return;
     try {
-      uploader.pass(clock.millis() + options.flushIntervalMillis);
+      uploader.pass(Uploader.monotonic() + options.flushIntervalMillis);
     } finally {
       uploading.unlock();
     }
@@ -284,7 +284,7 @@ public final class Client implements Closeable {
    * timeout. What an Android WorkManager worker calls (with {@link Scheduler#MANUAL}).
    */
   public boolean uploadNow(long timeoutMillis) {
-    long deadline = System.currentTimeMillis() + timeoutMillis;
+    long deadline = Uploader.monotonic() + timeoutMillis;
     try {
       if (!uploading.tryLock(timeoutMillis, TimeUnit.MILLISECONDS)) return false;
     } catch (InterruptedException interrupted) {
@@ -295,8 +295,8 @@ public final class Client implements Closeable {
       fetcher.run(false);
       for (;;) {
         if (uploader.pass(deadline)) return true;
-        if (System.currentTimeMillis() >= deadline) return false;
-        sleep(Math.min(50, Math.max(1, uploader.waitUntil - clock.millis())));
+        if (Uploader.monotonic() >= deadline) return false;
+        sleep(Math.min(50, Math.max(1, Math.min(uploader.waitUntil, deadline) - Uploader.monotonic())));
       }
     } catch (RuntimeException error) {
       return false;

@@ -154,26 +154,10 @@ final class Tasks {
     return Bytes.hex(Bytes.sha256(Bytes.utf8(canonical(task)))).substring(0, 32);
   }
 
-  /** Return the task a served JSON object defines, or throw TaskError saying why not. */
+
+  /** Return the mechanism a task's fields define (T_i of an epsilon_1 task as published). */
   @SuppressWarnings({"unchecked", "rawtypes"})
-  static Task parse(Object json) {
-    if (!(json instanceof Map)) throw new Mechanism.TaskError("a task must be a JSON object");
-    Map<String, Object> task = (Map<String, Object>) json;
-    Object id = task.get("task_id");
-    if (!(id instanceof String) || !TASK_ID.matcher((String) id).matches()) {
-      throw new Mechanism.TaskError("task_id is not a valid task id");
-    }
-    if (!PROTOCOL.equals(task.get("protocol"))) {
-      throw new Mechanism.TaskError("unsupported_protocol", "task " + id + " is for protocol "
-          + task.get("protocol") + "; this SDK speaks " + PROTOCOL);
-    }
-    for (String field : task.keySet()) {
-      if (!KNOWN.contains(field)) throw new Mechanism.TaskError("task " + id + " has a field this SDK does not know: " + field);
-    }
-    Object sealed = task.containsKey("sealed") ? task.get("sealed") : Boolean.FALSE;
-    if (!(sealed instanceof Boolean)) throw new Mechanism.TaskError("sealed must be true or false");
-    if (!(Boolean) sealed && task.get("seal") != null) throw new Mechanism.TaskError("only a sealed task carries a seal key");
-    Sealing.Key seal = (Boolean) sealed ? Sealing.Key.of(task.get("seal"), (String) id) : null;
+  static Mechanism<?> build(Map<String, Object> task) {
     String kindName = String.valueOf(task.get("mechanism"));
     Object spec = task.get("longitudinal");
     Mechanism<?> mechanism;
@@ -206,6 +190,31 @@ final class Tasks {
       }
       mechanism = new Longitudinal(permanent, threshold, Json.canonical(fields), null);
     }
+    return mechanism;
+  }
+
+  /** Return the task a served JSON object defines, or throw TaskError saying why not. */
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  static Task parse(Object json) {
+    if (!(json instanceof Map)) throw new Mechanism.TaskError("a task must be a JSON object");
+    Map<String, Object> task = (Map<String, Object>) json;
+    Object id = task.get("task_id");
+    if (!(id instanceof String) || !TASK_ID.matcher((String) id).matches()) {
+      throw new Mechanism.TaskError("task_id is not a valid task id");
+    }
+    if (!PROTOCOL.equals(task.get("protocol"))) {
+      throw new Mechanism.TaskError("unsupported_protocol", "task " + id + " is for protocol "
+          + task.get("protocol") + "; this SDK speaks " + PROTOCOL);
+    }
+    for (String field : task.keySet()) {
+      if (!KNOWN.contains(field)) throw new Mechanism.TaskError("task " + id + " has a field this SDK does not know: " + field);
+    }
+    Object sealed = task.containsKey("sealed") ? task.get("sealed") : Boolean.FALSE;
+    if (!(sealed instanceof Boolean)) throw new Mechanism.TaskError("sealed must be true or false");
+    if (!(Boolean) sealed && task.get("seal") != null) throw new Mechanism.TaskError("only a sealed task carries a seal key");
+    Sealing.Key seal = (Boolean) sealed ? Sealing.Key.of(task.get("seal"), (String) id) : null;
+    String kindName = String.valueOf(task.get("mechanism"));
+    Mechanism<?> mechanism = build(task);
     Map<String, Object> d = new LinkedHashMap<String, Object>();
     d.put("d", task.get("derived"));
     Map<String, Object> ours = new LinkedHashMap<String, Object>();

@@ -40,7 +40,7 @@ final class Uploader {
   /** Send batches until the queue is empty, a backoff starts or the deadline passes; true if empty. */
   boolean pass(long deadline) {
     for (;;) {
-      if (client.clock.millis() < waitUntil || client.clock.millis() >= deadline) return client.queued() == 0;
+      if (monotonic() < waitUntil || monotonic() >= deadline) return client.queued() == 0;
       List<State.Pending> batch = nextBatch();
       if (batch.isEmpty()) return true;
       send(batch);
@@ -120,7 +120,7 @@ final class Uploader {
     } else if (status == 413 && batch.size() > 1) {
       caps.put(taskId, batch.size() / 2);
     } else if (status == 408 || status == 429 || status >= 500) {
-      retry(retryAfter(response.header("Retry-After"), client.clock.millis()));
+      retry(retryAfter(response.header("Retry-After"), System.currentTimeMillis()));
     } else {
       client.count(client.dropped, "batch_rejected", batch.size());
       client.failedBatches.incrementAndGet();
@@ -160,7 +160,7 @@ final class Uploader {
 
   private void retry(long millis) {
     client.retries.incrementAndGet();
-    long now = client.clock.millis();
+    long now = monotonic();
     if (now >= waitUntil) failures++;
     long wait = millis;
     if (wait < 0) {
@@ -169,6 +169,11 @@ final class Uploader {
       wait = (long) (base * (0.5 + ThreadLocalRandom.current().nextDouble()));
     }
     waitUntil = Math.max(waitUntil, now + Math.min(wait, MAX_RETRY_AFTER_MILLIS));
+  }
+
+  /** Milliseconds of a clock that only moves forward (backoffs and deadlines; never the report's time). */
+  static long monotonic() {
+    return System.nanoTime() / 1_000_000L;
   }
 
   /** Return the wait a Retry-After header asks for (delta-seconds or an HTTP date), ms; -1 if none. */
