@@ -21,9 +21,7 @@ def build() -> None:
     missing = [tool for tool in ("mvn", "java") if shutil.which(tool) is None]
     if missing:  # a missing JDK fails the suite: never a silent skip
         pytest.fail(f"tests/sdk_java needs {' and '.join(missing)} (Maven 3.8+, a JDK 11+)")
-    subprocess.run(
-        ["mvn", "-o", "-q", "-B", "test-compile"], cwd=SDK, check=True, timeout=600
-    )
+    subprocess.run(["mvn", "-o", "-q", "-B", "test-compile"], cwd=SDK, check=True, timeout=600)
 
 
 def driver_command(plan: Path) -> list[str]:
