@@ -128,9 +128,16 @@ final class Bytes {
     }
   }
 
+  /** One Mac per thread: Mac.getInstance's provider lookup costs more than a short HMAC. */
+  private static final ThreadLocal<Mac> MACS = new ThreadLocal<Mac>();
+
   static byte[] hmac(byte[] key, byte[] data) {
     try {
-      Mac mac = Mac.getInstance("HmacSHA256");
+      Mac mac = MACS.get();
+      if (mac == null) {
+        mac = Mac.getInstance("HmacSHA256");
+        MACS.set(mac);
+      }
       // SecretKeySpec refuses an empty key; HMAC pads keys with zeros to the block size, so
       // the empty key and 32 zero bytes are the same key (HKDF's default salt relies on it).
       mac.init(new SecretKeySpec(key.length == 0 ? new byte[32] : key, "HmacSHA256"));

@@ -47,8 +47,8 @@ public final class Client implements Closeable {
   final State state;
   private final Journal journal;
   private final State.Limits limits;
-  private final Words words = new Words.Secure(new SecureRandom());
-  private final SecureRandom ids = new SecureRandom();
+  private final Words words;
+  private final SecureRandom ids;
   private final byte[] secret;
   private final Map<String, Tasks.Task> tasks = new HashMap<String, Tasks.Task>();
   private final Map<String, Map<String, Object>> taskJson = new LinkedHashMap<String, Map<String, Object>>();
@@ -70,6 +70,8 @@ public final class Client implements Closeable {
     this.options = options;
     this.clock = options.clock;
     this.limits = options.limits();
+    ids = options.random != null ? options.random : defaultRandom();
+    words = new Words.Secure(ids);
     journal = new Journal(options.dataDir, new Runnable() {
       @Override
       public void run() {
@@ -102,6 +104,20 @@ public final class Client implements Closeable {
         tick(false);
       }
     }, 0, options.flushIntervalMillis);
+  }
+
+  /**
+   * Return the default CSPRNG: the JCA's "DRBG" (NIST SP 800-90A, Java 9+: computed in the
+   * process, so a record's p99 stays near its median), else the platform's SecureRandom
+   * (on Android, BoringSSL's). The JVM's NativePRNG reads /dev/urandom under a global lock:
+   * measured p99 of 8 ms against 0.1 ms for DRBG (README).
+   */
+  static SecureRandom defaultRandom() {
+    try {
+      return SecureRandom.getInstance("DRBG");
+    } catch (java.security.NoSuchAlgorithmException absent) {
+      return new SecureRandom();
+    }
   }
 
   /** Return the secret kept in the data folder, made there if missing (temporary file, fsync, rename). */
@@ -434,6 +450,8 @@ public final class Client implements Closeable {
     /** The HPKE of sealed tasks (default: the runtime's, if it has X25519 and ChaCha20-Poly1305). */
     public Builder hpke(Hpke hpke) { o.hpke = hpke; o.hpkeGiven = true; return this; }
     public Builder clock(Clock clock) { o.clock = clock; return this; }
+    /** The CSPRNG of noise, report ids and the secret (default: the JCA's "DRBG", else new SecureRandom()). */
+    public Builder secureRandom(SecureRandom random) { o.random = random; return this; }
 
     /** Return the started client; throws IllegalArgumentException for a bad option (and only then). */
     public Client build() {

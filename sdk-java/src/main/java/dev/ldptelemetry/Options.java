@@ -30,6 +30,7 @@ final class Options {
   Hpke hpke;
   boolean hpkeGiven;
   Client.Clock clock = Client.Clock.SYSTEM;
+  java.security.SecureRandom random;
 
   State.Limits limits() {
     return new State.Limits(reportsPerPeriod, republishedEpsilonInf, maxEpsilonInf, maxEpsilonPerPeriod,

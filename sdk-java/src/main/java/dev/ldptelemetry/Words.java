@@ -38,11 +38,25 @@ abstract class Words {
   /** The platform's CSPRNG, read 4 KiB at a time (a record must not make a system call per word). */
   static final class Secure extends Words {
     private final SecureRandom random;
-    private final byte[] pool = new byte[4096];
+    private final byte[] pool = new byte[1024];
     private int used = pool.length;
 
     Secure(SecureRandom random) {
       this.random = random;
+    }
+
+    @Override
+    long[] words(int count) {
+      if (count < 16) return super.words(count);
+      byte[] raw = new byte[4 * count];
+      random.nextBytes(raw);
+      long[] out = new long[count];
+      for (int i = 0; i < count; i++) {
+        out[i] = (raw[4 * i] & 255L) | (raw[4 * i + 1] & 255L) << 8 | (raw[4 * i + 2] & 255L) << 16
+            | (raw[4 * i + 3] & 255L) << 24;
+      }
+      java.util.Arrays.fill(raw, (byte) 0);
+      return out;
     }
 
     @Override
