@@ -2,8 +2,6 @@ package dev.ldptelemetry;
 
 import java.io.Closeable;
 import java.io.File;
-import java.io.FileInputStream;
-import java.io.FileOutputStream;
 import java.io.IOException;
 import java.security.SecureRandom;
 import java.util.Arrays;
@@ -70,7 +68,7 @@ public final class Client implements Closeable {
     this.options = options;
     this.clock = options.clock;
     this.limits = options.limits();
-    ids = options.random != null ? options.random : defaultRandom();
+    ids = options.random != null ? options.random : Secrets.defaultRandom();
     words = new Words.Secure(ids);
     journal = new Journal(options.dataDir, new Runnable() {
       @Override
@@ -82,7 +80,7 @@ public final class Client implements Closeable {
     byte[] key = options.secret;
     try {
       journal.load(state, taskJson);
-      if (key == null && options.dataDir != null) key = loadSecret(new File(options.dataDir, "secret"));
+      if (key == null && options.dataDir != null) key = Secrets.loadSecret(new File(options.dataDir, "secret"), ids);
     } catch (IOException | RuntimeException error) {
       // An unreadable folder: go on in memory, counted (the app's data is not ours to delete).
       count(dropped, "storage_error", 1);
@@ -104,46 +102,6 @@ public final class Client implements Closeable {
         tick(false);
       }
     }, 0, options.flushIntervalMillis);
-  }
-
-  /**
-   * Return the default CSPRNG: the JCA's "DRBG" (NIST SP 800-90A, Java 9+: computed in the
-   * process, so a record's p99 stays near its median), else the platform's SecureRandom
-   * (on Android, BoringSSL's). The JVM's NativePRNG reads /dev/urandom under a global lock:
-   * measured p99 of 8 ms against 0.1 ms for DRBG (README).
-   */
-  static SecureRandom defaultRandom() {
-    try {
-      return SecureRandom.getInstance("DRBG");
-    } catch (java.security.NoSuchAlgorithmException absent) {
-      return new SecureRandom();
-    }
-  }
-
-  /** Return the secret kept in the data folder, made there if missing (temporary file, fsync, rename). */
-  private byte[] loadSecret(File file) throws IOException {
-    if (file.exists()) {
-      byte[] key = new byte[32];
-      FileInputStream in = new FileInputStream(file);
-      try {
-        if (in.read(key) == 32 && in.read() < 0) return key;
-      } finally {
-        in.close();
-      }
-      throw new IOException("the device secret file is damaged");
-    }
-    byte[] key = new byte[32];
-    ids.nextBytes(key);
-    File temporary = new File(file.getPath() + ".tmp");
-    FileOutputStream out = new FileOutputStream(temporary);
-    try {
-      out.write(key);
-      out.getFD().sync();
-    } finally {
-      out.close();
-    }
-    if (!temporary.renameTo(file)) throw new IOException("cannot keep the device secret");
-    return key;
   }
 
   private void adoptQuietly(Object json, boolean given) {
@@ -377,36 +335,6 @@ public final class Client implements Closeable {
       Thread.sleep(millis);
     } catch (InterruptedException interrupted) {
       Thread.currentThread().interrupt();
-    }
-  }
-
-  /** The client's counters at one moment. */
-  public static final class Stats {
-    public final long sent;
-    public final long retries;
-    public final long failedBatches;
-    public final long queued;
-    public final Map<String, Long> dropped;
-    public final Map<String, Long> rejected;
-    public final Map<String, Long> refusedTasks;
-
-    Stats(long sent, long retries, long failedBatches, long queued, Map<String, Long> dropped,
-        Map<String, Long> rejected, Map<String, Long> refusedTasks) {
-      this.sent = sent;
-      this.retries = retries;
-      this.failedBatches = failedBatches;
-      this.queued = queued;
-      this.dropped = dropped;
-      this.rejected = rejected;
-      this.refusedTasks = refusedTasks;
-    }
-
-    @Override
-    public String toString() {
-      return "{\"sent\":" + sent + ",\"retries\":" + retries + ",\"failed_batches\":" + failedBatches
-          + ",\"queued\":" + queued + ",\"dropped\":" + Json.write(new LinkedHashMap<String, Object>(dropped))
-          + ",\"rejected\":" + Json.write(new LinkedHashMap<String, Object>(rejected))
-          + ",\"refused_tasks\":" + Json.write(new LinkedHashMap<String, Object>(refusedTasks)) + "}";
     }
   }
 

@@ -37,7 +37,7 @@ class ClientTest {
     assertTrue(client.record("words", "hello"));
     assertEquals(1, client.stats().queued);
     assertTrue(client.flush(5000));
-    Client.Stats stats = client.stats();
+    Stats stats = client.stats();
     assertEquals(1, stats.sent);
     assertEquals(0, stats.queued);
     assertEquals(1, collector.counted.size());

@@ -50,10 +50,10 @@ public final class E2eDriver {
     for (String id : ids) {
       tasks.add(new String(http.send("GET", endpoint + "/v1/tasks/" + id, new TreeMap<String, String>(), null, 10_000).body, Bytes.UTF8));
     }
-    List<Client.Stats> all = new ArrayList<Client.Stats>();
+    List<Stats> all = new ArrayList<Stats>();
     all.add(device(first, ids, values, 0));
     ExecutorService pool = Executors.newFixedThreadPool(8);
-    List<Future<Client.Stats>> futures = new ArrayList<Future<Client.Stats>>();
+    List<Future<Stats>> futures = new ArrayList<Future<Stats>>();
     for (int i = 1; i < devices; i++) {
       final int device = i;
       futures.add(pool.submit(() -> {
@@ -62,13 +62,13 @@ public final class E2eDriver {
         return device(builder.build(), ids, values, device);
       }));
     }
-    for (Future<Client.Stats> f : futures) all.add(f.get());
+    for (Future<Stats> f : futures) all.add(f.get());
     pool.shutdown();
     long sent = 0;
     long queued = 0;
     Map<String, Object> dropped = new TreeMap<String, Object>();
     Map<String, Object> rejected = new TreeMap<String, Object>();
-    for (Client.Stats s : all) {
+    for (Stats s : all) {
       sent += s.sent;
       queued += s.queued;
       add(dropped, s.dropped);
@@ -87,7 +87,7 @@ public final class E2eDriver {
   }
 
   @SuppressWarnings("unchecked")
-  private static Client.Stats device(Client client, List<String> ids, Map<String, Object> values, int i) {
+  private static Stats device(Client client, List<String> ids, Map<String, Object> values, int i) {
     for (String id : ids) {
       Object value = ((List<Object>) values.get(id)).get(i);
       if (!client.record(id, value)) throw new IllegalStateException("device " + i + " " + id + ": " + client.stats());
