@@ -16,7 +16,7 @@ import javax.crypto.spec.SecretKeySpec;
 
 /**
  * RFC 9180 base mode, single shot, composed from the runtime's own primitives: X25519 as the
- * JCA's "X25519" (Java 11+, recent Android), ChaCha20-Poly1305 as its cipher, and the labeled
+ * JCA's "X25519" (Java 11+; "XDH" elsewhere), ChaCha20-Poly1305 as its cipher, and the labeled
  * HKDF of RFC 9180 §4 on HmacSHA256. Keys cross the JCA as their fixed DER encodings (the
  * raw 32 bytes behind a constant prefix), so these class files need nothing newer than Java 8
  * and fail cleanly where the algorithms are missing.
@@ -28,23 +28,47 @@ public final class JdkHpke implements Hpke {
   private static final byte[] HPKE_SUITE = Bytes.fromHex("48504b45002000010003"); // "HPKE" ‖ kem ‖ kdf ‖ aead
   private static final byte[] VERSION = Bytes.utf8("HPKE-v1");
 
+  /** The JCA names: the JDK's first, then other providers' (Conscrypt names them differently). */
+  private static final String[] X25519 = {"X25519", "XDH"};
+  private static final String[] CHACHA = {"ChaCha20-Poly1305", "ChaCha20/Poly1305/NoPadding"};
+  private static volatile String x25519 = "X25519";
+  private static volatile String chacha = "ChaCha20-Poly1305";
+
   private JdkHpke() {}
 
   /** Return the runtime's HPKE, or null when it lacks X25519 or ChaCha20-Poly1305. */
-  public static JdkHpke createOrNull() {
-    try {
-      KeyPairGenerator.getInstance("X25519");
-      KeyAgreement.getInstance("X25519");
-      Cipher.getInstance("ChaCha20-Poly1305");
-      return new JdkHpke();
-    } catch (GeneralSecurityException | RuntimeException missing) {
-      return null;
+  public static synchronized JdkHpke createOrNull() {
+    String x = null;
+    String c = null;
+    for (String name : X25519) {
+      try {
+        KeyPairGenerator.getInstance(name).generateKeyPair();
+        KeyAgreement.getInstance(name);
+        KeyFactory.getInstance(name);
+        x = name;
+        break;
+      } catch (GeneralSecurityException | RuntimeException missing) {
+        // try the next name
+      }
     }
+    for (String name : CHACHA) {
+      try {
+        Cipher.getInstance(name);
+        c = name;
+        break;
+      } catch (GeneralSecurityException | RuntimeException missing) {
+        // try the next name
+      }
+    }
+    if (x == null || c == null) return null;
+    x25519 = x;
+    chacha = c;
+    return new JdkHpke();
   }
 
   @Override
   public byte[] sealBase(byte[] publicKey, byte[] info, byte[] plaintext) throws GeneralSecurityException {
-    KeyPair ephemeral = KeyPairGenerator.getInstance("X25519").generateKeyPair();
+    KeyPair ephemeral = KeyPairGenerator.getInstance(x25519).generateKeyPair();
     return seal(ephemeral.getPrivate(), raw(ephemeral.getPublic()), publicKey, info, new byte[0], plaintext);
   }
 
@@ -53,7 +77,7 @@ public final class JdkHpke implements Hpke {
       throws GeneralSecurityException {
     byte[] shared = sharedSecret(dh(skE, pkR), Bytes.concat(enc, pkR));
     byte[][] keyNonce = keySchedule(shared, info);
-    Cipher cipher = Cipher.getInstance("ChaCha20-Poly1305");
+    Cipher cipher = Cipher.getInstance(chacha);
     cipher.init(Cipher.ENCRYPT_MODE, new SecretKeySpec(keyNonce[0], "ChaCha20"), new IvParameterSpec(keyNonce[1]));
     cipher.updateAAD(aad);
     return Bytes.concat(enc, cipher.doFinal(plaintext));
@@ -66,14 +90,14 @@ public final class JdkHpke implements Hpke {
     byte[] pkR = publicOf(skR);
     byte[] shared = sharedSecret(dh(key, enc), Bytes.concat(enc, pkR));
     byte[][] keyNonce = keySchedule(shared, info);
-    Cipher cipher = Cipher.getInstance("ChaCha20-Poly1305");
+    Cipher cipher = Cipher.getInstance(chacha);
     cipher.init(Cipher.DECRYPT_MODE, new SecretKeySpec(keyNonce[0], "ChaCha20"), new IvParameterSpec(keyNonce[1]));
     cipher.updateAAD(aad);
     return cipher.doFinal(sealed, 32, sealed.length - 32);
   }
 
   static PrivateKey privateKey(byte[] raw) throws GeneralSecurityException {
-    return KeyFactory.getInstance("X25519").generatePrivate(new PKCS8EncodedKeySpec(Bytes.concat(PKCS8_PREFIX, raw)));
+    return KeyFactory.getInstance(x25519).generatePrivate(new PKCS8EncodedKeySpec(Bytes.concat(PKCS8_PREFIX, raw)));
   }
 
   /** Return the raw public key of a raw private key (X25519 with the base point 9). */
@@ -90,8 +114,8 @@ public final class JdkHpke implements Hpke {
 
   /** X25519; refuses an all-zero result (a low-order public key), as RFC 9180 §7.1.4 requires. */
   static byte[] dh(PrivateKey sk, byte[] pk) throws GeneralSecurityException {
-    PublicKey peer = KeyFactory.getInstance("X25519").generatePublic(new X509EncodedKeySpec(Bytes.concat(X509_PREFIX, pk)));
-    KeyAgreement agreement = KeyAgreement.getInstance("X25519");
+    PublicKey peer = KeyFactory.getInstance(x25519).generatePublic(new X509EncodedKeySpec(Bytes.concat(X509_PREFIX, pk)));
+    KeyAgreement agreement = KeyAgreement.getInstance(x25519);
     agreement.init(sk);
     agreement.doPhase(peer, true);
     byte[] out = agreement.generateSecret();
