@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -22,18 +23,6 @@ import java.util.concurrent.locks.ReentrantLock;
  * bad configuration throws, from {@link Builder#build()}. Thread-safe.
  */
 public final class Client implements Closeable {
-  /** Unix time in milliseconds (tests give their own). */
-  public interface Clock {
-    long millis();
-
-    Clock SYSTEM = new Clock() {
-      @Override
-      public long millis() {
-        return System.currentTimeMillis();
-      }
-    };
-  }
-
   /** Return a builder for a client of the collector at `endpoint` (an http(s) URL). */
   public static Builder builder(String endpoint) {
     return new Builder(endpoint);
@@ -54,6 +43,7 @@ public final class Client implements Closeable {
   final TaskFetcher fetcher;
   private final Uploader uploader;
   private final ReentrantLock uploading = new ReentrantLock();
+  private final AtomicBoolean uploadAsked = new AtomicBoolean();
   private final Scheduler scheduler;
   private volatile boolean enabled = true;
   private volatile boolean closed;
@@ -181,7 +171,9 @@ public final class Client implements Closeable {
             () -> privatize(task, period, value));
       }
       if ("new".equals(admission) || "reused".equals(admission)) {
-        if (queued() >= options.batchSize) scheduler.soon(this::uploadInBackground);
+        if (queued() >= options.batchSize && uploadAsked.compareAndSet(false, true)) {
+          scheduler.soon(this::uploadInBackground); // at most one waiting: a stalled upload must not pile them up
+        }
         return true;
       }
       return drop(admission);
@@ -231,6 +223,7 @@ public final class Client implements Closeable {
   }
 
   private void uploadInBackground() {
+    uploadAsked.set(false);
     if (!enabled || closed || !uploading.tryLock()) return;
     try {
       uploader.pass(Uploader.monotonic() + options.flushIntervalMillis);

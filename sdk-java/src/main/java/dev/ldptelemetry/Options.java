@@ -29,7 +29,7 @@ final class Options {
   Scheduler scheduler;
   Hpke hpke;
   boolean hpkeGiven;
-  Client.Clock clock = Client.Clock.SYSTEM;
+  Clock clock = Clock.SYSTEM;
   java.security.SecureRandom random;
 
   State.Limits limits() {

@@ -42,16 +42,13 @@ final class TaskFetcher {
       }
       fresh = client.task(taskId) == null && wanted.add(taskId);
     }
-    if (fresh && client.options.scheduler != Scheduler.MANUAL) {
-      Scheduler scheduler = client.options.scheduler;
-      Runnable run = new Runnable() {
+    if (fresh) {
+      client.soon(new Runnable() {
         @Override
         public void run() {
           TaskFetcher.this.run(false);
         }
-      };
-      if (scheduler != null) scheduler.soon(run);
-      else client.soon(run);
+      });
     }
   }
 
