@@ -67,7 +67,13 @@ final class TaskFetcher {
       }
     }
     for (String id : ask) get(id, null);
-    for (String id : revalidate) get(id, etags.get(id));
+    for (String id : revalidate) {
+      String etag;
+      synchronized (this) {
+        etag = etags.get(id);
+      }
+      get(id, etag);
+    }
   }
 
   private void get(String taskId, String etag) {
