@@ -150,6 +150,16 @@ public final class Client implements Closeable {
    * Number for numeric. Never throws; a refusal is counted in {@link #stats()} by reason.
    */
   public boolean record(String taskId, Object value) {
+    return record(taskId, value, null);
+  }
+
+  /**
+   * As {@link #record(String, Object)}, with dimension values for this call (over the
+   * client's, name by name). A task that declares dimensions (protocol 1.1) sends each
+   * declared one IN THE CLEAR, not protected by local differential privacy: a listed value,
+   * or "other" for anything else; names it does not declare are dropped.
+   */
+  public boolean record(String taskId, Object value, Map<String, String> dimensions) {
     if (!enabled) return false;
     if (closed) return drop("closed");
     try {
@@ -168,7 +178,7 @@ public final class Client implements Closeable {
       String admission;
       synchronized (lock) {
         admission = state.admit(task.id, period, period + task.timePrecision, lookup, charge, limits,
-            () -> privatize(task, period, value));
+            () -> privatize(task, period, value, dimensions));
       }
       if ("new".equals(admission) || "reused".equals(admission)) {
         if (queued() >= options.batchSize && uploadAsked.compareAndSet(false, true)) {
@@ -185,7 +195,8 @@ public final class Client implements Closeable {
   }
 
   @SuppressWarnings({"unchecked", "rawtypes"})
-  private State.Pending privatize(Tasks.Task task, long period, Object value) throws Exception {
+  private State.Pending privatize(Tasks.Task task, long period, Object value, Map<String, String> given)
+      throws Exception {
     byte[] deviceKey = deviceKeys.get(task.id);
     if (deviceKey == null) deviceKeys.put(task.id, deviceKey = Wire.deviceKey(secret, task.id));
     Mechanism mechanism = task.mechanism.forDevice(deviceKey);
@@ -193,8 +204,14 @@ public final class Client implements Closeable {
     byte[] raw = new byte[16];
     ids.nextBytes(raw);
     String id = Bytes.base64url(raw);
-    String text = task.seal == null ? Wire.reportText(id, task.fingerprint, period, payload)
-        : Sealing.reportText(options.hpke, task.id, task.seal, id, task.fingerprint, period, payload);
+    Map<String, Object> dims = null;
+    if (task.dimensions != null) {
+      Map<String, String> all = new HashMap<String, String>(options.dimensions);
+      if (given != null) all.putAll(given);
+      dims = task.dimensions.dims(all); // the memo keeps this report, dims included (§11)
+    }
+    String text = task.seal == null ? Wire.reportText(id, task.fingerprint, period, dims, payload)
+        : Sealing.reportText(options.hpke, task.id, task.seal, id, task.fingerprint, period, dims, payload);
     return new State.Pending(task.id, id, text, clock.millis());
   }
 
@@ -242,7 +259,7 @@ public final class Client implements Closeable {
       if (all) return true;
       if (System.currentTimeMillis() >= deadline) return false;
       fetcher.run(true);
-      sleep(50);
+      Uploader.sleep(50);
     }
   }
 
@@ -263,7 +280,7 @@ public final class Client implements Closeable {
       for (;;) {
         if (uploader.pass(deadline)) return true;
         if (Uploader.monotonic() >= deadline) return false;
-        sleep(Math.min(50, Math.max(1, Math.min(uploader.waitUntil, deadline) - Uploader.monotonic())));
+        Uploader.sleep(Math.min(50, Math.max(1, Math.min(uploader.waitUntil, deadline) - Uploader.monotonic())));
       }
     } catch (RuntimeException error) {
       return false;
@@ -313,22 +330,8 @@ public final class Client implements Closeable {
 
   /** Return the counters: sent, retries, failed batches, drops, rejections and refused tasks by reason, queued. */
   public Stats stats() {
-    return new Stats(sent.get(), retries.get(), failedBatches.get(), queued(), copy(dropped), copy(rejected),
-        copy(refusedTasks));
-  }
-
-  private static Map<String, Long> copy(Map<String, Long> counter) {
-    synchronized (counter) {
-      return Collections.unmodifiableMap(new TreeMap<String, Long>(counter));
-    }
-  }
-
-  static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException interrupted) {
-      Thread.currentThread().interrupt();
-    }
+    return new Stats(sent.get(), retries.get(), failedBatches.get(), queued(), Stats.copy(dropped), Stats.copy(rejected),
+        Stats.copy(refusedTasks));
   }
 
   /** Builds a client; every option has a default (README). */
@@ -348,6 +351,8 @@ public final class Client implements Closeable {
     /** A task's JSON as served, used as given (checked like a fetched one). */
     public Builder task(String json) { o.tasks.add(json); return this; }
     public Builder uploadKey(String key) { o.uploadKey = key; return this; }
+    /** Dimension values for every record (1.1 tasks; sent in the clear, not protected by LDP). */
+    public Builder dimensions(Map<String, String> values) { o.dimensions.putAll(values); return this; }
     /** Reports per task id per period (default 1). */
     public Builder reportsPerPeriod(int n) { o.reportsPerPeriod = n; return this; }
     /** ε∞ a task id may spend on configurations after its first (default 0; NaN: no cap). */

@@ -12,6 +12,7 @@ final class Options {
   final List<String> taskIds = new ArrayList<String>();
   final List<String> tasks = new ArrayList<String>();
   String uploadKey;
+  final java.util.Map<String, String> dimensions = new java.util.HashMap<String, String>();
   int reportsPerPeriod = 1;
   double republishedEpsilonInf = 0;
   double maxEpsilonInf = 64;

@@ -65,7 +65,14 @@ final class Sealing {
 
   /** Return HPKE's `info`: the RFC 8785 JSON of the envelope the seal binds. */
   static String info(String taskId, String fingerprint, String keyId, String reportId, long time) {
+    return info(taskId, fingerprint, keyId, reportId, time, null);
+  }
+
+  /** Return `info` binding a report's `dims` too (1.1, PROTOCOL §10 step 3). */
+  static String info(String taskId, String fingerprint, String keyId, String reportId, long time,
+      Map<String, Object> dims) {
     Map<String, Object> envelope = new LinkedHashMap<String, Object>();
+    if (dims != null) envelope.put("dims", dims);
     envelope.put("fingerprint", fingerprint);
     envelope.put("key_id", keyId);
     envelope.put("label", INFO_LABEL);
@@ -124,13 +131,14 @@ final class Sealing {
 
   /** Return a sealed report's text: the envelope, key_id and base64url(enc ‖ ct). */
   static String reportText(Hpke hpke, String taskId, Key key, String reportId, String fingerprint, long time,
-      Map<String, Object> payload) throws java.security.GeneralSecurityException {
-    byte[] info = Bytes.utf8(info(taskId, fingerprint, key.keyId, reportId, time));
+      Map<String, Object> dims, Map<String, Object> payload) throws java.security.GeneralSecurityException {
+    byte[] info = Bytes.utf8(info(taskId, fingerprint, key.keyId, reportId, time, dims));
     byte[] sealed = hpke.sealBase(key.publicKey, info, padded(payload));
     Map<String, Object> report = new LinkedHashMap<String, Object>();
     report.put("report_id", reportId);
     report.put("fingerprint", fingerprint);
     report.put("time", time);
+    if (dims != null) report.put("dims", dims);
     report.put("key_id", key.keyId);
     report.put("sealed", Bytes.base64url(sealed));
     return Json.write(report);

@@ -1,6 +1,8 @@
 package dev.ldptelemetry;
 
+import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.TreeMap;
 import java.util.Map;
 
 /** The client's counters at one moment. */
@@ -30,5 +32,11 @@ public final class Stats {
         + ",\"queued\":" + queued + ",\"dropped\":" + Json.write(new LinkedHashMap<String, Object>(dropped))
         + ",\"rejected\":" + Json.write(new LinkedHashMap<String, Object>(rejected))
         + ",\"refused_tasks\":" + Json.write(new LinkedHashMap<String, Object>(refusedTasks)) + "}";
+  }
+
+  static Map<String, Long> copy(Map<String, Long> counter) {
+    synchronized (counter) {
+      return Collections.unmodifiableMap(new TreeMap<String, Long>(counter));
+    }
   }
 }

@@ -16,8 +16,10 @@ import java.util.regex.Pattern;
 final class Tasks {
   private Tasks() {}
 
-  /** The protocol version this SDK speaks. */
+  /** The protocol version this SDK sends (every 1.1 upload also follows 1.0's rules). */
   static final String PROTOCOL = "1.0";
+  /** The task versions it implements: 1.1 is 1.0 plus public dimensions (PROTOCOL §11). */
+  static final Set<String> PROTOCOLS = new HashSet<String>(Arrays.asList("1.0", "1.1"));
 
   /** Served beside a task but not fingerprinted (§1.2). */
   static final Set<String> UNHASHED = new HashSet<String>(Arrays.asList(
@@ -25,7 +27,8 @@ final class Tasks {
       "attack_success", "selection", "seal", "upload_key"));
   /** Fields that are not the mechanism's own (not in F of §3.9); `sealed` as the reference. */
   static final Set<String> COMMON = new HashSet<String>(Arrays.asList(
-      "task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed"));
+      "task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed",
+      "dimensions", "min_slice_size"));
   /** Every field §1.1 lists: a task with another one is refused. */
   static final Set<String> KNOWN = new HashSet<String>(Arrays.asList(
       "epsilon", "alpha", "beta", "domain", "k", "m", "hash_seed", "alphabet", "max_length", "first",
@@ -51,11 +54,13 @@ final class Tasks {
     final String configuration;
     /** The collector's key reports are sealed to (§10), null for a plain task. */
     final Sealing.Key seal;
+    /** The task's public dimensions (1.1), null if it declares none. */
+    final Dimensions dimensions;
     /** The task's JSON as served. */
     final Map<String, Object> json;
 
     Task(String id, String fingerprint, long timePrecision, Mechanism<?> mechanism, double epsilon,
-        double epsilonInf, String configuration, Sealing.Key seal, Map<String, Object> json) {
+        double epsilonInf, String configuration, Sealing.Key seal, Dimensions dimensions, Map<String, Object> json) {
       this.id = id;
       this.fingerprint = fingerprint;
       this.timePrecision = timePrecision;
@@ -64,6 +69,7 @@ final class Tasks {
       this.epsilonInf = epsilonInf;
       this.configuration = configuration;
       this.seal = seal;
+      this.dimensions = dimensions;
       this.json = json;
     }
   }
@@ -202,9 +208,10 @@ final class Tasks {
     if (!(id instanceof String) || !TASK_ID.matcher((String) id).matches()) {
       throw new Mechanism.TaskError("task_id is not a valid task id");
     }
-    if (!PROTOCOL.equals(task.get("protocol"))) {
+    Object protocol = task.get("protocol");
+    if (!PROTOCOLS.contains(protocol)) {
       throw new Mechanism.TaskError("unsupported_protocol", "task " + id + " is for protocol "
-          + task.get("protocol") + "; this SDK speaks " + PROTOCOL);
+          + protocol + "; this SDK implements 1.0 and 1.1");
     }
     for (String field : task.keySet()) {
       if (!KNOWN.contains(field)) throw new Mechanism.TaskError("task " + id + " has a field this SDK does not know: " + field);
@@ -228,7 +235,13 @@ final class Tasks {
       throw new Mechanism.TaskError("fingerprint_mismatch", "task " + id + ": its fingerprint cannot be reproduced");
     }
     long timePrecision = longField(task, "time_precision", 1, 366L * 86400);
-    longField(task, "min_batch_size", 1, 1000000000L);
+    long minBatch = longField(task, "min_batch_size", 1, 1000000000L);
+    // 1.1 exactly when the task declares dimensions (PROTOCOL §1.1, §11).
+    Dimensions dimensions = Dimensions.of(task.get("dimensions"));
+    if ((dimensions != null) != "1.1".equals(protocol) || (dimensions != null) != task.containsKey("min_slice_size")) {
+      throw new Mechanism.TaskError("task " + id + ": protocol 1.1 goes with dimensions and min_slice_size, 1.0 without");
+    }
+    if (dimensions != null) longField(task, "min_slice_size", minBatch, 1000000000L);
     String configuration = null;
     double epsilonInf = Double.NaN;
     if (mechanism instanceof Longitudinal) {
@@ -237,6 +250,6 @@ final class Tasks {
       epsilonInf = l.epsilonInf();
     }
     return new Task((String) id, fingerprint, timePrecision, mechanism, mechanism.epsilon(), epsilonInf,
-        configuration, seal, task);
+        configuration, seal, dimensions, task);
   }
 }

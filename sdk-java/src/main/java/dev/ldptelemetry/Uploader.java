@@ -189,4 +189,12 @@ final class Uploader {
       return -1;
     }
   }
+
+  static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
 }

@@ -8,12 +8,14 @@ import java.util.Map;
 final class Wire {
   private Wire() {}
 
-  /** Return one report's compact JSON text: the common fields, then the payload. */
-  static String reportText(String reportId, String fingerprint, long time, Map<String, Object> payload) {
+  /** Return one report's compact JSON text: the common fields, `dims` (1.1, if any), then the payload. */
+  static String reportText(String reportId, String fingerprint, long time, Map<String, Object> dims,
+      Map<String, Object> payload) {
     Map<String, Object> report = new LinkedHashMap<String, Object>();
     report.put("report_id", reportId);
     report.put("fingerprint", fingerprint);
     report.put("time", time);
+    if (dims != null) report.put("dims", dims);
     report.putAll(payload);
     return Json.write(report);
   }

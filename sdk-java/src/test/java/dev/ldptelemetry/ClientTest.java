@@ -214,7 +214,7 @@ class ClientTest {
   @Test
   void tasksThatMustBeRefused() {
     Map<String, Object> unknownField = FakeCollector.task("task_id", "t", "mechanism", "rr", "epsilon", 1.0);
-    unknownField.put("dimensions", Arrays.asList());
+    unknownField.put("lifetime", Arrays.asList());
     Map<String, Object> wrongDerived = FakeCollector.task("task_id", "t", "mechanism", "rr", "epsilon", 1.0);
     wrongDerived.put("derived", Mechanism.map("T_yes", 3L, "T_no", 1L));
     Map<String, Object> wrongPrint = FakeCollector.task("task_id", "t", "mechanism", "rr", "epsilon", 1.0);

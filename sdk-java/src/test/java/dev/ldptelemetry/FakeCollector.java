@@ -100,7 +100,7 @@ final class FakeCollector implements Transport {
     Map<String, Object> task = Mechanism.map(fields);
     if (!task.containsKey("time_precision")) task.put("time_precision", 86400L);
     if (!task.containsKey("min_batch_size")) task.put("min_batch_size", 1L);
-    task.put("protocol", "1.0");
+    task.put("protocol", task.containsKey("dimensions") ? "1.1" : "1.0");
     task.put("derived", Tasks.build(task).derived());
     task.put("fingerprint", Tasks.fingerprintOf(task));
     return task;

@@ -76,8 +76,8 @@ class HpkeTest {
     Sealing.Key key = new Sealing.Key("k1", JdkHpke.publicOf(sk));
     Map<String, Object> a = Mechanism.map("row", 3, "bits", "gQBg");
     Map<String, Object> b = Mechanism.map("row", 1234567, "bits", "AAAA");
-    String first = Sealing.reportText(hpke, "t", key, "AAECAwQFBgcICQoLDA0ODw", "0123456789abcdef0123456789abcdef", 60, a);
-    String second = Sealing.reportText(hpke, "t", key, "AAECAwQFBgcICQoLDA0ODw", "0123456789abcdef0123456789abcdef", 60, b);
+    String first = Sealing.reportText(hpke, "t", key, "AAECAwQFBgcICQoLDA0ODw", "0123456789abcdef0123456789abcdef", 60, null, a);
+    String second = Sealing.reportText(hpke, "t", key, "AAECAwQFBgcICQoLDA0ODw", "0123456789abcdef0123456789abcdef", 60, null, b);
     Map<?, ?> report = (Map<?, ?>) Json.parse(first);
     assertEquals("[report_id, fingerprint, time, key_id, sealed]", report.keySet().toString());
     byte[] sealed = Bytes.fromBase64url((String) report.get("sealed"));

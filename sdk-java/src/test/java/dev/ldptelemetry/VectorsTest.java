@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 class VectorsTest {
   @Test
   void protocolVersionIsOurs() throws IOException {
-    assertEquals(Tasks.PROTOCOL, Vectors.all().get("protocol"));
+    assertTrue(Tasks.PROTOCOLS.contains(Vectors.all().get("protocol")));
   }
 
   @Test
@@ -104,9 +104,23 @@ class VectorsTest {
         Map<String, Object> payload = device.encode(device.privatize(value, words));
         assertEquals(Json.write(r.get("report")), Json.write(payload), id + " " + value);
         assertEquals(((Number) r.get("words_used")).intValue(), words.used, id);
-        List<String> texts = new ArrayList<String>();
-        texts.add(Wire.reportText(reportId, task.fingerprint, time, payload));
-        assertEquals(r.get("wire"), Wire.batchBody(texts), id);
+        Map<String, Object> dims = null;
+        if (task.dimensions != null) { // 1.1 (PROTOCOL §11): the app's values, mapped
+          dims = task.dimensions.dims((Map<String, ?>) r.get("dimensions"));
+          assertEquals(Json.write(r.get("dims")), Json.write(dims), id);
+          assertEquals(((Number) r.get("slice")).intValue(), task.dimensions.slice(dims), id);
+        }
+        if (r.containsKey("wire")) {
+          List<String> texts = new ArrayList<String>();
+          texts.add(Wire.reportText(reportId, task.fingerprint, time, dims, payload));
+          assertEquals(r.get("wire"), Wire.batchBody(texts), id);
+        }
+        if (r.containsKey("plaintext")) { // a sealed task's: the padded plaintext (§10)
+          assertEquals(r.get("plaintext"), new String(Sealing.padded(payload), Bytes.UTF8), id);
+        }
+        if (r.containsKey("info")) {
+          assertEquals(r.get("info"), Sealing.info(id, task.fingerprint, task.seal.keyId, reportId, time, dims), id);
+        }
         checked++;
       }
       if (c.containsKey("prr")) checkPermanentResponse(Vectors.map(c.get("prr")), (Longitudinal) device);
@@ -163,6 +177,18 @@ class VectorsTest {
     }
     Object response = device.permanentResponse(prr.get("value"));
     assertEquals(Json.write(prr.get("permanent_response")), Json.write(device.permanent.encode(response)));
+  }
+
+  /** 1.1's padding vectors (when the file has them): §10's padded plaintext per payload shape. */
+  @Test
+  void padding() throws IOException {
+    List<Map<String, Object>> cases = Vectors.list("padding");
+    if (cases == null) return; // a 1.0 file: none
+    for (Map<String, Object> c : cases) {
+      byte[] padded = Sealing.padded(Vectors.map(c.get("payload")));
+      assertEquals(((Number) c.get("padded_length")).intValue(), padded.length, String.valueOf(c.get("task")));
+      assertEquals(c.get("plaintext"), new String(padded, Bytes.UTF8));
+    }
   }
 
   @Test
