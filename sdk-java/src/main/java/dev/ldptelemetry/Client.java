@@ -69,8 +69,12 @@ public final class Client implements Closeable {
     state = new State(options.maxQueueBytes, journal);
     byte[] key = options.secret;
     try {
+      // The secret first: a journal that cannot be read must not cost the device its secret.
+      if (key == null && options.dataDir != null) {
+        if (!options.dataDir.isDirectory() && !options.dataDir.mkdirs()) throw new IOException("no data folder");
+        key = Secrets.loadSecret(new File(options.dataDir, "secret"), ids);
+      }
       journal.load(state, taskJson);
-      if (key == null && options.dataDir != null) key = Secrets.loadSecret(new File(options.dataDir, "secret"), ids);
     } catch (IOException | RuntimeException error) {
       // An unreadable folder: go on in memory, counted (the app's data is not ours to delete).
       count(dropped, "storage_error", 1);

@@ -134,6 +134,22 @@ class ClientTest {
   }
 
   @Test
+  void aDamagedJournalIsCountedKeptAndTheSecretSurvives() throws IOException {
+    Client first = builder().dataDir(dir).task(Json.write(CMS)).build();
+    assertTrue(first.record("words", "hello"));
+    byte[] secret = java.nio.file.Files.readAllBytes(new File(dir, "secret").toPath());
+    File[] segments = dir.listFiles((d, name) -> name.startsWith("journal-"));
+    try (FileOutputStream damaged = new FileOutputStream(segments[0], true)) {
+      damaged.write(Bytes.utf8("[[\"q\",1,2,3,4]]\n")); // JSON, but not an operation
+    }
+    Client second = builder().dataDir(dir).task(Json.write(CMS)).build();
+    assertEquals(Long.valueOf(1), second.stats().dropped.get("storage_error"));
+    assertTrue(second.record("words", "hello")); // in memory, never a crash
+    assertTrue(java.util.Arrays.equals(secret, java.nio.file.Files.readAllBytes(new File(dir, "secret").toPath())));
+    assertTrue(segments[0].exists()); // the app's data is not deleted
+  }
+
+  @Test
   void boundsDropWhatDoesNotFitAndCountIt() {
     Client client = builder().task(Json.write(CMS)).reportsPerPeriod(1000).maxQueueBytes(1000).build();
     int queued = 0;
