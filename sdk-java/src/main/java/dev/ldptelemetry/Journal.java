@@ -80,7 +80,11 @@ final class Journal {
           } catch (Json.ParseError torn) {
             continue; // the line a kill cut short: that record never happened
           }
-          for (Object op : (List<?>) ops) apply((List<?>) op, state, tasks);
+          try {
+            for (Object op : (List<?>) ops) apply((List<?>) op, state, tasks);
+          } catch (RuntimeException damaged) {
+            onError.run(); // counted; the rest is read: the ledger is kept as far as it is readable
+          }
         }
       } finally {
         reader.close();

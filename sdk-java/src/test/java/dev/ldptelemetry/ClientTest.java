@@ -134,7 +134,7 @@ class ClientTest {
   }
 
   @Test
-  void aDamagedJournalIsCountedKeptAndTheSecretSurvives() throws IOException {
+  void aDamagedLineIsCountedAndTheRestOfTheStateRestored() throws IOException {
     Client first = builder().dataDir(dir).task(Json.write(CMS)).build();
     assertTrue(first.record("words", "hello"));
     byte[] secret = java.nio.file.Files.readAllBytes(new File(dir, "secret").toPath());
@@ -144,9 +144,10 @@ class ClientTest {
     }
     Client second = builder().dataDir(dir).task(Json.write(CMS)).build();
     assertEquals(Long.valueOf(1), second.stats().dropped.get("storage_error"));
-    assertTrue(second.record("words", "hello")); // in memory, never a crash
+    assertEquals(1, second.stats().queued); // what was readable is restored
+    assertTrue(second.record("words", "hello")); // the memo too: the same report
+    assertFalse(second.record("words", "other")); // and the budget
     assertTrue(java.util.Arrays.equals(secret, java.nio.file.Files.readAllBytes(new File(dir, "secret").toPath())));
-    assertTrue(segments[0].exists()); // the app's data is not deleted
   }
 
   @Test
