@@ -43,6 +43,16 @@ $(SDK_JS_MODULES): sdk-js/package-lock.json
 	cd sdk-js && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The Java SDK (sdk-java/, Maven, offline from the local repository): its JUnit tests, the
+# jar, and the classes tests/sdk_java runs. A machine without Maven or a JDK stops here and
+# says so (never a silent skip).
+.PHONY: sdk-java
+test: sdk-java
+sdk-java:
+	@command -v mvn >/dev/null && command -v java >/dev/null \
+	  || { echo "make test: install Maven 3.8+ and a JDK 11+ (the Java SDK's tests run them: apt-get install maven openjdk-17-jdk-headless)" >&2; exit 1; }
+	cd sdk-java && mvn -o -q -B verify
+
 # The whole system end to end: collector, tasks, 100,000 simulated devices, estimates.
 # DEMO_ARGS passes options, e.g. make demo DEMO_ARGS="--devices 20000".
 demo: $(STAMP)

@@ -46,6 +46,7 @@ DOCS = [
     "aggregator/README.md",
     "client/README.md",
     "sdk-js/README.md",
+    "sdk-java/README.md",
     "simulations/README.md",
     "benchmarks/README.md",
     "PROTOCOL.md",

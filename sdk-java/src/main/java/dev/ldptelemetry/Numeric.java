@@ -1,0 +1,125 @@
+package dev.ldptelemetry;
+
+import java.util.Map;
+
+/**
+ * numeric (PROTOCOL §3.8): a number is clipped to [lo, hi], mapped to one of d buckets
+ * (linearly or on a log scale), and the bucket is privatized by the discretized Square Wave
+ * or the one-bit mean.
+ */
+abstract class Numeric extends Mechanism<Integer> {
+  final double lo;
+  final double hi;
+  final int d;
+  final boolean log;
+  private final double low;
+  private final double high;
+
+  Numeric(double lo, double hi, int d, boolean log) {
+    if (!(lo < hi) || (log && !(lo > 0))) {
+      throw new TaskError("numeric needs lo < hi (and lo > 0 on a log scale)");
+    }
+    this.lo = lo;
+    this.hi = hi;
+    this.d = d;
+    this.log = log;
+    low = forward(lo);
+    high = forward(hi);
+  }
+
+  private double forward(double x) {
+    return log ? Exact.log(x) : x;
+  }
+
+  /** Return the bucket of a value (clipped to the range), or throw ValueError. */
+  int bucketOf(Object value) {
+    if (!(value instanceof Number) || Double.isNaN(((Number) value).doubleValue())) {
+      throw new ValueError("a numeric task takes a number");
+    }
+    double clipped = Math.min(Math.max(((Number) value).doubleValue(), lo), hi);
+    double unit = (forward(clipped) - low) / (high - low);
+    return (int) Math.min((long) (unit * d), d - 1);
+  }
+
+  @Override
+  byte[] canonical(Object value) {
+    return Bytes.bigEndian(bucketOf(value), 4);
+  }
+
+  @Override
+  Map<String, Object> encode(Integer report) {
+    return map("index", report);
+  }
+
+  /** Square Wave: d + 2w outputs; the 2w + 1 near the bucket have P words each, the rest T. */
+  static final class SquareWave extends Numeric {
+    final long w;
+    final long far;
+    final long near;
+    final long used;
+
+    SquareWave(double epsilon, double lo, double hi, int d, boolean log) {
+      super(lo, hi, d, log);
+      double e = Exact.exp(epsilon);
+      double half = (epsilon * e - e + 1) / (2 * e * (e - 1 - epsilon));
+      w = (long) Math.max(0, Exact.roundHalfEven(half * d));
+      long nearCount = 2 * w + 1;
+      far = Words.thresholdAtLeast(1 / (nearCount * e + (d - 1)));
+      near = (Words.SCALE - (d - 1) * far) / nearCount;
+      if (near <= far) throw tooSmall();
+      used = (d - 1) * far + nearCount * near;
+    }
+
+    @Override
+    Integer privatize(Object value, Words rng) {
+      int truth = bucketOf(value);
+      long word = rng.word();
+      while (word >= used) word = rng.word();
+      long lie = (d - 1) * far;
+      if (word < lie) {
+        long other = word / far;
+        return (int) (other + (other >= truth ? 2 * w + 1 : 0));
+      }
+      return (int) (truth + (word - lie) / near);
+    }
+
+    @Override
+    Map<String, Object> derived() {
+      return map("w", w, "T", far, "P", near, "U", used);
+    }
+
+    @Override
+    double epsilon() {
+      return Exact.logRatio(Exact.big(near), Exact.big(far));
+    }
+  }
+
+  /** The one-bit mean: 1 with probability (L + i·S) / 2^32 for bucket i. */
+  static final class OneBit extends Numeric {
+    final long lowWords;
+    final long step;
+
+    OneBit(double epsilon, double lo, double hi, int d) {
+      super(lo, hi, d, false);
+      lowWords = Words.thresholdAtLeast(1 / (Exact.exp(epsilon) + 1));
+      step = (Words.SCALE - 2 * lowWords) / (d - 1);
+      if (step < 1) throw tooSmall();
+    }
+
+    @Override
+    Integer privatize(Object value, Words rng) {
+      int bucket = bucketOf(value);
+      return rng.word() < lowWords + bucket * step ? 1 : 0;
+    }
+
+    @Override
+    Map<String, Object> derived() {
+      return map("L", lowWords, "S", step);
+    }
+
+    @Override
+    double epsilon() {
+      return Exact.logRatio(Exact.big(lowWords + (d - 1) * step), Exact.big(lowWords));
+    }
+  }
+}
