@@ -23,7 +23,7 @@ from ldp_telemetry.shared.contract import PROTOCOL_VERSION
 from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.mechanisms import auto
 from ldp_telemetry.shared.mechanisms.base import Mechanism, ParamsBase
-from ldp_telemetry.shared.mechanisms.features import longitudinal, published
+from ldp_telemetry.shared.mechanisms.features import longitudinal, protocol_of, published
 from ldp_telemetry.shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
 from ldp_telemetry.shared.sealing import SealKey
 from ldp_telemetry.shared.validation import check_int
@@ -44,6 +44,9 @@ PUBLISHED = ("effective_epsilon", "effective_epsilon_inf", "attack_success", "se
 # a sealed task (ldp_telemetry.shared.sealing), served so that keys rotate without a new task.
 SERVED = ("upload_key_required", "archive", "seal")
 CHECKED = ("protocol", "derived")  # fingerprinted; a device checks them against its own
+# The versions whose tasks this code privatizes: a 1.1 task uses what 1.0 lacks (LOLOHA), and
+# one of another 1.x is refused. A task's version is the lowest its fields need (protocol_of).
+SPOKEN_PROTOCOLS = (PROTOCOL_VERSION, "1.1")
 
 
 class DerivedMismatch(ParameterError):
@@ -146,10 +149,10 @@ class TaskConfig:
             raise ParameterError("a task must be a JSON object")
         _check_field_names(data, allowed={*PUBLISHED, *SERVED, *CHECKED})
         protocol = data.get("protocol", PROTOCOL_VERSION)  # absent: a stored pre-1.0 task
-        if protocol != PROTOCOL_VERSION:
+        if protocol not in SPOKEN_PROTOCOLS:
             raise ParameterError(
                 f"the task is for protocol {protocol!r}; this implementation speaks "
-                f"{PROTOCOL_VERSION!r}: upgrade ldp-telemetry"
+                f"{' and '.join(map(repr, SPOKEN_PROTOCOLS))}: upgrade ldp-telemetry"
             )
         fields = {key: value for key, value in data.items() if key in TASK_FIELDS}
         seal = SealKey.from_json(data["seal"]) if data.get("seal") is not None else None
@@ -222,7 +225,7 @@ class TaskConfig:
             # Fingerprinted, and only when true (older tasks keep their fingerprints): a
             # task cannot be turned from sealed to plain without devices noticing.
             **({"sealed": True} if self.sealed else {}),
-            "protocol": PROTOCOL_VERSION,
+            "protocol": protocol_of(self.mechanism_object),
             "derived": self.derived,
             "fingerprint": self.fingerprint,
         }

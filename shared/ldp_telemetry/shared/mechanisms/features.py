@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ldp_telemetry.shared.contract import PROTOCOL_VERSION
 from ldp_telemetry.shared.mechanisms.base import (
     Discovering,
     Mechanism,
@@ -31,6 +32,12 @@ def discoverer(mechanism: Mechanism) -> Discovering | None:
 def longitudinal(mechanism: Mechanism) -> Longitudinal | None:
     """Return the mechanism's longitudinal layer, or None if each report is fresh."""
     return mechanism if isinstance(mechanism, Longitudinal) else None
+
+
+def protocol_of(mechanism: Mechanism) -> str:
+    """Return the protocol version a task of this mechanism is served under: 1.0, or the
+    later 1.x a mechanism needs (``protocol``: LOLOHA's 1.1); 1.0 tasks stay byte for byte."""
+    return str(getattr(mechanism, "protocol", PROTOCOL_VERSION))
 
 
 def published(mechanism: Mechanism) -> dict[str, Any]:
