@@ -191,6 +191,35 @@ TASKS: dict[str, dict[str, Any]] = {
         "values": ["naïve", "x"],
         "words": _words(11),
     },
+    # Protocol 1.1 (§3.13): LOLOHA, BiLOLOHA (g = 2) and the optimal g.
+    "grr-loloha": {
+        "mechanism": "grr",
+        "domain": ["a", "b", "c", "d", "e", "f"],
+        "longitudinal": {
+            "variant": "loloha",
+            "epsilon_inf": 2.0,
+            "epsilon_1": 1.0,
+            "g": 2,
+            "seeds": 8,
+            "hash_seed": SEED,
+        },
+        "values": ["b", "e", "f"],
+        "words": [[7], [4_000_000_000], [1_000_000_000]],
+    },
+    "grr-loloha-optimal": {
+        "mechanism": "grr",
+        "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa", "weiß", "grau", "blau", "rot"],
+        "longitudinal": {
+            "variant": "loloha",
+            "epsilon_inf": 4.0,
+            "epsilon_1": 1.0,
+            "g": "optimal",
+            "seeds": 5,
+            "hash_seed": 99,
+        },
+        "values": ["🔵", "rot", "weiß"],
+        "words": [[12_345], [4_200_000_000], [900_000_000]],
+    },
 }
 
 

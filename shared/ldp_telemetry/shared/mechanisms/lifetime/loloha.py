@@ -143,6 +143,7 @@ class LocalHashingLongitudinal(Longitudinal):
             epsilon=spec.epsilon_inf, k=spec.seeds, g=spec.buckets(), hash_seed=spec.hash_seed
         )
         super().__init__(permanent, spec, identity)
+        self._row_context = _ROW_CONTEXT + identity.encode()
         self.domain = domain
         self.g = permanent.g
         self.seeds = permanent.k
@@ -155,7 +156,7 @@ class LocalHashingLongitudinal(Longitudinal):
     def row(self) -> int:
         """Return the device's row: the same for its task key and the task, never stored."""
         key = self._bound_key()
-        return int(KeyedStream(key, _ROW_CONTEXT + self._identity).below(self.seeds, 1)[0])
+        return int(KeyedStream(key, self._row_context).below(self.seeds, 1)[0])
 
     def bucket(self, value: str) -> int:
         """Return the device's hashed bucket of a value (what its permanent response is of)."""
