@@ -248,6 +248,11 @@ class Longitudinal:
         bound._device_key = bytes(device_key)
         return bound
 
+    def drawn_for(self, canonical: bytes) -> bytes:
+        """Return what the permanent response of a value, given by its canonical bytes, is
+        drawn for: those bytes (one PRR per value; LOLOHA: per hashed bucket)."""
+        return canonical
+
     def permanent_bytes(self, value: Any) -> bytes:
         """Return what the value's permanent response is drawn for (here: the value's
         canonical bytes; a variant that shares one among values says otherwise)."""

@@ -167,6 +167,11 @@ class LocalHashingLongitudinal(Longitudinal):
         """Return what the value's permanent response is drawn for: its bucket, 4 bytes."""
         return self.bucket(value).to_bytes(4, "big")
 
+    def drawn_for(self, canonical: bytes) -> bytes:
+        """Return the bucket (4 bytes) of the value whose canonical bytes (its grr index)
+        are given: the device's ledger charges ε∞ once per bucket, at most g times."""
+        return self.permanent_bytes(self.domain.domain[int.from_bytes(canonical, "big")])
+
     def permanent_response(self, value: Any) -> HashedReport:
         """Return the device's permanent response for the value's bucket (the same every
         time, and the same for every value hashing to that bucket)."""
