@@ -118,23 +118,41 @@ def test_a_new_task_draws_its_hash_seed() -> None:
 @pytest.mark.parametrize(
     ("epsilon_inf", "epsilon_1"), [(2.0, 1.0), (4.0, 1.0), (4.0, 2.0), (6.0, 1.0), (1.0, 0.5)]
 )
-def test_the_optimal_g_is_the_least_variance_and_near_the_papers_closed_form(
+def test_the_optimal_g_is_the_least_variance_of_one_report_at_epsilon_1(
     epsilon_inf: float, epsilon_1: float
 ) -> None:
+    """Calibrated to ε₁ exactly, one report is GRR over g at ε₁ whatever ε∞ is: the variance,
+    and so the optimal g, depend on ε₁ alone (the integer nearest OLH's e^ε₁ + 1 optimum)."""
     g = optimal_buckets(epsilon_inf, epsilon_1)
     assert all(
-        rare_value_variance(g, epsilon_inf, epsilon_1) <= rare_value_variance(h, epsilon_inf, e1)
+        rare_value_variance(g, epsilon_inf, epsilon_1) <= rare_value_variance(h, epsilon_inf, e)
         for h in range(2, 64)
-        for e1 in [epsilon_1]
+        for e in [epsilon_1]
     )
-    # Arcolezi et al. 2023, OLOLOHA: the real-valued optimum, rounded (at least 2).
-    a, b = math.exp(epsilon_inf), math.exp(epsilon_1)
+    assert g == optimal_buckets(epsilon_inf + 1.0, epsilon_1)
+    assert abs(g - (math.exp(epsilon_1) + 1)) < 1
+    # The implemented channel agrees: its keep probability is GRR's over g at ε₁.
+    mechanism = loloha(g=g, epsilon_inf=epsilon_inf, epsilon_1=epsilon_1)
+    b = math.exp(mechanism.effective_epsilon)
+    assert cast(Any, mechanism.instant).p == pytest.approx(b / (b + g - 1), rel=1e-12)
+
+
+def test_the_papers_closed_form_g_is_for_its_own_epsilon_1() -> None:
+    """Arcolezi et al. take one report's ratio as (p1p2 + q1q2)/(p1q2 + q1p2), exact at g = 2
+    only: beyond, it overstates ε₁ (at g = 3, ε∞ = 2 their p2 for ε₁ = 1 spends 0.948), so their
+    closed-form g (2.79 at ε∞ = 2, ε₁ = 1) is not the optimum of the exact channel (4)."""
+    g, a, b = 3, math.exp(2.0), math.exp(1.0)
+    p1 = a / (a + g - 1)
+    q1 = (1 - p1) / (g - 1)
+    p2 = (q1 - b * p1) / (-p1 * b + g * q1 * b - q1 * b - p1 * (g - 1) + q1)
+    q2 = (1 - p2) / (g - 1)
+    keep, other = p1 * p2 + (1 - p1) * q2, p1 * q2 + q1 * p2 + (g - 2) * q1 * q2
+    assert math.log(keep / other) == pytest.approx(0.948, abs=1e-3)
+    a, b = math.exp(2.0), math.exp(1.0)
     root = math.sqrt(a**4 - 14 * a**2 - 12 * a**2 * b**2 + 12 * a * b + 12 * a**3 * b + 1)
-    paper = max(2, round((root - a**2 + 6 * a - 6 * b + 1) / (6 * (a - b))))
-    assert abs(g - paper) <= 1
-    assert rare_value_variance(g, epsilon_inf, epsilon_1) <= rare_value_variance(
-        paper, epsilon_inf, epsilon_1
-    )
+    assert (root - a**2 + 6 * a - 6 * b + 1) / (6 * (a - b)) == pytest.approx(2.7918, abs=1e-4)
+    assert optimal_buckets(2.0, 1.0) == 4
+    assert rare_value_variance(4, 2.0, 1.0) < rare_value_variance(3, 2.0, 1.0)
 
 
 def test_a_device_draws_at_most_g_permanent_responses_whatever_its_values() -> None:

@@ -8,8 +8,13 @@ the integer a device uses is published in ``derived``.
 
 Optimal g (Arcolezi et al. 2023, OLOLOHA): the g that minimises the estimator's variance for a
 rare value, (1/g)(1 − 1/g)/(p′ − 1/g)², where p′ is the probability that a report names the
-device's own bucket after both layers at ε∞ and ε₁. The paper gives it in closed form from its
-real-valued optimum; we take the integer minimiser directly (the tests compare the two).
+device's own bucket after both layers at ε∞ and ε₁. We take the integer minimiser directly.
+With the instantaneous layer calibrated to ε₁ exactly, one report is GRR over g at ε₁, so
+p′ = e^ε₁/(e^ε₁ + g − 1) and the optimum depends on ε₁ alone (near e^ε₁ + 1, OLH's). The
+paper's closed form depends on ε∞ too: its composition leaves out the (g − 2)·q1·q2 term of
+P(report = a wrong bucket), so its ε₁ is not the implemented one beyond g = 2 (it gives 2.79
+at ε∞ = 2, ε₁ = 1, where the exact channel's optimum is 4). A larger g costs lifetime ε
+(g·ε∞): BiLOLOHA's g = 2 is the choice when the lifetime bound matters most.
 """
 
 from __future__ import annotations
