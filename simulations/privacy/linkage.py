@@ -76,8 +76,8 @@ class Stream:
         if kind == "plain":
             self.mechanism: Any = GeneralizedRandomizedResponse(epsilon=EPSILON_1, domain=DOMAIN)
         elif kind == "rappor":
-            spec = LongitudinalSpec(EPSILON_INF, epsilon_1=EPSILON_1)
-            self.mechanism = Longitudinal(domain, spec, "sim")
+            layers = LongitudinalSpec(EPSILON_INF, epsilon_1=EPSILON_1)
+            self.mechanism = Longitudinal(domain, layers, "sim")
             self.permanent = np.stack(
                 [self.mechanism.permanent.privatize_many([v] * n, rng) for v in DOMAIN], 1
             )
