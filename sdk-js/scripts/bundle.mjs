@@ -23,8 +23,10 @@ await build({ ...common, entryPoints: ["src/node.ts"], outfile: "dist/node.js", 
 if (process.argv.includes("--size")) {
   const code = readFileSync("dist/ldp-telemetry.js");
   const gzipped = gzipSync(code, { level: 9 }).length;
-  console.log(`core bundle (every kind): ${code.length} bytes minified, ${gzipped} bytes min+gzip (${(gzipped / 1024).toFixed(1)} KiB; budget 13 KiB)`);
-  if (gzipped > 13 * 1024) process.exitCode = 1;
+  // 13 KiB, plus the 757 bytes LOLOHA (PROTOCOL §3.13, protocol 1.1) measured when it came.
+  const budget = 13 * 1024 + 757;
+  console.log(`core bundle (every kind): ${code.length} bytes minified, ${gzipped} bytes min+gzip (${(gzipped / 1024).toFixed(1)} KiB; budget ${budget} bytes)`);
+  if (gzipped > budget) process.exitCode = 1;
   for (const chunk of readdirSync("dist").filter((f) => f.startsWith("ldp-telemetry-"))) {
     const bytes = readFileSync(`dist/${chunk}`);
     console.log(`lazy chunk ${chunk} (sealed tasks only): ${bytes.length} bytes minified, ${gzipSync(bytes, { level: 9 }).length} bytes min+gzip`);
