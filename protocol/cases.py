@@ -191,6 +191,17 @@ TASKS: dict[str, dict[str, Any]] = {
         "values": ["naïve", "x"],
         "words": _words(11),
     },
+    # Protocol 1.1: a longitudinal one-bit mean (§3.9), a permanent bit per bucket.
+    "numeric-1bit-longitudinal": {
+        "mechanism": "numeric",
+        "method": "1bit",
+        "lo": 0.0,
+        "hi": 120.0,
+        "buckets": 16,
+        "longitudinal": {"epsilon_inf": 2.0, "epsilon_1": 1.0},
+        "values": [7.5, 64.0, 119.9],
+        "words": [[5], [4_000_000_000], [3_000_000_000]],
+    },
     # Protocol 1.1 (§3.13): LOLOHA, BiLOLOHA (g = 2) and the optimal g.
     "grr-loloha": {
         "mechanism": "grr",

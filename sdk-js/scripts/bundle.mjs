@@ -23,8 +23,9 @@ await build({ ...common, entryPoints: ["src/node.ts"], outfile: "dist/node.js", 
 if (process.argv.includes("--size")) {
   const code = readFileSync("dist/ldp-telemetry.js");
   const gzipped = gzipSync(code, { level: 9 }).length;
-  // 13 KiB, plus the 757 bytes LOLOHA (PROTOCOL §3.13, protocol 1.1) measured when it came.
-  const budget = 13 * 1024 + 757;
+  // 13 KiB, plus the 799 bytes measured when protocol 1.1 came: LOLOHA (§3.13, 757) and the
+  // longitudinal one-bit mean (§3.9, 42): a 1.1 task must be privatizable by the core SDK.
+  const budget = 13 * 1024 + 799;
   console.log(`core bundle (every kind): ${code.length} bytes minified, ${gzipped} bytes min+gzip (${(gzipped / 1024).toFixed(1)} KiB; budget ${budget} bytes)`);
   if (gzipped > budget) process.exitCode = 1;
   for (const chunk of readdirSync("dist").filter((f) => f.startsWith("ldp-telemetry-"))) {

@@ -22,6 +22,7 @@ from .independent_client import (
     b64url,
     device_key,
     grr_index,
+    numeric_bucket,
     pack_bits,
     threshold,
     word,
@@ -146,3 +147,19 @@ def permanent_loloha(task: dict[str, Any], secret: bytes, value: str) -> dict[st
 def reflip_loloha(report: dict[str, Any], g: int, t_i: int) -> dict[str, Any]:
     """§3.13: one fresh word moves the bucket as §3.3 does, with T_i over g."""
     return {"row": report["row"], "index": grr_index(report["index"], g, t_i, word())}
+
+
+# -- §3.9 numeric 1bit (protocol 1.1): a permanent bit per bucket ------------------------------
+
+
+def permanent_one_bit(task: dict[str, Any], secret: bytes, value: float) -> dict[str, Any]:
+    """§3.9: the bucket's one-bit report at ε∞ (§3.8), one DRBG call of 4 bytes."""
+    bucket = numeric_bucket(task, value)
+    generate = drbg(prr_seed(secret, task, bucket.to_bytes(4, "big")))
+    ones = task["derived"]["L"] + bucket * task["derived"]["S"]
+    return {"index": int(drbg_words(generate, 1)[0] < ones)}
+
+
+def reflip_one_bit(report: dict[str, Any], t_i: int) -> dict[str, Any]:
+    """§3.9: the bit flips when a fresh word is below T_i."""
+    return {"index": report["index"] ^ int(word() < t_i)}

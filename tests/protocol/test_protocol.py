@@ -320,3 +320,26 @@ def test_the_independent_client_makes_the_loloha_reports(monkeypatch: pytest.Mon
             assert report == vector["report"], (task["task_id"], vector["value"])
             checked += 1
     assert checked >= 6
+
+
+def test_the_independent_client_makes_the_longitudinal_one_bit_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§3.9 for numeric 1bit (protocol 1.1): the bucket's permanent bit, then one fresh word."""
+    secret = bytes.fromhex(VECTORS["device_secret"])
+    checked = 0
+    for case in VECTORS["tasks"]:
+        task = case["task"]
+        if task["mechanism"] != "numeric" or "longitudinal" not in task:
+            continue
+        assert task["protocol"] == "1.1"
+        prr = case["prr"]
+        assert il.permanent_one_bit(task, secret, prr["value"]) == prr["permanent_response"]
+        for vector in case["reports"]:
+            words = iter(vector["words"])
+            monkeypatch.setattr(il, "word", words.__next__)
+            permanent = il.permanent_one_bit(task, secret, vector["value"])
+            report = il.reflip_one_bit(permanent, task["derived"]["T_i"])
+            assert report == vector["report"], (task["task_id"], vector["value"])
+            checked += 1
+    assert checked == 3

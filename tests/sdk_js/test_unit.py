@@ -1,6 +1,6 @@
 """The TypeScript SDK's own tests (node:test): the conformance vectors bit for bit, and the
-core bundle's size (npm run size: minified + gzipped, at most 13 KiB + 757 bytes for LOLOHA; the
-sealed tasks' HPKE is a chunk of its own, loaded on first use, not counted)."""
+core bundle's size (npm run size: minified + gzipped, at most 13 KiB + 799 bytes for protocol
+1.1; the sealed tasks' HPKE is a chunk of its own, loaded on first use, not counted)."""
 
 from __future__ import annotations
 
@@ -23,4 +23,4 @@ def test_vectors_and_unit_tests_pass() -> None:
 def test_core_bundle_fits_the_budget() -> None:
     done = run(["npm", "run", "--silent", "size"])
     size = int(re.search(r"(\d+) bytes min\+gzip", done.stdout)[1])
-    assert 0 < size <= 13 * 1024 + 757, done.stdout  # bundle.mjs says why
+    assert 0 < size <= 13 * 1024 + 799, done.stdout  # bundle.mjs says why

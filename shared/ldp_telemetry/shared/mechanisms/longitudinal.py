@@ -253,11 +253,6 @@ class Longitudinal:
         drawn for: those bytes (one PRR per value; LOLOHA: per hashed bucket)."""
         return canonical
 
-    def permanent_bytes(self, value: Any) -> bytes:
-        """Return what the value's permanent response is drawn for (here: the value's
-        canonical bytes; a variant that shares one among values says otherwise)."""
-        return self.permanent.canonical(value)
-
     def permanent_response(self, value: Any) -> Any:
         """Return the device's permanent response for a value (the same every time)."""
         if self._device_key is None:
