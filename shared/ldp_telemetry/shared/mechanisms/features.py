@@ -41,8 +41,14 @@ def protocol_of(mechanism: Mechanism) -> str:
 
 
 def published(mechanism: Mechanism) -> dict[str, Any]:
-    """Return what the mechanism publishes in the task JSON ({} when nothing)."""
-    return mechanism.published() if isinstance(mechanism, Publishing) else {}
+    """Return what the mechanism publishes in the task JSON ({} when nothing).
+
+    A longitudinal task publishes its per-report channel's (both layers composed: what one
+    report says); the permanent layer, which many reports reveal, is bounded by ε∞.
+    """
+    layer = longitudinal(mechanism)
+    channel: Any = layer.instant if layer is not None else mechanism
+    return channel.published() if isinstance(channel, Publishing) else {}
 
 
 def stated_variation_ratio(mechanism: object) -> Any:

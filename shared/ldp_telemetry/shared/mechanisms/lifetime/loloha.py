@@ -89,6 +89,13 @@ class HashedChannel(OptimizedLocalHashing):
     def __repr__(self) -> str:
         return f"HashedChannel(k={self.k}, g={self.g}, p={self.p!r}, hash_seed={self.hash_seed})"
 
+    domain_size = 0  # the grr domain's size d (set by LocalHashingLongitudinal)
+
+    def published(self) -> dict[str, Any]:
+        """Return the uniform-prior Bayes adversary's top-1 success from one report over the
+        task's d values (olh's closed form with this channel's p and g)."""
+        return {"attack_success": self.attack_success(self.domain_size)}
+
     def output_probability(self, value: str, report: HashedReport) -> Fraction:
         """Return P(report | value) exactly, the row drawn uniformly (the device unknown)."""
         if not (0 <= report.row < self.k and 0 <= report.index < self.g):
@@ -142,6 +149,7 @@ class LocalHashingLongitudinal(Longitudinal):
         permanent = HashedChannel(
             epsilon=spec.epsilon_inf, k=spec.seeds, g=spec.buckets(), hash_seed=spec.hash_seed
         )
+        permanent.domain_size = domain.d
         super().__init__(permanent, spec, identity)
         self._row_context = _ROW_CONTEXT + identity.encode()
         self.domain = domain
