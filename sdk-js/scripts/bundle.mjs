@@ -21,8 +21,10 @@ await build({
 });
 await build({ ...common, entryPoints: ["src/node.ts"], outfile: "dist/node.js", platform: "node" });
 // 13 KiB, plus the 510 bytes protocol 1.1's dimensions measured (their checks, the other
-// mapping, the slice in the memo key, dims on the wire and in the seal's info): 13,312 + 510.
-const BUDGET = 13_822;
+// mapping, the slice in the memo key, dims on the wire and in the seal's info), and the 799
+// bytes of its longitudinal variants: LOLOHA (§3.13, 757) and the one-bit mean's (§3.9, 42):
+// a 1.1 task must be privatizable by the core SDK. 13,312 + 510 + 799.
+const BUDGET = 14_621;
 if (process.argv.includes("--size")) {
   const code = readFileSync("dist/ldp-telemetry.js");
   const gzipped = gzipSync(code, { level: 9 }).length;
