@@ -69,6 +69,11 @@ SETTINGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
     ),
 }
 LONGITUDINAL = (("ε∞=4 flip=0.1", {"epsilon_inf": 4.0, "flip": 0.1}),)
+# grr's LOLOHA variant (BiLOLOHA and the optimal g), 256 seeds: the collision term counts.
+LOLOHA = (
+    ("loloha g=2 ε∞=4 ε₁=2", {"variant": "loloha", "epsilon_inf": 4.0, "epsilon_1": 2.0, "g": 2}),
+    ("loloha optimal ε∞=2 ε₁=1", {"variant": "loloha", "epsilon_inf": 2.0, "epsilon_1": 1.0}),
+)
 REPEATS = 5  # buckets a longitudinal device reports in (the same permanent response)
 DOMAIN = 16  # distinct values of the categorical populations
 ABSENT = "absent"  # a value nobody holds, asked of every sketch
@@ -101,7 +106,11 @@ def builder(kind: str, fields: dict[str, Any]) -> Callable[[int], Mechanism]:
     seeded = "hash_seed" in params.fields()
 
     def build(seed: int) -> Mechanism:
-        return params.from_fields({**taken, **({"hash_seed": seed} if seeded else {})}).build()
+        given = {**taken, **({"hash_seed": seed} if seeded else {})}
+        layer = given.get("longitudinal")
+        if isinstance(layer, dict) and "variant" in layer:  # LOLOHA: its hash family's seed
+            given["longitudinal"] = {**layer, "hash_seed": seed}
+        return params.from_fields(given).build()
 
     return build
 
@@ -296,6 +305,13 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
                 for repeats in (1, REPEATS):
                     label = f"{kind}+longitudinal" + (f" ×{repeats} buckets" if repeats > 1 else "")
                     out.append(_with(case, label, repeats))
+    for setting, spec in LOLOHA:
+        fields = {**dict(SETTINGS["domain"][0][1]), "longitudinal": spec}
+        fields.pop("epsilon")
+        for case in counting_cases("grr", setting, fields, n, rng):
+            for repeats in (1, REPEATS):
+                label = "grr+loloha" + (f" ×{repeats} buckets" if repeats > 1 else "")
+                out.append(_with(case, label, repeats))
     return out
 
 
