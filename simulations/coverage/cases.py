@@ -305,10 +305,10 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
                 for repeats in (1, REPEATS):
                     label = f"{kind}+longitudinal" + (f" ×{repeats} buckets" if repeats > 1 else "")
                     out.append(_with(case, label, repeats))
-    for setting, spec in LOLOHA:
-        fields = {**dict(SETTINGS["domain"][0][1]), "longitudinal": spec}
-        fields.pop("epsilon")
-        for case in counting_cases("grr", setting, fields, n, rng):
+    for setting, layer in LOLOHA:
+        loloha: dict[str, Any] = {**dict(SETTINGS["domain"][0][1]), "longitudinal": layer}
+        loloha.pop("epsilon")
+        for case in counting_cases("grr", setting, loloha, n, rng):
             for repeats in (1, REPEATS):
                 label = "grr+loloha" + (f" ×{repeats} buckets" if repeats > 1 else "")
                 out.append(_with(case, label, repeats))
