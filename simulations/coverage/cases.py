@@ -64,9 +64,16 @@ SETTINGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
         ),
         ("1bit ε=1 [0,100]", {"epsilon": 1.0, "lo": 0.0, "hi": 100.0, "method": "1bit"}),
         ("1bit ε=4 [0,100]", {"epsilon": 4.0, "lo": 0.0, "hi": 100.0, "method": "1bit"}),
+        # Issue 39: the median at ε = 1 over 128 buckets was left reliable while biased.
+        ("sw ε=1 [0,100] 128", {"epsilon": 1.0, "lo": 0.0, "hi": 100.0, "buckets": 128}),
     ),
 }
 LONGITUDINAL = (("ε∞=4 flip=0.1", {"epsilon_inf": 4.0, "flip": 0.1}),)
+# grr's LOLOHA variant (BiLOLOHA and the optimal g), 256 seeds: the collision term counts.
+LOLOHA = (
+    ("loloha g=2 ε∞=4 ε₁=2", {"variant": "loloha", "epsilon_inf": 4.0, "epsilon_1": 2.0, "g": 2}),
+    ("loloha optimal ε∞=2 ε₁=1", {"variant": "loloha", "epsilon_inf": 2.0, "epsilon_1": 1.0}),
+)
 REPEATS = 5  # buckets a longitudinal device reports in (the same permanent response)
 DOMAIN = 16  # distinct values of the categorical populations
 ABSENT = "absent"  # a value nobody holds, asked of every sketch
@@ -99,7 +106,11 @@ def builder(kind: str, fields: dict[str, Any]) -> Callable[[int], Mechanism]:
     seeded = "hash_seed" in params.fields()
 
     def build(seed: int) -> Mechanism:
-        return params.from_fields({**taken, **({"hash_seed": seed} if seeded else {})}).build()
+        given = {**taken, **({"hash_seed": seed} if seeded else {})}
+        layer = given.get("longitudinal")
+        if isinstance(layer, dict) and "variant" in layer:  # LOLOHA: its hash family's seed
+            given["longitudinal"] = {**layer, "hash_seed": seed}
+        return params.from_fields(given).build()
 
     return build
 
@@ -216,6 +227,7 @@ def numeric_cases(
     for name, make in populations.items():
         values = make(rng, TRUTH_DRAWS * n)
         numeric: Any = build(0)  # the range's buckets: what the end buckets' truth needs
+        numeric = getattr(numeric, "permanent", numeric)  # a longitudinal task's own buckets
         truth = _numeric_truth(values, lo, hi, numeric.buckets_of(values), numeric.d)
         costly = fields.get("method", "sw") == "sw"  # the log-spline fit and its bootstrap refits
         out.append(
@@ -280,12 +292,26 @@ def cases(n: int, rng: np.random.Generator) -> list[Case]:
         if "longitudinal" not in params_class(kind).fields():
             continue
         for setting, spec in LONGITUDINAL:
-            fields = {**dict(SETTINGS[VALUES[kind]][0][1]), "longitudinal": spec}
-            fields.pop("epsilon")
-            for case in counting_cases(kind, setting, fields, n, rng):
+            if VALUES[kind] == "numbers":  # the one-bit mean: a permanent bit per bucket
+                one_bit = next(f for _, f in SETTINGS["numbers"] if f.get("method") == "1bit")
+                fields = {**one_bit, "longitudinal": spec}
+                fields.pop("epsilon")
+                made = numeric_cases(f"1bit {setting}", fields, n, rng)
+            else:
+                fields = {**dict(SETTINGS[VALUES[kind]][0][1]), "longitudinal": spec}
+                fields.pop("epsilon")
+                made = counting_cases(kind, setting, fields, n, rng)
+            for case in made:
                 for repeats in (1, REPEATS):
                     label = f"{kind}+longitudinal" + (f" ×{repeats} buckets" if repeats > 1 else "")
                     out.append(_with(case, label, repeats))
+    for setting, layer in LOLOHA:
+        loloha: dict[str, Any] = {**dict(SETTINGS["domain"][0][1]), "longitudinal": layer}
+        loloha.pop("epsilon")
+        for case in counting_cases("grr", setting, loloha, n, rng):
+            for repeats in (1, REPEATS):
+                label = "grr+loloha" + (f" ×{repeats} buckets" if repeats > 1 else "")
+                out.append(_with(case, label, repeats))
     return out
 
 

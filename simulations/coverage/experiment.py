@@ -109,7 +109,8 @@ def run_case(case: Case, reps: int, rng: np.random.Generator) -> Runs:
             ("lo", answer.ci_low),
             ("hi", answer.ci_high),
             ("u", np.zeros(len(names), bool) if flags is None else ~np.asarray(flags, bool)),
-            ("t", case.truth(names) * case.repeats),
+            # counts add up over buckets; a numeric statistic (the pooled mean) does not
+            ("t", case.truth(names) * (1 if case.numeric else case.repeats)),
         ):
             found[key].append(np.asarray(column))
     a = {key: np.array(rows) for key, rows in found.items()}

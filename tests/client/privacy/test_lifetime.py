@@ -20,7 +20,7 @@ import requests
 from ldp_telemetry.client import Client, InMemoryTransport, Timeouts
 from ldp_telemetry.shared import TaskConfig
 from tests.support.collectors import make_app, served_in_thread
-from tests.support.servers import ADMIN
+from tests.support.servers import ADMIN, ANALYST
 
 pytestmark = pytest.mark.timeout(300)
 DAY = 86_400
@@ -99,6 +99,15 @@ def test_a_loloha_device_draws_at_most_g_permanent_responses_in_a_year(
     assert client.close(30)
     sent += client.stats().sent
     assert sent == DAYS and client.stats().rejected == {}
+    # The collector counts them and answers over the year (one device: the widest intervals).
+    answer = requests.post(
+        f"{collector}/v1/tasks/screen/estimates",
+        json={"start": year.first, "end": year.first + DAYS * DAY, "candidates": DOMAIN[:3]},
+        timeout=30,
+        headers={"Authorization": f"Bearer {ANALYST}"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["n"] == DAYS and len(answer.json()["estimates"]) == 3
 
 
 def test_rappors_layers_charge_each_value_and_the_cap_silences_the_device() -> None:

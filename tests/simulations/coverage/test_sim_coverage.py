@@ -126,3 +126,22 @@ def test_compute_can_run_one_kinds_cases_alone() -> None:
     sizes = coverage.Sizes(devices=300, reps=3, costly_reps=2)
     rows = coverage.compute(sizes, np.random.default_rng(5), False, kinds=("rr",))
     assert {row["kind"] for row in rows} == {"rr"} and len(rows) == 6
+
+
+def test_loloha_and_the_longitudinal_mean_have_honest_intervals() -> None:
+    """Seeded small runs of the new longitudinal answers: LOLOHA's counts over 5 buckets and
+    the longitudinal one-bit mean's pooled mean."""
+    rng = np.random.default_rng(23)
+    made = cases(2_000, rng)
+    found = {(c.kind, c.repeats) for c in made}
+    assert {("grr+loloha", 1), ("grr+loloha ×5 buckets", 5)} <= found
+    assert {("numeric+longitudinal", 1), ("numeric+longitudinal ×5 buckets", 5)} <= found
+    for kind, population in (
+        ("grr+loloha ×5 buckets", "zipf"),
+        ("numeric+longitudinal", "uniform"),
+    ):
+        case = next(c for c in made if c.kind == kind and c.population == population)
+        runs = coverage.run_case(case, 80, rng)
+        row = coverage.summarize(runs, list(range(len(runs.names))))
+        assert 0.9 <= row["coverage"] <= 1.0, (kind, row)
+        assert row["worst_z"] < 0.45, (kind, row)
