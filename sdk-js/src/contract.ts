@@ -5,6 +5,7 @@
 
 export enum Contract {
   PROTOCOL_VERSION = "1.0",
+  DIMENSIONS_PROTOCOL_VERSION = "1.1",
   PROTOCOL_HEADER = "LDP-Protocol",
   TASKS_PATH = "/v1/tasks",
   TASK_PATH = "/v1/tasks/{task_id}",
@@ -29,6 +30,9 @@ export enum Contract {
   IMPLAUSIBLE_REPORT = "implausible_report",
   SEALED_INVALID = "sealed_invalid",
   UNKNOWN_SEAL_KEY = "unknown_seal_key",
+  DIMENSIONS_MISSING = "dimensions_missing",
+  DIMENSION_UNDECLARED = "dimension_undeclared",
+  DIMENSION_VALUE_UNKNOWN = "dimension_value_unknown",
   REPLAYED_MESSAGE = "this report id was already received and counted; a retrying client may treat this as success",
   BAD_REQUEST = "bad_request",
   METHOD_NOT_ALLOWED = "method_not_allowed",
@@ -70,6 +74,9 @@ export const REJECTION_REASONS = [
   Contract.IMPLAUSIBLE_REPORT,
   Contract.SEALED_INVALID,
   Contract.UNKNOWN_SEAL_KEY,
+  Contract.DIMENSIONS_MISSING,
+  Contract.DIMENSION_UNDECLARED,
+  Contract.DIMENSION_VALUE_UNKNOWN,
 ] as const;
 
 export const PROBLEM_CODES = [

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 PROTOCOL_VERSION = "1.0"  # PROTOCOL.md's version, served in every task's JSON
+# The version a task that declares dimensions is served with (PROTOCOL.md §1.1): a task
+# without them stays 1.0, byte for byte, so 1.0 devices and every fingerprint keep working.
+DIMENSIONS_PROTOCOL_VERSION = "1.1"
 # Uploads name the protocol version they follow (PROTOCOL.md §2); a collector refuses a
 # major version it does not speak. Absent: a client from before 1.0, still accepted.
 PROTOCOL_HEADER = "LDP-Protocol"
@@ -58,6 +61,10 @@ OUTDATED_CONFIG = "outdated_config"
 IMPLAUSIBLE_REPORT = "implausible_report"
 SEALED_INVALID = "sealed_invalid"  # sealed tasks (PROTOCOL.md §10)
 UNKNOWN_SEAL_KEY = "unknown_seal_key"
+# Tasks that declare dimensions (PROTOCOL.md §2): the report's clear ``dims`` object.
+DIMENSIONS_MISSING = "dimensions_missing"  # no dims, or a declared name absent
+DIMENSION_UNDECLARED = "dimension_undeclared"  # a name not declared, or dims on a plain task
+DIMENSION_VALUE_UNKNOWN = "dimension_value_unknown"  # not in the list nor "other"
 REJECTION_REASONS = (
     INVALID_MESSAGE,
     REPORT_REPLAYED,
@@ -67,6 +74,9 @@ REJECTION_REASONS = (
     IMPLAUSIBLE_REPORT,
     SEALED_INVALID,
     UNKNOWN_SEAL_KEY,
+    DIMENSIONS_MISSING,
+    DIMENSION_UNDECLARED,
+    DIMENSION_VALUE_UNKNOWN,
 )
 REPLAYED_MESSAGE = (
     "this report id was already received and counted; a retrying client may treat this as success"

@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ldp_telemetry.shared.contract import PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import DIMENSIONS_PROTOCOL_VERSION, PROTOCOL_VERSION
+from ldp_telemetry.shared.dimensions import (
+    MAX_MIN_SLICE_SIZE,
+    Dimensions,
+    default_min_slice_size,
+)
 from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.mechanisms import auto
 from ldp_telemetry.shared.mechanisms.base import Mechanism, ParamsBase
@@ -32,9 +37,11 @@ from ldp_telemetry.shared.wire import canonical_json
 DAY = 86_400
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _COMMON = ("task_id", "mechanism", "time_precision", "min_batch_size", "sealed", "fingerprint")
+# Protocol 1.1: public dimensions (ldp_telemetry.shared.dimensions), fingerprinted when declared.
+_DIMENSIONS = ("dimensions", "min_slice_size")
 # Every mechanism's parameter names: read as task attributes (None where not taken).
 PARAMETER_NAMES = frozenset(name for kind in KINDS.values() for name in kind.fields())
-TASK_FIELDS = frozenset(_COMMON) | PARAMETER_NAMES  # every field of a task's JSON
+TASK_FIELDS = frozenset(_COMMON + _DIMENSIONS) | PARAMETER_NAMES  # every field of a task's JSON
 # Computed from the parameters, so not fingerprinted; a mechanism may publish more through
 # ``published()`` (the attack success of one report). ``selection`` records how a task
 # created with ``mechanism: "auto"`` was chosen.
@@ -57,7 +64,10 @@ class TaskConfig:
     ``TaskConfig(task_id=..., mechanism="cms", epsilon=4, k=..., m=..., hash_seed=...)``
     takes the mechanism's parameters as keywords (or a ready ``params`` object, which the
     keywords override); ``task.params`` holds them, and ``task.k`` reads one (None when
-    the mechanism takes no such parameter).
+    the mechanism takes no such parameter). ``dimensions`` (a list as in the task's JSON, or
+    :class:`~ldp_telemetry.shared.dimensions.Dimensions`) declares public dimensions; then
+    ``min_slice_size`` (default max(50, min_batch_size)) is the fewest reports a slice is
+    answered alone for, and the task speaks protocol 1.1.
     """
 
     task_id: str
@@ -66,6 +76,8 @@ class TaskConfig:
     time_precision: int = DAY
     min_batch_size: int = 100
     sealed: bool = False
+    dimensions: Dimensions | None = None
+    min_slice_size: int | None = None  # set iff dimensions are
     fingerprint: str = field(default="", compare=False)
     selection: dict[str, Any] | None = field(default=None, compare=False)
     seal: SealKey | None = field(default=None, compare=False)
@@ -78,6 +90,8 @@ class TaskConfig:
         time_precision: int = DAY,
         min_batch_size: int = 100,
         sealed: bool = False,
+        dimensions: Any = None,
+        min_slice_size: Any = None,
         fingerprint: str = "",
         selection: dict[str, Any] | None = None,
         seal: SealKey | None = None,
@@ -99,6 +113,7 @@ class TaskConfig:
             raise ParameterError("sealed must be true or false")
         if seal is not None and (not sealed or not isinstance(seal, SealKey)):
             raise ParameterError("only a sealed task carries a seal key (a SealKey)")
+        declared, min_slice_size = _dimensions(dimensions, min_slice_size, min_batch_size)
         for name, value in (
             ("task_id", task_id),
             ("mechanism", mechanism),
@@ -106,6 +121,8 @@ class TaskConfig:
             ("time_precision", time_precision),
             ("min_batch_size", min_batch_size),
             ("sealed", sealed),
+            ("dimensions", declared),
+            ("min_slice_size", min_slice_size),
             ("seal", seal),
         ):
             object.__setattr__(self, name, value)
@@ -146,14 +163,20 @@ class TaskConfig:
             raise ParameterError("a task must be a JSON object")
         _check_field_names(data, allowed={*PUBLISHED, *SERVED, *CHECKED})
         protocol = data.get("protocol", PROTOCOL_VERSION)  # absent: a stored pre-1.0 task
-        if protocol != PROTOCOL_VERSION:
+        if protocol not in (PROTOCOL_VERSION, DIMENSIONS_PROTOCOL_VERSION):
             raise ParameterError(
                 f"the task is for protocol {protocol!r}; this implementation speaks "
-                f"{PROTOCOL_VERSION!r}: upgrade ldp-telemetry"
+                f"{PROTOCOL_VERSION!r} and {DIMENSIONS_PROTOCOL_VERSION!r}: upgrade ldp-telemetry"
             )
         fields = {key: value for key, value in data.items() if key in TASK_FIELDS}
         seal = SealKey.from_json(data["seal"]) if data.get("seal") is not None else None
         task = cls(**fields, selection=data.get("selection"), seal=seal)
+        if "protocol" in data and protocol != task.protocol:  # 1.1 iff dimensions
+            raise ParameterError(
+                f"task {task.task_id!r} says protocol {protocol!r}, but "
+                f"{'declares' if task.dimensions else 'does not declare'} dimensions: "
+                f"its protocol is {task.protocol!r}"
+            )
         if "derived" in data and data["derived"] != task.derived:
             raise DerivedMismatch(
                 f"task {task.task_id!r} publishes derived integers {data['derived']!r}; its "
@@ -176,6 +199,16 @@ class TaskConfig:
     def mechanism_object(self) -> Mechanism:
         """Return the mechanism these parameters define."""
         return self.params.build()
+
+    @property
+    def protocol(self) -> str:
+        """Return the protocol version the task is served with: 1.1 iff it declares dimensions."""
+        return PROTOCOL_VERSION if self.dimensions is None else DIMENSIONS_PROTOCOL_VERSION
+
+    @property
+    def slice_count(self) -> int:
+        """Return the number of slices its sums are kept in (1 without dimensions)."""
+        return 1 if self.dimensions is None else self.dimensions.slice_count
 
     @property
     def derived(self) -> dict[str, Any]:
@@ -222,7 +255,13 @@ class TaskConfig:
             # Fingerprinted, and only when true (older tasks keep their fingerprints): a
             # task cannot be turned from sealed to plain without devices noticing.
             **({"sealed": True} if self.sealed else {}),
-            "protocol": PROTOCOL_VERSION,
+            # Likewise only when declared: a task without dimensions is byte for byte 1.0.
+            **(
+                {"dimensions": self.dimensions.to_json(), "min_slice_size": self.min_slice_size}
+                if self.dimensions is not None
+                else {}
+            ),
+            "protocol": self.protocol,
             "derived": self.derived,
             "fingerprint": self.fingerprint,
         }
@@ -245,6 +284,26 @@ def _check_field_names(params: dict[str, Any], allowed: set[str]) -> None:
     missing = [name for name in ("task_id", "mechanism") if name not in params]
     if missing:
         raise ParameterError(f"a task needs {' and '.join(missing)}")
+
+
+def _dimensions(
+    dimensions: Any, min_slice_size: Any, min_batch_size: int
+) -> tuple[Dimensions | None, int | None]:
+    """Return a task's checked dimensions and min_slice_size (None, None: none declared)."""
+    if dimensions is None:
+        if min_slice_size is not None:
+            raise ParameterError("min_slice_size is for a task that declares dimensions")
+        return None, None
+    declared = Dimensions.parse(dimensions)
+    if min_slice_size is None:
+        return declared, default_min_slice_size(min_batch_size)
+    size = check_int("min_slice_size", _plain_int(min_slice_size), 1, MAX_MIN_SLICE_SIZE)
+    if size < min_batch_size:
+        raise ParameterError(
+            f"min_slice_size ({size}) may not be below the task's min_batch_size "
+            f"({min_batch_size}): a slice is never answered for fewer reports than the task"
+        )
+    return declared, size
 
 
 def _plain_int(value: Any) -> Any:

@@ -65,6 +65,9 @@ DEFAULTS: dict[str, object] = {
     # up to k sums rows, so tasks are refused a time_precision that allows more (1 minute
     # at the defaults).
     "MAX_BUCKETS_PER_TASK": 10_080,
+    # Slices a task's dimensions may make (the product of its lists' sizes, other included;
+    # PROTOCOL.md §1.1): tasks declaring more are refused. Each slice used keeps its own sums.
+    "MAX_SLICES": 64,
     # Tolerated client clock lead before a report counts as report_too_early (s).
     "CLOCK_SKEW": 600,
     # Accepted reports are staged packed and folded into the sums once a task's staged

@@ -35,6 +35,7 @@ CREATE_FIELDS = (
 AUTO_GIVEN = frozenset(
     {"task_id", "mechanism", "epsilon", "domain", "hash_seed", "time_precision"}
     | {"min_batch_size", "sealed", "upload_key_required", "archive", *AUTO_FIELDS}
+    | {"dimensions", "min_slice_size"}
 )
 
 
@@ -64,8 +65,8 @@ def created_body(stored: StoredTask, upload_key: str | None, keyring: Keyring) -
 def build_task(params: Any, config: Mapping[str, Any]) -> tuple[StoredTask, str | None]:
     """Return a new task from creation parameters, with its upload key if it needs one.
 
-    ``config``: the collector's settings (ACCEPTANCE_WINDOW, MAX_BUCKETS_PER_TASK and
-    MAX_ESTIMATE_CELLS bound what a task may be).
+    ``config``: the collector's settings (ACCEPTANCE_WINDOW, MAX_BUCKETS_PER_TASK,
+    MAX_ESTIMATE_CELLS and MAX_SLICES bound what a task may be).
     """
     if not isinstance(params, dict):
         raise ApiError(400, INVALID_TASK, "the body must be a JSON object of task parameters")
@@ -100,6 +101,7 @@ def build_task(params: Any, config: Mapping[str, Any]) -> tuple[StoredTask, str 
     if unsealable:
         raise ApiError(400, INVALID_TASK, unsealable)
     _check_table_size(task, config)
+    _check_slices(task, config)
     upload_key = new_token() if needs_key else None
     key_hash = hash_token(upload_key) if upload_key else None
     return StoredTask(task, key_hash, archive), upload_key
@@ -136,6 +138,15 @@ def _check_table_size(task: TaskConfig, config: Mapping[str, Any]) -> None:
             f"a table of {rows:,} × {width:,} = {rows * width:,} counters is more than one "
             f"estimate may read ({limit:,}, MAX_ESTIMATE_CELLS): choose a smaller k or m",
         )
+
+
+def _check_slices(task: TaskConfig, config: Mapping[str, Any]) -> None:
+    """Refuse a task whose dimensions make more slices than MAX_SLICES."""
+    if task.dimensions is not None:
+        try:
+            task.dimensions.check_slice_count(int(config["MAX_SLICES"]))
+        except LdpError as error:
+            raise ApiError(400, INVALID_TASK, str(error)) from None
 
 
 def find_task(task_id: str, store: Store) -> StoredTask:
