@@ -9,7 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldp_telemetry.shared.breakdowns.rollup import Coordinate, Rollup, roll_up
+from ldp_telemetry.shared.breakdowns.rollup import GroupKey, Rollup, roll_up
+
+Coordinate = tuple[int, ...]  # a slice as its value indices (the slice's id in these tests)
+
 
 # Two dimensions: platform (android 0, ios 1, web 2, other 3), app_version (5.1 0, 5.2 1, other 2).
 COUNTS: dict[Coordinate, int] = {
@@ -20,12 +23,29 @@ COUNTS: dict[Coordinate, int] = {
 }  # fmt: skip
 
 
+def rolled(
+    counts: Mapping[Coordinate, int], group_by: list[int], where: dict[int, int], minimum: int
+) -> Rollup:
+    """Group the slices as Dimensions.grouped would, each numbered by its place in sorted
+    order (``coordinates`` turns numbers back into coordinates), and roll them up."""
+    groups: dict[GroupKey, dict[int, int]] = {}
+    for number, c in enumerate(sorted(counts)):
+        if all(c[d] == v for d, v in where.items()):
+            groups.setdefault(tuple(c[d] for d in group_by), {})[number] = counts[c]
+    return roll_up(groups, minimum)
+
+
+def coordinates(counts: Mapping[Coordinate, int], slices: tuple[int, ...]) -> list[Coordinate]:
+    ordered = sorted(counts)
+    return [ordered[i] for i in slices]
+
+
 def labels(result: Rollup) -> list[tuple[int | None, ...]]:
     return [row.label for row in result.rows]
 
 
 def test_answered_groups_alone_thin_ones_pooled_under_their_parent() -> None:
-    result = roll_up(COUNTS, group_by=[0, 1], where={}, minimum=50)
+    result = rolled(COUNTS, group_by=[0, 1], where={}, minimum=50)
     by_label = {row.label: row for row in result.rows}
     assert labels(result) == [(0, 0), (0, 1), (1, 1), (1, None), (None, None)]
     assert result.selected == sum(COUNTS.values())
@@ -41,44 +61,44 @@ def test_answered_groups_alone_thin_ones_pooled_under_their_parent() -> None:
 
 def test_a_thin_root_pool_goes_into_the_largest_row() -> None:
     counts: dict[Coordinate, int] = {(0, 0): 100, (0, 1): 300, (1, 0): 20, (1, 1): 20}
-    result = roll_up(counts, group_by=[0, 1], where={}, minimum=50)
+    result = rolled(counts, group_by=[0, 1], where={}, minimum=50)
     assert [(row.own, row.rolled_up, row.n) for row in result.rows] == [
         ((0, 0), (), 100),
         ((0, 1), ((1, 0), (1, 1)), 340),
     ]
-    assert result.rows[1].slices == ((0, 1), (1, 0), (1, 1))
+    assert coordinates(counts, result.rows[1].slices) == [(0, 1), (1, 0), (1, 1)]
 
 
 def test_group_by_order_decides_what_is_dropped_first() -> None:
     # By version then platform: ios 5.1 (30) and web 5.1 (20) pool under version 5.1.
-    result = roll_up(COUNTS, group_by=[1, 0], where={}, minimum=50)
+    result = rolled(COUNTS, group_by=[1, 0], where={}, minimum=50)
     pooled = {row.label: row.rolled_up for row in result.rows if row.own is None}
     assert pooled[(0, None)] == ((0, 1), (0, 2))  # keys in group_by order: (version, platform)
 
 
 def test_where_selects_and_a_thin_selection_is_not_answered_by_slice() -> None:
     # Version 5.1: android 400, ios 30, web 20; the thin two pool to 50.
-    result = roll_up(COUNTS, group_by=[0], where={1: 0}, minimum=50)
+    result = rolled(COUNTS, group_by=[0], where={1: 0}, minimum=50)
     assert [(row.label, row.n, row.rolled_up) for row in result.rows] == [
         ((0,), 400, ()),
         ((None,), 50, ((1,), (2,))),
     ]
-    higher = roll_up(COUNTS, group_by=[0], where={1: 0}, minimum=60)
+    higher = rolled(COUNTS, group_by=[0], where={1: 0}, minimum=60)
     assert [(row.label, row.n, row.rolled_up) for row in higher.rows] == [((0,), 450, ((1,), (2,)))]
-    thin = roll_up(COUNTS, group_by=[1], where={0: 2}, minimum=50)
+    thin = rolled(COUNTS, group_by=[1], where={0: 2}, minimum=50)
     assert thin.rows == () and thin.selected == 40
 
 
 def test_no_group_by_is_one_row() -> None:
-    result = roll_up(COUNTS, group_by=[], where={0: 0}, minimum=50)
+    result = rolled(COUNTS, group_by=[], where={0: 0}, minimum=50)
     assert [(row.label, row.own, row.n) for row in result.rows] == [((), (), 910)]
 
 
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="minimum"):
-        roll_up(COUNTS, [0], {}, 0)
-    with pytest.raises(ValueError, match="repeats"):
-        roll_up(COUNTS, [0, 0], {}, 5)
+        rolled(COUNTS, [0], {}, 0)
+    with pytest.raises(ValueError, match="same dimensions"):
+        roll_up({(0,): {0: 5}, (0, 1): {1: 5}}, 5)
 
 
 @st.composite
@@ -109,19 +129,19 @@ def test_every_report_in_exactly_one_answered_row_never_a_thin_group_alone(
     workload: tuple[Mapping[Coordinate, int], list[int], dict[int, int], int],
 ) -> None:
     counts, group_by, where, minimum = workload
-    result = roll_up(counts, group_by, where, minimum)
+    result = rolled(counts, group_by, where, minimum)
     chosen = {c: n for c, n in counts.items() if n and all(c[d] == v for d, v in where.items())}
     assert result.selected == sum(chosen.values())
     if result.selected < minimum:
         assert result.rows == ()
         return
-    held = Counter(c for row in result.rows for c in row.slices)
+    held = Counter(c for row in result.rows for c in coordinates(counts, row.slices))
     assert held == Counter(chosen.keys())  # a partition: each selected slice in exactly one row
     groups: Counter[tuple[int, ...]] = Counter()
     for c, n in chosen.items():
         groups[tuple(c[d] for d in group_by)] += n
     for row in result.rows:
-        assert row.n == sum(chosen[c] for c in row.slices) >= minimum
+        assert row.n == sum(chosen[c] for c in coordinates(counts, row.slices)) >= minimum
         if row.own is not None:  # a group answered alone is never thin
             assert groups[row.own] >= minimum and row.label == row.own
         for key in row.rolled_up:

@@ -1,10 +1,10 @@
 """Which rows a grouped answer may show: thin groups rolled up, never shown alone.
 
-Symbols: a task declares dimensions 0..D−1; a *slice* is a coordinate, one value index per
-declared dimension; ``counts`` holds each slice's reports over the range (slices without
-reports are absent or 0). ``where`` keeps the slices with the given value at the given
-dimensions; ``group_by`` lists L dimensions in the analyst's order, and a *group* is one tuple
-of their values (the slices that agree on them). ``minimum`` is the task's min_slice_size.
+Symbols: a task declares dimensions; a *slice* holds one value of each (its index is
+:mod:`ldp_telemetry.shared.dimensions`'s). A query's ``group_by`` lists L dimensions in the
+analyst's order and its ``where`` fixes others; a *group* is one tuple of the group_by
+dimensions' value indices, holding the selected slices that agree on them
+(``Dimensions.grouped`` finds them). ``minimum`` is the task's min_slice_size.
 
 The rule (Brave's P3A rolls a thin record up to the deepest prefix of attributes that enough
 clients share; docs/breakdowns.md): a group with at least ``minimum`` reports is
@@ -26,7 +26,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-Coordinate = tuple[int, ...]  # one value index per declared dimension
 GroupKey = tuple[int, ...]  # one value index per group_by dimension
 Label = tuple[int | None, ...]  # per group_by dimension: the value a row's groups share, or None
 UNSHARED = 1 << 30  # sorts a label's None after every value index
@@ -41,7 +40,7 @@ class Row:
     label: Label
     own: GroupKey | None
     rolled_up: tuple[GroupKey, ...]
-    slices: tuple[Coordinate, ...]
+    slices: tuple[int, ...]
     n: int
     leftover: tuple[GroupKey, ...] = ()
 
@@ -54,30 +53,29 @@ class Rollup:
     selected: int
 
 
-def roll_up(
-    counts: Mapping[Coordinate, int],
-    group_by: Sequence[int],
-    where: Mapping[int, int],
-    minimum: int,
-) -> Rollup:
-    """Return the rows to answer for ``group_by`` over the slices ``where`` selects."""
+def roll_up(groups: Mapping[GroupKey, Mapping[int, int]], minimum: int) -> Rollup:
+    """Return the rows to answer, given each group's reports per slice index.
+
+    Every key of ``groups`` has one value index per group_by dimension, in their order.
+    """
     if minimum < 1:
         raise ValueError(f"minimum must be at least 1, got {minimum}")
-    if len(set(group_by)) != len(group_by):
-        raise ValueError(f"group_by repeats a dimension: {list(group_by)}")
-    slices: dict[GroupKey, list[Coordinate]] = defaultdict(list)
-    reports: dict[GroupKey, int] = defaultdict(int)
-    for coordinate, n in sorted(counts.items()):
-        if n > 0 and all(coordinate[d] == v for d, v in where.items()):
-            key = tuple(coordinate[d] for d in group_by)
-            slices[key].append(coordinate)
-            reports[key] += n
+    lengths = {len(key) for key in groups}
+    if len(lengths) > 1:
+        raise ValueError(f"every group names the same dimensions, got lengths {sorted(lengths)}")
+    depth_of_keys = lengths.pop() if lengths else 0
+    slices: dict[GroupKey, list[int]] = {}
+    reports: dict[GroupKey, int] = {}
+    for key in sorted(groups):
+        held = {index: n for index, n in groups[key].items() if n > 0}
+        if held:
+            slices[key], reports[key] = sorted(held), sum(held.values())
     selected = sum(reports.values())
     if selected < minimum:
         return Rollup((), selected)
     rows = [_row(slices, reports, key, ()) for key in reports if reports[key] >= minimum]
     pending = {key: [key] for key in reports if reports[key] < minimum}
-    for depth in range(len(group_by) - 1, -1, -1):  # drop the last dimension, then the next
+    for depth in range(depth_of_keys - 1, -1, -1):  # drop the last dimension, then the next
         pools: dict[GroupKey, list[GroupKey]] = defaultdict(list)
         for prefix, members in pending.items():
             pools[prefix[:depth]].extend(members)
@@ -97,7 +95,7 @@ def roll_up(
 
 
 def _row(
-    slices: Mapping[GroupKey, list[Coordinate]],
+    slices: Mapping[GroupKey, list[int]],
     reports: Mapping[GroupKey, int],
     own: GroupKey | None,
     rolled_up: tuple[GroupKey, ...],
