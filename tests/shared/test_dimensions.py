@@ -249,3 +249,23 @@ def test_protocol_must_agree_with_the_dimensions() -> None:
 def test_min_slice_size_rules(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         task(**changes)
+
+
+def test_the_codec_carries_the_slice_as_dims_both_ways() -> None:
+    from dataclasses import replace
+
+    from ldp_telemetry.shared import Envelope, decode_batch, encode_report
+    from ldp_telemetry.shared.codec import new_report_id
+
+    sliced = task(dimensions=[PLATFORM, VERSION], min_batch_size=1)
+    envelopes = [
+        replace(Envelope(new_report_id(), sliced.fingerprint, 0, True), slice=index)
+        for index in range(sliced.slice_count)
+    ]
+    reports = [encode_report(sliced, envelope) for envelope in envelopes]
+    assert sliced.dimensions is not None
+    assert [r["dims"] for r in reports] == [sliced.dimensions.values_of(i) for i in range(16)]
+    decoded, rejected = decode_batch(sliced, {"reports": reports})
+    assert decoded == envelopes and rejected == []
+    plain = task(min_batch_size=1)
+    assert "dims" not in encode_report(plain, Envelope(new_report_id(), plain.fingerprint, 0, True))

@@ -8,8 +8,11 @@ A batch is ``{"reports": [report, ...]}``. Every report carries::
 
 and its mechanism's payload fields, which the mechanism encodes and decodes itself
 (``payload_fields``, ``encode_payload`` and ``decode_payload``, see
-:mod:`ldp_telemetry.shared.mechanisms`; PROTOCOL.md lists them). A sealed task's reports carry
-``key_id`` and ``sealed`` instead of the payload fields (:mod:`ldp_telemetry.shared.sealing`).
+:mod:`ldp_telemetry.shared.mechanisms`; PROTOCOL.md lists them). A report of a task that
+declares dimensions also carries ``dims``, its slice's values in the clear (an
+:class:`Envelope` holds the slice's index; :mod:`ldp_telemetry.shared.dimensions`). A sealed
+task's reports carry ``key_id`` and ``sealed`` instead of the payload fields
+(:mod:`ldp_telemetry.shared.sealing`); ``dims`` stays in the clear.
 Decoding checks every field and raises :class:`DecodeError` whose ``reason`` is a stable code and
 whose message says what was wrong.
 """
@@ -26,6 +29,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from ldp_telemetry.shared.contract import (
+    DIMENSION_UNDECLARED,
     OUTDATED_CONFIG,
     REPLAYED_MESSAGE,
     REPORT_REPLAYED,
@@ -60,12 +64,14 @@ _COMMON = ("report_id", "fingerprint", "time")
 
 @dataclass(frozen=True, slots=True)
 class Envelope:
-    """A privatized report with its id, task fingerprint and floored time."""
+    """A privatized report with its id, task fingerprint, floored time and slice index
+    (0 for a task without dimensions)."""
 
     report_id: bytes
     fingerprint: str
     time: int
     payload: Payload
+    slice: int = 0
 
 
 def replays(report_ids: Iterable[bytes]) -> list[Rejection]:
@@ -86,6 +92,8 @@ def encode_report(task: TaskConfig, envelope: Envelope) -> dict[str, Any]:
         "fingerprint": envelope.fingerprint,
         "time": int(envelope.time),
     }
+    if task.dimensions is not None:  # public: beside the payload, never sealed
+        out["dims"] = task.dimensions.values_of(int(envelope.slice))
     out.update(task.mechanism_object.encode_payload(envelope.payload))
     if task.sealed:  # the payload leaves the device encrypted to the collector's key
         if task.seal is None:
@@ -117,6 +125,7 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
     """Return the report a JSON object holds, or raise DecodeError with the reason."""
     if not isinstance(obj, dict):
         raise DecodeError("a report must be a JSON object")
+    _check_dims_present(task, obj)
     expected, present = _expected_fields(task), obj.keys()
     if present != expected:
         missing, extra = expected - present, present - expected
@@ -137,12 +146,13 @@ def decode_report(task: TaskConfig, obj: Any) -> Envelope:
         raise DecodeError(
             f"time must be floored to the task's time_precision ({task.time_precision} s)"
         )
+    slice_index = _slice_of(task, obj)
     try:
         payload = task.mechanism_object.decode_payload(obj)
     except DecodeError as error:
         error.time = time  # the report's bucket is known: its refusal can be counted there
         raise
-    return Envelope(report_id, task.fingerprint, time, payload)
+    return Envelope(report_id, task.fingerprint, time, payload, slice_index)
 
 
 def decode_batch(
@@ -175,11 +185,15 @@ def open_sealed(task: TaskConfig, obj: Any, keys: Mapping[str, X25519PrivateKey]
     """Return a sealed task's report opened (a plain task's as it is), or raise DecodeError."""
     if not task.sealed:
         return obj
-    if not isinstance(obj, dict) or obj.keys() != _with_common(SEALED_FIELDS):
+    if isinstance(obj, dict):
+        _check_dims_present(task, obj)
+    expected = _with_common(SEALED_FIELDS, task.dimensions is not None)
+    if not isinstance(obj, dict) or obj.keys() != expected:
         raise DecodeError(
             f"task {task.task_id!r} takes sealed reports only: fields "
-            f"{sorted(_with_common(SEALED_FIELDS))} (PROTOCOL.md §10)"
+            f"{sorted(expected)} (PROTOCOL.md §10)"
         )
+    _slice_of(task, obj)  # a slice's reason before the seal's: dims are checked in the clear
     return open_report(task.task_id, obj, keys)
 
 
@@ -201,22 +215,40 @@ def _plain_report(task: TaskConfig, obj: Any, expected: frozenset[str]) -> Envel
     report_id = try_b64decode(obj["report_id"], REPORT_ID_BYTES)
     if report_id is None:
         return None
+    slice_index = _slice_of(task, obj)
     try:
         payload = task.mechanism_object.decode_payload(obj)
     except DecodeError as error:
         error.time = time  # the report's bucket is known: its refusal can be counted there
         raise
-    return Envelope(report_id, task.fingerprint, time, payload)
+    return Envelope(report_id, task.fingerprint, time, payload, slice_index)
+
+
+def _check_dims_present(task: TaskConfig, obj: dict[str, Any]) -> None:
+    """Raise the reason of a report whose ``dims`` are there and should not be, or not."""
+    if task.dimensions is None and "dims" in obj:
+        raise DecodeError(
+            f"task {task.task_id!r} declares no dimensions: its reports carry no dims",
+            reason=DIMENSION_UNDECLARED,
+        )
+    if task.dimensions is not None and "dims" not in obj:
+        task.dimensions.slice_of_report(None)  # raises dimensions_missing
+
+
+def _slice_of(task: TaskConfig, obj: dict[str, Any]) -> int:
+    """Return the slice a report's ``dims`` name (0 without dimensions), or raise its reason."""
+    return 0 if task.dimensions is None else task.dimensions.slice_of_report(obj["dims"])
 
 
 def _expected_fields(task: TaskConfig) -> frozenset[str]:
     """Return the JSON fields a report of this task holds."""
-    return _with_common(task.mechanism_object.payload_fields)
+    return _with_common(task.mechanism_object.payload_fields, task.dimensions is not None)
 
 
 @functools.lru_cache(maxsize=64)
-def _with_common(payload_fields: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(_COMMON + payload_fields)  # built once per mechanism kind
+def _with_common(payload_fields: tuple[str, ...], dims: bool = False) -> frozenset[str]:
+    # built once per mechanism kind
+    return frozenset(_COMMON + (("dims",) if dims else ()) + payload_fields)
 
 
 def _report_id_of(obj: Any) -> str | None:

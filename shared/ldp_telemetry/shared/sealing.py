@@ -5,10 +5,11 @@ with HPKE (RFC 9180), base mode, one suite: DHKEM(X25519, HKDF-SHA256) (KEM id 0
 HKDF-SHA256 (KDF id 0x0001), ChaCha20-Poly1305 (AEAD id 0x0003). A shuffler between the
 devices and the collector then sees only ciphertext. The envelope stays readable — report
 id, fingerprint and time (what a shuffler batches by and the collector refuses replays
-and late reports by) and the ``key_id`` that names the collector key — and HPKE's
-``info`` binds all of them with the task id, so a ciphertext moved to another report id,
-time, task or key does not open (``sealed_invalid``); a key the collector no longer holds
-is ``unknown_seal_key``.
+and late reports by), a dimensions task's ``dims`` (public: a shuffler counts reports per
+slice) and the ``key_id`` that names the collector key — and HPKE's ``info`` binds all of
+them with the task id, so a ciphertext moved to another report id, time, slice, task or
+key does not open (``sealed_invalid``); a key the collector no longer holds is
+``unknown_seal_key``.
 
 Pure: no I/O. The collector's private keys are kept by :mod:`aggregator.sealing_keys`;
 this module only seals (device) and opens (collector) with keys it is handed.
@@ -51,6 +52,7 @@ __all__ = [
 SUITE_IDS = {"kem": 0x0020, "kdf": 0x0001, "aead": 0x0003}  # IANA HPKE registry ids
 INFO_LABEL = "ldp-telemetry/seal/1"
 SEALED_FIELDS = ("key_id", "sealed")  # a sealed report's fields besides the common ones
+CLEAR_FIELDS = ("report_id", "fingerprint", "time", "dims")  # never sealed (dims: if any)
 KEY_BYTES = 32  # an X25519 key, public or private, raw
 ENC_BYTES = 32  # HPKE's encapsulated key for DHKEM(X25519)
 TAG_BYTES = 16  # ChaCha20-Poly1305's tag
@@ -98,15 +100,24 @@ class SealKey:
         return cls(obj["key_id"], public)
 
 
-def info(task_id: str, fingerprint: str, key_id: str, report_id: str, time: int) -> bytes:
-    """Return HPKE's ``info`` for one report: RFC 8785 JSON of what the seal binds."""
-    bound = {
+def info(
+    task_id: str,
+    fingerprint: str,
+    key_id: str,
+    report_id: str,
+    time: int,
+    dims: Mapping[str, Any] | None = None,
+) -> bytes:
+    """Return HPKE's ``info`` for one report: RFC 8785 JSON of what the seal binds
+    (``dims`` only for a task that declares dimensions, so 1.0 reports bind what they did)."""
+    bound: dict[str, Any] = {
         "fingerprint": fingerprint,
         "key_id": key_id,
         "label": INFO_LABEL,
         "report_id": report_id,
         "task_id": task_id,
         "time": time,
+        **({"dims": dims} if dims is not None else {}),
     }
     return canonical_json(bound).encode("utf-8")
 
@@ -114,16 +125,22 @@ def info(task_id: str, fingerprint: str, key_id: str, report_id: str, time: int)
 def seal_report(task_id: str, key: SealKey, report: Mapping[str, Any]) -> dict[str, Any]:
     """Return a plain report's JSON object with its payload sealed to ``key``.
 
-    ``report`` holds report_id, fingerprint, time and the mechanism's payload fields; the
-    payload fields (compact JSON, UTF-8) become the plaintext. HPKE draws its ephemeral key
+    ``report`` holds report_id, fingerprint, time, ``dims`` for a dimensions task (left in
+    the clear) and the mechanism's payload fields; the payload fields (compact JSON, UTF-8)
+    become the plaintext. HPKE draws its ephemeral key
     from the OS CSPRNG, so sealing the same report twice gives two ciphertexts: a device
     seals once and queues the result (a retry resends the same bytes).
     """
-    envelope = {name: report[name] for name in ("report_id", "fingerprint", "time")}
+    envelope = {name: report[name] for name in CLEAR_FIELDS if name in report}
     payload = {name: value for name, value in report.items() if name not in envelope}
     plaintext = padded(payload)
     bound = info(
-        task_id, envelope["fingerprint"], key.key_id, envelope["report_id"], envelope["time"]
+        task_id,
+        envelope["fingerprint"],
+        key.key_id,
+        envelope["report_id"],
+        envelope["time"],
+        envelope.get("dims"),
     )
     sealed = _SUITE.encrypt(plaintext, X25519PublicKey.from_public_bytes(key.public_key), bound)
     return {**envelope, "key_id": key.key_id, "sealed": b64encode(sealed)}
@@ -189,8 +206,9 @@ def open_report(
     report_id, fingerprint, time = obj.get("report_id"), obj.get("fingerprint"), obj.get("time")
     if not (isinstance(report_id, str) and isinstance(fingerprint, str) and type(time) is int):
         raise DecodeError("a sealed report needs report_id, fingerprint and an integer time")
+    dims = obj.get("dims")  # checked by the codec before the report is opened
     try:  # RFC 8785 refuses integers past 2^53 and strings with lone surrogates
-        bound = info(task_id, fingerprint, key_id, report_id, time)
+        bound = info(task_id, fingerprint, key_id, report_id, time, dims)
     except ValueError:
         raise DecodeError("the sealed report's envelope is not canonicalizable JSON") from None
     try:
@@ -204,9 +222,10 @@ def open_report(
         payload = json.loads(plaintext)
     except (ValueError, RecursionError):  # opened but not JSON (or nested past any payload)
         raise DecodeError("the sealed payload is not a JSON object") from None
-    if not isinstance(payload, dict) or set(payload) & {"report_id", "fingerprint", "time"}:
+    if not isinstance(payload, dict) or set(payload) & set(CLEAR_FIELDS):
         raise DecodeError("the sealed payload must be a JSON object of the payload fields")
-    return {"report_id": report_id, "fingerprint": fingerprint, "time": time, **payload}
+    clear = {"report_id": report_id, "fingerprint": fingerprint, "time": time}
+    return {**clear, **({"dims": dims} if "dims" in obj else {}), **payload}
 
 
 def new_private_key() -> X25519PrivateKey:
