@@ -53,3 +53,36 @@ class Stores:
                 urls.add(store.url)
         for url in sorted(urls):
             self.give_back(url)
+
+
+# What undoes migration 0008 (slices) on a database whose rows are all slice 0: tests that
+# rewind a database to an older schema version run these first, so that 0008 runs again.
+# Staged and archived come before sums (a fold locks staged, then sums, then rollup).
+_SQLITE_SUMS_V7 = (
+    "CREATE TABLE sums_v7 (task_id TEXT NOT NULL, bucket INTEGER NOT NULL, "
+    "row INTEGER NOT NULL, n INTEGER NOT NULL, counters BLOB NOT NULL, "
+    "PRIMARY KEY (task_id, bucket, row)) WITHOUT ROWID",
+    "INSERT INTO sums_v7 SELECT task_id, bucket, row, n, counters FROM sums",
+    "DROP TABLE sums",
+    "ALTER TABLE sums_v7 RENAME TO sums",
+    "CREATE TABLE rollup_v7 (task_id TEXT NOT NULL, row INTEGER NOT NULL, "
+    "n INTEGER NOT NULL, counters BLOB NOT NULL, PRIMARY KEY (task_id, row)) WITHOUT ROWID",
+    "INSERT INTO rollup_v7 SELECT task_id, row, n, counters FROM rollup",
+    "DROP TABLE rollup",
+    "ALTER TABLE rollup_v7 RENAME TO rollup",
+)
+WITHOUT_SLICES = {
+    "sqlite": (
+        "ALTER TABLE staged DROP COLUMN slice",
+        "ALTER TABLE archived DROP COLUMN slice",
+        *_SQLITE_SUMS_V7,
+    ),
+    "postgresql": (  # a primary key goes with a column of it
+        "ALTER TABLE staged DROP COLUMN slice",
+        "ALTER TABLE archived DROP COLUMN slice",
+        "ALTER TABLE sums DROP COLUMN slice",
+        "ALTER TABLE sums ADD PRIMARY KEY (task_id, bucket, row)",
+        "ALTER TABLE rollup DROP COLUMN slice",
+        "ALTER TABLE rollup ADD PRIMARY KEY (task_id, row)",
+    ),
+}

@@ -83,10 +83,10 @@ def test_the_dask_job_resums_the_archive_to_the_collectors_sums(app: Flask, tmp_
     )
     assert reports == 1050
     with app.app_context():
-        stored = [(b, r, n, c.tolist()) for b, r, n, c in get_store().sum_rows(task)]
+        stored = [(b, s, r, n, c.tolist()) for b, s, r, n, c in get_store().sum_rows(task)]
     resummed = pq.read_table(tmp_path / "sums.parquet").to_pylist()
     assert rows == len(stored)
-    assert [(x["bucket"], x["row"], x["n"], x["counters"]) for x in resummed] == stored
+    assert [(x["bucket"], x["slice"], x["row"], x["n"], x["counters"]) for x in resummed] == stored
 
     query = ["estimates", "words", "--candidate", "w3", "--candidate", "w7", "--format", "json"]
     from_db = json.loads(cli(*query, "--db", db)[1])

@@ -37,7 +37,7 @@ def cms_task(url: str, task_id: str, **fixed: int) -> TaskConfig:
 
 
 def stored_rows(store: PostgresStore | SqliteStore, task: TaskConfig) -> list[tuple]:
-    return [(b, r, n, c.tobytes()) for b, r, n, c in store.sum_rows(task)]
+    return [(b, s, r, n, c.tobytes()) for b, s, r, n, c in store.sum_rows(task)]
 
 
 def test_nodes_share_tasks_and_count_every_report_once(

@@ -14,6 +14,7 @@ from flask import Flask
 from ldp_telemetry.aggregator import create_app
 from ldp_telemetry.aggregator.api.resources import get_store
 from ldp_telemetry.shared import ParameterError, TaskConfig
+from tests.aggregator.stores import WITHOUT_SLICES
 from tests.support.servers import ADMIN, bearer
 
 TASKS = [
@@ -62,6 +63,12 @@ def test_tasks_of_an_old_database_are_refingerprinted(app: Flask) -> None:
         [
             ("UPDATE tasks SET config = ? WHERE task_id = ?", (o, t.task_id))
             for o, t in zip(old, tasks, strict=True)
+        ]
+        + [
+            (statement, ())
+            for statement in WITHOUT_SLICES[
+                "postgresql" if db.startswith("postgresql") else "sqlite"
+            ]
         ]
         + [("DELETE FROM schema_version WHERE version >= 3", ())],
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from ldp_telemetry.aggregator.store import StoredTask
 from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.shared import TaskConfig
+from tests.aggregator.stores import WITHOUT_SLICES
 from tests.support.reports import envelopes
 
 SCHEMA_6_SEEN = (
@@ -36,6 +37,8 @@ def test_ids_known_at_schema_6_stay_known_after_the_migration(tmp_path: Path) ->
         for statement in SCHEMA_6_SEEN:
             tx.execute(statement)
         tx.executemany("INSERT INTO seen VALUES (?, ?, ?)", rows)
+        for statement in WITHOUT_SLICES["sqlite"]:
+            tx.execute(statement)
         tx.execute("DELETE FROM schema_version WHERE version >= 7")
     again = SqliteStore(path)
     again.initialize()  # applies migration 0007

@@ -119,15 +119,19 @@ def test_the_archive_and_the_export_hold_every_report(store: SqlStore, kind: str
     store.add_reports(task, envelopes(task, reports[20:], day + DAY), [0] * 10)
 
     archived = list(store.archived(task))
-    assert [bucket for bucket, _ in archived] == [day, day + DAY]
+    assert [(bucket, slice_index) for bucket, slice_index, _ in archived] == [
+        (day, 0),
+        (day + DAY, 0),
+    ]
     mechanism = task.mechanism_object
-    kept, sent = unpack(mechanism, [blob for _, blob in archived]), stack(mechanism, reports)
+    kept, sent = unpack(mechanism, [blob for _, _, blob in archived]), stack(mechanism, reports)
     for got, expected in zip(batch_columns(kept), batch_columns(sent), strict=True):
         assert np.array_equal(got, expected)
 
     dense, exported = dense_sums(task, reports), mechanism.new_sums()
     buckets = set()
-    for bucket, row, n, counters in store.sum_rows(task):  # folds what is staged first
+    for bucket, slice_index, row, n, counters in store.sum_rows(task):  # folds staged first
+        assert slice_index == 0  # a task without dimensions has the one slice
         buckets.add(bucket)
         exported.n[row] += n
         exported.table[row] += counters

@@ -6,11 +6,13 @@ row per report, partitioned Hive-style by task and day::
 
     DIR/task_id=TASK/day=2026-11-24/part-00000.parquet
 
-Each file's columns are ``bucket`` and the mechanism's batch arrays (a 2-D array: a
-fixed-size binary per report for packed bits, else a fixed-size list), and its metadata
-holds the task's public configuration, so a reader needs nothing else.
+Each file's columns are ``bucket``, ``slice`` (the report's slice of the task's public
+dimensions, 0 without them; files written before it have none: all slice 0) and the
+mechanism's batch arrays (a 2-D array: a fixed-size binary per report for packed bits,
+else a fixed-size list), and its metadata holds the task's public configuration, so a
+reader needs nothing else.
 :mod:`ldp_telemetry.aggregator.archive` sums an archive with Dask into a sums file: the format of
-``export --what sums --format parquet`` (one row per (bucket, row) with ``n`` and the
+``export --what sums --format parquet`` (one row per (bucket, slice, row) with ``n`` and the
 integer ``counters``), which ``estimates --sums`` and ``heavy-hitters --sums`` read
 instead of the database.
 """
@@ -19,7 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,9 +60,16 @@ def task_of(path: str | Path) -> TaskConfig:
 # -- reports -----------------------------------------------------------------------------
 
 
-def reports_table(task: TaskConfig, buckets: np.ndarray, batch: Batch) -> pa.Table:
-    """Return reports as a table: ``bucket`` and the batch's arrays."""
-    arrays: dict[str, pa.Array] = {"bucket": pa.array(buckets, type=pa.int64())}
+def reports_table(
+    task: TaskConfig, buckets: np.ndarray, batch: Batch, slices: np.ndarray | None = None
+) -> pa.Table:
+    """Return reports as a table: ``bucket``, ``slice`` and the batch's arrays."""
+    arrays: dict[str, pa.Array] = {
+        "bucket": pa.array(buckets, type=pa.int64()),
+        "slice": pa.array(
+            np.zeros(len(buckets), np.int64) if slices is None else slices, type=pa.int64()
+        ),
+    }
     names = column_names(task.mechanism_object)
     for name, array in zip(names, columns(batch), strict=True):
         if array.ndim == 1:
@@ -75,8 +85,9 @@ def reports_table(task: TaskConfig, buckets: np.ndarray, batch: Batch) -> pa.Tab
     return pa.table(arrays).replace_schema_metadata(_metadata(task))
 
 
-def table_reports(task: TaskConfig, table: pa.Table) -> tuple[np.ndarray, Batch]:
-    """Return (buckets, batch) from a reports table (the inverse of :func:`reports_table`)."""
+def table_reports(task: TaskConfig, table: pa.Table) -> tuple[np.ndarray, np.ndarray, Batch]:
+    """Return (buckets, slices, batch) from a reports table (the inverse of
+    :func:`reports_table`; a file without ``slice``, written before it: all 0)."""
     arrays = []
     for name in column_names(task.mechanism_object):
         column = table.column(name).combine_chunks()
@@ -91,17 +102,23 @@ def table_reports(task: TaskConfig, table: pa.Table) -> tuple[np.ndarray, Batch]
         else:
             arrays.append(column.to_numpy(zero_copy_only=False))
     buckets = table.column("bucket").to_numpy(zero_copy_only=False)
-    return buckets, from_columns(task.mechanism_object, arrays)
+    slices = (
+        table.column("slice").to_numpy(zero_copy_only=False)
+        if "slice" in table.column_names
+        else np.zeros(len(buckets), np.int64)
+    )
+    return buckets, slices, from_columns(task.mechanism_object, arrays)
 
 
 def write_archive(
     task: TaskConfig,
-    archived: Iterable[tuple[int, bytes]],
+    archived: Iterable[tuple[int, int, bytes]],
     folder: Path,
     reports_per_file: int = REPORTS_PER_FILE,
 ) -> tuple[int, list[Path]]:
-    """Write archived (bucket, packed batch) rows as partitioned Parquet; return (n, files)."""
-    pending: dict[str, list[tuple[int, bytes]]] = {}
+    """Write archived (bucket, slice, packed batch) rows as partitioned Parquet; return
+    (n, files)."""
+    pending: dict[str, list[tuple[int, int, bytes]]] = {}
     counts: dict[str, int] = {}
     written: list[Path] = []
     parts: dict[str, int] = {}
@@ -113,9 +130,11 @@ def write_archive(
         if not blobs:
             return
         mechanism = task.mechanism_object
-        sizes = [len(_stacked(mechanism, blob)) for _, blob in blobs]
-        buckets = np.repeat([b for b, _ in blobs], sizes).astype(np.int64)
-        table = reports_table(task, buckets, unpack(mechanism, [blob for _, blob in blobs]))
+        sizes = [len(_stacked(mechanism, blob)) for _, _, blob in blobs]
+        buckets = np.repeat([b for b, _, _ in blobs], sizes).astype(np.int64)
+        slices = np.repeat([s for _, s, _ in blobs], sizes).astype(np.int64)
+        batch = unpack(mechanism, [blob for _, _, blob in blobs])
+        table = reports_table(task, buckets, batch, slices)
         target = folder / f"task_id={task.task_id}" / f"day={day}"
         target.mkdir(parents=True, exist_ok=True)
         path = target / f"part-{parts.get(day, 0):05d}.parquet"
@@ -123,9 +142,9 @@ def write_archive(
         pq.write_table(table, path)
         written.append(path)
 
-    for bucket, blob in archived:
+    for bucket, slice_index, blob in archived:
         day = day_of(bucket)
-        pending.setdefault(day, []).append((bucket, blob))
+        pending.setdefault(day, []).append((bucket, slice_index, blob))
         size = len(_stacked(task.mechanism_object, blob))
         counts[day] = counts.get(day, 0) + size
         total += size
@@ -152,6 +171,7 @@ SUMS_SCHEMA = pa.schema(
     [
         ("task_id", pa.string()),
         ("bucket", pa.int64()),
+        ("slice", pa.int64()),
         ("row", pa.int64()),
         ("n", pa.int64()),
         ("counters", pa.list_(pa.int64())),
@@ -160,17 +180,18 @@ SUMS_SCHEMA = pa.schema(
 
 
 def write_sums(
-    task: TaskConfig, rows: Iterable[tuple[int, int, int, np.ndarray]], path: Path
+    task: TaskConfig, rows: Iterable[tuple[int, int, int, int, np.ndarray]], path: Path
 ) -> int:
-    """Write (bucket, row, n, counters) rows as a sums file; return how many rows."""
+    """Write (bucket, slice, row, n, counters) rows as a sums file; return how many rows."""
     listed = list(rows)
     table = pa.table(
         {
             "task_id": [task.task_id] * len(listed),
             "bucket": [r[0] for r in listed],
-            "row": [r[1] for r in listed],
-            "n": [r[2] for r in listed],
-            "counters": [np.asarray(r[3], dtype=np.int64) for r in listed],
+            "slice": [r[1] for r in listed],
+            "row": [r[2] for r in listed],
+            "n": [r[3] for r in listed],
+            "counters": [np.asarray(r[4], dtype=np.int64) for r in listed],
         },
         schema=SUMS_SCHEMA,
     ).replace_schema_metadata(_metadata(task))
@@ -178,13 +199,25 @@ def write_sums(
     return len(listed)
 
 
-def read_sum_rows(path: str | Path) -> Iterator[tuple[int, int, int, np.ndarray]]:
-    """Yield (bucket, row, n, counters) from a sums file, in its order."""
-    table = pq.read_table(path, columns=["bucket", "row", "n", "counters"])
+def read_sum_rows(path: str | Path) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
+    """Yield (bucket, slice, row, n, counters) from a sums file, in its order (a file
+    written before slices: slice 0)."""
+    table = pq.read_table(path)
     buckets, rows, ns = (table.column(c).to_numpy() for c in ("bucket", "row", "n"))
+    slices = (
+        table.column("slice").to_numpy()
+        if "slice" in table.column_names
+        else np.zeros(len(buckets), np.int64)
+    )
     counters = table.column("counters").to_pylist()
     for i in range(len(buckets)):
-        yield int(buckets[i]), int(rows[i]), int(ns[i]), np.asarray(counters[i], dtype=np.int64)
+        yield (
+            int(buckets[i]),
+            int(slices[i]),
+            int(rows[i]),
+            int(ns[i]),
+            np.asarray(counters[i], dtype=np.int64),
+        )
 
 
 class SumsFile:
@@ -200,16 +233,40 @@ class SumsFile:
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets the file holds sums of, in order."""
-        return sorted({bucket for bucket, _, _, _ in read_sum_rows(self.path)})
+        return sorted({bucket for bucket, _, _, _, _ in read_sum_rows(self.path)})
 
     @contextmanager
-    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
-        """Yield the file's sums over buckets starting in [start, end)."""
-        if task.fingerprint != self.task.fingerprint:
-            raise ValueError(f"{self.path} holds the sums of another task configuration")
+    def read_sums(
+        self,
+        task: TaskConfig,
+        start: int | None,
+        end: int | None,
+        slices: Collection[int] | None = None,
+    ) -> Iterator[SumsView]:
+        """Yield the file's sums over buckets starting in [start, end) and the given slices
+        (None: every slice)."""
+        self._check(task)
+        chosen = None if slices is None else set(slices)
         sums: Sums = task.mechanism_object.new_sums()
-        for bucket, row, n, counters in read_sum_rows(self.path):
-            if (start is None or bucket >= start) and (end is None or bucket < end):
+        for bucket, slice_index, row, n, counters in read_sum_rows(self.path):
+            if _inside(bucket, start, end) and (chosen is None or slice_index in chosen):
                 sums.n[row] += n
                 sums.table[row] += counters
         yield sums
+
+    def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
+        """Return the reports per slice index over buckets starting in [start, end)."""
+        self._check(task)
+        counts: defaultdict[int, int] = defaultdict(int)
+        for bucket, slice_index, _, n, _ in read_sum_rows(self.path):
+            if _inside(bucket, start, end):
+                counts[slice_index] += n
+        return {index: count for index, count in sorted(counts.items()) if count}
+
+    def _check(self, task: TaskConfig) -> None:
+        if task.fingerprint != self.task.fingerprint:
+            raise ValueError(f"{self.path} holds the sums of another task configuration")
+
+
+def _inside(bucket: int, start: int | None, end: int | None) -> bool:
+    return (start is None or bucket >= start) and (end is None or bucket < end)

@@ -40,9 +40,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class Partial:
-    """The sums of some reports over the (bucket, row) pairs they touched, as arrays.
+    """The sums of some reports over the (bucket, slice, row) keys they touched, as arrays.
 
-    ``keys`` (r, 2) int64 sorted by (bucket, row), ``n`` (r,), ``counters`` (r, width):
+    ``keys`` (r, 3) int64 sorted by (bucket, slice, row), ``n`` (r,), ``counters`` (r, width):
     a few large arrays, cheap to send between Dask workers and to add.
     """
 
@@ -51,17 +51,21 @@ class Partial:
     counters: np.ndarray
 
     @classmethod
-    def of(cls, parts: list[tuple[int, RowSums]]) -> Partial:
-        """Return the partial sums of folded parts (bucket, RowSums), duplicates added."""
+    def of(cls, parts: list[tuple[int, int, RowSums]]) -> Partial:
+        """Return the partial sums of folded parts (bucket, slice, RowSums), duplicates
+        added."""
         if not parts:
             return cls(
-                np.zeros((0, 2), np.int64), np.zeros(0, np.int64), np.zeros((0, 0), np.int64)
+                np.zeros((0, 3), np.int64), np.zeros(0, np.int64), np.zeros((0, 0), np.int64)
             )
         keys = np.concatenate(
-            [np.column_stack([np.full(len(p.rows), b), p.rows]) for b, p in parts]
+            [
+                np.column_stack([np.full(len(p.rows), b), np.full(len(p.rows), s), p.rows])
+                for b, s, p in parts
+            ]
         ).astype(np.int64)
-        n = np.concatenate([p.n for _, p in parts]).astype(np.int64)
-        counters = np.concatenate([p.table for _, p in parts]).astype(np.int64)
+        n = np.concatenate([p.n for _, _, p in parts]).astype(np.int64)
+        counters = np.concatenate([p.table for _, _, p in parts]).astype(np.int64)
         return cls._summed(keys, n, counters)
 
     @classmethod
@@ -98,11 +102,14 @@ def fold_file(path: str) -> Partial:
     parquet = pq.ParquetFile(path)
     total = Partial.of([])
     for group in range(parquet.num_row_groups):
-        buckets, batch = table_reports(task, parquet.read_row_group(group))
+        buckets, slices, batch = table_reports(task, parquet.read_row_group(group))
         parts = []
-        for bucket in np.unique(buckets):
-            in_bucket = _take(batch, np.flatnonzero(buckets == bucket))
-            parts += [(int(bucket), part) for part in fold_parts(mechanism, in_bucket)]
+        for bucket, slice_index in np.unique(np.column_stack([buckets, slices]), axis=0):
+            chosen = np.flatnonzero((buckets == bucket) & (slices == slice_index))
+            parts += [
+                (int(bucket), int(slice_index), part)
+                for part in fold_parts(mechanism, _take(batch, chosen))
+            ]
         total = total + Partial.of(parts)
     return total
 
@@ -168,7 +175,7 @@ def run(
         if cluster is not None:
             cluster.close()
     rows = [
-        (int(key[0]), int(key[1]), int(n), counters)
+        (int(key[0]), int(key[1]), int(key[2]), int(n), counters)
         for key, n, counters in zip(sums.keys, sums.n, sums.counters, strict=True)
     ]
     write_sums(task, rows, output)

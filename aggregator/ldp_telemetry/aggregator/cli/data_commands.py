@@ -22,7 +22,7 @@ from ldp_telemetry.aggregator.cli.context import (
     open_collector,
 )
 
-SUMS_COLUMNS = ["task_id", "bucket", "row", "n", "counters"]
+SUMS_COLUMNS = ["task_id", "bucket", "slice", "row", "n", "counters"]
 ESTIMATE_COLUMNS = ["task_id", "bucket", "n", "value", "estimate", "std_error", "ci_low", "ci_high"]
 
 
@@ -73,8 +73,9 @@ def export(
 ) -> None:
     """Export a task's sums, per-bucket estimates, or archived reports.
 
-    Sums are one record per (bucket, row): the row's report count ``n`` and its integer
-    ``counters`` (in CSV, space-separated). Estimates are one record per (bucket, value);
+    Sums are one record per (bucket, slice, row): the row's report count ``n`` and its
+    integer ``counters`` (in CSV, space-separated); ``slice`` is the slice of the task's
+    public dimensions (0 without them). Estimates are one record per (bucket, value);
     buckets with fewer reports than the task's min_batch_size are left out (counted on
     standard error). Reports (--reports) are one Parquet row per privatized report that an
     archiving task accepted, in OUTPUT/task_id=TASK/day=YYYY-MM-DD/part-NNNNN.parquet;
@@ -118,10 +119,11 @@ def _export_reports(task_id: str, output: str | None) -> None:
 
 
 def _sum_records(opened: Collector, task: Any) -> Iterator[dict[str, Any]]:
-    for bucket, row, n, counters in opened.store.sum_rows(task):
+    for bucket, slice_index, row, n, counters in opened.store.sum_rows(task):
         yield {
             "task_id": task.task_id,
             "bucket": bucket,
+            "slice": slice_index,
             "row": row,
             "n": n,
             "counters": counters.tolist(),
@@ -205,6 +207,7 @@ def _write_parquet(
     types = {
         "task_id": pa.string(),
         "bucket": pa.int64(),
+        "slice": pa.int64(),
         "row": pa.int64(),
         "n": pa.int64(),
         "counters": pa.list_(pa.int64()),

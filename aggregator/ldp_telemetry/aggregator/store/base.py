@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar
 
@@ -35,10 +35,16 @@ from ldp_telemetry.aggregator.store.interface import (
     Upload,
 )
 from ldp_telemetry.aggregator.store.migrations import Schema, apply_migrations
-from ldp_telemetry.aggregator.store.reads import NO_LIMIT, snapshot_sums, stored_buckets
+from ldp_telemetry.aggregator.store.reads import (
+    NO_LIMIT,
+    slice_counts,
+    snapshot_sums,
+    stored_buckets,
+)
 from ldp_telemetry.aggregator.store.sql import (
     CHUNK,
     COUNTER,
+    StagedRow,
     Tx,
     first_expiries,
     first_sightings,
@@ -199,22 +205,23 @@ class SqlStore:
             self._after_commit(tasks[task_id], size)
         return replayed
 
-    def _stage(self, tx: Tx, task: TaskConfig, rows: list[tuple[str, int, bytes]]) -> int:
-        """Stage new reports (packed, one row per bucket); return their size in bytes."""
+    def _stage(self, tx: Tx, task: TaskConfig, rows: list[StagedRow]) -> int:
+        """Stage new reports (packed, one row per bucket and slice); return their bytes."""
         if not rows:
             return 0
         stored = self.get_task(task.task_id)
         stage(tx, rows, archive=stored is not None and stored.archive)
-        added = sum(len(row[2]) for row in rows)
+        added = sum(len(row[3]) for row in rows)
         self._after_stage(tx, task, added)
         return added
 
-    def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:
-        """Yield (bucket, packed batch) of every archived batch of a task, oldest first."""
-        for bucket, data in self._stream(
-            "SELECT bucket, data FROM archived WHERE task_id = ? ORDER BY id", (task.task_id,)
+    def archived(self, task: TaskConfig) -> Iterator[tuple[int, int, bytes]]:
+        """Yield (bucket, slice, packed batch) of every archived batch of a task, oldest first."""
+        for bucket, slice_index, data in self._stream(
+            "SELECT bucket, slice, data FROM archived WHERE task_id = ? ORDER BY id",
+            (task.task_id,),
         ):
-            yield int(bucket), bytes(data)
+            yield int(bucket), int(slice_index), bytes(data)
 
     def collect_expired(self, now: int) -> int:
         """Forget report ids whose acceptance window closed before ``now``."""
@@ -224,16 +231,31 @@ class SqlStore:
     # -- reads -------------------------------------------------------------------------
 
     @contextmanager
-    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
-        """Yield the task's sums over buckets starting in [start, end), from one snapshot.
+    def read_sums(
+        self,
+        task: TaskConfig,
+        start: int | None,
+        end: int | None,
+        slices: Collection[int] | None = None,
+    ) -> Iterator[SumsView]:
+        """Yield the task's sums over buckets starting in [start, end) and the given slices
+        (None: every slice, the task's totals), from one snapshot.
 
         Every report acknowledged so far is in it: the sums and, added in memory, what is
         staged in that snapshot (:mod:`ldp_telemetry.aggregator.store.staged_view`).
         """
         self._before_read(task)
         self._ensure_rollup(task)
-        with self._read() as tx, snapshot_sums(tx, task, start, end) as sums:
+        with self._read() as tx, snapshot_sums(tx, task, start, end, slices) as sums:
             yield sums
+
+    def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
+        """Return the reports per slice index over buckets starting in [start, end): only
+        the slices that have some (a task without dimensions: {0: n}, or {})."""
+        self._before_read(task)
+        self._ensure_rollup(task)
+        with self._read() as tx:
+            return slice_counts(tx, task, start, end)
 
     def _ensure_rollup(self, task: TaskConfig) -> None:
         """Build a sketch task's roll-up if it predates the roll-up (once per database)."""
@@ -266,14 +288,15 @@ class SqlStore:
         with self._read() as tx:
             return refusals_in(tx, task.task_id, start, end)
 
-    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
-        """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""
+    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
+        """Yield (bucket, slice, row, n, counters) of every stored sums row, ordered (export)."""
         self.fold_staged(task)
-        for bucket, row, n, blob in self._stream(
-            "SELECT bucket, row, n, counters FROM sums WHERE task_id = ? ORDER BY bucket, row",
+        for bucket, slice_index, row, n, blob in self._stream(
+            "SELECT bucket, slice, row, n, counters FROM sums WHERE task_id = ? "
+            "ORDER BY bucket, slice, row",
             (task.task_id,),
         ):
-            yield int(bucket), int(row), int(n), np.frombuffer(blob, dtype=COUNTER)
+            yield int(bucket), int(slice_index), int(row), int(n), np.frombuffer(blob, COUNTER)
 
     # -- shuffled batches --------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """What the views need from storage: the :class:`Store` protocol and its value types.
 
-The collector keeps tasks, exact integer sums per (task, time bucket, sketch row), the ids of
+The collector keeps tasks, exact integer sums per (task, time bucket, slice, sketch row) (a
+slice: one combination of a task's public dimensions, 0 without them), the ids of
 reports seen inside their acceptance window, and hashed tokens. Every method is atomic. Backends
 (:mod:`ldp_telemetry.aggregator.store.sqlite.backend`, ...) implement it;
 :mod:`ldp_telemetry.aggregator.store.backends` picks one from the database URL. This module imports
@@ -9,7 +10,7 @@ no backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -102,9 +103,18 @@ class SumsSource(Protocol):
     (ldp_telemetry.aggregator.archive.parquet)."""
 
     def read_sums(
-        self, task: TaskConfig, start: int | None, end: int | None
+        self,
+        task: TaskConfig,
+        start: int | None,
+        end: int | None,
+        slices: Collection[int] | None = None,
     ) -> AbstractContextManager[SumsView]:
-        """Return a context yielding the sums over buckets starting in [start, end)."""
+        """Return a context yielding the sums over buckets starting in [start, end) and the
+        given slice indices (None: every slice, the task's totals)."""
+
+    def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
+        """Return the reports per slice index over buckets starting in [start, end), only
+        for slices that have some."""
 
     def buckets(self, task: TaskConfig) -> list[int]:
         """Return the start times of the buckets holding reports of a task, in order."""
@@ -150,8 +160,9 @@ class Store(Protocol):
         ``expires[i]`` is when report i's id may be forgotten (its window has closed).
         """
 
-    def archived(self, task: TaskConfig) -> Iterator[tuple[int, bytes]]:
-        """Yield (bucket, packed batch) of every report an archiving task accepted, in order."""
+    def archived(self, task: TaskConfig) -> Iterator[tuple[int, int, bytes]]:
+        """Yield (bucket, slice, packed batch) of every report an archiving task accepted, in
+        order."""
 
     def fold_staged(self, task: TaskConfig) -> None:
         """Fold a task's staged reports into its sums now (reads need not: they add them)."""
@@ -160,9 +171,15 @@ class Store(Protocol):
         """Forget report ids whose window closed before ``now``; return how many."""
 
     def read_sums(
-        self, task: TaskConfig, start: int | None, end: int | None
+        self,
+        task: TaskConfig,
+        start: int | None,
+        end: int | None,
+        slices: Collection[int] | None = None,
     ) -> AbstractContextManager[SumsView]:
-        """Return a context yielding the sums over buckets starting in [start, end).
+        """Return a context yielding the sums over buckets starting in [start, end) and the
+        given slice indices (None: every slice: the task's totals, the sum of its slices).
+        An index the task does not have raises ValueError.
 
         The sums come from one consistent snapshot; a sketch's rows may be read only
         when the estimator asks for them, so use them inside the ``with`` block.
@@ -186,8 +203,12 @@ class Store(Protocol):
     def refusals(self, task: TaskConfig, start: int | None, end: int | None) -> int:
         """Return how many reports of buckets starting in [start, end) were implausible."""
 
-    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, np.ndarray]]:
-        """Yield (bucket, row, n, counters) of every stored sums row, ordered (export)."""
+    def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
+        """Return the reports per slice index over buckets starting in [start, end): only
+        the slices that have some, in index order; their sum is the range's n."""
+
+    def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
+        """Yield (bucket, slice, row, n, counters) of every stored sums row, ordered (export)."""
 
     def backup(self, target: str) -> None:
         """Write a consistent copy of the whole store to ``target`` while it serves."""

@@ -7,20 +7,24 @@ roll-up instead (:mod:`ldp_telemetry.aggregator.store.rollup`): one row per tabl
 bucket. The reports still staged in that snapshot are added in memory
 (:mod:`ldp_telemetry.aggregator.store.staged_view`): a read writes nothing. The caller opens the
 snapshot (SQLite: a read transaction on the WAL; PostgreSQL: REPEATABLE READ) and closes it after
-the ``with`` block.
+the ``with`` block. A read may take some of a task's slices (its public dimensions'
+combinations; None: all, the task's totals); :func:`slice_counts` says how many reports
+each slice holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 import numpy as np
 
 from ldp_telemetry.aggregator.store import rollup
 from ldp_telemetry.aggregator.store.interface import SumsView
-from ldp_telemetry.aggregator.store.sql import COUNTER, Tx, sum_buckets
+from ldp_telemetry.aggregator.store.sql import COUNTER, Tx, slice_clause, sum_buckets
 from ldp_telemetry.aggregator.store.staged_view import StagedRows
+from ldp_telemetry.aggregator.store.staging import unpack
 from ldp_telemetry.aggregator.store.streamed import StreamedSums
 from ldp_telemetry.shared import Sums, TaskConfig
 
@@ -29,11 +33,17 @@ NO_LIMIT = (-(2**63), 2**63 - 1)
 
 @contextmanager
 def snapshot_sums(
-    tx: Tx, task: TaskConfig, start: int | None, end: int | None
+    tx: Tx,
+    task: TaskConfig,
+    start: int | None,
+    end: int | None,
+    slices: Collection[int] | None = None,
 ) -> Iterator[SumsView]:
-    """Yield the sums over buckets starting in [start, end), read through ``tx``."""
+    """Yield the sums over buckets starting in [start, end) and the given slices (None:
+    all), read through ``tx``."""
     low, high = _bounds(start, end)
-    where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
+    chosen = slice_clause(task, slices)
+    where = f"WHERE task_id = ? AND bucket >= ? AND bucket < ?{chosen}"
     args = (task.task_id, low, high)
     staged = StagedRows(
         task.mechanism_object,
@@ -44,36 +54,64 @@ def snapshot_sums(
         yield _dense(tx, task, where, args, staged)
         return
     buckets = stored_buckets(tx, task.task_id, low, high)
+    used = len(staged.buckets.union(buckets))
     if rollup.covers(tx, task.task_id, low, high):  # every stored bucket: read their sum
-        yield _rolled_up(tx, task.task_id, rows, width, staged, len(staged.buckets.union(buckets)))
+        yield _rolled_up(tx, task.task_id, rows, width, staged, used, chosen)
         return
     yield StreamedSums(
         lambda: _total(tx, where, args) + staged.total,
         rows,
         width,
-        lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width, staged),
+        lambda a, b: _row_block(tx, task.task_id, buckets, a, b, width, staged, chosen),
         lambda: _row_counts(tx, where, args, rows, staged),
-        len(staged.buckets.union(buckets)),
+        used,
     )
 
 
+def slice_counts(tx: Tx, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
+    """Return the reports per slice over buckets starting in [start, end), staged ones
+    included: only slices that have some, in slice order."""
+    low, high = _bounds(start, end)
+    where = "WHERE task_id = ? AND bucket >= ? AND bucket < ?"
+    args = (task.task_id, low, high)
+    counts: defaultdict[int, int] = defaultdict(int)
+    rows = task.mechanism_object.sums_shape[0]
+    if rows > 1 and rollup.covers(tx, task.task_id, low, high):  # one row per table row
+        stored = tx.execute(
+            "SELECT slice, SUM(n) FROM rollup WHERE task_id = ? GROUP BY slice", (task.task_id,)
+        )
+    else:
+        stored = tx.execute(f"SELECT slice, SUM(n) FROM sums {where} GROUP BY slice", args)
+    for slice_index, count in stored:
+        counts[int(slice_index)] += int(count)
+    mechanism = task.mechanism_object
+    for slice_index, data in tx.execute(f"SELECT slice, data FROM staged {where}", args):
+        counts[int(slice_index)] += len(unpack(mechanism, [bytes(data)]))
+    return {index: count for index, count in sorted(counts.items()) if count}
+
+
 def _rolled_up(
-    tx: Tx, task_id: str, rows: int, width: int, staged: StagedRows, buckets: int
+    tx: Tx, task_id: str, rows: int, width: int, staged: StagedRows, buckets: int, chosen: str
 ) -> StreamedSums:
     """Return streamed sums read from the task's roll-up (plus what is staged)."""
 
     def block(start: int, stop: int) -> np.ndarray:
-        found = rollup.row_block(tx, task_id, start, stop, width)
+        found = rollup.row_block(tx, task_id, start, stop, width, chosen)
         staged.add_block(found, start)
         return found
 
     def counts() -> np.ndarray:
-        n = rollup.row_counts(tx, task_id, rows)
+        n = rollup.row_counts(tx, task_id, rows, chosen)
         staged.add_n(n)
         return n
 
     return StreamedSums(
-        lambda: rollup.total(tx, task_id) + staged.total, rows, width, block, counts, buckets
+        lambda: rollup.total(tx, task_id, chosen) + staged.total,
+        rows,
+        width,
+        block,
+        counts,
+        buckets,
     )
 
 
@@ -118,7 +156,7 @@ def _row_counts(
     """Return each row's report count over the window (the n column only: no counters)."""
     n = np.zeros(rows, dtype=np.int64)
     for row, count in tx.execute(f"SELECT row, SUM(n) FROM sums {where} GROUP BY row", args):
-        n[row] = count
+        n[row] = count  # summed over the slices read
     staged.add_n(n)
     return n
 
@@ -131,9 +169,11 @@ def _row_block(
     stop: int,
     width: int,
     staged: StagedRows,
+    chosen: str,
 ) -> np.ndarray:
-    """Return rows [start, stop) summed over the buckets (index range scans, one per bucket)."""
-    _, block = sum_buckets(tx, task_id, buckets, start, stop, width)
+    """Return rows [start, stop) summed over the buckets and the ``chosen`` slices (index
+    range scans, one per bucket and slice)."""
+    _, block = sum_buckets(tx, task_id, buckets, start, stop, width, chosen)
     staged.add_block(block, start)
     return block
 

@@ -9,16 +9,19 @@ Every fold (:func:`ldp_telemetry.aggregator.store.sql.fold_into_sums`) adds what
 bucket's rows to the roll-up's rows too, in the same transaction, so a snapshot's roll-up always
 equals the sum of its buckets. A task is ``rollup_ready`` when its roll-up holds every fold: from
 its creation on, or once :func:`build` has added up its buckets (a task that had sums before the
-roll-up existed, on its first read). Single-row mechanisms have none: their sums are small and read
-whole. Nothing deletes a bucket's sums today; whatever comes to delete them must rebuild the task's
-roll-up (or drop its ``rollup_ready`` row) in the same transaction.
+roll-up existed, on its first read). Rows are kept per slice, as the buckets' are (a task's
+public dimensions, :mod:`ldp_telemetry.shared.dimensions`): a read names the slices it sums
+(``chosen``, a :func:`~ldp_telemetry.aggregator.store.sql.slice_clause`). Single-row
+mechanisms have none: their sums are small and read whole. Nothing deletes a bucket's sums
+today; whatever comes to delete them must rebuild the task's roll-up (or drop its
+``rollup_ready`` row) in the same transaction.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ldp_telemetry.aggregator.store.sql import COUNTER, Tx, sum_buckets
+from ldp_telemetry.aggregator.store.sql import COUNTER, Tx, add_at, sum_buckets
 
 BUILD_ROWS = 4096  # rows added up at once while building: 32 MiB at m = 1,024
 
@@ -39,14 +42,29 @@ def build(tx: Tx, task_id: str, rows: int, width: int, buckets: list[int]) -> No
     The caller holds what keeps folds of the task out until ``tx`` commits.
     """
     tx.execute("DELETE FROM rollup WHERE task_id = ?", (task_id,))
-    for start in range(0, rows, BUILD_ROWS):
-        stop = min(rows, start + BUILD_ROWS)
-        n, block = sum_buckets(tx, task_id, buckets, start, stop, width)
-        hit = np.flatnonzero(n)
-        tx.executemany(
-            "INSERT INTO rollup VALUES (?, ?, ?, ?)",
-            [(task_id, start + int(i), int(n[i]), block[i].astype(COUNTER).tobytes()) for i in hit],
-        )
+    slices = [
+        int(s)
+        for (s,) in tx.execute("SELECT DISTINCT slice FROM sums WHERE task_id = ?", (task_id,))
+    ]
+    for slice_index in slices:
+        for start in range(0, rows, BUILD_ROWS):
+            stop = min(rows, start + BUILD_ROWS)
+            only = f" AND slice = {slice_index}"
+            n, block = sum_buckets(tx, task_id, buckets, start, stop, width, only)
+            hit = np.flatnonzero(n)
+            tx.executemany(
+                "INSERT INTO rollup (task_id, slice, row, n, counters) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (
+                        task_id,
+                        slice_index,
+                        start + int(i),
+                        int(n[i]),
+                        block[i].astype(COUNTER).tobytes(),
+                    )
+                    for i in hit
+                ],
+            )
     mark_ready(tx, task_id)
 
 
@@ -64,26 +82,38 @@ def covers(tx: Tx, task_id: str, low: int, high: int) -> bool:
     return not any(after) and is_ready(tx, task_id)
 
 
-def total(tx: Tx, task_id: str) -> int:
-    """Return the number of reports folded into the task."""
-    ((found,),) = tx.execute("SELECT COALESCE(SUM(n), 0) FROM rollup WHERE task_id = ?", (task_id,))
+def total(tx: Tx, task_id: str, chosen: str = "") -> int:
+    """Return the number of reports folded into the task's ``chosen`` slices."""
+    ((found,),) = tx.execute(
+        f"SELECT COALESCE(SUM(n), 0) FROM rollup WHERE task_id = ?{chosen}", (task_id,)
+    )
     return int(found)
 
 
-def row_counts(tx: Tx, task_id: str, rows: int) -> np.ndarray:
-    """Return each row's folded report count."""
+def row_counts(tx: Tx, task_id: str, rows: int, chosen: str = "") -> np.ndarray:
+    """Return each row's folded report count, summed over the ``chosen`` slices."""
     n = np.zeros(rows, dtype=np.int64)
-    for row, count in tx.execute("SELECT row, n FROM rollup WHERE task_id = ?", (task_id,)):
+    for row, count in tx.execute(
+        f"SELECT row, SUM(n) FROM rollup WHERE task_id = ?{chosen} GROUP BY row", (task_id,)
+    ):
         n[row] = count
     return n
 
 
-def row_block(tx: Tx, task_id: str, start: int, stop: int, width: int) -> np.ndarray:
-    """Return the folded rows [start, stop) (one index range scan)."""
+def row_block(
+    tx: Tx, task_id: str, start: int, stop: int, width: int, chosen: str = ""
+) -> np.ndarray:
+    """Return the folded rows [start, stop) summed over the ``chosen`` slices (one index
+    range scan per slice)."""
     block = np.zeros((stop - start, width), dtype=np.int64)
-    for row, blob in tx.execute(
-        "SELECT row, counters FROM rollup WHERE task_id = ? AND row >= ? AND row < ?",
-        (task_id, start, stop),
-    ):
-        block[row - start] = np.frombuffer(blob, dtype=COUNTER)
+    found = list(
+        tx.execute(
+            f"SELECT row, counters FROM rollup WHERE task_id = ?{chosen} AND row >= ? AND row < ?",
+            (task_id, start, stop),
+        )
+    )
+    if found:
+        at = np.fromiter((row - start for row, _ in found), dtype=np.int64, count=len(found))
+        joined = np.frombuffer(b"".join(bytes(b) for _, b in found), dtype=COUNTER)
+        add_at(block, at, joined.reshape(len(found), width), len(np.unique(at)) == len(at))
     return block

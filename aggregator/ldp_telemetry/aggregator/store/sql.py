@@ -1,16 +1,21 @@
 """What the SQL backends share: the transaction they write through and the sums arithmetic.
 
-Both backends keep the same tables (tasks, sums per (task, bucket, row) with counters as
-little-endian int64 bytes, seen report ids, staged packed batches, tokens) and write the
+Both backends keep the same tables (tasks, sums per (task, bucket, slice, row) with counters
+as little-endian int64 bytes, seen report ids, staged packed batches, tokens) and write the
 sums the same way, so a PostgreSQL collector and a SQLite one fed the same reports hold
 bit-identical sums. The statements here use ``?`` placeholders; a backend whose driver
-wants another style adapts them in its :class:`Tx`.
+wants another style adapts them in its :class:`Tx`. Statements name their columns: the
+``slice`` column (migration 0008) is not in the same place in both backends' tables.
+
+A slice is a task's public dimensions' combination (:mod:`ldp_telemetry.shared.dimensions`;
+0 for a task without dimensions): its rows are stored apart, so a read may take some slices
+(:func:`slice_clause`) and a task's totals are the sum over its slices.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -91,46 +96,78 @@ def first_sightings(
     return replayed, fresh
 
 
-def staged_rows(task: TaskConfig, envelopes: Sequence[Envelope]) -> list[tuple[str, int, bytes]]:
-    """Return (task_id, bucket, packed batch) rows staging new reports, one per bucket."""
-    by_bucket: defaultdict[int, list] = defaultdict(list)
+StagedRow = tuple[str, int, int, bytes]  # (task_id, bucket, slice, packed batch)
+
+
+def staged_rows(task: TaskConfig, envelopes: Sequence[Envelope]) -> list[StagedRow]:
+    """Return (task_id, bucket, slice, packed batch) rows staging new reports, one per
+    bucket and slice."""
+    by_key: defaultdict[tuple[int, int], list] = defaultdict(list)
     for envelope in envelopes:
-        by_bucket[envelope.time].append(envelope.payload)
+        by_key[envelope.time, envelope.slice].append(envelope.payload)
     return [
-        (task.task_id, bucket, pack(stack(task.mechanism_object, payloads)))
-        for bucket, payloads in by_bucket.items()
+        (task.task_id, bucket, slice_index, pack(stack(task.mechanism_object, payloads)))
+        for (bucket, slice_index), payloads in by_key.items()
     ]
 
 
-def stage(tx: Tx, rows: list[tuple[str, int, bytes]], *, archive: bool) -> None:
+def stage(tx: Tx, rows: list[StagedRow], *, archive: bool) -> None:
     """Insert staged rows; an archiving task also keeps them, unchanged, in ``archived``."""
-    tx.executemany("INSERT INTO staged (task_id, bucket, data) VALUES (?, ?, ?)", rows)
+    columns = "(task_id, bucket, slice, data) VALUES (?, ?, ?, ?)"
+    tx.executemany(f"INSERT INTO staged {columns}", rows)
     if archive:
-        tx.executemany("INSERT INTO archived (task_id, bucket, data) VALUES (?, ?, ?)", rows)
+        tx.executemany(f"INSERT INTO archived {columns}", rows)
 
 
-def fold_into_sums(tx: Tx, task: TaskConfig, staged: Iterable[tuple[int, bytes]]) -> None:
-    """Add staged (bucket, packed batch) rows to the task's stored sums and its roll-up.
+def slice_clause(task: TaskConfig, slices: Collection[int] | None) -> str:
+    """Return the ``AND slice IN (...)`` of a read of some slices ('' for all of them).
+
+    ``None`` reads every slice: by name while they are few, so that each slice's rows stay
+    an index range scan (the key is (task, bucket, slice, row)). The indices are checked
+    integers, written into the statement (no placeholder count to keep under a driver's
+    limit). Raises ValueError for an index the task does not have.
+    """
+    count = task.slice_count
+    if slices is None:
+        if count > CHUNK:
+            return ""
+        slices = range(count)
+    chosen = sorted({_slice_index(index, count) for index in slices})
+    if not chosen:
+        return " AND 1 = 0"
+    return f" AND slice IN ({','.join(map(str, chosen))})"
+
+
+def _slice_index(index: object, count: int) -> int:
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise ValueError(f"a slice index is an integer, got {index!r}")
+    if not 0 <= int(index) < count:
+        raise ValueError(f"slice {index} is not one of the task's {count} slices")
+    return int(index)
+
+
+def fold_into_sums(tx: Tx, task: TaskConfig, staged: Iterable[tuple[int, int, bytes]]) -> None:
+    """Add staged (bucket, slice, packed batch) rows to the task's sums and its roll-up.
 
     The caller holds what makes this read-modify-write safe (SQLite's write lock, or a PostgreSQL
     lock on the task's folds). A sketch's roll-up (:mod:`ldp_telemetry.aggregator.store.rollup`)
     gains in the same transaction what the buckets gain.
     """
-    by_bucket: defaultdict[int, list[bytes]] = defaultdict(list)
-    for bucket, data in staged:
-        by_bucket[int(bucket)].append(bytes(data))
+    by_key: defaultdict[tuple[int, int], list[bytes]] = defaultdict(list)
+    for bucket, slice_index, data in staged:
+        by_key[int(bucket), int(slice_index)].append(bytes(data))
     mechanism = task.mechanism_object
     rolled_up = mechanism.sums_shape[0] > 1  # a single row is read whole: no roll-up
-    for bucket, blobs in sorted(by_bucket.items()):
+    for (bucket, slice_index), blobs in sorted(by_key.items()):
         for part in fold_parts(mechanism, unpack(mechanism, blobs)):
-            add_rows(tx, task.task_id, bucket, part)
+            add_rows(tx, task.task_id, bucket, slice_index, part)
             if rolled_up:
-                merge_rows(tx, "rollup", ("task_id",), (task.task_id,), part)
+                merge_rows(tx, "rollup", ("task_id", "slice"), (task.task_id, slice_index), part)
 
 
-def add_rows(tx: Tx, task_id: str, bucket: int, new: RowSums) -> None:
-    """Add freshly folded sums to a bucket's stored rows."""
-    merge_rows(tx, "sums", ("task_id", "bucket"), (task_id, bucket), new)
+def add_rows(tx: Tx, task_id: str, bucket: int, slice_index: int, new: RowSums) -> None:
+    """Add freshly folded sums to a bucket's stored rows of one slice."""
+    merge_rows(tx, "sums", ("task_id", "bucket", "slice"), (task_id, bucket, slice_index), new)
 
 
 def merge_rows(
@@ -153,7 +190,8 @@ def merge_rows(
             n[index[row]] += count
             counters[index[row]] += np.frombuffer(blob, dtype=COUNTER)
     tx.executemany(
-        f"INSERT INTO {table} VALUES ({marks(len(key) + 3)}) "
+        f"INSERT INTO {table} ({', '.join(key)}, row, n, counters) "
+        f"VALUES ({marks(len(key) + 3)}) "
         f"ON CONFLICT ({', '.join(key)}, row) "
         "DO UPDATE SET n = excluded.n, counters = excluded.counters",
         [
@@ -164,16 +202,23 @@ def merge_rows(
 
 
 def sum_buckets(
-    tx: Tx, task_id: str, buckets: Sequence[int], start: int, stop: int, width: int
+    tx: Tx,
+    task_id: str,
+    buckets: Sequence[int],
+    start: int,
+    stop: int,
+    width: int,
+    slices: str = "",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return (n, counters) of rows [start, stop) summed over ``buckets`` (one index range
-    scan per bucket; each bucket's blobs joined and added with one numpy add)."""
+    """Return (n, counters) of rows [start, stop) summed over ``buckets`` and the slices of
+    ``slices`` (a :func:`slice_clause`; one index range scan per bucket and slice; each
+    bucket's blobs joined and added with one numpy add)."""
     n = np.zeros(stop - start, dtype=np.int64)
     block = np.zeros((stop - start, width), dtype=np.int64)
     for bucket in buckets:
         found = list(
             tx.execute(
-                "SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ? "
+                f"SELECT row, n, counters FROM sums WHERE task_id = ? AND bucket = ?{slices} "
                 "AND row >= ? AND row < ?",
                 (task_id, bucket, start, stop),
             )
@@ -181,10 +226,22 @@ def sum_buckets(
         if not found:
             continue
         rows = np.fromiter((row for row, _, _ in found), dtype=np.int64, count=len(found))
-        n[rows - start] += np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
+        counts = np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
         joined = np.frombuffer(b"".join(bytes(b) for _, _, b in found), dtype=COUNTER)
-        block[rows - start] += joined.reshape(len(found), width)  # rows unique per bucket
+        unique = len(np.unique(rows)) == len(rows)
+        add_at(n, rows - start, counts, unique)
+        add_at(block, rows - start, joined.reshape(len(found), width), unique)
     return n, block
+
+
+def add_at(target: np.ndarray, at: np.ndarray, values: np.ndarray, unique: bool) -> None:
+    """Add ``values`` to ``target`` at positions ``at``, which repeat when several slices
+    hold a row (``unique`` False); one fancy-indexed add when they do not, as for every task
+    without dimensions (np.add.at is several times slower)."""
+    if unique:
+        target[at] += values
+    else:
+        np.add.at(target, at, values)
 
 
 def record_refusals(tx: Tx, uploads: Sequence[Upload]) -> None:

@@ -249,7 +249,8 @@ class PostgresStore(SqlStore):
                 if not taken:
                     return  # another node is folding this task; a later fold takes the rest
             staged = tx.execute(
-                "DELETE FROM staged WHERE task_id = ? RETURNING bucket, data", (task.task_id,)
+                "DELETE FROM staged WHERE task_id = ? RETURNING bucket, slice, data",
+                (task.task_id,),
             )
             fold_into_sums(tx, task, list(staged))
 

@@ -41,14 +41,15 @@ from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 # Every array is sent in binary (%b): no hex-escaping of ids and packed batches.
 INGEST = """
 WITH batches AS (
-    SELECT t, b, d, a FROM unnest(%b::text[], %b::int8[], %b::bytea[], %b::bool[]) AS u(t, b, d, a)
+    SELECT t, b, s, d, a
+    FROM unnest(%b::text[], %b::int8[], %b::int4[], %b::bytea[], %b::bool[]) AS u(t, b, s, d, a)
 ), ids AS (
     INSERT INTO seen (task_id, report_id, expires)
     SELECT t, r, x FROM unnest(%b::text[], %b::bytea[], %b::int8[]) AS u(t, r, x)
 ), staging AS (
-    INSERT INTO staged (task_id, bucket, data) SELECT t, b, d FROM batches
+    INSERT INTO staged (task_id, bucket, slice, data) SELECT t, b, s, d FROM batches
 ), archiving AS (
-    INSERT INTO archived (task_id, bucket, data) SELECT t, b, d FROM batches WHERE a
+    INSERT INTO archived (task_id, bucket, slice, data) SELECT t, b, s, d FROM batches WHERE a
 )
 INSERT INTO refusals (task_id, bucket, reason, count)
 SELECT t, b, %b, c FROM unnest(%b::text[], %b::int8[], %b::int8[]) AS u(t, b, c)
@@ -80,7 +81,7 @@ def prepare(uploads: Sequence[Upload], archives: Callable[[str], bool]) -> Group
         archive = archives(task_id)
         rows = staged_rows(tasks[task_id], [envelope for envelope, _ in counted])
         batches += [(*row, archive) for row in rows]
-        added[task_id] = sum(len(row[2]) for row in rows)
+        added[task_id] = sum(len(row[3]) for row in rows)
     refused: dict[tuple[str, int], int] = {}
     for upload in uploads:
         for bucket, count in upload.refused.items():
@@ -88,7 +89,7 @@ def prepare(uploads: Sequence[Upload], archives: Callable[[str], bool]) -> Group
             refused[key] = refused.get(key, 0) + count
     counts = sorted(refused.items())  # key order, as record_refusals: no deadlock on rows
     parameters = (
-        *_columns(batches, 4),
+        *_columns(batches, 5),
         *_columns(ids, 3),
         IMPLAUSIBLE_REPORT,
         [t for (t, _), _ in counts],

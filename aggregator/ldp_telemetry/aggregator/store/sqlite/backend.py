@@ -214,7 +214,7 @@ class SqliteStore(SqlStore):
     def _fold_in(self, tx: Tx, task: TaskConfig) -> None:
         """Add a task's staged batches to its sums (inside the caller's transaction)."""
         staged = tx.execute(
-            "SELECT bucket, data FROM staged WHERE task_id = ? ORDER BY id", (task.task_id,)
+            "SELECT bucket, slice, data FROM staged WHERE task_id = ? ORDER BY id", (task.task_id,)
         )
         fold_into_sums(tx, task, list(staged))
         tx.execute("DELETE FROM staged WHERE task_id = ?", (task.task_id,))
