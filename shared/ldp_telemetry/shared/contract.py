@@ -42,6 +42,7 @@ SHUFFLED_PATH = TASK_PATH + "/shuffled/{batch_id}"  # PUT (shuffler): a shuffled
 SHUFFLED_UPLOADS = "uploads"  # SHUFFLED_PATH's query parameter: the distinct uploads, K
 ESTIMATES_PATH = TASK_PATH + "/estimates"  # POST (analyst)
 HEAVY_HITTERS_PATH = TASK_PATH + "/heavy-hitters"  # POST (analyst)
+COMPARE_PATH = TASK_PATH + "/compare"  # POST (analyst): two slices or ranges, as tests
 OPENAPI_PATH = "/v1/openapi.json"
 HEALTH_PATH = "/healthz"  # liveness
 READY_PATH = "/readyz"  # readiness: the store accepts a write (a shuffler: its spool has room)

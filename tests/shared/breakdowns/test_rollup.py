@@ -157,12 +157,20 @@ def test_every_report_in_exactly_one_answered_row_never_a_thin_group_alone(
     if leftovers:
         assert leftovers[0].n == max(row.n for row in result.rows)
         assert sum(groups[key] for key in leftovers[0].leftover) < minimum
+    depths = {}  # each pooled group: the depth (group_by dimensions kept) it was answered at
     for row in result.rows:
         pooled = [key for key in row.rolled_up if key not in row.leftover]
         if row.own is None and pooled:
-            shared = [i for i in range(len(group_by)) if len({k[i] for k in pooled}) > 1]
-            depth = shared[0] if shared else len(group_by) - 1
-            for key in pooled:
-                deeper = [k for k in groups if k[: depth + 1] == key[: depth + 1]]
-                thin_under = sum(groups[k] for k in deeper if groups[k] < minimum)
-                assert depth == len(group_by) or thin_under < minimum
+            differ = [i for i in range(len(group_by)) if len({k[i] for k in pooled}) > 1]
+            depths.update({key: differ[0] if differ else len(group_by) - 1 for key in pooled})
+    for key, depth in depths.items():
+        # Its pool one level deeper: the thin groups under the same prefix, less those
+        # answered in pools deeper still.
+        under = [
+            k
+            for k in groups
+            if k[: depth + 1] == key[: depth + 1]
+            and groups[k] < minimum
+            and depths.get(k, -1) <= depth
+        ]
+        assert sum(groups[k] for k in under) < minimum

@@ -56,10 +56,10 @@ class Covariance(enum.Enum):
                 "afresh for every report): SE = sqrt(SE_a^2 + SE_b^2) exactly"
             )
         return (
-            "the two periods share devices' permanent responses, so the estimates are "
-            "positively correlated (the covariance is not in the sums, its sign is known): "
-            "SE = sqrt(SE_a^2 + SE_b^2) is an upper bound, intervals and p-values are "
-            "conservative"
+            "the two sides may share devices' permanent responses (two periods, or a device "
+            "that changed slice), which can only correlate the estimates positively; the "
+            "covariance is not in the sums but its sign is known: SE = sqrt(SE_a^2 + SE_b^2) "
+            "is an upper bound, intervals and p-values are conservative"
         )
 
 
