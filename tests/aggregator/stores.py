@@ -73,11 +73,13 @@ _SQLITE_SUMS_V7 = (
 )
 WITHOUT_SLICES = {
     "sqlite": (
+        "ALTER TABLE shuffled_batches DROP COLUMN slice_counts",
         "ALTER TABLE staged DROP COLUMN slice",
         "ALTER TABLE archived DROP COLUMN slice",
         *_SQLITE_SUMS_V7,
     ),
     "postgresql": (  # a primary key goes with a column of it
+        "ALTER TABLE shuffled_batches DROP COLUMN slice_counts",
         "ALTER TABLE staged DROP COLUMN slice",
         "ALTER TABLE archived DROP COLUMN slice",
         "ALTER TABLE sums DROP COLUMN slice",

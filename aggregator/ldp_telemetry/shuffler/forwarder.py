@@ -5,7 +5,9 @@ distinct uploads. Each batch is written to the spool first, its reports' JSON pu
 order drawn with the OS CSPRNG (``secrets.SystemRandom``), and sent as an ordinary upload
 body — nothing of the devices' requests (headers, addresses, arrival times, which reports
 came together) — to ``PUT {upstream}/v1/tasks/{id}/shuffled/{batch_id}?uploads=K`` under
-the shuffler's token. Only the collector's 2xx marks it forwarded; until then it is resent
+the shuffler's token; for a task with public dimensions also ``&slices=i:K,...``, the distinct
+uploads among each slice's reports (the task's dimensions, fetched once per task, number the
+clear ``dims``). Only the collector's 2xx marks it forwarded; until then it is resent
 (same id, same reports: counted once). Network errors, 429 and 5xx are retried by urllib3
 (honouring Retry-After), then again on the next round; a 400/404/413/422 fails the batch
 for the operator to look at (its reports are not resent).
@@ -13,6 +15,7 @@ for the operator to look at (its reports are not resent).
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import threading
@@ -25,7 +28,15 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from ldp_telemetry.shared.contract import SHUFFLED_PATH, SHUFFLED_UPLOADS, fill
+from ldp_telemetry.shared import DecodeError
+from ldp_telemetry.shared.contract import (
+    SHUFFLED_PATH,
+    SHUFFLED_SLICES,
+    SHUFFLED_UPLOADS,
+    TASK_PATH,
+    fill,
+)
+from ldp_telemetry.shared.dimensions import Dimensions
 from ldp_telemetry.shared.wire import b64encode
 from ldp_telemetry.shuffler.spool import BATCH_CLOSE, BATCH_OPEN, Batch, Spool
 
@@ -79,6 +90,7 @@ class Forwarder:
         self._counting = threading.Lock()  # senders run in several threads
         self._thread: threading.Thread | None = None
         self._pruned = 0.0
+        self._dimensions: dict[str, Dimensions | None] = {}  # tasks are immutable: kept
 
     def counters(self) -> dict[str, int]:
         """Return a copy of the counters: batches, reports, accepted, rejected:<reason>."""
@@ -161,6 +173,9 @@ class Forwarder:
             SHUFFLED_PATH, task_id=quote(batch.task_id, safe=""), batch_id=b64encode(batch.batch_id)
         )
         url = f"{self.upstream}{path}?{SHUFFLED_UPLOADS}={batch.uploads}"
+        sliced = self.slice_counts(batch) if batch.slice_uploads else ""
+        if sliced:
+            url += f"&{SHUFFLED_SLICES}={sliced}"
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         response = self.session.put(url, data=data, headers=headers, timeout=(5, 120))
         if response.ok:
@@ -180,6 +195,32 @@ class Forwarder:
                 self.forwarded["failed_batches"] += 1
             return 0
         raise UpstreamError(f"HTTP {response.status_code}")
+
+    def slice_counts(self, batch: Batch) -> str:
+        """Return a batch's distinct uploads per slice index, as ``i:K,i:K`` (dims the task
+        does not take are left out: the collector refuses those reports)."""
+        dimensions = self.dimensions(batch.task_id)
+        if dimensions is None:  # dims sent to a task without: every one will be refused
+            return ""
+        counts: dict[int, int] = {}
+        for key, uploads in batch.slice_uploads.items():
+            try:
+                counts[dimensions.slice_of_report(json.loads(key))] = uploads
+            except DecodeError:
+                continue
+        return ",".join(f"{index}:{uploads}" for index, uploads in sorted(counts.items()))
+
+    def dimensions(self, task_id: str) -> Dimensions | None:
+        """Return a task's dimensions (None: it has none), asked of the collector once per
+        task (tasks are immutable)."""
+        if task_id not in self._dimensions:
+            path = fill(TASK_PATH, task_id=quote(task_id, safe=""))
+            answer = self.session.get(f"{self.upstream}{path}", timeout=(5, 30))
+            if not answer.ok:
+                raise UpstreamError(f"HTTP {answer.status_code} for task {task_id!r}")
+            declared = answer.json().get("dimensions")
+            self._dimensions[task_id] = None if declared is None else Dimensions.parse(declared)
+        return self._dimensions[task_id]
 
     def _count(self, response: requests.Response, reports: int) -> None:
         try:

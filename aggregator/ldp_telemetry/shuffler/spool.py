@@ -4,7 +4,8 @@ Three tables, so that no step rewrites a report: ``reports`` (each id once, with
 expiry: a device's resend is refused until then), ``bodies`` (the report's JSON as the
 device sent it, until its batch is forwarded) and ``waiting`` (task, time bucket and a
 random number naming the upload it came in — to count distinct uploads; never sent on).
-A batch row holds its random batch id and its members. A report is acknowledged only after
+A batch row holds its random batch id, its members and, for a task with public dimensions,
+the distinct uploads per clear ``dims`` object among them. A report is acknowledged only after
 the transaction holding it commits (WAL), so ``kill -9`` loses nothing acknowledged. A
 batch is first written, then sent, then marked forwarded — only after the collector's
 2xx — so a crash between any two steps resends the same batch id with the same reports,
@@ -20,7 +21,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,8 @@ CREATE TABLE IF NOT EXISTS batches (
     time INTEGER NOT NULL, uploads INTEGER NOT NULL, members TEXT NOT NULL,
     state TEXT NOT NULL DEFAULT 'open');
 """
+# A spool made before slices (issue 38) gets the column: distinct uploads per clear dims.
+SLICE_UPLOADS = "slice_uploads TEXT NOT NULL DEFAULT '{}'"
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ class Batch:
     task_id: str
     time: int
     uploads: int
+    # Distinct uploads per clear ``dims`` object (its compact JSON, keys sorted) among the
+    # batch's reports: each slice's n for the collector's per-slice central epsilon. Empty
+    # for a task without dimensions.
+    slice_uploads: dict[str, int] = field(default_factory=dict)
 
 
 class Spool:
@@ -79,6 +86,9 @@ class Spool:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     tx.execute(statement)
+            columns = {row[1] for row in tx.execute("PRAGMA table_info(batches)")}
+            if "slice_uploads" not in columns:
+                tx.execute(f"ALTER TABLE batches ADD COLUMN {SLICE_UPLOADS}")
         (count,) = self._connection().execute("SELECT COUNT(*) FROM waiting").fetchone()
         self._pending = int(count)
 
@@ -174,26 +184,30 @@ class Spool:
             ordered = _fitting(tx, _one_per_upload_first(rows)[:batch_max], max_bytes)
             uploads = len({upload for _, upload in ordered})
             members = json.dumps([row for row, _ in ordered])
+            sliced = _slice_uploads(tx, ordered)
             batch_id = secrets.token_bytes(16)
             cursor = tx.execute(
-                "INSERT INTO batches (batch_id, task_id, time, uploads, members) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (batch_id, task_id, time, uploads, members),
+                "INSERT INTO batches (batch_id, task_id, time, uploads, members, slice_uploads) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (batch_id, task_id, time, uploads, members, json.dumps(sliced)),
             )
             tx.execute(
                 "DELETE FROM waiting WHERE id IN (SELECT value FROM json_each(?))", (members,)
             )
         with self._count_lock:
             self._pending -= len(ordered)
-        return Batch(int(cursor.lastrowid or 0), batch_id, task_id, time, uploads)
+        return Batch(int(cursor.lastrowid or 0), batch_id, task_id, time, uploads, sliced)
 
     def open_batches(self) -> list[Batch]:
         """Return the batches written but not yet acknowledged (after a crash, say)."""
         rows = self._connection().execute(
-            "SELECT id, batch_id, task_id, time, uploads FROM batches WHERE state = 'open' "
-            "ORDER BY id"
+            "SELECT id, batch_id, task_id, time, uploads, slice_uploads FROM batches "
+            "WHERE state = 'open' ORDER BY id"
         )
-        return [Batch(int(i), bytes(b), str(t), int(tm), int(u)) for i, b, t, tm, u in rows]
+        return [
+            Batch(int(i), bytes(b), str(t), int(tm), int(u), json.loads(s))
+            for i, b, t, tm, u, s in rows
+        ]
 
     def bodies(self, batch: Batch) -> list[bytes]:
         """Return the JSON of a batch's reports (in storage order: the caller shuffles)."""
@@ -277,6 +291,27 @@ def _fitting(tx: sqlite3.Connection, ordered: list[Any], max_bytes: int | None) 
             break
         kept += 1
     return ordered[:kept]
+
+
+def _slice_uploads(tx: sqlite3.Connection, ordered: list[Any]) -> dict[str, int]:
+    """Return the distinct uploads per clear ``dims`` object among ``ordered`` (id, upload)
+    rows (their compact JSON, keys sorted). The shuffler reads a report's ``dims`` (public,
+    PROTOCOL.md §10) and nothing else of its payload; reports without them count nowhere."""
+    if not ordered:
+        return {}
+    uploads = dict(ordered)
+    found: dict[str, set[int]] = {}
+    for row, body in tx.execute(
+        "SELECT id, body FROM bodies WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(uploads)),),
+    ):
+        if b'"dims"' not in body:  # a task without dimensions: no parse
+            continue
+        dims = json.loads(body).get("dims")
+        if isinstance(dims, dict):
+            key = json.dumps(dims, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            found.setdefault(key, set()).add(uploads[row])
+    return {key: len(members) for key, members in sorted(found.items())}
 
 
 def _one_per_upload_first(rows: list[Any]) -> list[Any]:

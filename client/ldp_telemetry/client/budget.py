@@ -116,11 +116,18 @@ def device_key(secret: bytes, task: TaskConfig) -> bytes:
     return hmac.new(secret, message, hashlib.sha256).digest()
 
 
-def lookup_key(secret: bytes, task: TaskConfig, period: int, value: bytes) -> bytes:
-    """Return the memo key of a canonical value in a period of a task.
+def lookup_key(
+    secret: bytes, task: TaskConfig, period: int, value: bytes, slice_index: int = 0
+) -> bytes:
+    """Return the memo key of a canonical value in a period (and slice) of a task.
 
     It binds the task's fingerprint (hence its id and parameters), the period and the
-    value: a memoized report is reused only under the configuration it was made for.
+    value: a memoized report is reused only under the configuration it was made for. For a
+    task with public dimensions it binds the slice too (4 bytes big-endian after the value,
+    PROTOCOL.md §3.10): a record under other dimensions is a new report, never the earlier
+    one with the earlier dims.
     """
     message = task.fingerprint.encode("ascii") + period.to_bytes(8, "big", signed=True) + value
+    if task.dimensions is not None:
+        message += slice_index.to_bytes(4, "big")
     return hmac.new(secret, message, hashlib.sha256).digest()

@@ -10,6 +10,12 @@ no method raises into the application: failures are logged once and counted in
 :meth:`Client.stats`. Construction raises :class:`client.ConfigurationError` for bad
 settings.
 
+Public dimensions (a task that declares them, PROTOCOL.md §1.1): the client's
+``dimensions`` and a record's own are mapped, on the caller's thread and before the report
+is queued, onto the task's closed lists (a value not in its list, or missing, becomes
+``other``; names the task does not declare are dropped), and travel in the clear beside the
+privatized value. They are NOT protected by local differential privacy.
+
 Embedding safety: the uploader is one daemon thread, restarted on demand in a forked
 child; ``flush`` and ``close`` take one timeout; an atexit hook closes every open client
 within its ``atexit_timeout`` (None turns it off); ``enabled=False`` or ``LDP_DISABLED=1``
@@ -23,7 +29,7 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +73,9 @@ class Client:
     configurations the uploader thread fetches at once (others are fetched the first time ``record``
     sees them, and that record is dropped); ``transport`` replaces the HTTP transport (e.g.
     :class:`client.InMemoryTransport` in tests); ``clock`` gives Unix time and exists for tests.
+    ``dimensions`` gives this device's public dimensions once (``{"platform": "ios",
+    "app_version": "5.2"}``; ``record`` may override them): they are sent in the clear, NOT
+    protected by local differential privacy, coarsened to each task's declared lists.
     """
 
     def __init__(
@@ -78,6 +87,7 @@ class Client:
         tasks: Iterable[TaskConfig] | None = None,
         task_ids: Iterable[str] | None = None,
         transport: Transport | None = None,
+        dimensions: Mapping[str, str] | None = None,
         enabled: bool | None = None,
         batch_size: int | Default = DEFAULT,
         max_batch_bytes: int | Default = DEFAULT,
@@ -97,8 +107,10 @@ class Client:
         arguments = {
             name: value
             for name, value in locals().items()
-            if name not in ("self", "tasks", "task_ids", "transport", "clock", "__class__")
+            if name
+            not in ("self", "tasks", "task_ids", "transport", "dimensions", "clock", "__class__")
         }
+        self._dimensions = _check_dimensions(dimensions)
         if transport is not None and not isinstance(transport, Transport):
             raise ConfigurationError("transport must have handle(request, *, timeout) and close()")
         self.settings = Settings.resolve(arguments, needs_http=transport is None)
@@ -155,11 +167,13 @@ class Client:
                 f"data_dir {settings.data_dir} cannot hold the queue: {error}"
             ) from None
 
-    def record(self, task_id: str, value: Any) -> bool:
+    def record(self, task_id: str, value: Any, dimensions: Mapping[str, str] | None = None) -> bool:
         """Privatize ``value`` for task ``task_id`` and queue the report; True if queued.
 
         The value must fit the task's mechanism (a bool for yes/no tasks, one of the
-        domain's values, or a str for sketches; see PROTOCOL.md). Never raises.
+        domain's values, or a str for sketches; see PROTOCOL.md). ``dimensions`` override
+        the client's for this record (a task without dimensions ignores both); they are
+        public, not privatized. Never raises.
         """
         if not self._enabled:
             return False
@@ -167,7 +181,9 @@ class Client:
             self._counters.drop("closed")
             return False
         try:
-            return self._record(task_id, value)
+            if dimensions is not None and not isinstance(dimensions, Mapping):
+                raise ValueOutOfDomain("dimensions must be a mapping of names to values")
+            return self._record(task_id, value, dimensions)
         except ValueOutOfDomain:
             return self._drop(
                 "invalid_value",
@@ -186,7 +202,7 @@ class Client:
                 "internal_error", "ldp-telemetry: record failed (%s)", type(error).__name__
             )
 
-    def _record(self, task_id: str, value: Any) -> bool:
+    def _record(self, task_id: str, value: Any, dimensions: Mapping[str, str] | None) -> bool:
         task = self._registry.get(task_id) if isinstance(task_id, str) else None
         if task is None:
             return self._drop(
@@ -197,14 +213,18 @@ class Client:
         now = self._clock()
         period = task.floor_time(now)
         canonical = canonical_value(task, value)
-        lookup = lookup_key(self._secret, task, period, canonical)
+        slice_index = self._slice_of(task, dimensions)
+        lookup = lookup_key(self._secret, task, period, canonical, slice_index)
         # Keyed by task id and period, not fingerprint: re-publishing a task with new
         # parameters gives no fresh budget (see ldp_telemetry.client.budget), nor a new permanent
         # response beyond what the app allows (see ldp_telemetry.client.privacy_ledger).
         slot = Slot(task.task_id, period, period + task.time_precision, lookup)
         charge = charge_of(task, self._secret, canonical, now, self._limits.epsilon_period)
         admission = self._storage.admit(
-            slot, charge, self._limits, lambda: _privatize(task, self._secret, period, value)
+            slot,
+            charge,
+            self._limits,
+            lambda: _privatize(task, self._secret, period, value, slice_index),
         )
         if admission in (Admission.NEW, Admission.REUSED):
             self._uploader.notify()
@@ -215,6 +235,14 @@ class Client:
             task_id,
             _WHY.get(admission, admission.value),
         )
+
+    def _slice_of(self, task: TaskConfig, dimensions: Mapping[str, str] | None) -> int:
+        """Return the slice of the task this record's dimensions fall in (0 without any):
+        each declared name's value if in the task's list, else other."""
+        if task.dimensions is None:
+            return 0
+        given = self._dimensions if dimensions is None else {**self._dimensions, **dimensions}
+        return task.dimensions.slice_of(task.dimensions.coarsen(given))
 
     def _drop(self, reason: str, message: str, *args: object) -> bool:
         self._counters.drop(reason)
@@ -305,12 +333,26 @@ class Client:
             self.close(self.settings.atexit_timeout)
 
 
-def _privatize(task: TaskConfig, secret: bytes, period: int, value: Any) -> Pending:
-    """Return the encoded report of ``value``, privatized with the OS CSPRNG."""
+def _privatize(
+    task: TaskConfig, secret: bytes, period: int, value: Any, slice_index: int
+) -> Pending:
+    """Return the encoded report of ``value`` (its slice's ``dims`` in the clear),
+    privatized with the OS CSPRNG."""
     mechanism = task.mechanism_object.for_device(device_key(secret, task))
     payload = mechanism.privatize(value)
-    envelope = Envelope(new_report_id(), task.fingerprint, period, payload)
+    envelope = Envelope(new_report_id(), task.fingerprint, period, payload, slice_index)
     return Pending(task.task_id, b64encode(envelope.report_id), encode_report_text(task, envelope))
+
+
+def _check_dimensions(dimensions: Any) -> dict[str, str]:
+    """Return the client's dimensions as a dict, or raise ConfigurationError."""
+    if dimensions is None:
+        return {}
+    if not isinstance(dimensions, Mapping) or not all(isinstance(k, str) for k in dimensions):
+        raise ConfigurationError(
+            'dimensions must map names to values, e.g. {"platform": "ios", "app_version": "5.2"}'
+        )
+    return dict(dimensions)
 
 
 def _check_task_ids(task_ids: Iterable[str]) -> list[str]:

@@ -8,7 +8,7 @@ choice of collector, and whether to collect at all, to the application.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ldp_telemetry.client.client import Client
@@ -36,10 +36,10 @@ def get_client() -> Client | None:
     return _default
 
 
-def record(task_id: str, value: Any) -> bool:
+def record(task_id: str, value: Any, dimensions: Mapping[str, str] | None = None) -> bool:
     """Record with the default client; False (nothing done) before :func:`init`."""
     current = _default
-    return current.record(task_id, value) if current is not None else False
+    return current.record(task_id, value, dimensions) if current is not None else False
 
 
 def wait_for_tasks(task_ids: Iterable[str] | None = None, timeout: float = 10.0) -> bool:

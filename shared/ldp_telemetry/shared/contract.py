@@ -40,6 +40,9 @@ UPLOAD_PATH = TASK_PATH + "/reports"  # POST a batch here
 UPLOAD_KEY_PATH = TASK_PATH + "/upload-key"  # GET (shuffler): the upload key's SHA-256
 SHUFFLED_PATH = TASK_PATH + "/shuffled/{batch_id}"  # PUT (shuffler): a shuffled batch
 SHUFFLED_UPLOADS = "uploads"  # SHUFFLED_PATH's query parameter: the distinct uploads, K
+# SHUFFLED_PATH's query parameter for a task with dimensions: "slice:K,slice:K" (the
+# distinct uploads among each slice's reports of the batch; PROTOCOL.md §1.1).
+SHUFFLED_SLICES = "slices"
 ESTIMATES_PATH = TASK_PATH + "/estimates"  # POST (analyst)
 HEAVY_HITTERS_PATH = TASK_PATH + "/heavy-hitters"  # POST (analyst)
 COMPARE_PATH = TASK_PATH + "/compare"  # POST (analyst): two slices or ranges, as tests

@@ -8,6 +8,12 @@ gives a shuffler token. The batch is then recorded — per bucket, with K, the d
 drawn from — so estimates can state the central epsilon
 (ldp_telemetry.aggregator.core.analysis.central). A retried batch (same id) records nothing new and
 its reports are replays: forwarding twice never counts twice.
+
+For a task with public dimensions the shuffler also gives ``&slices=i:K,...``: the distinct
+uploads among each slice's reports. An attacker who knows a device's dimensions looks only
+at its slice, so each slice's central epsilon uses its own count: the batch records, per
+slice, min(K, the slice's admitted reports) (a task without dimensions: its one slice, the
+batch's size; a batch without ``slices``, from a shuffler before 1.1: none).
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ from ldp_telemetry.aggregator.core.intake import Headers
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.aggregator.store import ShuffledBatch
-from ldp_telemetry.shared import DecodeError
+from ldp_telemetry.shared import DecodeError, TaskConfig
 from ldp_telemetry.shared.contract import (
     INVALID_BATCH,
     SHUFFLED_PATH,
+    SHUFFLED_SLICES,
     SHUFFLED_UPLOADS,
     UPLOAD_KEY_PATH,
     UploadAnswer,
@@ -63,17 +70,49 @@ def receive(task_id: str, batch_id: str) -> UploadAnswer:
     if uploads is None or uploads < 1:
         raise ApiError(400, INVALID_BATCH, "give ?uploads=K, the distinct uploads (K ≥ 1)")
     intake = get_intake()
+    sliced = _slice_uploads(find_task(task_id, get_store()).config, request.args)
     headers = Headers(request.headers.get("Content-Type"), request.headers.get("Content-Encoding"))
     body = read_body(intake.max_body)
     checked = intake.check(task_id, headers, body, time.time(), shuffled=True)
     replayed = set() if checked.upload is None else intake.committer.add(checked.upload)
     if checked.upload is not None:
-        per_bucket = Counter(envelope.time for envelope in checked.upload.envelopes)
+        envelopes = checked.upload.envelopes
+        per_bucket = Counter(envelope.time for envelope in envelopes)
         store = get_store()
         for bucket, admitted in per_bucket.items():
             # A batch holds one bucket; should one span several, each part is its own row.
             key = raw_id if len(per_bucket) == 1 else raw_id + bucket.to_bytes(8, "big")
+            size = min(uploads, admitted)
+            in_slices = Counter(e.slice for e in envelopes if e.time == bucket)
+            counts = (
+                {0: size}
+                if checked.upload.task.dimensions is None
+                else {i: min(k, in_slices[i]) for i, k in sliced.items() if in_slices[i]}
+            )
             store.add_shuffled_batch(
-                ShuffledBatch(task_id, key, bucket, min(uploads, admitted), admitted)
+                ShuffledBatch(task_id, key, bucket, size, admitted, slice_counts=counts)
             )
     return intake.answer(checked, replayed)
+
+
+def _slice_uploads(task: TaskConfig, args: Any) -> dict[int, int]:
+    """Return the ``slices`` parameter's distinct uploads per slice index ({}: none given),
+    or raise the 400 that says what is wrong with it."""
+    given = args.get(SHUFFLED_SLICES)
+    if not given:
+        return {}
+    if task.dimensions is None:
+        raise ApiError(400, INVALID_BATCH, f"task {task.task_id!r} has no slices to count")
+    counts: dict[int, int] = {}
+    for part in given.split(","):
+        index, _, uploads = part.partition(":")
+        if not (index.isdigit() and uploads.isdigit()) or int(index) >= task.slice_count:
+            raise ApiError(
+                400,
+                INVALID_BATCH,
+                f"slices must be index:uploads pairs with an index below {task.slice_count}, "
+                f"got {part[:40]!r}",
+            )
+        if int(uploads) >= 1:
+            counts[int(index)] = int(uploads)
+    return counts

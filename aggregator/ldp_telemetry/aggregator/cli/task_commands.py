@@ -83,6 +83,20 @@ def mechanism_options(command: Any) -> Any:
     is_flag=True,
     help="Devices seal each report to the collector's key (first: ldp-aggregator keys new).",
 )
+@click.option(
+    "--dimension",
+    "dimensions",
+    multiple=True,
+    metavar="NAME=V1,V2,...",
+    help="A public dimension and its closed list of values (repeatable, at most 3; 'other' "
+    "is implied). Sent in the clear: not protected by LDP.",
+)
+@click.option(
+    "--min-slice-size",
+    type=int,
+    help="With --dimension: fewest reports a slice is answered alone for (default "
+    "max(50, min batch size)).",
+)
 def create_task(**options: Any) -> None:
     """Create a task and print its public configuration as JSON."""
     from ldp_telemetry.aggregator.core.problems import ApiError
@@ -90,7 +104,9 @@ def create_task(**options: Any) -> None:
     from ldp_telemetry.aggregator.core.tasks import build_task, created_body
     from ldp_telemetry.aggregator.store import TaskExists
 
-    params = {key: value for key, value in options.items() if value not in (None, False)}
+    params = {key: value for key, value in options.items() if value not in (None, False, ())}
+    if "dimensions" in params:
+        params["dimensions"] = [_dimension(given) for given in params["dimensions"]]
     for name, option in all_options().items():
         if option.kind == "strings" and name in params:
             params[name] = params[name].split(",")
@@ -103,6 +119,14 @@ def create_task(**options: Any) -> None:
     except TaskExists:
         raise click.ClickException(f"task {params['task_id']!r} exists already") from None
     click.echo(json.dumps(created_body(stored, upload_key, keyring_of(opened.config)), indent=2))
+
+
+def _dimension(given: str) -> dict[str, Any]:
+    """Return a --dimension NAME=V1,V2 as the task's ``dimensions`` entry."""
+    name, equals, values = given.partition("=")
+    if not equals or not values:
+        raise click.BadParameter(f"give NAME=V1,V2,..., got {given!r}", param_hint="--dimension")
+    return {"name": name, "values": values.split(",")}
 
 
 @tasks.command("list")

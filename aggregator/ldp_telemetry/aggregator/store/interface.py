@@ -79,15 +79,29 @@ class ShuffledBatch:
     bucket: int
     size: int
     reports: int
+    # Per slice index, the distinct uploads among the slice's reports (a task without
+    # dimensions: {0: size}; {}: the shuffler did not count them, before protocol 1.1).
+    slice_counts: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ShuffledWindow:
-    """The shuffled batches of a task over a time window: count, smallest, reports."""
+    """The shuffled batches of a task over a time window: count, smallest, reports, and
+    each batch's ``slice_counts`` (in bucket order), from which each slice's central
+    epsilon follows (its smallest count among the batches that hold it)."""
 
     batches: int
     smallest: int | None
     reports: int
+    slice_counts: tuple[Mapping[int, int], ...] = ()
+
+    def slice_smallest(self) -> dict[int, int]:
+        """Return, per slice index, its smallest count among the batches holding it."""
+        smallest: dict[int, int] = {}
+        for counts in self.slice_counts:
+            for index, count in counts.items():
+                smallest[index] = min(count, smallest.get(index, count))
+        return dict(sorted(smallest.items()))
 
 
 class SumsView(Protocol):

@@ -3,6 +3,7 @@
 -- every row stored before is slice 0 and every total is unchanged). A slice's rows exist
 -- only once it has reports: storage grows with the slices used, not the declared product.
 -- The slice comes before the row in both keys, so one slice's rows are one range scan.
+-- A shuffled batch keeps each slice's count, JSON {"index": n} (the n of its central ε).
 -- (The column lands last here, first-but-one in SQLite: every statement names its columns.)
 ALTER TABLE sums ADD COLUMN slice INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sums DROP CONSTRAINT sums_pkey;
@@ -11,4 +12,5 @@ ALTER TABLE rollup ADD COLUMN slice INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rollup DROP CONSTRAINT rollup_pkey;
 ALTER TABLE rollup ADD PRIMARY KEY (task_id, slice, row);
 ALTER TABLE staged ADD COLUMN slice INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE archived ADD COLUMN slice INTEGER NOT NULL DEFAULT 0
+ALTER TABLE archived ADD COLUMN slice INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE shuffled_batches ADD COLUMN slice_counts TEXT NOT NULL DEFAULT '{}'
