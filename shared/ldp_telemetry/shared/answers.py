@@ -99,7 +99,12 @@ class _CentralFields(TypedDict):
     ]
     delta: float
     smallest_batch: Annotated[
-        int | None, Doc("the distinct uploads of the range's smallest shuffled batch")
+        int | None,
+        Doc(
+            "the distinct uploads of the range's smallest shuffled batch (with dimensions: "
+            "the smallest count of one of the answer's slices in a batch, its central "
+            "epsilon's n)"
+        ),
     ]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
-from ldp_telemetry.aggregator.core.analysis.central import central_fields
+from ldp_telemetry.aggregator.core.analysis.central import Shuffle, central_fields
 from ldp_telemetry.aggregator.core.analysis.query import Breakdown, Window, check_scan
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.store import SumsSource, SumsView
@@ -81,13 +81,14 @@ def answer(
         buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
     refused = source.refusals(task, window.start, window.end)
     totals = measure(task, candidates, window, source, asked, buckets, refused)
+    shuffle = Shuffle(task, source, window, totals.n)
     body: EstimateAnswer = {
         "task_id": task.task_id,
         "mechanism": task.mechanism,
         "n": totals.n,
         "epsilon": task.asked_epsilon,
         "effective_epsilon": task.effective_epsilon,
-        **central_fields(task, source, window, totals.n),
+        **central_fields(shuffle, totals.n),
         "level": window.level,
         "start": window.start,
         "end": window.end,
@@ -104,7 +105,8 @@ def answer(
         plan = breakdowns.plan(task, breakdown, window, source)
         body["breakdown"] = plan.summary
         body["slices"] = [
-            _slice(task, candidates, window, source, asked, buckets, row) for row in plan.rows
+            _slice(task, candidates, window, source, asked, buckets, shuffle, row)
+            for row in plan.rows
         ]
     return body
 
@@ -163,6 +165,7 @@ def _slice(
     source: SumsSource,
     asked: Asked,
     buckets: int,
+    shuffle: Shuffle,
     row: breakdowns.PlannedRow,
 ) -> EstimateSlice:
     """Return one row of a breakdown, estimated from its own slices as the totals are."""
@@ -170,7 +173,7 @@ def _slice(
     block: EstimateSlice = {
         "dimensions": row.dimensions,
         "n": measured.n,
-        **central_fields(task, source, window, measured.n, row.slices),
+        **central_fields(shuffle, measured.n, row.slices),
         "estimates": measured.rows,
         "rolled_up": row.rolled_up,
     }

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
-from ldp_telemetry.aggregator.core.analysis.central import central_fields
+from ldp_telemetry.aggregator.core.analysis.central import Shuffle, central_fields
 from ldp_telemetry.aggregator.core.analysis.estimates import check_min_batch, read_sums
 from ldp_telemetry.aggregator.core.analysis.query import (
     BREAKDOWN,
@@ -66,13 +66,14 @@ def answer(
             "values without candidates: use the estimates endpoint",
         )
     found = _discover(found_by, task, top, survivors, window, source, None)
+    shuffle = Shuffle(task, source, window, found.estimates.n)
     body: HeavyHitterAnswer = {
         "task_id": task.task_id,
         "mechanism": task.mechanism,
         "n": found.estimates.n,
         "epsilon": task.asked_epsilon,
         "effective_epsilon": task.effective_epsilon,
-        **central_fields(task, source, window, found.estimates.n),  # as estimates answer
+        **central_fields(shuffle, found.estimates.n),  # as estimates answer
         "level": window.level,
         "start": window.start,
         "end": window.end,
@@ -90,7 +91,7 @@ def answer(
             block: HeavyHitterSlice = {
                 "dimensions": row.dimensions,
                 "n": found.estimates.n,
-                **central_fields(task, source, window, found.estimates.n, row.slices),
+                **central_fields(shuffle, found.estimates.n, row.slices),
                 "levels": found.levels,
                 "examined": list(found.examined),
                 "reliable_z": found.reliable_z,
