@@ -3,9 +3,12 @@
 Starts ``ldp-aggregator serve`` (default server, SQLite in WAL mode: a 200 is sent
 only after its transaction commits) on a free loopback port with a temporary database,
 creates a CMS task (k=2048, m=1024) and posts pre-encoded batches of 500 reports from a few
-client threads. The load generator shares the machine's cores with the server, as it would
-in any single-machine measurement. Memory is the peak resident set (VmHWM) of the server
-master and its workers, read from /proc at checkpoints while 10^6 reports go in.
+client threads; beside it, the same task with 2 public dimensions (3 platforms × 4 versions,
+20 slices with other), its reports spread over the slices, in runs alternating with the
+first on the same server (issue 38: ≥ 0.9× the rate without). The load generator shares the
+machine's cores with the server, as it would in any single-machine measurement. Memory is the
+peak resident set (VmHWM) of the server master and its workers, read from /proc at
+checkpoints while 10^6 reports go in.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ CLIENT_THREADS = 4
 TASK_K = 2048
 CHUNK = 50_000  # reports encoded at once while filling the memory benchmark
 HTTP_RUNS = 3  # ingest runs per worker count; the median is reported
+DIMENSIONS = [
+    {"name": "platform", "values": ["android", "ios", "web"]},
+    {"name": "app_version", "values": ["5.1", "5.2", "5.3", "5.4"]},
+]
 
 
 @dataclass(frozen=True)
@@ -105,8 +112,9 @@ def running_server(
             _stop(process)
 
 
-def create_task(server: Server, task_id: str) -> TaskConfig:
-    """Create a CMS task over HTTP and return its configuration."""
+def create_task(server: Server, task_id: str, **more: Any) -> TaskConfig:
+    """Create a CMS task over HTTP (``more``: other fields, e.g. dimensions) and return its
+    configuration."""
     response = requests.post(
         f"{server.url}/v1/tasks",
         timeout=REQUEST_TIMEOUT,
@@ -117,6 +125,7 @@ def create_task(server: Server, task_id: str) -> TaskConfig:
             "epsilon": EPSILON,
             "k": TASK_K,
             "m": SKETCH_M,
+            **more,
         },
     )
     if response.status_code != 201:
@@ -127,14 +136,17 @@ def create_task(server: Server, task_id: str) -> TaskConfig:
 
 
 def report_bodies(task: TaskConfig, count: int, rng: np.random.Generator) -> list[bytes]:
-    """Return upload bodies of ``count`` fresh reports in batches of HTTP_BATCH."""
+    """Return upload bodies of ``count`` fresh reports in batches of HTTP_BATCH (a task with
+    dimensions: each report in a slice drawn uniformly)."""
     mechanism = task.mechanism_object
     if not isinstance(mechanism, CountMeanSketch):
         raise TypeError(f"expected a CMS task, got {task.mechanism}")
     batch = mechanism.privatize_many(zipf_values(count, rng), rng)
     now = task.floor_time(time.time())
+    slices = rng.integers(task.slice_count, size=count)
     envelopes = [
-        Envelope(new_report_id(), task.fingerprint, now, batch.report(i)) for i in range(count)
+        Envelope(new_report_id(), task.fingerprint, now, batch.report(i), int(slices[i]))
+        for i in range(count)
     ]
     return [encode_batch(task, envelopes[i : i + HTTP_BATCH]) for i in range(0, count, HTTP_BATCH)]
 
@@ -155,25 +167,38 @@ def post_all(server: Server, task_id: str, bodies: list[bytes]) -> int:
 
 
 def ingest_rates(sizes: Sizes, rng: np.random.Generator) -> dict[str, dict[str, Any]]:
-    """Return the median reports/s of durable HTTP ingest (repeated runs) per worker count."""
+    """Return the median reports/s of durable HTTP ingest (repeated runs) per worker count,
+    for the task without dimensions (``http_ingest_w<N>``) and with 2 (``http_ingest_dims_w<N>``),
+    their runs alternating on one server."""
     results = {}
     for workers in sizes.http_workers:
-        rates = []
+        rates: dict[str, list[float]] = {"": [], "dims_": []}
         with running_server(workers) as server:
-            task = create_task(server, "bench-ingest")
+            tasks = {
+                "": create_task(server, "bench-ingest"),
+                "dims_": create_task(server, "bench-ingest-dims", dimensions=DIMENSIONS),
+            }
             for _ in range(HTTP_RUNS):
-                bodies = report_bodies(task, sizes.http_reports, rng)  # fresh report ids
-                started = time.perf_counter()
-                accepted = post_all(server, task.task_id, bodies)
-                rates.append(accepted / (time.perf_counter() - started))
-                if accepted != sizes.http_reports:
-                    raise RuntimeError(f"{accepted} of {sizes.http_reports} reports accepted")
-        results[f"http_ingest_w{workers}"] = {
-            "rate": statistics.median(rates),
-            "rates": rates,
-            "reports": sizes.http_reports,
-        }
+                for kind, task in tasks.items():
+                    rates[kind].append(_rate(server, task, sizes.http_reports, rng))
+        for kind, measured in rates.items():
+            results[f"http_ingest_{kind}w{workers}"] = {
+                "rate": statistics.median(measured),
+                "rates": measured,
+                "reports": sizes.http_reports,
+            }
     return results
+
+
+def _rate(server: Server, task: TaskConfig, reports: int, rng: np.random.Generator) -> float:
+    """Return the reports/s of one ingest run of fresh reports."""
+    bodies = report_bodies(task, reports, rng)  # fresh report ids
+    started = time.perf_counter()
+    accepted = post_all(server, task.task_id, bodies)
+    rate = accepted / (time.perf_counter() - started)
+    if accepted != reports:
+        raise RuntimeError(f"{accepted} of {reports} reports accepted")
+    return rate
 
 
 def peak_memory(sizes: Sizes, rng: np.random.Generator) -> dict[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ def test_smoke_run_writes_the_table(tmp_path: Path, capsys: pytest.CaptureFixtur
         "CMS aggregation k=2048",
         "CMS estimates, 100 candidates, k=2048",
         "HTTP ingest, durable",
+        "HTTP ingest with 2 dimensions",
         "Server peak RSS",
         "CMS accuracy",
         "HCMS accuracy",

@@ -334,7 +334,7 @@ class Client:
 
 
 def _privatize(
-    task: TaskConfig, secret: bytes, period: int, value: Any, slice_index: int
+    task: TaskConfig, secret: bytes, period: int, value: Any, slice_index: int = 0
 ) -> Pending:
     """Return the encoded report of ``value`` (its slice's ``dims`` in the clear),
     privatized with the OS CSPRNG."""

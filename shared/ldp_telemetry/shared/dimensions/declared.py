@@ -93,10 +93,15 @@ class Dimensions:
         """Return the task's ``dimensions`` field."""
         return [dimension.to_json() for dimension in self.declared]
 
-    @property
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
         """Return the declared names, in order."""
         return tuple(dimension.name for dimension in self.declared)
+
+    @functools.cached_property
+    def _radices(self) -> tuple[tuple[str, dict[str, int], int], ...]:
+        """Return (name, value indices, radix) per dimension: what a report's check reads."""
+        return tuple((d.name, d.indices, d.radix) for d in self.declared)
 
     @functools.cached_property
     def slice_count(self) -> int:
@@ -143,6 +148,20 @@ class Dimensions:
         """Return the slice of a report's ``dims``, or raise DecodeError with its reason:
         ``dimension_undeclared``, then ``dimensions_missing``, then
         ``dimension_value_unknown`` (PROTOCOL.md §2)."""
+        if type(dims) is dict and len(dims) == len(self.declared):  # a device's: one pass
+            index = 0
+            for name, indices, radix in self._radices:
+                value = dims.get(name)
+                position = indices.get(value) if type(value) is str else None
+                if position is None:
+                    break
+                index = index * radix + position
+            else:
+                return index
+        return self._refuse(dims)
+
+    def _refuse(self, dims: Any) -> int:
+        """Raise the reason a report's ``dims`` are refused (the slow path, with messages)."""
         if dims is None:
             raise DecodeError(
                 f"this task declares dimensions {list(self.names)}: a report carries dims",
