@@ -17,7 +17,8 @@ p-value, and Holm's step-down at α = 0.05 over the d values. Per mechanism and 
 - ``power``: with value 0's share 2 points higher in slice b (value 1's 2 points lower),
   the share of repetitions where value 0 is significant after Holm; the theory beside it is
   Bonferroni's first step (a lower bound for Holm): P(|Z + δ/SE| > z_{1−α/(2d)}) with the
-  mean SE reported; and the family-wise error among the values left equal.
+  mean SE reported; the family-wise error among the values left equal; and the coverage
+  of the difference intervals (each value's interval holding its true share difference).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ldp_telemetry.shared import TaskConfig
-from ldp_telemetry.shared.breakdowns.comparison import Side, compare_values
+from ldp_telemetry.shared.breakdowns.comparison import Compared, Side, compare_values
 from ldp_telemetry.shared.hashing import MAX_SEED
 from simulations.common import plotting
 from simulations.common.sampler import sample_cms_sums, sample_grr_sums, sample_rr_sums
@@ -74,6 +75,7 @@ class Row:
     power: float
     power_theory: float
     fwer_planted: float
+    difference_coverage: float
 
 
 def counts_of(shares: tuple[float, ...], n: int) -> np.ndarray:
@@ -128,14 +130,18 @@ class Slices:
         return counts
 
 
-def significant(
+def compared(
     a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], n: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return, per value, whether a − b is significant after Holm, and uncorrected."""
+) -> list[Compared]:
+    """Return each value's share difference a − b, tested as the collector's compare does."""
     sides = [[Side(e / n, s / n) for e, s in zip(*side, strict=True)] for side in (a, b)]
-    compared = compare_values(list(range(len(sides[0]))), sides[0], sides[1], alpha=ALPHA)
-    holm = np.array([row.significant for row in compared])
-    raw = np.array([row.difference.p_value < ALPHA for row in compared])
+    return compare_values(list(range(len(sides[0]))), sides[0], sides[1], alpha=ALPHA)
+
+
+def significant(rows: list[Compared]) -> tuple[np.ndarray, np.ndarray]:
+    """Return, per value, whether its difference is significant after Holm, and uncorrected."""
+    holm = np.array([row.significant for row in rows])
+    raw = np.array([row.difference.p_value < ALPHA for row in rows])
     return holm, raw
 
 
@@ -144,7 +150,9 @@ def run_one(kind: str, n: int, reps: int, rng: np.random.Generator) -> Row:
     slices = Slices(kind, rng)
     equal, shifted = counts_of(SHARES, n), counts_of(planted(SHARES), n)
     covered = total = any_holm = any_raw = found = planted_false = 0
+    differences_covered = 0
     ses: list[float] = []
+    moved = (slices.truth(shifted) - slices.truth(equal)) / n  # the planted differences
     for _ in range(reps):
         slices.new_task()
         first, second = slices.estimate(equal), slices.estimate(equal)
@@ -152,11 +160,16 @@ def run_one(kind: str, n: int, reps: int, rng: np.random.Generator) -> Row:
         for _, _, low, high in (first, second):
             covered += int(np.sum((low <= truth) & (truth <= high)))
             total += len(truth)
-        holm, raw = significant(first[:2], second[:2], n)
+        holm, raw = significant(compared(first[:2], second[:2], n))
         any_holm += bool(holm.any())
         any_raw += bool(raw.any())
         third = slices.estimate(shifted)
-        holm, _ = significant(third[:2], first[:2], n)
+        planted_rows = compared(third[:2], first[:2], n)
+        differences_covered += sum(
+            row.difference.ci_low <= true <= row.difference.ci_high
+            for row, true in zip(planted_rows, moved, strict=True)
+        )
+        holm, _ = significant(planted_rows)
         found += bool(holm[0])
         unchanged = holm[2:] if kind != "rr" else np.zeros(0, bool)
         planted_false += bool(unchanged.any())
@@ -172,6 +185,7 @@ def run_one(kind: str, n: int, reps: int, rng: np.random.Generator) -> Row:
         found / reps,
         power_bound(PLANTED, float(np.mean(ses)), tests),
         planted_false / reps,
+        differences_covered / (reps * len(moved)),
     )
 
 
@@ -255,6 +269,7 @@ def table(rows: list[Row]) -> Table:
         Column("power", "power (Holm)", "{:.3f}"),
         Column("power_theory", "Bonferroni floor", "{:.3f}"),
         Column("fwer_planted", "FWER among equal values, planted", "{:.3f}"),
+        Column("difference_coverage", "95% difference interval coverage, planted", "{:.3f}"),
     ]
     return Table(
         f"Two slices compared value by value (ε = {EPSILON:g}, α = {ALPHA:g}, d = {len(SHARES)})",

@@ -21,9 +21,10 @@ def rows() -> list[dimensions.Row]:
     return dimensions.compute(SMALL, seed=38)
 
 
-def test_per_slice_intervals_cover(rows: list[dimensions.Row]) -> None:
+def test_per_slice_and_difference_intervals_cover(rows: list[dimensions.Row]) -> None:
     for row in rows:  # 200 runs × 2 slices × 2–8 answers: Monte-Carlo sd below 0.01
         assert abs(row.coverage - 0.95) < 0.03, row
+        assert abs(row.difference_coverage - 0.95) < 0.03, row
 
 
 def test_holm_keeps_the_family_wise_error_at_alpha(rows: list[dimensions.Row]) -> None:
