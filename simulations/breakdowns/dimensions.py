@@ -34,6 +34,7 @@ import numpy as np
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.breakdowns.comparison import Compared, Side, compare_values
 from ldp_telemetry.shared.hashing import MAX_SEED
+from simulations.breakdowns import periods
 from simulations.common import plotting
 from simulations.common.sampler import sample_cms_sums, sample_grr_sums, sample_rr_sums
 from simulations.common.settings import RunSettings, progress
@@ -286,4 +287,11 @@ def run(settings: RunSettings) -> list[Path]:
     folder = settings.folder(NAME)
     result = table(rows)
     print(result.markdown())
-    return [plot(rows, folder / f"{NAME}.png"), *result.write(folder, NAME)]
+    sizes = (5_000, 100) if settings.quick else (20_000, 1_000)
+    longitudinal = periods.table(periods.compute(*sizes, settings.seed))
+    print(longitudinal.markdown())
+    return [
+        plot(rows, folder / f"{NAME}.png"),
+        *result.write(folder, NAME),
+        *longitudinal.write(folder, f"{NAME}_periods"),
+    ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulations.breakdowns import dimensions
+from simulations.breakdowns import dimensions, periods
 from simulations.common.settings import RunSettings
 
 SMALL = dimensions.Sizes(sizes=(100_000,), reps=200)
@@ -55,4 +55,17 @@ def test_counts_and_power_floor_by_hand() -> None:
 def test_run_writes_plot_and_tables(tmp_path: Path) -> None:
     quick = RunSettings(out_dir=tmp_path, quick=True, show_progress=False, seed=3)
     names = sorted(path.name for path in dimensions.run(quick))
-    assert names == ["dimensions.csv", "dimensions.md", "dimensions.png"]
+    assert names == [
+        "dimensions.csv", "dimensions.md", "dimensions.png",
+        "dimensions_periods.csv", "dimensions_periods.md",
+    ]  # fmt: skip
+
+
+def test_two_longitudinal_periods_are_compared_conservatively() -> None:
+    # The same devices and permanent responses in both periods: positively correlated
+    # estimates, so the comparison's SE is at least the difference's true SD (within the
+    # Monte-Carlo error of an SD over 150 runs, about 6%), and its intervals cover.
+    for row in periods.compute(5_000, 150, seed=38):
+        assert row.se_over_sd > 0.94, row
+        assert row.cauchy_schwarz_over_sd > row.se_over_sd, row
+        assert row.coverage >= 0.95 - 0.02 and row.fwer_holm <= dimensions.ALPHA + SLACK, row
