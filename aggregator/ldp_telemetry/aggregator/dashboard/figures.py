@@ -275,10 +275,17 @@ def changes(
     if candidates is not None:
         body["candidates"] = candidates
     store, limit = get_store(), int(current_app.config["MAX_CANDIDATES"])
-    try:
+    cells = int(current_app.config["MAX_ESTIMATE_CELLS"])
+    both = Window(before, latest + config.time_precision, level)  # reused while its n holds
+    question = ("changes", None if candidates is None else tuple(candidates))
+
+    def compute() -> Mapping[str, Any]:
         query = compare.parse_compare(config, body, limit)
-        cells = int(current_app.config["MAX_ESTIMATE_CELLS"])
-        return compare.answer(config, query, store, max_cells=cells), None
+        found = compare.answer(config, query, store, max_cells=cells)
+        return {"n": found["a"]["n"] + found["b"]["n"], "changes": found}
+
+    try:
+        return Answers.of_app().get(config, question, both, compute)["changes"], None
     except ApiError as error:
         return None, error.detail
 
