@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from simulations.breakdowns import dimensions
 from simulations.common.settings import DEFAULT_OUT, RunSettings
 from simulations.coverage import experiment as coverage
 from simulations.frequency import (
@@ -59,6 +60,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         domain_kinds,
         poisoning,
         shuffle,
+        dimensions,
     )
 }
 

@@ -57,6 +57,7 @@ DOCS = [
     "docs/heavy-hitters.md",
     "docs/shuffling.md",
     "docs/fake-devices.md",
+    "docs/breakdowns.md",
     "docs/dashboard.md",
     "docs/performance.md",
     "docs/operations.md",

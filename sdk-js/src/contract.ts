@@ -16,6 +16,7 @@ export enum Contract {
   SHUFFLED_SLICES = "slices",
   ESTIMATES_PATH = "/v1/tasks/{task_id}/estimates",
   HEAVY_HITTERS_PATH = "/v1/tasks/{task_id}/heavy-hitters",
+  COMPARE_PATH = "/v1/tasks/{task_id}/compare",
   OPENAPI_PATH = "/v1/openapi.json",
   HEALTH_PATH = "/healthz",
   READY_PATH = "/readyz",

@@ -17,6 +17,8 @@ import requests
 from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.shared import TaskConfig, encode_batch
 from ldp_telemetry.shared.codec import Envelope, new_report_id
+from ldp_telemetry.shared.wire import b64encode
+from ldp_telemetry.shuffler.spool import Report, Spool
 from tests.shuffler.processes import health, shuffler_token, start_shuffler, wait_for
 from tests.support.reports import create_task
 from tests.support.servers import Server, bearer
@@ -70,3 +72,21 @@ def test_each_slices_distinct_uploads_are_recorded_with_the_batch(
 def report(task: TaskConfig, slice_index: int) -> Envelope:
     bucket = task.floor_time(time.time())
     return replace(Envelope(new_report_id(), task.fingerprint, bucket, True), slice=slice_index)
+
+
+def test_a_spool_from_before_slices_gains_the_column_and_counts_them(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:  # batches as a spool before slices made it
+        conn.execute(
+            "CREATE TABLE batches (id INTEGER PRIMARY KEY, batch_id BLOB NOT NULL, "
+            "task_id TEXT NOT NULL, time INTEGER NOT NULL, uploads INTEGER NOT NULL, "
+            "members TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'open')"
+        )
+    spool = Spool(str(path), capacity=100)
+    for upload, dims in enumerate([{"p": "a"}, {"p": "a"}, {"p": "b"}, None]):
+        fields = {"report_id": b64encode(bytes([upload]) * 16), "time": 100}
+        body = json.dumps({**fields, **({"dims": dims} if dims else {})}).encode()
+        spool.add([Report(bytes([upload]) * 16, "t", 100, 1100, body)])
+    batch = spool.claim("t", 100, batch_min=4, batch_max=10)
+    assert (batch.uploads, batch.slice_uploads) == (4, {'{"p":"a"}': 2, '{"p":"b"}': 1})
+    assert Spool(str(path), capacity=100).open_batches()[0].slice_uploads == batch.slice_uploads

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypedDict
 
-from ldp_telemetry.shared.contract import Doc
+from ldp_telemetry.shared.contract import Doc, OneOf
 
 
 class Interval(TypedDict):
@@ -99,7 +99,12 @@ class _CentralFields(TypedDict):
     ]
     delta: float
     smallest_batch: Annotated[
-        int | None, Doc("the distinct uploads of the range's smallest shuffled batch")
+        int | None,
+        Doc(
+            "the distinct uploads of the range's smallest shuffled batch (with dimensions: "
+            "the smallest count of one of the answer's slices in a batch, its central "
+            "epsilon's n)"
+        ),
     ]
 
 
@@ -130,12 +135,126 @@ class EstimateAnswer(_EstimateFields, total=False):
     anomaly: Anomaly
     poisoning: Annotated[PoisoningBound, Doc("with fake_fraction")]
     buckets: Annotated[int, Doc("longitudinal tasks: the buckets the range holds")]
+    breakdown: Annotated[Breakdown, Doc("with group_by or where")]
+    slices: Annotated[list[EstimateSlice], Doc("with group_by or where: one per row")]
 
 
-class HeavyHitterAnswer(_AnswerFields):
-    """The most frequent strings, found without candidates."""
-
+class _DiscoveryFields(TypedDict):
     levels: Annotated[int, Doc("the prefix levels searched")]
     examined: Annotated[list[int], Doc("the candidates estimated at each level")]
     reliable_z: Annotated[float, Doc("the Bonferroni-corrected z a reliable row clears")]
     heavy_hitters: list[HeavyHitterRow]
+
+
+class RolledUp(TypedDict):
+    """A group with too few reports to be answered alone, merged into this row."""
+
+    dimensions: Annotated[dict[str, str], Doc("the group's values")]
+    reason: Annotated[str, Doc("why it was merged, and where")]
+
+
+class _SliceFields(Central):
+    dimensions: Annotated[
+        dict[str, str],
+        Doc(
+            "the group_by values of the group this row answers; a row made only of "
+            "rolled-up groups names the values they share"
+        ),
+    ]
+    n: Annotated[int, Doc("the reports of this row (its own group and the rolled-up ones)")]
+    rolled_up: Annotated[
+        list[RolledUp], Doc("the thin groups this row also holds (their reports count here)")
+    ]
+
+
+class _EstimateSliceFields(_SliceFields):
+    estimates: list[EstimateRow]
+
+
+class EstimateSlice(_EstimateSliceFields, total=False):
+    """One row of a breakdown: a group's estimates, as the totals have them."""
+
+    anomaly: Annotated[
+        Anomaly,
+        Doc("the row's sums tested against honest devices (refusals count in the totals')"),
+    ]
+    poisoning: Annotated[PoisoningBound, Doc("with fake_fraction, at this row's n")]
+    buckets: Annotated[int, Doc("longitudinal tasks: the buckets the range holds")]
+
+
+class HeavyHitterSlice(_SliceFields, _DiscoveryFields):
+    """One row of a breakdown: the strings found among a group's reports."""
+
+
+class _BreakdownFields(TypedDict):
+    group_by: Annotated[list[str], Doc("the dimensions grouped by, in the order asked")]
+    where: Annotated[dict[str, str], Doc("the dimensions' values the rows are limited to")]
+    min_slice_size: Annotated[int, Doc("the fewest reports a row is answered for")]
+    selected: Annotated[int, Doc("the reports where selects (every one in exactly one row)")]
+
+
+class Breakdown(_BreakdownFields, total=False):
+    """What the slices answer; dimensions are public, sent in the clear (not under LDP)."""
+
+    reason: Annotated[str, Doc("why there is no row (the totals still count every report)")]
+
+
+class _HeavyHitterFields(_AnswerFields, _DiscoveryFields):
+    pass
+
+
+class HeavyHitterAnswer(_HeavyHitterFields, total=False):
+    """The most frequent strings, found without candidates."""
+
+    breakdown: Annotated[Breakdown, Doc("with group_by or where")]
+    slices: Annotated[list[HeavyHitterSlice], Doc("with group_by or where: one per row")]
+
+
+class CompareSide(TypedDict):
+    """The reports one side of a comparison reads."""
+
+    where: Annotated[dict[str, str], Doc("its dimensions' values ({}: every slice)")]
+    start: Annotated[int | None, Doc("its first bucket's start (null: the first there is)")]
+    end: Annotated[int | None, Doc("its buckets start before this (null: no bound)")]
+    n: Annotated[int, Doc("its reports")]
+
+
+class _DifferenceFields(TypedDict):
+    value: Annotated[Any, Doc("the candidate (a numeric task's: the statistic's name)")]
+    a: Annotated[float, Doc("side a's estimate (a share of its n, or a numeric statistic)")]
+    b: Annotated[float, Doc("side b's estimate")]
+    difference: Annotated[float, Doc("a − b")]
+    std_error: Annotated[float, Doc("its standard error (see covariance)")]
+    ci_low: Annotated[float, Doc("the difference's interval, at the answer's level")]
+    ci_high: float
+    p_value: Annotated[float, Doc("two-sided, normal approximation, for this value alone")]
+    adjusted_p: Annotated[
+        float | None, Doc("Holm's adjusted p-value over the values tested (null: not tested)")
+    ]
+    significant: Annotated[
+        bool, Doc("adjusted_p <= alpha: the family-wise error over the values is <= alpha")
+    ]
+
+
+class DifferenceRow(_DifferenceFields, total=False):
+    """One value's difference between the two sides, as a test."""
+
+    reason: Annotated[str, Doc("why the value was not tested")]
+
+
+class CompareAnswer(TypedDict):
+    """Two slices or two time ranges compared value by value."""
+
+    task_id: str
+    mechanism: str
+    level: Annotated[float, Doc("the confidence level of the intervals")]
+    alpha: Annotated[float, Doc("the family-wise error rate of significant: 1 − level")]
+    quantity: Annotated[
+        str,
+        Doc("share: each count divided by its side's n; value: the estimate itself (numeric)"),
+        OneOf(("share", "value")),
+    ]
+    covariance: Annotated[str, Doc("why std_error is what it is (independent or bounded)")]
+    a: CompareSide
+    b: CompareSide
+    differences: list[DifferenceRow]

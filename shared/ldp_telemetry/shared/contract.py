@@ -46,6 +46,7 @@ SHUFFLED_UPLOADS = "uploads"  # SHUFFLED_PATH's query parameter: the distinct up
 SHUFFLED_SLICES = "slices"
 ESTIMATES_PATH = TASK_PATH + "/estimates"  # POST (analyst)
 HEAVY_HITTERS_PATH = TASK_PATH + "/heavy-hitters"  # POST (analyst)
+COMPARE_PATH = TASK_PATH + "/compare"  # POST (analyst): two slices or ranges, as tests
 OPENAPI_PATH = "/v1/openapi.json"
 HEALTH_PATH = "/healthz"  # liveness
 READY_PATH = "/readyz"  # readiness: the store accepts a write (a shuffler: its spool has room)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,48 @@ SHUFFLER = "shuffler-token"
 TASKS = {
     "rr": {"mechanism": "rr", "epsilon": 1.0},
     "sh": {"mechanism": "rr", "epsilon": 1.0},  # its reports come through a shuffler only
-    "grr": {"mechanism": "grr", "epsilon": 1.0, "domain": ["a", "b", "c"]},
+    "grr": {
+        "mechanism": "grr",
+        "epsilon": 1.0,
+        "domain": ["a", "b", "c"],
+        "dimensions": [{"name": "platform", "values": ["android", "ios"]}],
+    },
     "cms": {"mechanism": "cms", "epsilon": 2.0, "k": 16, "m": 64},
-    "lt": {"mechanism": "cms", "k": 16, "m": 64, "longitudinal": {"epsilon_inf": 2.0, "flip": 0.1}},
+    "lt": {
+        "mechanism": "cms",
+        "k": 16,
+        "m": 64,
+        "longitudinal": {"epsilon_inf": 2.0, "flip": 0.1},
+        "dimensions": [{"name": "platform", "values": ["android", "ios"]}],
+    },
     "num": {"mechanism": "numeric", "epsilon": 2.0, "lo": 0, "hi": 100, "buckets": 16},
-    "hh": {"mechanism": "hh", "epsilon": 4.0, "k": 16, "m": 64, "alphabet": "ab", "max_length": 4},
+    "hh": {
+        "mechanism": "hh",
+        "epsilon": 4.0,
+        "k": 16,
+        "m": 64,
+        "alphabet": "ab",
+        "max_length": 4,
+        "dimensions": [{"name": "platform", "values": ["android", "ios"]}],
+    },
+    # Breakdowns (docs/breakdowns.md): slices 0 android, 1 ios, 2 other.
+    "by": {
+        "mechanism": "cms",
+        "epsilon": 2.0,
+        "k": 16,
+        "m": 64,
+        "min_batch_size": 50,
+        "dimensions": [{"name": "platform", "values": ["android", "ios"]}],
+    },
+    "numd": {
+        "mechanism": "numeric",
+        "epsilon": 2.0,
+        "lo": 0,
+        "hi": 100,
+        "buckets": 16,
+        "min_batch_size": 50,
+        "dimensions": [{"name": "platform", "values": ["android", "ios"]}],
+    },
 }
 
 
@@ -140,13 +178,17 @@ def create(check: Checked, task_id: str, fields: dict[str, Any]) -> TaskConfig:
     return TaskConfig.from_dict(body)
 
 
-def reports(task: TaskConfig, values: list[Any], seed: int) -> list[Envelope]:
+def reports(task: TaskConfig, values: list[Any], seed: int, slices: int = 1) -> list[Envelope]:
+    """Return privatized reports of ``values``; report i in slice i % ``slices``."""
     batch: Any = task.mechanism_object.privatize_many(values, np.random.default_rng(seed))
     payloads = [
-        batch.report(i) if hasattr(batch, "report") else int(batch[i]) for i in range(len(values))
+        batch.report(i) if hasattr(batch, "report") else batch[i].item() for i in range(len(values))
     ]
     bucket = task.floor_time(time.time())
-    return [Envelope(new_report_id(), task.fingerprint, bucket, p) for p in payloads]
+    return [
+        Envelope(new_report_id(), task.fingerprint, bucket, p, i % slices)
+        for i, p in enumerate(payloads)
+    ]
 
 
 def upload(check: Checked, task: TaskConfig, body: bytes, **headers: str) -> Any:
@@ -175,11 +217,20 @@ def test_real_answers_match_the_documented_schemas(client: FlaskClient) -> None:
         "lt": list(rng.choice(["x", "y"], 400)),
         "num": list(rng.uniform(0, 100, 400)),
         "hh": list(rng.choice(["ab", "ba", "abab"], 400)),
+        "by": list(rng.choice(["x", "y", "z"], 400)),
+        # A point mass on each platform: no percentile of it can be trusted.
+        "numd": [40.0, 60.0] * 200,
     }
     for name, task in tasks.items():
         if not values[name]:
             continue
-        sent = reports(task, values[name], seed=len(name))
+        sent = reports(task, values[name], seed=len(name), slices=2 if name == "numd" else 1)
+        if name == "by":  # android and ios 200 each; other 20: thin
+            sent = reports(task, values[name], seed=2, slices=2)
+            sent += reports(task, ["x"] * 20, seed=3)
+            sent = [*sent[:-20], *(replace(e, slice=2) for e in sent[-20:])]
+        if name == "hh":  # 20 of them on ios: a thin slice
+            sent = [*sent[:-20], *(replace(e, slice=1) for e in sent[-20:])]
         assert upload(check, task, encode_batch(task, sent))["accepted"] == len(sent)
 
     # Rejections: a replay, an outdated fingerprint, a malformed report.
@@ -210,6 +261,18 @@ def test_real_answers_match_the_documented_schemas(client: FlaskClient) -> None:
     ask(check, "num", "estimates")
     ask(check, "hh", "estimates", candidates=["ab"])
     ask(check, "hh", "heavy-hitters", top=3)
+    # Breakdowns: rows, a thin group rolled up, a selection too thin for any row.
+    ask(check, "by", "estimates", candidates=["x", "y"], group_by=["platform"], fake_fraction=0.1)
+    ask(check, "by", "estimates", candidates=["x"], where={"platform": "other"})
+    ask(check, "lt", "estimates", candidates=["x"], group_by=["platform"])
+    ask(check, "grr", "estimates", normalize=True, group_by=["platform"])
+    ask(check, "numd", "estimates", candidates=["mean", "p50"], group_by=["platform"])
+    ask(check, "hh", "heavy-hitters", top=3, group_by=["platform"])
+    ask(check, "hh", "heavy-hitters", top=3, where={"platform": "ios"})
+    ask(check, "by", "compare", candidates=["x", "y"], a={"where": {"platform": "android"}},
+        b={"where": {"platform": "ios"}})  # fmt: skip
+    ask(check, "numd", "compare", candidates=["mean", "p50"], a={"where": {"platform": "android"}},
+        b={"where": {"platform": "ios"}})  # fmt: skip
 
     # Problems, each answered with the problem document.
     ask(check, "rr", "heavy-hitters")  # 422: rr cannot discover

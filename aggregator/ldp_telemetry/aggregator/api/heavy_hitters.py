@@ -21,5 +21,5 @@ def heavy_hitters(task_id: str) -> HeavyHitterAnswer:
     """Return the ``top`` strings over the buckets starting in [start, end)."""
     store = get_store()
     task = find_task(task_id, store).config
-    top, survivors, window = parse_request(json_body())
-    return answer(task, top, survivors, window, store)
+    top, survivors, window, breakdown = parse_request(task, json_body())
+    return answer(task, top, survivors, window, store, breakdown)

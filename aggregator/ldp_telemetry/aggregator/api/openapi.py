@@ -8,6 +8,7 @@ from typing import Any
 
 from ldp_telemetry.aggregator.api.schemas import SCHEMAS
 from ldp_telemetry.shared.contract import (
+    COMPARE_PATH,
     ESTIMATES_PATH,
     HEALTH_PATH,
     HEAVY_HITTERS_PATH,
@@ -160,6 +161,22 @@ PATHS: dict[str, Any] = {
             "requestBody": {"required": True, **_json("EstimateRequest")},
             "responses": {
                 "200": _ok("Estimates", "EstimateResult"),
+                "400": PROBLEM,
+                "401": PROBLEM,
+                "404": PROBLEM,
+                "422": PROBLEM,
+            },
+        },
+    },
+    COMPARE_PATH: {
+        "post": {
+            "summary": "Compare two slices or two time ranges value by value: differences, "
+            "intervals, p-values, significance after Holm's correction (analyst token)",
+            "parameters": [TASK_ID],
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, **_json("CompareRequest")},
+            "responses": {
+                "200": _ok("Differences", "CompareResult"),
                 "400": PROBLEM,
                 "401": PROBLEM,
                 "404": PROBLEM,

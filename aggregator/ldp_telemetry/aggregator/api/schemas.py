@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from ldp_telemetry.shared.answers import EstimateAnswer, HeavyHitterAnswer
+from ldp_telemetry.shared.answers import CompareAnswer, EstimateAnswer, HeavyHitterAnswer
 from ldp_telemetry.shared.contract import Doc, OneOf, Problem, UploadAnswer
 from ldp_telemetry.shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES
 from ldp_telemetry.shared.mechanisms.base import Option
@@ -26,8 +26,9 @@ _INTEGER = {"type": "integer"}
 
 def schema_of(kind: Any) -> dict[str, Any]:
     """Return the JSON Schema of a type an answer is written with: a TypedDict (an
-    object; its required keys required), ``list[X]``, ``X | None``, str, int, float, bool,
-    Any; ``Annotated`` with :class:`Doc` (a description) or :class:`OneOf` (an enum)."""
+    object; its required keys required), ``list[X]``, ``dict[str, X]``, ``X | None``, str,
+    int, float, bool, Any; ``Annotated`` with :class:`Doc` (a description) or
+    :class:`OneOf` (an enum)."""
     if is_typeddict(kind):
         return _object(kind)
     origin, args = get_origin(kind), get_args(kind)
@@ -47,6 +48,8 @@ def schema_of(kind: Any) -> dict[str, Any]:
         return {**inner, "type": [inner["type"], "null"]}
     if origin is list:
         return {"type": "array", "items": schema_of(args[0])}
+    if origin is dict and args[0] is str:  # an object whose names are data (dimensions)
+        return {"type": "object", "additionalProperties": schema_of(args[1])}
     if kind is Any:
         return {}
     if kind in _JSON_TYPES:
@@ -75,6 +78,20 @@ def _option_schema(option: Option) -> dict[str, Any]:
     kind = kinds.get(option.kind, {"type": option.kind})
     return {**kind, "description": option.help}
 
+
+# A query's breakdown by the task's public dimensions (docs/breakdowns.md).
+BREAKDOWN_FIELDS: dict[str, Any] = {
+    "group_by": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "dimensions to answer one row per group of (thin groups rolled up)",
+    },
+    "where": {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": "dimensions' values the rows are limited to (the totals are not)",
+    },
+}
 
 # A task's public dimensions (PROTOCOL.md §1.1): sent in the clear, not protected by LDP.
 DIMENSIONS: dict[str, Any] = {
@@ -159,6 +176,29 @@ REQUESTS: dict[str, Any] = {
             "level": _NUMBER,
             "fake_fraction": _NUMBER,
             "normalize": {"type": "boolean"},
+            **BREAKDOWN_FIELDS,
+        },
+    },
+    "CompareRequest": {
+        "type": "object",
+        "required": ["a", "b"],
+        "additionalProperties": False,
+        "properties": {
+            "candidates": {"type": "array", "items": {"type": "string"}},
+            "start": {**_INTEGER, "description": "both sides' range unless a side says"},
+            "end": _INTEGER,
+            "level": {**_NUMBER, "description": "intervals' level; Holm's alpha = 1 - level"},
+            "a": {"$ref": "#/components/schemas/CompareSide"},
+            "b": {"$ref": "#/components/schemas/CompareSide"},
+        },
+    },
+    "CompareSide": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "where": BREAKDOWN_FIELDS["where"],
+            "start": _INTEGER,
+            "end": _INTEGER,
         },
     },
     "HeavyHitterRequest": {
@@ -170,6 +210,7 @@ REQUESTS: dict[str, Any] = {
             "start": _INTEGER,
             "end": _INTEGER,
             "level": _NUMBER,
+            **BREAKDOWN_FIELDS,
         },
     },
 }
@@ -212,6 +253,7 @@ ANSWERS: dict[str, Any] = {
     "UploadResult": UploadAnswer,
     "EstimateResult": EstimateAnswer,
     "HeavyHitterResult": HeavyHitterAnswer,
+    "CompareResult": CompareAnswer,
     "Problem": Problem,
 }
 

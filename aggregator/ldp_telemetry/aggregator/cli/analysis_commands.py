@@ -70,6 +70,40 @@ def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def breakdown_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --group-by NAME and --where NAME=VALUE (both repeatable)."""
+    command = click.option(
+        "--where",
+        "where",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Limit the rows to a dimension's value (repeatable; the totals are not limited).",
+    )(command)
+    return click.option(
+        "--group-by",
+        "group_by",
+        multiple=True,
+        metavar="NAME",
+        help="Answer one row per value of this dimension too (repeatable, in order; "
+        "groups with fewer than the task's min_slice_size reports are rolled up).",
+    )(command)
+
+
+def _breakdown(task: Any, group_by: tuple[str, ...], where: tuple[str, ...]) -> Any:
+    """Return the checked breakdown the options ask for (None: neither option given)."""
+    from ldp_telemetry.aggregator.core.analysis.query import parse_breakdown
+
+    if not group_by and not where:
+        return None
+    fixed: dict[str, str] = {}
+    for item in where:
+        name, equals, value = item.partition("=")
+        if not equals:
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--where")
+        fixed[name] = value
+    return _run(lambda: parse_breakdown(task, {"group_by": list(group_by), "where": fixed}))
+
+
 def sums_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add --sums FILE: answer from a sums file instead of the database."""
     return click.option(
@@ -97,6 +131,7 @@ def sums_option(command: Callable[..., Any]) -> Callable[..., Any]:
     help="A file with one candidate per line ('-' reads standard input).",
 )
 @window_options
+@breakdown_options
 @sums_option
 def estimates(
     task_id: str,
@@ -106,6 +141,8 @@ def estimates(
     end: int | None,
     level: float,
     fmt: str,
+    group_by: tuple[str, ...],
+    where: tuple[str, ...],
     sums: str | None,
 ) -> None:
     """Print a task's estimated counts with standard errors and confidence intervals."""
@@ -120,9 +157,14 @@ def estimates(
     if sums is not None:  # a sums file (ldp_telemetry.aggregator.archive, export): no database
         source = _sums_file(sums, task_id)
         limit = int(str(DEFAULTS["MAX_CANDIDATES"]))
+        breakdown = _breakdown(source.task, group_by, where)
         body = _run(
             lambda: answer(
-                source.task, parse_candidates(source.task, listed or None, limit), window, source
+                source.task,
+                parse_candidates(source.task, listed or None, limit),
+                window,
+                source,
+                breakdown=breakdown,
             )
         )
     else:
@@ -130,6 +172,7 @@ def estimates(
         task = load_task(opened.store, task_id)
         limit = int(opened.config["MAX_CANDIDATES"])
         cells = int(opened.config["MAX_ESTIMATE_CELLS"])
+        breakdown = _breakdown(task, group_by, where)
         body = _run(
             lambda: answer(
                 task,
@@ -137,12 +180,13 @@ def estimates(
                 window,
                 opened.store,
                 max_cells=cells,
+                breakdown=breakdown,
             )
         )
     columns = ["value", "estimate", "std_error", "ci_low", "ci_high"]
     if any("reliable" in row for row in body["estimates"]):  # numeric sw rows say it
         columns.append("reliable")
-    _print(body, body["estimates"], columns, fmt)
+    _print(body, _with_slices(body, "estimates"), columns, fmt)
 
 
 @click.command("heavy-hitters")
@@ -157,6 +201,7 @@ def estimates(
     help="Prefixes kept per level while searching.",
 )
 @window_options
+@breakdown_options
 @sums_option
 def heavy_hitters(
     task_id: str,
@@ -166,6 +211,8 @@ def heavy_hitters(
     end: int | None,
     level: float,
     fmt: str,
+    group_by: tuple[str, ...],
+    where: tuple[str, ...],
     sums: str | None,
 ) -> None:
     """Print a task's most frequent strings, found without candidates (e.g. an hh task)."""
@@ -174,11 +221,13 @@ def heavy_hitters(
     window = _window(start, end, level)
     if sums is not None:  # a sums file (ldp_telemetry.aggregator.archive, export): no database
         source = _sums_file(sums, task_id)
-        body = _run(lambda: answer(source.task, top, survivors, window, source))
+        breakdown = _breakdown(source.task, group_by, where)
+        body = _run(lambda: answer(source.task, top, survivors, window, source, breakdown))
     else:
         store = open_collector().store
         task = load_task(store, task_id)
-        body = _run(lambda: answer(task, top, survivors, window, store))
+        breakdown = _breakdown(task, group_by, where)
+        body = _run(lambda: answer(task, top, survivors, window, store, breakdown))
     if fmt == "table":
         click.echo(
             f"n = {body['n']}, candidates examined per level: "
@@ -186,10 +235,24 @@ def heavy_hitters(
         )
     _print(
         body,
-        body["heavy_hitters"],
+        _with_slices(body, "heavy_hitters"),
         ["value", "estimate", "std_error", "ci_low", "ci_high", "reliable"],
         fmt,
     )
+
+
+def _with_slices(body: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+    """Return the totals' rows, then each breakdown row's, with a ``slice`` column when the
+    answer has a breakdown ("all" for the totals, "platform=ios" for a row, "+ n rolled up")."""
+    if "breakdown" not in body:
+        return list(body[key])
+    rows = [{"slice": "all", **row} for row in body[key]]
+    for block in body.get("slices", []):
+        name = " ".join(f"{k}={v}" for k, v in block["dimensions"].items()) or "(rest)"
+        if block["rolled_up"]:
+            name += f" +{len(block['rolled_up'])} rolled up"
+        rows += [{"slice": name, **row} for row in block[key]]
+    return rows
 
 
 def _sums_file(path: str, task_id: str) -> Any:
@@ -231,6 +294,8 @@ def _run(work: Callable[[], Answer]) -> Answer:
 def _print(
     body: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], columns: list[str], fmt: str
 ) -> None:
+    if rows and "slice" in rows[0]:
+        columns = ["slice", *columns]
     if fmt == "json":
         click.echo(json.dumps(body, indent=2))
     elif fmt == "csv":
@@ -240,10 +305,18 @@ def _print(
         writer.writeheader()
         writer.writerows(rows)
     else:
-        click.echo(f"{'value':<24} " + " ".join(f"{c:>12}" for c in columns[1:]))
+        first = columns.index("value")
+        # A value is cut at 24 characters; a slice's name is shown whole (up to 48).
+        widths = [
+            min(48, max([24] + [len(str(row[c])) for row in rows])) if c == "slice" else 24
+            for c in columns[: first + 1]
+        ]
+        head = [f"{c:<{w}}" for c, w in zip(columns, widths, strict=False)]
+        click.echo(" ".join(head) + " " + " ".join(f"{c:>12}" for c in columns[first + 1 :]))
         for row in rows:
-            cells = [_cell(row[c]) for c in columns[1:]]
-            click.echo(f"{str(row['value'])[:24]:<24} " + " ".join(f"{c:>12}" for c in cells))
+            left = [f"{str(row[c])[:w]:<{w}}" for c, w in zip(columns, widths, strict=False)]
+            cells = [_cell(row[c]) for c in columns[first + 1 :]]
+            click.echo(" ".join(left) + " " + " ".join(f"{c:>12}" for c in cells))
 
 
 def _cell(value: Any) -> str:

@@ -27,7 +27,7 @@ class Column:
 
     name: str
     heading: str
-    kind: str = "number"  # "text", "count" (integer), "number" (estimate) or "time"
+    kind: str = "number"  # "text", "count" (integer), "number" (estimate), "fraction", "time"
 
 
 @dataclass(frozen=True)
@@ -178,3 +178,80 @@ def _x_ticks(config: TaskConfig, series: OverTime) -> list[tuple[float, str]]:
     starts = [b.start for b in series.buckets]
     step = max(1, -(-len(starts) // MAX_X_LABELS))
     return [(float(s), when(s, config.time_precision, short=True)) for s in starts[::step]]
+
+
+def slice_name(block: Mapping[str, Any]) -> str:
+    """Return a breakdown row's name: its values, and how many thin groups it holds."""
+    name = ", ".join(f"{k}={v}" for k, v in block["dimensions"].items()) or "rest"
+    return name + (f" (+{len(block['rolled_up'])} rolled up)" if block["rolled_up"] else "")
+
+
+def breakdown_chart(config: TaskConfig, body: Mapping[str, Any]) -> Chart:
+    """Return the largest values' estimates per breakdown row: grouped bars, each a row's
+    share of its own reports (counts) or its statistic (numeric), with its interval."""
+    shares = config.mechanism_object.reach() is not None  # counts: rows differ in n
+    values = [row["value"] for row in top_estimates(body)]
+    blocks = body.get("slices", [])
+    groups, rows = [], []
+    for value in values:
+        bars = []
+        for block in blocks:
+            row = _row_of(block, value)
+            if row is None:
+                continue
+            scale = 1.0 / block["n"] if shares else 1.0
+            bars.append(
+                svg.Bar(
+                    slice_name(block),
+                    row["estimate"] * scale,
+                    row["ci_low"] * scale,
+                    row["ci_high"] * scale,
+                )
+            )
+            rows.append([slice_name(block), str(value), block["n"], *_numbers(row)])
+        groups.append((str(value), bars))
+    drawing = svg.grouped_bar_chart(
+        "chart-breakdown",
+        f"By {', '.join(body['breakdown']['group_by'])}, {config.task_id}",
+        groups,
+        [slice_name(block) for block in blocks],
+        "share of the row's reports" if shares else "estimate",
+    )
+    columns = [
+        Column("slice", "Row", "text"),
+        Column("value", "Value", "text"),
+        Column("n", "Reports", "count"),
+        *_estimate_columns(),
+    ]
+    return Chart("breakdown", "Estimates by slice", drawing, columns, rows)
+
+
+def changes_chart(config: TaskConfig, body: Mapping[str, Any]) -> Chart:
+    """Return each value's change from the previous bucket to the latest, with its interval,
+    and whether it is significant after Holm's correction."""
+    found = body["differences"]
+    bars = [svg.Bar(str(d["value"]), d["difference"], d["ci_low"], d["ci_high"]) for d in found]
+    drawing = svg.bar_chart(
+        "chart-changes",
+        f"Latest bucket minus the one before, {config.task_id}",
+        bars,
+        "difference of shares" if body["quantity"] == "share" else "difference",
+    )
+    rows = [
+        [str(d["value"]), d["a"], d["b"], d["difference"], d["std_error"], d["ci_low"],
+         d["ci_high"], d["adjusted_p"], "yes" if d["significant"] else "no"]
+        for d in found
+    ]  # fmt: skip
+    kind = "fraction" if body["quantity"] == "share" else "number"
+    columns = [
+        Column("value", "Value", "text"),
+        Column("latest", "Latest", kind),
+        Column("before", "Before", kind),
+        Column("difference", "Difference", kind),
+        Column("std_error", "Std. error", kind),
+        Column("ci_low", "CI low", kind),
+        Column("ci_high", "CI high", kind),
+        Column("adjusted_p", "Holm p", "fraction"),
+        Column("significant", "Significant", "text"),
+    ]
+    return Chart("changes", "What changed", drawing, columns, rows)

@@ -20,8 +20,8 @@ from typing import Any
 
 from flask import current_app
 
-from ldp_telemetry.aggregator.core.analysis import estimates, heavy_hitters
-from ldp_telemetry.aggregator.core.analysis.query import Window
+from ldp_telemetry.aggregator.core.analysis import compare, estimates, heavy_hitters
+from ldp_telemetry.aggregator.core.analysis.query import Breakdown, Window
 from ldp_telemetry.aggregator.core.metrics import current_registry
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.dashboard.resources import get_store
@@ -193,7 +193,11 @@ class Answers:
 
 
 def estimate(
-    config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
+    config: TaskConfig,
+    candidates: list[Any] | None,
+    window: Window,
+    n: int | None = None,
+    breakdown: Breakdown | None = None,
 ) -> Mapping[str, Any]:
     """Return :func:`ldp_telemetry.aggregator.core.analysis.estimates.answer` for the window (reused
     while exact).
@@ -203,11 +207,14 @@ def estimate(
     """
     store = get_store()
     refused = store.refusals(config, window.start, window.end)
-    question = ("estimates", None if candidates is None else tuple(candidates), refused)
+    grouped = None if breakdown is None else breakdown.group_by
+    question = ("estimates", None if candidates is None else tuple(candidates), refused, grouped)
     max_cells = int(current_app.config["MAX_ESTIMATE_CELLS"])
 
     def compute() -> Mapping[str, Any]:
-        return estimates.answer(config, candidates, window, store, max_cells=max_cells)
+        return estimates.answer(
+            config, candidates, window, store, max_cells=max_cells, breakdown=breakdown
+        )
 
     return Answers.of_app().get(config, question, window, compute, n)
 
@@ -239,13 +246,48 @@ def top_estimates(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def range_answer(
-    config: TaskConfig, candidates: list[Any] | None, window: Window, n: int | None = None
+    config: TaskConfig,
+    candidates: list[Any] | None,
+    window: Window,
+    n: int | None = None,
+    breakdown: Breakdown | None = None,
 ) -> tuple[Mapping[str, Any] | None, ApiError | None]:
     """Return the estimates over the whole window, or the problem the API would answer."""
     try:
-        return estimate(config, candidates, window, n), None
+        return estimate(config, candidates, window, n, breakdown), None
     except ApiError as error:
         return None, error
+
+
+def changes(
+    config: TaskConfig, candidates: list[Any] | None, buckets: list[int], level: float
+) -> tuple[Mapping[str, Any] | None, str | None]:
+    """Return :func:`ldp_telemetry.aggregator.core.analysis.compare.answer` of the last two
+    buckets (the latest against the one before), or why there is none."""
+    if len(buckets) < 2:
+        return None, "one bucket holds reports: there is no earlier period to compare with"
+    before, latest = buckets[-2], buckets[-1]
+    body: dict[str, Any] = {
+        "level": level,
+        "a": {"start": latest, "end": latest + config.time_precision},
+        "b": {"start": before, "end": before + config.time_precision},
+    }
+    if candidates is not None:
+        body["candidates"] = candidates
+    store, limit = get_store(), int(current_app.config["MAX_CANDIDATES"])
+    cells = int(current_app.config["MAX_ESTIMATE_CELLS"])
+    both = Window(before, latest + config.time_precision, level)  # reused while its n holds
+    question = ("changes", None if candidates is None else tuple(candidates))
+
+    def compute() -> Mapping[str, Any]:
+        query = compare.parse_compare(config, body, limit)
+        found = compare.answer(config, query, store, max_cells=cells)
+        return {"n": found["a"]["n"] + found["b"]["n"], "changes": found}
+
+    try:
+        return Answers.of_app().get(config, question, both, compute)["changes"], None
+    except ApiError as error:
+        return None, error.detail
 
 
 def discovered(

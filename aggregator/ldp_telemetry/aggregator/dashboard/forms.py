@@ -1,4 +1,4 @@
-"""The task page's GET form: candidates, a UTC time range and a confidence level.
+"""The task page's GET form: candidates, a UTC time range, a confidence level, a group_by.
 
 Each field is parsed into what the JSON API takes, then checked by the API's own parsers
 (:func:`ldp_telemetry.aggregator.core.analysis.query.parse_window`,
@@ -17,8 +17,10 @@ from typing import Any
 from flask import current_app
 
 from ldp_telemetry.aggregator.core.analysis.query import (
+    Breakdown,
     Window,
     check_cost,
+    parse_breakdown,
     parse_candidates,
     parse_window,
 )
@@ -38,18 +40,28 @@ class TaskQuery:
     start: str = ""
     end: str = ""
     level: str = ""
+    group_by: str = ""  # one of the task's dimensions (empty: no breakdown)
 
     @classmethod
     def from_args(cls, args: Mapping[str, str]) -> TaskQuery:
         """Return the fields of a query string (missing ones empty)."""
-        return cls(
-            *(str(args.get(name, "")).strip() for name in ("candidates", "start", "end", "level"))
-        )
+        names = ("candidates", "start", "end", "level", "group_by")
+        return cls(*(str(args.get(name, "")).strip() for name in names))
 
     def args(self) -> dict[str, str]:
         """Return the non-empty fields, for links that keep the same view (downloads)."""
         fields = {"candidates": self.candidates, "start": self.start, "end": self.end}
-        return {k: v for k, v in {**fields, "level": self.level}.items() if v}
+        fields |= {"level": self.level, "group_by": self.group_by}
+        return {k: v for k, v in fields.items() if v}
+
+    def breakdown(self, config: TaskConfig) -> Breakdown | None:
+        """Return the breakdown asked for (None: none), checked as the API checks it."""
+        if not self.group_by:
+            return None
+        try:
+            return parse_breakdown(config, {"group_by": [self.group_by]})
+        except ApiError as error:
+            raise FormError(error.detail) from None
 
     def window(self) -> Window:
         """Return the range and level, checked as the API checks them."""

@@ -263,3 +263,69 @@ def _bar(bar: Bar, x: _Scale, top: int, format_value: Callable[[float], str]) ->
 
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def grouped_bar_chart(
+    chart_id: str,
+    title: str,
+    groups: Sequence[tuple[str, Sequence[Bar]]],
+    series: Sequence[str],
+    x_label: str,
+) -> str:
+    """Return horizontal bars in groups (one group per value, one bar per series, each in its
+    series' colour) with their error bars, and a legend of the series."""
+    left, right, top, bar = 190, WIDTH - 80, 30, 14
+    block = bar * len(series) + 10
+    legend_rows = math.ceil(len(series) / 3)
+    height = top + block * max(1, len(groups)) + 50 + 20 * legend_rows
+    bottom = top + block * max(1, len(groups))
+    values = [v for _, bars in groups for b in bars for v in (b.value, b.low, b.high)]
+    ticks = nice_ticks(
+        min([0.0, *(v for v in values if v is not None)]),
+        max([0.0, *(v for v in values if v is not None)]),
+    )
+    x = _Scale(ticks[0], ticks[-1], left, right)
+    desc = f"{len(groups)} groups of {len(series)} bars; lines: confidence intervals"
+    out = _open(chart_id, title, desc, height)
+    for tick in ticks:
+        colour = "#444444" if tick == 0 else "#dddddd"
+        out.append(
+            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 6}" y2="{bottom}" '
+            f'stroke="{colour}"/>'
+        )
+        out.append(
+            f'<text x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">'
+            f"{escape(number(tick))}</text>"
+        )
+    out.append(
+        f'<text x="{(left + right) / 2:.0f}" y="{bottom + 34}" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+    )
+    for g, (label, bars) in enumerate(groups):
+        at = top + block * g
+        out.append(
+            f'<text x="184" y="{at + block / 2:.1f}" text-anchor="end">{escape(_short(label, 26))}'
+            f"<title>{escape(label)}</title></text>"
+        )
+        for i, one in enumerate(bars):
+            out += _grouped_bar(one, x, at + bar * i, bar - 2, PALETTE[i % len(PALETTE)])
+    out += _legend(series, left, bottom + 56)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _grouped_bar(one: Bar, x: _Scale, top: float, size: int, colour: str) -> list[str]:
+    start, end = sorted((x(0.0), x(one.value)))
+    middle = top + size / 2
+    out = [
+        f'<rect x="{start:.1f}" y="{top:.1f}" width="{max(end - start, 1):.1f}" '
+        f'height="{size}" fill="{colour}"><title>{escape(one.label)}: '
+        f"{escape(number(one.value))}</title></rect>"
+    ]
+    if one.low is not None and one.high is not None:
+        low, high = x(one.low), x(one.high)
+        out.append(
+            f'<path d="M{low:.1f} {middle:.1f}H{high:.1f}M{low:.1f} {middle - 4:.1f}v8'
+            f'M{high:.1f} {middle - 4:.1f}v8" stroke="#000000" stroke-width="1.2" fill="none"/>'
+        )
+    return out

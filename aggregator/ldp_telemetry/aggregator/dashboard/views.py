@@ -23,10 +23,12 @@ from flask import (
 )
 from werkzeug.exceptions import HTTPException
 
+from ldp_telemetry.aggregator.core.analysis.query import Window
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.core.tasks import find_task
 from ldp_telemetry.aggregator.dashboard import access, charts, figures, forms
 from ldp_telemetry.aggregator.dashboard.resources import get_store
+from ldp_telemetry.shared.dimensions import DEFAULT_MIN_SLICE_SIZE
 from ldp_telemetry.shared.estimates import z_value
 from ldp_telemetry.shared.mechanisms.registry import plan
 
@@ -137,6 +139,8 @@ class TaskView:
     range_body: Mapping[str, Any] | None = None
     hh_body: Mapping[str, Any] | None = None
     hidden_buckets: int = 0
+    breakdown_body: Mapping[str, Any] | None = None
+    changes_body: Mapping[str, Any] | None = None
 
 
 @bp.get("/tasks/<task_id>")
@@ -212,7 +216,32 @@ def task_view(task_id: str) -> TaskView:
         view.notes.append(f"Estimates over the range: {problem.detail}")
     if any(b.body is not None for b in series.buckets):
         view.charts.append(charts.over_time_chart(config, series))
+    _breakdown(view, candidates, window)
+    view.changes_body, reason = figures.changes(
+        config, candidates, view.summary.buckets, window.level
+    )
+    if view.changes_body is not None:
+        view.charts.append(charts.changes_chart(config, view.changes_body))
+    elif len(view.summary.buckets) > 1:
+        view.notes.append(f"What changed: {reason}")
     return view
+
+
+def _breakdown(view: TaskView, candidates: list[Any] | None, window: Window) -> None:
+    """Add the estimates by the chosen dimension, if one is (a task with dimensions)."""
+    config = view.summary.config
+    try:
+        breakdown = view.query.breakdown(config)
+    except forms.FormError as error:
+        view.problems.append(str(error))
+        return
+    if breakdown is None:
+        return
+    view.breakdown_body, problem = figures.range_answer(config, candidates, window, None, breakdown)
+    if view.breakdown_body is not None:
+        view.charts.append(charts.breakdown_chart(config, view.breakdown_body))
+    elif problem is not None:
+        view.notes.append(f"Estimates by {view.query.group_by}: {problem.detail}")
 
 
 def hh_view(task_id: str) -> TaskView:
@@ -256,24 +285,57 @@ class PlanForm:
     domain_size: str
     devices: str
     epsilon: str
+    slices: str = ""  # the breakdown's slices the reports spread over (empty: none)
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """The same workload split evenly over ``slices``: each mechanism's standard error of a
+    count in one slice, and whether a slice would be rolled up (below min_slice_size)."""
+
+    slices: int
+    per_slice: int
+    std_errors: dict[str, float]
+    rolled_up: bool
+    min_slice_size: int = DEFAULT_MIN_SLICE_SIZE
 
 
 @bp.get("/plan")
 def planner() -> str:
     """Compare the mechanisms for a workload: the figures of ``ldp-aggregator tasks plan``."""
-    form = PlanForm(
-        *(request.args.get(k, "").strip() for k in ("domain_size", "devices", "epsilon"))
-    )
-    plans, problem = None, None
+    names = ("domain_size", "devices", "epsilon", "slices")
+    form = PlanForm(*(request.args.get(k, "").strip() for k in names))
+    plans, problem, sliced = None, None, None
     if any((form.domain_size, form.devices, form.epsilon)):
         try:
             domain_size, devices, epsilon = _plan_inputs(form)
             plans = plan(epsilon, domain_size, devices)
+            sliced = _slice_plan(form.slices, domain_size, devices, epsilon)
         except ValueError as error:
             problem = str(error)
     return render_template(
-        "dashboard/plan.html", form=form, plans=plans, problem=problem, z=z_value(0.95)
+        "dashboard/plan.html",
+        form=form,
+        plans=plans,
+        problem=problem,
+        z=z_value(0.95),
+        sliced=sliced,
     )
+
+
+def _slice_plan(text: str, domain_size: int, devices: int, epsilon: float) -> SlicePlan | None:
+    """Return the plan of one slice when the reports spread over ``text`` slices."""
+    if not text:
+        return None
+    try:
+        slices = int(text)
+    except ValueError:
+        raise ValueError("slices must be a whole number") from None
+    if not 1 <= slices <= devices:
+        raise ValueError(f"slices must be between 1 and the reports ({devices:,})")
+    per_slice = devices // slices
+    errors = {name: p.std_error for name, p in plan(epsilon, domain_size, per_slice)}
+    return SlicePlan(slices, per_slice, errors, per_slice < DEFAULT_MIN_SLICE_SIZE)
 
 
 def _plan_inputs(form: PlanForm) -> tuple[int, int, float]:
@@ -296,11 +358,14 @@ def _plan_inputs(form: PlanForm) -> tuple[int, int, float]:
 
 
 def format_cell(value: Any, kind: str) -> str:
-    """Return a table cell's text: counts with separators, estimates to one decimal."""
+    """Return a table cell's text: counts with separators, estimates to one decimal,
+    shares and p-values to three significant digits."""
     if value is None or value == "":
         return "–"
     if kind == "count":
         return f"{int(value):,}"
     if kind == "number":
         return f"{float(value):,.1f}"
+    if kind == "fraction":  # shares, their differences, p-values
+        return f"{float(value):.3g}"
     return str(value)

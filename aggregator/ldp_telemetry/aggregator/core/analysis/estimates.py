@@ -2,23 +2,54 @@
 
 The answer the API (ldp_telemetry.aggregator.api.estimates), the dashboard and the command line
 give, over any :class:`~ldp_telemetry.aggregator.store.SumsSource` (the store, or a sums file).
+With ``group_by`` or ``where`` it adds one block per row of the breakdown
+(:mod:`ldp_telemetry.aggregator.core.analysis.slices`), each estimated from its own slices' sums
+exactly as the totals are from all of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from ldp_telemetry.aggregator.core.analysis.central import central_fields
-from ldp_telemetry.aggregator.core.analysis.query import Window, check_scan
+from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
+from ldp_telemetry.aggregator.core.analysis.central import Shuffle, central_fields
+from ldp_telemetry.aggregator.core.analysis.query import Breakdown, Window, check_scan
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.store import SumsSource, SumsView
 from ldp_telemetry.shared import TaskConfig
-from ldp_telemetry.shared.answers import EstimateAnswer, EstimateRow
+from ldp_telemetry.shared.answers import (
+    Anomaly,
+    EstimateAnswer,
+    EstimateRow,
+    EstimateSlice,
+    PoisoningBound,
+)
 from ldp_telemetry.shared.contract import BELOW_MIN_BATCH_SIZE
 from ldp_telemetry.shared.estimates import Estimates
 from ldp_telemetry.shared.mechanisms import poisoning, postprocessing
 from ldp_telemetry.shared.mechanisms.features import longitudinal
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What an estimates query asks besides its candidates and window."""
+
+    max_cells: int | None = None
+    fake_fraction: float | None = None
+    normalize: bool = False
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One population's estimates (the totals, or one row of a breakdown)."""
+
+    n: int
+    rows: list[EstimateRow]
+    anomaly: Anomaly | None
+    poisoning: PoisoningBound | None
 
 
 def answer(
@@ -30,6 +61,7 @@ def answer(
     max_cells: int | None = None,
     fake_fraction: float | None = None,
     normalize: bool = False,
+    breakdown: Breakdown | None = None,
 ) -> EstimateAnswer:
     """Return the estimates body for checked candidates and window (the view and the CLI).
 
@@ -38,48 +70,120 @@ def answer(
     (None: no bound, for a sums file).
     ``anomaly`` tests the window's sums against honest devices (when the mechanism can);
     ``fake_fraction`` adds the worst shift that share of fake reports can cause;
-    ``normalize`` adds each value's Norm-Sub count (the whole domain summing to n).
+    ``normalize`` adds each value's Norm-Sub count (the whole domain summing to n);
+    ``breakdown`` (group_by, where) adds ``breakdown`` and one ``slices`` block per row.
     """
-    mechanism = task.mechanism_object
-    layer = longitudinal(mechanism)
+    asked = Asked(max_cells, fake_fraction, normalize)
+    layer = longitudinal(task.mechanism_object)
     # A longitudinal device's reports in different buckets share its permanent response.
     buckets = 1
     if layer is not None:
         buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
-    with source.read_sums(task, window.start, window.end) as sums:
-        if max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
-            check_scan(task, getattr(sums, "buckets", 1), max_cells)
-        check_min_batch(task, sums, "estimates")
-        result = mechanism.estimate(sums, candidates, level=window.level)
-        checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
     refused = source.refusals(task, window.start, window.end)
-    anomaly = poisoning.anomaly(checks, refused, result.n) if checks or refused else None
-    reach = mechanism.reach()
-    bound = None
-    if fake_fraction is not None and reach is not None:
-        bound = poisoning.poisoning_bound(reach, fake_fraction, result.n)
-    if layer is not None:
-        result = layer.over_buckets(result, buckets)
+    totals = measure(task, candidates, window, source, asked, buckets, refused)
+    shuffle = Shuffle(task, source, window, totals.n)
     body: EstimateAnswer = {
         "task_id": task.task_id,
         "mechanism": task.mechanism,
-        "n": result.n,
+        "n": totals.n,
         "epsilon": task.asked_epsilon,
         "effective_epsilon": task.effective_epsilon,
-        **central_fields(task, source, window, result.n),
+        **central_fields(shuffle, totals.n),
         "level": window.level,
         "start": window.start,
         "end": window.end,
-        "estimates": _rows(result, normalize),
+        "estimates": totals.rows,
     }
     # The optional fields come last, in this order (as the answer has always listed them).
-    if anomaly is not None:
-        body["anomaly"] = anomaly
-    if bound is not None:
-        body["poisoning"] = bound
+    if totals.anomaly is not None:
+        body["anomaly"] = totals.anomaly
+    if totals.poisoning is not None:
+        body["poisoning"] = totals.poisoning
     if layer is not None:
         body["buckets"] = buckets
+    if breakdown is not None:
+        plan = breakdowns.plan(task, breakdown, window, source)
+        body["breakdown"] = plan.summary
+        body["slices"] = [
+            _slice(task, candidates, window, source, asked, buckets, shuffle, row)
+            for row in plan.rows
+        ]
     return body
+
+
+def measure(
+    task: TaskConfig,
+    candidates: Sequence[Any] | None,
+    window: Window,
+    source: SumsSource,
+    asked: Asked,
+    buckets: int,
+    refused: int,
+    slices: Sequence[int] | None = None,
+) -> Measured:
+    """Return the estimates of the reports in ``slices`` (None: all) over ``window``.
+
+    ``buckets``: the window's buckets holding the task's reports (longitudinal tasks; a
+    row's own may be fewer, and the bound on the shared permanent noise only grows with it);
+    ``refused``: the implausible reports refused (counted per task, so 0 for a row).
+    """
+    mechanism = task.mechanism_object
+    layer = longitudinal(mechanism)
+    with read_sums(source, task, window, slices) as sums:
+        if asked.max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
+            check_scan(task, getattr(sums, "buckets", 1), asked.max_cells)
+        check_min_batch(task, sums, "estimates")
+        result = mechanism.estimate(sums, candidates, level=window.level)
+        checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
+    anomaly = poisoning.anomaly(checks, refused, result.n) if checks or refused else None
+    reach = mechanism.reach()
+    bound = None
+    if asked.fake_fraction is not None and reach is not None:
+        bound = poisoning.poisoning_bound(reach, asked.fake_fraction, result.n)
+    if layer is not None:
+        result = layer.over_buckets(result, buckets)
+    return Measured(result.n, _rows(result, asked.normalize), anomaly, bound)
+
+
+@contextmanager
+def read_sums(
+    source: SumsSource, task: TaskConfig, window: Window, slices: Sequence[int] | None
+) -> Iterator[SumsView]:
+    """Yield the window's sums of ``slices`` (None: every slice, as before dimensions)."""
+    if slices is None:
+        with source.read_sums(task, window.start, window.end) as sums:
+            yield sums
+    else:
+        with source.read_sums(task, window.start, window.end, slices=slices) as sums:
+            yield sums
+
+
+def _slice(
+    task: TaskConfig,
+    candidates: Sequence[Any] | None,
+    window: Window,
+    source: SumsSource,
+    asked: Asked,
+    buckets: int,
+    shuffle: Shuffle,
+    row: breakdowns.PlannedRow,
+) -> EstimateSlice:
+    """Return one row of a breakdown, estimated from its own slices as the totals are."""
+    measured = measure(task, candidates, window, source, asked, buckets, 0, row.slices)
+    block: EstimateSlice = {
+        "dimensions": row.dimensions,
+        "n": measured.n,
+        **central_fields(shuffle, measured.n, row.slices),
+        "estimates": measured.rows,
+        "rolled_up": row.rolled_up,
+    }
+    if measured.anomaly is not None:
+        block["anomaly"] = measured.anomaly
+    if measured.poisoning is not None:
+        block["poisoning"] = measured.poisoning
+    if longitudinal(task.mechanism_object) is not None:
+        block["buckets"] = buckets
+    return block
 
 
 def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:

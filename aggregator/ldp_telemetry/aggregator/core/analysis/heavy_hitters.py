@@ -8,36 +8,54 @@ answers 422 ``not_discoverable``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from ldp_telemetry.aggregator.core.analysis.central import central_fields
-from ldp_telemetry.aggregator.core.analysis.estimates import check_min_batch
-from ldp_telemetry.aggregator.core.analysis.query import Window, invalid, parse_window
+from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
+from ldp_telemetry.aggregator.core.analysis.central import Shuffle, central_fields
+from ldp_telemetry.aggregator.core.analysis.estimates import check_min_batch, read_sums
+from ldp_telemetry.aggregator.core.analysis.query import (
+    BREAKDOWN,
+    Breakdown,
+    Window,
+    invalid,
+    parse_breakdown,
+    parse_window,
+)
 from ldp_telemetry.aggregator.core.problems import ApiError
 from ldp_telemetry.aggregator.store import SumsSource
 from ldp_telemetry.shared import ParameterError, TaskConfig
-from ldp_telemetry.shared.answers import HeavyHitterAnswer
+from ldp_telemetry.shared.answers import HeavyHitterAnswer, HeavyHitterSlice
 from ldp_telemetry.shared.contract import NOT_DISCOVERABLE
+from ldp_telemetry.shared.mechanisms.base import Discovering
 from ldp_telemetry.shared.mechanisms.features import discoverer
 
-FIELDS = {"top", "start", "end", "level", "survivors"}
+FIELDS = {"top", "start", "end", "level", "survivors", *BREAKDOWN}
 MAX_TOP, MAX_SURVIVORS = 1000, 4096
 
 
-def parse_request(body: Any) -> tuple[int, int, Window]:
-    """Return a heavy-hitters request's ``top``, ``survivors`` and window, or raise 400."""
+def parse_request(task: TaskConfig, body: Any) -> tuple[int, int, Window, Breakdown | None]:
+    """Return a heavy-hitters request's ``top``, ``survivors``, window and breakdown, or
+    raise 400."""
     if not isinstance(body, dict) or set(body) - FIELDS:
         invalid(f"the body must be a JSON object with fields among {sorted(FIELDS)}")
     top, survivors = _count(body, "top", 20, MAX_TOP), _count(body, "survivors", 64, MAX_SURVIVORS)
-    return top, survivors, parse_window(body)
+    return top, survivors, parse_window(body), parse_breakdown(task, body)
 
 
 def answer(
-    task: TaskConfig, top: int, survivors: int, window: Window, source: SumsSource
+    task: TaskConfig,
+    top: int,
+    survivors: int,
+    window: Window,
+    source: SumsSource,
+    breakdown: Breakdown | None = None,
 ) -> HeavyHitterAnswer:
     """Return the heavy-hitters body (the view and the CLI), or raise a problem.
 
-    ``source``: where the sums come from (the store, or a sums file the CLI reads).
+    ``source``: where the sums come from (the store, or a sums file the CLI reads);
+    ``breakdown`` (group_by, where) adds one ``slices`` block per row, each searched
+    among its own slices' reports.
     """
     found_by = discoverer(task.mechanism_object)
     if found_by is None:
@@ -47,21 +65,15 @@ def answer(
             f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
             "values without candidates: use the estimates endpoint",
         )
-    with source.read_sums(task, window.start, window.end) as sums:
-        check_min_batch(task, sums, "heavy hitters")
-        try:
-            found = found_by.discover(
-                sums, top=top, survivors=max(top, survivors), level=window.level
-            )
-        except ParameterError as error:
-            invalid(str(error))
-    return {
+    found = _discover(found_by, task, top, survivors, window, source, None)
+    shuffle = Shuffle(task, source, window, found.estimates.n)
+    body: HeavyHitterAnswer = {
         "task_id": task.task_id,
         "mechanism": task.mechanism,
         "n": found.estimates.n,
         "epsilon": task.asked_epsilon,
         "effective_epsilon": task.effective_epsilon,
-        **central_fields(task, source, window, found.estimates.n),  # as estimates answer
+        **central_fields(shuffle, found.estimates.n),  # as estimates answer
         "level": window.level,
         "start": window.start,
         "end": window.end,
@@ -70,6 +82,44 @@ def answer(
         "reliable_z": found.reliable_z,
         "heavy_hitters": found.rows(),
     }
+    if breakdown is not None:
+        plan = breakdowns.plan(task, breakdown, window, source)
+        body["breakdown"] = plan.summary
+        body["slices"] = []
+        for row in plan.rows:
+            found = _discover(found_by, task, top, survivors, window, source, row.slices)
+            block: HeavyHitterSlice = {
+                "dimensions": row.dimensions,
+                "n": found.estimates.n,
+                **central_fields(shuffle, found.estimates.n, row.slices),
+                "levels": found.levels,
+                "examined": list(found.examined),
+                "reliable_z": found.reliable_z,
+                "heavy_hitters": found.rows(),
+                "rolled_up": row.rolled_up,
+            }
+            body["slices"].append(block)
+    return body
+
+
+def _discover(
+    found_by: Discovering,
+    task: TaskConfig,
+    top: int,
+    survivors: int,
+    window: Window,
+    source: SumsSource,
+    slices: Sequence[int] | None,
+) -> Any:
+    """Return what the search finds among the reports of ``slices`` (None: all)."""
+    with read_sums(source, task, window, slices) as sums:
+        check_min_batch(task, sums, "heavy hitters")
+        try:
+            return found_by.discover(
+                sums, top=top, survivors=max(top, survivors), level=window.level
+            )
+        except ParameterError as error:
+            invalid(str(error))
 
 
 def _count(body: dict[str, Any], name: str, default: int, limit: int) -> int:

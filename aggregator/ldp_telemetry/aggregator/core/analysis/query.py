@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from ldp_telemetry.aggregator.core.problems import ApiError
@@ -11,7 +11,9 @@ from ldp_telemetry.shared import ParameterError, TaskConfig
 from ldp_telemetry.shared.contract import INVALID_QUERY, QUERY_TOO_LARGE
 from ldp_telemetry.shared.estimates import DEFAULT_LEVEL
 
-FIELDS = {"candidates", "start", "end", "level", "fake_fraction", "normalize"}
+BREAKDOWN = ("group_by", "where")  # the fields of a breakdown, in every analyst query
+
+FIELDS = {"candidates", "start", "end", "level", "fake_fraction", "normalize", *BREAKDOWN}
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,15 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Breakdown:
+    """A query's ``group_by`` (declared names, in the analyst's order) and ``where``
+    (declared name → value), checked against the task's dimensions."""
+
+    group_by: tuple[str, ...] = ()
+    where: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class EstimateQuery:
     """Candidates (None: the mechanism's default), a [start, end) range and a level."""
 
@@ -39,6 +50,7 @@ class EstimateQuery:
     level: float
     fake_fraction: float | None = None
     normalize: bool = False
+    breakdown: Breakdown | None = None
 
     @property
     def window(self) -> Window:
@@ -112,7 +124,35 @@ def parse_query(task: TaskConfig, body: Any, max_candidates: int) -> EstimateQue
     candidates = parse_candidates(task, body.get("candidates"), max_candidates)
     fakes = parse_fake_fraction(task, body.get("fake_fraction"))
     normalize = parse_normalize(task, body.get("normalize", False), candidates)
-    return EstimateQuery(candidates, window.start, window.end, window.level, fakes, normalize)
+    breakdown = parse_breakdown(task, body)
+    return EstimateQuery(
+        candidates, window.start, window.end, window.level, fakes, normalize, breakdown
+    )
+
+
+def parse_breakdown(task: TaskConfig, body: dict[str, Any]) -> Breakdown | None:
+    """Return the ``group_by`` and ``where`` a query body asks for (None: neither), or
+    raise a 400 problem naming the fix."""
+    if not any(name in body for name in BREAKDOWN):
+        return None
+    if task.dimensions is None:
+        invalid(
+            f"task {task.task_id!r} declares no dimensions: group_by and where need a task "
+            "created with dimensions"
+        )
+    group_by, where = body.get("group_by", []), body.get("where", {})
+    if not isinstance(group_by, list) or not all(isinstance(name, str) for name in group_by):
+        invalid(f'group_by must be a list of dimension names, e.g. ["{task.dimensions.names[0]}"]')
+    if not isinstance(where, dict) or not all(isinstance(v, str) for v in where.values()):
+        invalid('where must be an object of dimension names to values, e.g. {"platform": "ios"}')
+    both = [name for name in group_by if name in where]
+    if both:
+        invalid(f"{both} fixed by where cannot also be grouped by: drop it from one of them")
+    try:  # the names and values are checked where the task's dimensions are
+        task.dimensions.grouped(group_by, where)
+    except ParameterError as error:
+        invalid(str(error))
+    return Breakdown(tuple(group_by), dict(where))
 
 
 def parse_normalize(task: TaskConfig, raw: Any, candidates: list[Any] | None) -> bool:

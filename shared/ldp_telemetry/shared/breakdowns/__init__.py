@@ -1,0 +1,1 @@
+"""Breakdowns by public dimensions: comparing two estimates, and rolling thin groups up."""

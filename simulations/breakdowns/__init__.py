@@ -1,0 +1,1 @@
+"""Experiments on breakdowns by public dimensions: per-slice intervals and comparisons."""
