@@ -13,7 +13,7 @@ export enum Contract {
   UPLOAD_KEY_PATH = "/v1/tasks/{task_id}/upload-key",
   SHUFFLED_PATH = "/v1/tasks/{task_id}/shuffled/{batch_id}",
   SHUFFLED_UPLOADS = "uploads",
-  SHUFFLED_SLICES = "slice_uploads",
+  SHUFFLED_SLICES = "slice_counts",
   ESTIMATES_PATH = "/v1/tasks/{task_id}/estimates",
   HEAVY_HITTERS_PATH = "/v1/tasks/{task_id}/heavy-hitters",
   COMPARE_PATH = "/v1/tasks/{task_id}/compare",

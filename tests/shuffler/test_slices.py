@@ -61,7 +61,7 @@ def test_each_slices_distinct_uploads_are_recorded_with_the_batch(
     assert window.slice_smallest() == {0: 3, 1: 3, 2: 2}
     assert store.slice_counts(task, None, None) == {0: 4, 1: 4, 2: 2}  # reports, not uploads
     bad = requests.put(
-        f"{collector_process.url}/v1/tasks/sliced/shuffled/{'A' * 22}?uploads=2&slice_uploads=3:1",
+        f"{collector_process.url}/v1/tasks/sliced/shuffled/{'A' * 22}?uploads=2&slice_counts=3:1",
         data=encode_batch(task, [report(task, 0)]),
         headers={**bearer(token), "Content-Type": "application/json"},
         timeout=30,

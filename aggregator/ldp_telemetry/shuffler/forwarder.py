@@ -5,7 +5,7 @@ distinct uploads. Each batch is written to the spool first, its reports' JSON pu
 order drawn with the OS CSPRNG (``secrets.SystemRandom``), and sent as an ordinary upload
 body — nothing of the devices' requests (headers, addresses, arrival times, which reports
 came together) — to ``PUT {upstream}/v1/tasks/{id}/shuffled/{batch_id}?uploads=K`` under
-the shuffler's token; for a task with public dimensions also ``&slice_uploads=i:K,...``, the distinct
+the shuffler's token; for a task with public dimensions also ``&slice_counts=i:K,...``, the distinct
 uploads among each slice's reports (the task's dimensions, fetched once per task, number the
 clear ``dims``). Only the collector's 2xx marks it forwarded; until then it is resent
 (same id, same reports: counted once). Network errors, 429 and 5xx are retried by urllib3

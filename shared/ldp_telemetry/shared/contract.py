@@ -43,7 +43,7 @@ SHUFFLED_PATH = TASK_PATH + "/shuffled/{batch_id}"  # PUT (shuffler): a shuffled
 SHUFFLED_UPLOADS = "uploads"  # SHUFFLED_PATH's query parameter: the distinct uploads, K
 # SHUFFLED_PATH's query parameter for a task with dimensions: "slice:K,slice:K" (the
 # distinct uploads among each slice's reports of the batch; PROTOCOL.md §1.1).
-SHUFFLED_SLICES = "slice_uploads"
+SHUFFLED_SLICES = "slice_counts"
 ESTIMATES_PATH = TASK_PATH + "/estimates"  # POST (analyst)
 HEAVY_HITTERS_PATH = TASK_PATH + "/heavy-hitters"  # POST (analyst)
 COMPARE_PATH = TASK_PATH + "/compare"  # POST (analyst): two slices or ranges, as tests

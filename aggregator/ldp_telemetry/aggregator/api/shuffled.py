@@ -9,7 +9,7 @@ drawn from — so estimates can state the central epsilon
 (ldp_telemetry.aggregator.core.analysis.central). A retried batch (same id) records nothing new and
 its reports are replays: forwarding twice never counts twice.
 
-For a task with public dimensions the shuffler also gives ``&slice_uploads=i:K,...``: the distinct
+For a task with public dimensions the shuffler also gives ``&slice_counts=i:K,...``: the distinct
 uploads among each slice's reports. An attacker who knows a device's dimensions looks only
 at its slice, so each slice's central epsilon uses its own count: the batch records, per
 slice, min(K, the slice's admitted reports) (a task without dimensions: its one slice, the
