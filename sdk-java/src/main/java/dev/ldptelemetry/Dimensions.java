@@ -75,6 +75,14 @@ final class Dimensions {
     return out;
   }
 
+  /** Return `dims` from the client's values and this call's (which win, name by name; either may be null). */
+  Map<String, Object> dims(Map<String, String> client, Map<String, String> call) {
+    Map<String, String> all = new java.util.HashMap<String, String>();
+    if (client != null) all.putAll(client);
+    if (call != null) all.putAll(call);
+    return dims(all);
+  }
+
   /** Return the slice index of `dims` (mixed radix, the first dimension most significant). */
   int slice(Map<String, Object> dims) {
     int index = 0;

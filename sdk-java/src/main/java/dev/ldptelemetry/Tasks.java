@@ -24,19 +24,34 @@ final class Tasks {
   /** Served beside a task but not fingerprinted (§1.2). */
   static final Set<String> UNHASHED = new HashSet<String>(Arrays.asList(
       "fingerprint", "effective_epsilon", "effective_epsilon_inf", "upload_key_required", "archive",
-      "attack_success", "selection", "seal", "upload_key"));
+      "attack_success", "selection", "seal"));
   /** Fields that are not the mechanism's own (not in F of §3.9); `sealed` as the reference. */
   static final Set<String> COMMON = new HashSet<String>(Arrays.asList(
       "task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed",
       "dimensions", "min_slice_size"));
-  /** Every field §1.1 lists: a task with another one is refused. */
-  static final Set<String> KNOWN = new HashSet<String>(Arrays.asList(
-      "epsilon", "alpha", "beta", "domain", "k", "m", "hash_seed", "alphabet", "max_length", "first",
-      "step", "lo", "hi", "buckets", "scale", "method", "longitudinal"));
+  /**
+   * Each kind's own fields (§1.1): a task holding another kind's field (`k` on an rr task), a
+   * field §1.1 does not list, or the creation answer's `upload_key` is refused.
+   */
+  static final Map<String, Set<String>> OWN = new LinkedHashMap<String, Set<String>>();
 
   static {
-    KNOWN.addAll(UNHASHED);
-    KNOWN.addAll(COMMON);
+    own("rr", "epsilon", "alpha", "beta", "longitudinal");
+    own("grr", "epsilon", "domain", "longitudinal");
+    own("cms", "epsilon", "k", "m", "hash_seed", "longitudinal");
+    own("hcms", "epsilon", "k", "m", "hash_seed", "longitudinal");
+    own("olh", "epsilon", "k", "hash_seed");
+    own("hh", "epsilon", "k", "m", "hash_seed", "alphabet", "max_length", "first", "step");
+    own("numeric", "epsilon", "lo", "hi", "buckets", "scale", "method");
+    own("oue", "epsilon", "domain");
+    own("ss", "epsilon", "domain");
+  }
+
+  private static void own(String kind, String... fields) {
+    Set<String> known = new HashSet<String>(Arrays.asList(fields));
+    known.addAll(UNHASHED);
+    known.addAll(COMMON);
+    OWN.put(kind, known);
   }
 
   private static final Pattern TASK_ID = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
@@ -74,16 +89,16 @@ final class Tasks {
     }
   }
 
-  /** Return an integer field in [low, high] (4 and 4.0 alike) or throw TaskError. */
+  /** Return an integer field in [low, high] or throw TaskError: a JSON integer, never `4.0` (§1). */
   static int integer(Map<String, Object> task, String name, long low, long high) {
     return (int) longField(task, name, low, high);
   }
 
   static long longField(Map<String, Object> task, String name, long low, long high) {
     Object value = task.get(name);
-    if (value instanceof Number) {
-      double v = ((Number) value).doubleValue();
-      if (v == Math.rint(v) && v >= low && v <= high) return (long) v;
+    if (value instanceof Long || value instanceof Integer) {
+      long v = ((Number) value).longValue();
+      if (v >= low && v <= high) return v;
     }
     throw new Mechanism.TaskError("task field " + name + " must be an integer in [" + low + ", " + high + "]");
   }
@@ -184,11 +199,15 @@ final class Tasks {
       if (longitudinal.containsKey("flip")) {
         threshold = permanent.irrThreshold(number(longitudinal, "flip"));
       } else {
-        number(longitudinal, "epsilon_1");
-        // ε₁ ends in an ln: T_i is published and not recomputed (§3.9), only checked in range.
+        double epsilon1 = number(longitudinal, "epsilon_1");
+        // ε₁ ends in an ln: T_i is published, not searched for again (§3.9); a device checks it
+        // lies in [1, limit) and that its own ε₁ for it is at most epsilon_1 (+ 10⁻⁹, §4's slack).
         Object derived = task.get("derived");
         Map<String, Object> published = derived instanceof Map ? (Map<String, Object>) derived : null;
         threshold = published == null ? -1 : longField(published, "T_i", 1, permanent.irrLimit() - 1);
+        if (threshold > 0 && !(permanent.composedEpsilon(threshold) <= epsilon1 + 1e-9)) {
+          throw new Mechanism.TaskError("derived_mismatch", "the published T_i gives a report an ε₁ above epsilon_1");
+        }
       }
       Map<String, Object> fields = new LinkedHashMap<String, Object>();
       for (Map.Entry<String, Object> e : task.entrySet()) {
@@ -213,8 +232,12 @@ final class Tasks {
       throw new Mechanism.TaskError("unsupported_protocol", "task " + id + " is for protocol "
           + protocol + "; this SDK implements 1.0 and 1.1");
     }
+    Set<String> known = OWN.get(String.valueOf(task.get("mechanism")));
+    if (known == null) throw new Mechanism.TaskError("task " + id + " has a mechanism this SDK does not know");
     for (String field : task.keySet()) {
-      if (!KNOWN.contains(field)) throw new Mechanism.TaskError("task " + id + " has a field this SDK does not know: " + field);
+      if (!known.contains(field)) {
+        throw new Mechanism.TaskError("task " + id + " has a field its mechanism does not take: " + field);
+      }
     }
     Object sealed = task.containsKey("sealed") ? task.get("sealed") : Boolean.FALSE;
     if (!(sealed instanceof Boolean)) throw new Mechanism.TaskError("sealed must be true or false");

@@ -44,7 +44,13 @@ final class Wire {
 
   /** Return the memo key of a canonical value in a period of a task (§3.10). */
   static String memoKey(byte[] secret, String fingerprint, long period, byte[] value) {
-    return Bytes.hex(Bytes.hmac(secret, Bytes.concat(Bytes.utf8(fingerprint), Bytes.bigEndian(period, 8), value)));
+    return memoKey(secret, fingerprint, period, value, -1);
+  }
+
+  /** As above; a 1.1 task with dimensions binds the report's slice index (≥ 0) after the value. */
+  static String memoKey(byte[] secret, String fingerprint, long period, byte[] value, int slice) {
+    byte[] bound = slice < 0 ? value : Bytes.concat(value, Bytes.bigEndian(slice, 4));
+    return Bytes.hex(Bytes.hmac(secret, Bytes.concat(Bytes.utf8(fingerprint), Bytes.bigEndian(period, 8), bound)));
   }
 
   /** Return the key a value's PRRs are recorded under in the privacy ledger (§4). */
