@@ -21,8 +21,9 @@ await build({
 });
 await build({ ...common, entryPoints: ["src/node.ts"], outfile: "dist/node.js", platform: "node" });
 // 13 KiB, plus the 510 bytes protocol 1.1's dimensions measured (their checks, the other
-// mapping, the slice in the memo key, dims on the wire and in the seal's info): 13,312 + 510.
-const BUDGET = 13_822;
+// mapping, the slice in the memo key, dims on the wire and in the seal's info): 13,312 + 510,
+// then 185 measured for PROTOCOL §1.1's per-kind fields, §3.9's T_i check and §5's Retry-After cap.
+const BUDGET = 14_000;
 if (process.argv.includes("--size")) {
   const code = readFileSync("dist/ldp-telemetry.js");
   const gzipped = gzipSync(code, { level: 9 }).length;

@@ -1,6 +1,7 @@
 """The TypeScript SDK's own tests (node:test): the conformance vectors bit for bit, and the
-core bundle's size (npm run size: minified + gzipped, at most 13,822 bytes: 13 KiB and protocol
-1.1's dimensions, 510 bytes measured; the sealed tasks' HPKE
+core bundle's size (npm run size: minified + gzipped, at most 14,000 bytes: 13 KiB, protocol
+1.1's dimensions, 510 bytes measured, and PROTOCOL.md §1.1/§3.9/§5's task field, T_i and
+Retry-After rules, 200; the sealed tasks' HPKE
 is a chunk of its own, loaded on first use, not counted)."""
 
 from __future__ import annotations
@@ -24,4 +25,4 @@ def test_vectors_and_unit_tests_pass() -> None:
 def test_core_bundle_fits_the_budget() -> None:
     done = run(["npm", "run", "--silent", "size"])
     size = int(re.search(r"(\d+) bytes min\+gzip", done.stdout)[1])
-    assert 0 < size <= 13_822, done.stdout
+    assert 0 < size <= 14_000, done.stdout
