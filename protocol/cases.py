@@ -259,6 +259,46 @@ TASKS: dict[str, dict[str, Any]] = {
         "words": _words(3),
         "dimension_values": [{"platform": "web"}],
     },
+    # Protocol 1.1: a longitudinal one-bit mean (§3.9), a permanent bit per bucket.
+    "numeric-1bit-longitudinal": {
+        "mechanism": "numeric",
+        "method": "1bit",
+        "lo": 0.0,
+        "hi": 120.0,
+        "buckets": 16,
+        "longitudinal": {"epsilon_inf": 2.0, "epsilon_1": 1.0},
+        "values": [7.5, 64.0, 119.9],
+        "words": [[5], [4_000_000_000], [3_000_000_000]],
+    },
+    # Protocol 1.1 (§3.13): LOLOHA, BiLOLOHA (g = 2) and the optimal g.
+    "grr-loloha": {
+        "mechanism": "grr",
+        "domain": ["a", "b", "c", "d", "e", "f"],
+        "longitudinal": {
+            "variant": "loloha",
+            "epsilon_inf": 2.0,
+            "epsilon_1": 1.0,
+            "g": 2,
+            "seeds": 8,
+            "hash_seed": SEED,
+        },
+        "values": ["b", "e", "f"],
+        "words": [[7], [4_000_000_000], [1_000_000_000]],
+    },
+    "grr-loloha-optimal": {
+        "mechanism": "grr",
+        "domain": ["red", "grün", "🔵", "gelb", "lila", "rosa", "weiß", "grau", "blau", "rot"],
+        "longitudinal": {
+            "variant": "loloha",
+            "epsilon_inf": 4.0,
+            "epsilon_1": 1.0,
+            "g": "optimal",
+            "seeds": 5,
+            "hash_seed": 99,
+        },
+        "values": ["🔵", "rot", "weiß"],
+        "words": [[12_345], [4_200_000_000], [900_000_000]],
+    },
 }
 
 # §10's padding, one vector per payload shape: the first report of each of these tasks.

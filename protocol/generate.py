@@ -16,8 +16,9 @@ from typing import Any
 
 from ldp_telemetry.client.budget import device_key, lookup_key
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
-from ldp_telemetry.shared.contract import DIMENSIONS_PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import PROTOCOL_VERSION_1_1
 from ldp_telemetry.shared.hashing import RowHashes, splitmix64, value_key
+from ldp_telemetry.shared.mechanisms.lifetime.loloha import LocalHashingLongitudinal
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
 from ldp_telemetry.shared.sealing import info, padded, padded_length
 from ldp_telemetry.shared.wire import b64encode, canonical_json
@@ -30,7 +31,7 @@ REPORT_ID = bytes(range(16))
 TIME = 1764028800  # every report's floored time, and the memo key's period
 SEED = cases.SEED
 # The protocol the file belongs to: the newest (its 1.0 vectors are unchanged in it).
-VERSION = DIMENSIONS_PROTOCOL_VERSION
+VERSION = PROTOCOL_VERSION_1_1
 # A sealed task's vector is served with §10's opening-vector key (not fingerprinted).
 VECTOR_SEAL: dict[str, Any] = {
     "kem": 32,
@@ -125,9 +126,15 @@ def _task(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             _report(task, key, value, words[i % len(words)], given[i])
             for i, value in enumerate(values)
         ],
-        **({"hash_family": _hash_family(task)} if "hash_seed" in task.params.to_fields() else {}),
+        **({"hash_family": _hash_family(task)} if _hashes(task) else {}),
         **({"prr": _prr(task, key, values[0])} if isinstance(mechanism, Longitudinal) else {}),
     }
+
+
+def _hashes(task: TaskConfig) -> bool:
+    """Return whether the task hashes values (a sketch's hash_seed, or LOLOHA's)."""
+    fields = task.params.to_fields()
+    return "hash_seed" in fields or isinstance(task.mechanism_object, LocalHashingLongitudinal)
 
 
 def _hash_family(task: TaskConfig) -> dict[str, Any]:
@@ -203,6 +210,8 @@ def _prr(task: TaskConfig, key: bytes, value: Any) -> dict[str, Any]:
     """Return the permanent response of a value: its DRBG seed material, calls and report."""
     mechanism = task.mechanism_object
     assert isinstance(mechanism, Longitudinal)
+    if isinstance(mechanism, LocalHashingLongitudinal):
+        return _loloha_prr(task, key, value)
     identity = canonical_json(task.params.to_fields())
     context = b"ldp-telemetry permanent response\x00" + identity.encode() + b"\x00"
     context += mechanism.canonical(value)
@@ -215,6 +224,39 @@ def _prr(task: TaskConfig, key: bytes, value: Any) -> dict[str, Any]:
         "F": identity,
         "seed_material": (key + context).hex(),
         "calls": [{"bytes": size, "output": out.hex()} for size, out in stream.calls],
+        "permanent_response": mechanism.encode_payload(permanent),
+    }
+
+
+def _loloha_prr(task: TaskConfig, key: bytes, value: Any) -> dict[str, Any]:
+    """Return a LOLOHA device's row and the permanent response of a value's bucket (§3.13)."""
+    mechanism = task.mechanism_object
+    assert isinstance(mechanism, LocalHashingLongitudinal)
+    device = mechanism.for_device(key)
+    assert isinstance(device, LocalHashingLongitudinal)
+    identity = canonical_json(task.params.to_fields())
+    row_context = b"ldp-telemetry hash row\x00" + identity.encode()
+    row_stream = RecordingStream(key, row_context)
+    row = int(row_stream.below(mechanism.seeds, 1)[0])
+    bucket = device.bucket(value)
+    context = b"ldp-telemetry permanent response\x00" + identity.encode() + b"\x00"
+    context += bucket.to_bytes(4, "big")
+    stream = RecordingStream(key, context)
+    word = int(stream.words(1)[0])
+    permanent = device.permanent_response(value)
+    assert row == device.row() == permanent.row, "the vector's row is not the implementation's"
+    return {
+        "value": value,
+        "F": identity,
+        "row": {
+            "seed_material": (key + row_context).hex(),
+            "calls": [{"bytes": size, "output": out.hex()} for size, out in row_stream.calls],
+            "row": row,
+        },
+        "bucket": bucket,
+        "seed_material": (key + context).hex(),
+        "calls": [{"bytes": size, "output": out.hex()} for size, out in stream.calls],
+        "word": word,
         "permanent_response": mechanism.encode_payload(permanent),
     }
 

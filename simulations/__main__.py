@@ -26,7 +26,7 @@ from simulations.frequency import (
 from simulations.numeric import accuracy as numeric
 from simulations.numeric import coverage as numeric_coverage
 from simulations.poisoning import experiment as poisoning
-from simulations.privacy import longitudinal, posterior, republish, shuffle
+from simulations.privacy import lifetime, linkage, longitudinal, posterior, republish, shuffle
 
 
 class Experiment(Protocol):
@@ -52,6 +52,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         numeric,
         numeric_coverage,
         longitudinal,
+        lifetime,
+        linkage,
         republish,
         coverage,
         domain_kinds,

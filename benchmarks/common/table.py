@@ -132,21 +132,6 @@ def http_rows(http: Results) -> list[Row]:
     """Return the HTTP ingest and memory rows (ours only: pure-ldp has no server)."""
     rows = []
     for key, result in sorted(http.items()):
-        if key.startswith("http_ingest_dims_w"):
-            workers = int(key.rsplit("w", 1)[1])
-            plain = http.get(f"http_ingest_w{workers}", {}).get("rate")
-            ratio = result["rate"] / plain if plain else None
-            rows.append(
-                Row(
-                    f"HTTP ingest with 2 dimensions (20 slices), {workers} worker(s), reports/s",
-                    f"{result['rate']:,.0f}"
-                    + (f" ({ratio:.2f}× without, same run)" if ratio is not None else ""),
-                    "—",
-                    "—",
-                    "≥ 0.9× without",
-                    _met(ratio is not None and ratio >= 0.9),
-                )
-            )
         if key.startswith("http_ingest_w"):
             workers = int(key.rsplit("w", 1)[1])
             target, met = (
@@ -162,6 +147,12 @@ def http_rows(http: Results) -> list[Row]:
                     met,
                 )
             )
+            dims = http.get(f"http_ingest_dims_w{workers}")
+            if dims:  # issue 38: with 2 dimensions (20 slices), beside this run's rate
+                ratio = dims["rate"] / result["rate"]
+                label = f"HTTP ingest with 2 dimensions (20 slices), {workers} worker(s), reports/s"
+                ours = f"{dims['rate']:,.0f} ({ratio:.2f}× without, same run)"
+                rows.append(Row(label, ours, "—", "—", "≥ 0.9× without", _met(ratio >= 0.9)))
     if "server_memory" in http:
         peaks = sorted((int(n), mib) for n, mib in http["server_memory"]["peak_mib"].items())
         shown = ", ".join(f"{mib:,.0f} MiB at {n:,}" for n, mib in peaks)

@@ -282,7 +282,7 @@ export class Client {
         permanent:
           task.configuration === null || task.epsilonInf === null
             ? null
-            : { configuration: task.configuration, epsilonInf: task.epsilonInf, valueKey: valueKey(secret, task.id, canonical) },
+            : { configuration: task.configuration, epsilonInf: task.epsilonInf, valueKey: valueKey(secret, task.id, this.drawnFor(task, secret, canonical)) },
       };
       const end = period + task.timePrecision;
       const admission = this.state.admit(task.id, period, end, lookup, charge, this.limits, () =>
@@ -299,6 +299,12 @@ export class Client {
   }
 
   /** Return the device key of a task id (cached: an HMAC per record saved). */
+  /** Return what a value's permanent response is drawn for: the value, or (LOLOHA) the device's bucket of it. */
+  private drawnFor(task: Task, secret: Uint8Array, canonical: Uint8Array): Uint8Array {
+    const device = task.mechanism.drawnFor ? task.mechanism.forDevice(this.deviceKey(secret, task.id)) : null;
+    return device?.drawnFor?.(canonical) ?? canonical;
+  }
+
   private deviceKey(secret: Uint8Array, taskId: string): Uint8Array {
     let key = this.deviceKeys.get(taskId);
     if (!key) this.deviceKeys.set(taskId, (key = deviceKey(secret, taskId)));

@@ -5,7 +5,7 @@
 
 export enum Contract {
   PROTOCOL_VERSION = "1.0",
-  DIMENSIONS_PROTOCOL_VERSION = "1.1",
+  PROTOCOL_VERSION_1_1 = "1.1",
   PROTOCOL_HEADER = "LDP-Protocol",
   TASKS_PATH = "/v1/tasks",
   TASK_PATH = "/v1/tasks/{task_id}",

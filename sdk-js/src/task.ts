@@ -13,6 +13,7 @@ import { type Dimensions, dimensionsOf } from "./device/dimensions.js";
 import { type Mechanism, type Permanent, TaskError, int, num } from "./mechanisms/base.js";
 import { HeavyHitters } from "./mechanisms/hh.js";
 import { Longitudinal, thresholdFor } from "./mechanisms/longitudinal.js";
+import { Loloha } from "./mechanisms/loloha.js";
 import { OneBitMean, SquareWave } from "./mechanisms/numeric.js";
 import { GeneralizedRandomizedResponse, RandomizedResponse } from "./mechanisms/simple.js";
 import { OptimizedUnaryEncoding, SubsetSelection } from "./mechanisms/sets.js";
@@ -23,7 +24,7 @@ import { sha256 } from "./sha256.js";
 
 /** The protocol versions this SDK implements (PROTOCOL.md): a task without dimensions is 1.0, one with them 1.1. */
 export const PROTOCOL: `${Contract.PROTOCOL_VERSION}` = Contract.PROTOCOL_VERSION;
-export const PROTOCOLS = [PROTOCOL, Contract.DIMENSIONS_PROTOCOL_VERSION] as const;
+export const PROTOCOLS = [PROTOCOL, Contract.PROTOCOL_VERSION_1_1] as const;
 /** Fields outside the mechanism's own (F of PROTOCOL §3.9 leaves them out). */
 const COMMON = ["task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed", "dimensions", "min_slice_size"];
 /** Served beside a task but not fingerprinted. */
@@ -130,6 +131,7 @@ function sketchSize(task: Fields): [number, number, number] {
 /** Return the integers a mechanism uses, named as the task JSON publishes them. */
 export function derivedOf(mechanism: Mechanism): Derived {
   const m = mechanism as unknown;
+  if (m instanceof Loloha) return { g: m.g, T: m.buckets.other, T_i: m.threshold };
   if (m instanceof Longitudinal) return { ...derivedOf(m.permanent), T_i: m.threshold };
   if (m instanceof RandomizedResponse) return { T_yes: m.yes, T_no: m.no };
   if (m instanceof GeneralizedRandomizedResponse) return { T: m.other };
@@ -153,6 +155,9 @@ const BIG = (x: number) => BigInt(x);
  */
 export function epsilonsOf(mechanism: Mechanism): { epsilon: number; epsilonInf: number | null } {
   const m = mechanism as unknown;
+  if (m instanceof Loloha) {
+    return { epsilon: m.buckets.composedEpsilon(m.threshold), epsilonInf: m.buckets.composedEpsilon(0) };
+  }
   if (m instanceof Longitudinal) {
     const layer = m.permanent as Permanent<unknown>;
     return { epsilon: layer.composedEpsilon(m.threshold), epsilonInf: layer.composedEpsilon(0) };
@@ -196,9 +201,12 @@ export function parseTask(json: unknown): Task {
   const task = json as Fields;
   const id = task["task_id"];
   if (typeof id !== "string" || !TASK_ID.test(id)) throw new TaskError("task_id is not a valid task id");
-  // 1.1 iff the task declares dimensions; a protocol this SDK does not implement refuses this task only.
+  // 1.1 iff the task declares dimensions or a 1.1 longitudinal variant (LOLOHA §3.13, the
+  // numeric one §3.9); a protocol this SDK does not implement refuses this task only.
   const dimensions = task["dimensions"] === undefined ? null : dimensionsOf(task["dimensions"]);
-  if (task["protocol"] !== PROTOCOLS[dimensions ? 1 : 0]) {
+  const layer = task["longitudinal"];
+  const variant = typeof layer === "object" && layer !== null && ("variant" in layer || task["mechanism"] === "numeric");
+  if (task["protocol"] !== PROTOCOLS[dimensions || variant ? 1 : 0]) {
     throw new TaskError(`task ${id} is for protocol ${String(task["protocol"])}; this SDK implements ${PROTOCOLS.join(" and ")}`);
   }
   if (dimensions) int(task, "min_slice_size", 1, 1e9);
@@ -220,7 +228,7 @@ export function parseTask(json: unknown): Task {
   const fingerprint = fingerprintOf(task);
   if (task["fingerprint"] !== fingerprint) throw new TaskError(`task ${id}: its fingerprint cannot be reproduced`);
   const configuration =
-    mechanism instanceof Longitudinal
+    mechanism instanceof Longitudinal || mechanism instanceof Loloha
       ? hex(sha256(utf8(`${String(task["mechanism"])}\0${mechanism.identity}`))).slice(0, 32)
       : null;
   const timePrecision = int(task, "time_precision", 1, 366 * 86400);
@@ -242,14 +250,27 @@ function epsilon1Threshold(task: Fields, spec: Fields, layer: Permanent<unknown>
 }
 
 function longitudinal(task: Fields, spec: Fields, permanent: Mechanism): Mechanism {
+  if ("variant" in spec) {
+    if (spec["variant"] !== "loloha" || !(permanent instanceof GeneralizedRandomizedResponse)) {
+      throw new TaskError("the longitudinal variant loloha is for grr tasks only");
+    }
+    const published = (task["derived"] as Record<string, unknown> | undefined)?.["T_i"];
+    if (typeof published !== "number") throw new TaskError("a loloha task publishes T_i");
+    return Loloha.fromSpec(permanent, spec, published, canonicalJson(mechanismFields(task)));
+  }
   if (!("irrThreshold" in permanent) || permanent instanceof OptimizedLocalHashing || permanent instanceof HeavyHitters) {
     throw new TaskError("this mechanism takes no longitudinal option");
   }
   const layer = permanent as Permanent<unknown>;
   const threshold = "flip" in spec ? layer.irrThreshold(num(spec, "flip")) : epsilon1Threshold(task, spec, layer);
+  return new Longitudinal(layer, threshold, canonicalJson(mechanismFields(task)));
+}
+
+/** Return the task's mechanism fields (F of §3.9): what its permanent responses derive from. */
+function mechanismFields(task: Fields): Fields {
   const fields: Fields = {};
   for (const [key, value] of Object.entries(task)) {
     if (!COMMON.includes(key) && !UNHASHED.includes(key)) fields[key] = value;
   }
-  return new Longitudinal(layer, threshold, canonicalJson(fields));
+  return fields;
 }

@@ -2,7 +2,9 @@
 // privacy ledger, and the uploader's answers to 413, 429 + Retry-After, outdated_config and
 // network errors. Nothing here throws into the caller.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { init, type Options } from "../src/index.js";
 import { retryAfter } from "../src/uploader.js";
 import { derivedOf, fingerprintOf, mechanismOf, parseTask } from "../src/task.js";
@@ -256,5 +258,24 @@ test("a task of a protocol this SDK does not implement is refused alone", async 
   assert.equal(sdk.stats().dropped["task_unavailable"], 1);
   assert.equal(await sdk.flush(2000), true);
   assert.equal(fake.bodies.flat().length, 1);
+  await sdk.close(100);
+});
+
+test("a LOLOHA device is charged per hashed bucket: six values, at most g = 2 permanent responses", async () => {
+  const vectors = JSON.parse(readFileSync(fileURLToPath(new URL("../../../protocol/vectors.json", import.meta.url)), "utf8")) as {
+    tasks: { task: Json }[];
+  };
+  const loloha = vectors.tasks.find((t) => t.task["task_id"] === "grr-loloha")!.task;
+  let day = 1_764_028_800;
+  const sdk = init({
+    endpoint: "http://collector.test", database: false, tasks: [loloha], clock: () => day,
+    fetch: collector([]).fetch, maxEpsilonInf: 4.5, // room for two permanent responses at ε∞ = 2
+  });
+  await sdk.ready;
+  for (const value of ["a", "b", "c", "d", "e", "f", "a", "c"]) {
+    assert.equal(sdk.record("grr-loloha", value), true, value);
+    day += 86_400;
+  }
+  assert.deepEqual(sdk.stats().dropped, {});
   await sdk.close(100);
 });

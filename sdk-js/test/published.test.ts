@@ -51,7 +51,7 @@ test("tasks, permanent responses and reports", { skip }, () => {
     const key = deviceKey(secret, id);
     assert.equal(hex(key), t.device_key, id);
     if (t.hash_family) {
-      const hashes = new RowHashes(t.task.hash_seed ?? 0, t.hash_family.m);
+      const hashes = new RowHashes(t.task.hash_seed ?? t.task.longitudinal?.hash_seed ?? 0, t.hash_family.m);
       for (let j = 0; j < t.hash_family.k; j++) {
         assert.deepEqual(hashes.constants(j).map(hex64), [t.hash_family.a[j], t.hash_family.b[j]], id);
       }
@@ -67,7 +67,8 @@ test("tasks, permanent responses and reports", { skip }, () => {
       const where = `${id} ${JSON.stringify(r.value)}`;
       assert.equal(hex(mechanism.canonical(r.value)), r.canonical, where);
       assert.equal(lookupKey(secret, task.fingerprint, v.time, mechanism.canonical(r.value), r.slice), r.memo_key, where);
-      if (r.key && !r.hashed) assert.equal(hex64(murmur64(utf8(r.value), t.task.hash_seed)), r.key, where);
+      const seed = t.task.hash_seed ?? t.task.longitudinal?.hash_seed;
+      if (r.key && !r.hashed) assert.equal(hex64(murmur64(utf8(r.value), seed)), r.key, where);
       const words = new FixedWords(r.words);
       const payload = mechanism.encode(mechanism.privatize(r.value, words));
       assert.deepEqual(payload, r.report, where);

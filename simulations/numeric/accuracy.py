@@ -27,7 +27,8 @@ import numpy as np
 
 from ldp_telemetry.shared import GeneralizedRandomizedResponse
 from ldp_telemetry.shared.mechanisms.numeric import estimate as est
-from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericParams, OneBitMean, SquareWave
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import OneBitMean, SquareWave
+from ldp_telemetry.shared.mechanisms.numeric.params import NumericParams
 from simulations.common import plotting
 from simulations.common.settings import RunSettings, progress
 from simulations.common.tables import Column, Table

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericBase, NumericParams
+from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericBase
+from ldp_telemetry.shared.mechanisms.numeric.params import NumericParams
 from simulations.common.settings import RunSettings, progress
 from simulations.common.tables import Column, Table
 
@@ -55,7 +56,9 @@ class Setting:
             epsilon=self.epsilon, lo=self.lo, hi=self.hi, buckets=self.buckets, scale=self.scale
         )
         params.validate()
-        return params.build()
+        mechanism = params.build()
+        assert isinstance(mechanism, NumericBase)  # no longitudinal option here
+        return mechanism
 
 
 @dataclass(frozen=True)

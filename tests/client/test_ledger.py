@@ -101,7 +101,7 @@ def test_the_configuration_digest_is_as_protocol_section_4_says() -> None:
     # C = the first 32 hex digits of SHA-256(mechanism ‖ "\0" ‖ P), P as PROTOCOL §3.9 says.
     task = longitudinal()
     common = {"task_id", "mechanism", "time_precision", "min_batch_size", "fingerprint"}
-    common |= {"protocol", "derived"}  # not mechanism fields (PROTOCOL §3.9's F)
+    common |= {"protocol", "derived", "attack_success"}  # not mechanism fields (§3.9's F)
     fields = {k: v for k, v in task.to_dict().items() if k not in common and "effective" not in k}
     hashed = f"{task.mechanism}\x00{canonical_json(fields)}"
     expected = hashlib.sha256(hashed.encode()).hexdigest()[:32]

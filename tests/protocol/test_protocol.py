@@ -332,3 +332,54 @@ def test_the_independent_client_makes_the_hh_and_longitudinal_reports(
             assert report == vector["report"], (task["task_id"], vector["value"])
             checked += 1
     assert checked >= 8
+
+
+def test_the_independent_client_makes_the_loloha_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """§3.13: g and T, the device's row and the bucket's permanent response by the DRBG, then
+    one fresh word of instantaneous response: every LOLOHA vector, bit for bit."""
+    secret = bytes.fromhex(VECTORS["device_secret"])
+    checked = 0
+    for case in VECTORS["tasks"]:
+        task = case["task"]
+        if task.get("longitudinal", {}).get("variant") != "loloha":
+            continue
+        assert task["protocol"] == "1.1"
+        assert il.loloha_derived(task) == case["derived"]
+        prr = case["prr"]
+        assert il.loloha_row(task, secret) == prr["row"]["row"]
+        assert (
+            il.prr_seed(secret, task, prr["bucket"].to_bytes(4, "big")).hex()
+            == (prr["seed_material"])
+        )
+        assert il.permanent_loloha(task, secret, prr["value"]) == prr["permanent_response"]
+        for vector in case["reports"]:
+            words = iter(vector["words"])
+            monkeypatch.setattr(il, "word", words.__next__)
+            permanent = il.permanent_loloha(task, secret, vector["value"])
+            report = il.reflip_loloha(permanent, task["derived"]["g"], task["derived"]["T_i"])
+            assert report == vector["report"], (task["task_id"], vector["value"])
+            checked += 1
+    assert checked >= 6
+
+
+def test_the_independent_client_makes_the_longitudinal_one_bit_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§3.9 for numeric 1bit (protocol 1.1): the bucket's permanent bit, then one fresh word."""
+    secret = bytes.fromhex(VECTORS["device_secret"])
+    checked = 0
+    for case in VECTORS["tasks"]:
+        task = case["task"]
+        if task["mechanism"] != "numeric" or "longitudinal" not in task:
+            continue
+        assert task["protocol"] == "1.1"
+        prr = case["prr"]
+        assert il.permanent_one_bit(task, secret, prr["value"]) == prr["permanent_response"]
+        for vector in case["reports"]:
+            words = iter(vector["words"])
+            monkeypatch.setattr(il, "word", words.__next__)
+            permanent = il.permanent_one_bit(task, secret, vector["value"])
+            report = il.reflip_one_bit(permanent, task["derived"]["T_i"])
+            assert report == vector["report"], (task["task_id"], vector["value"])
+            checked += 1
+    assert checked == 3

@@ -28,6 +28,8 @@ from ldp_telemetry.shared import (
     SketchReport,
 )
 from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters, LevelReport
+from ldp_telemetry.shared.mechanisms.lifetime.loloha import LocalHashingLongitudinal
+from ldp_telemetry.shared.mechanisms.lifetime.spec import LocalHashingSpec
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal, LongitudinalSpec
 from ldp_telemetry.shared.mechanisms.numeric.estimate import DEFAULT_QUERY
 from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericBase, SquareWave
@@ -102,7 +104,15 @@ def conformance_cases() -> list[Case]:
                 ),
             )
         ),
+        Case("grr-loloha", _loloha, STRINGS[:4]),
     ]
+
+
+def _loloha() -> Longitudinal:
+    """Return a small LOLOHA layer over grr (g = 3 buckets, 3 rows)."""
+    spec = LocalHashingSpec(3.0, 1.0, g=3, seeds=3, hash_seed=7)
+    domain = GeneralizedRandomizedResponse(epsilon=3.0, domain=STRINGS[:4])
+    return LocalHashingLongitudinal(domain, spec, identity="conformance")
 
 
 def _longitudinal(build: Callable[[], Any], flip: float = 0.1) -> Callable[[], Longitudinal]:

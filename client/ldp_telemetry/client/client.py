@@ -320,9 +320,10 @@ class Client:
         """Return the counters: sent, queued, retries, failed batches, drops by reason."""
         try:
             queued = 0 if self._closed else self._storage.count()
+            ledger = {} if self._closed else self._storage.ledger()
         except Exception:
-            queued = 0
-        return self._counters.snapshot(queued)
+            queued, ledger = 0, {}
+        return self._counters.snapshot(queued, ledger)
 
     def _after_fork_in_child(self) -> None:
         for part in (self._counters, self._log, self._registry, self._storage, self._uploader):
@@ -334,7 +335,7 @@ class Client:
 
 
 def _privatize(
-    task: TaskConfig, secret: bytes, period: int, value: Any, slice_index: int
+    task: TaskConfig, secret: bytes, period: int, value: Any, slice_index: int = 0
 ) -> Pending:
     """Return the encoded report of ``value`` (its slice's ``dims`` in the clear),
     privatized with the OS CSPRNG."""

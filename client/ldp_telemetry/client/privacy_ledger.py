@@ -13,7 +13,9 @@ storage beside the queue (:mod:`ldp_telemetry.client.storage`, one rule for ever
   then any the app allowed), each with its ε∞ (the task's ``effective_epsilon_inf``);
 - per task id, configuration and value, that a PRR was drawn and its ε∞ — keyed by
   ``HMAC-SHA256(device secret, "ldp-telemetry ledger\\0" ‖ task_id ‖ "\\0" ‖ value)``,
-  never by the value;
+  never by the value (a LOLOHA task: by the device's hashed bucket of the value, so a
+  task draws, and is charged, at most g PRRs whatever its values do). ``stats()`` shows
+  per task id the PRRs drawn and their ε∞ (``permanent_responses``, ``epsilon_inf``);
 - per device period (``epsilon_period`` seconds, UTC-aligned; one day by default), the
   ε of the reports made in it (each new report's task ``effective_epsilon``; a resent,
   memoized report costs nothing).
@@ -52,6 +54,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
+from ldp_telemetry.client.budget import device_key
 from ldp_telemetry.shared.mechanisms.features import longitudinal
 from ldp_telemetry.shared.task import TaskConfig
 
@@ -95,10 +98,13 @@ def charge_of(
     layer = longitudinal(task.mechanism_object)
     permanent = None
     if layer is not None:
+        # What the PRR is drawn for: the value, or (LOLOHA) the device's bucket of it, so
+        # values sharing a bucket are charged once and a task never more than g times.
+        drawn_for = layer.for_device(device_key(secret, task)).drawn_for(value)
         permanent = Permanent(
             layer.configuration,
             float(layer.effective_epsilon_inf),
-            value_key(secret, task, value),
+            value_key(secret, task, drawn_for),
         )
     period = int(now // epsilon_period) * epsilon_period
     return Charge(float(task.effective_epsilon), period, permanent)

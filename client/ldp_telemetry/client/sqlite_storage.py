@@ -141,6 +141,15 @@ class SqliteStorage:
         with self._lock:  # one statement needs no transaction
             return int(self._db.execute("SELECT count FROM totals").fetchone()[0])
 
+    def ledger(self) -> dict[str, tuple[int, float]]:
+        """Return per task id the permanent responses drawn and their ε∞ summed."""
+        self._check_fork()
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT task_id, COUNT(*), SUM(epsilon_inf) FROM permanent GROUP BY task_id"
+            ).fetchall()
+        return {task_id: (int(count), float(spent)) for task_id, count, spent in rows}
+
     def clear(self) -> int:
         """Drop every queued report (the budget and privacy ledger stay); return how many."""
         with self._transaction() as db:

@@ -45,6 +45,10 @@ class ClientStats:
     dropped: dict[str, int] = field(default_factory=dict)
     rejected: dict[str, int] = field(default_factory=dict)
     refused_tasks: dict[str, int] = field(default_factory=dict)
+    # The privacy ledger, per task id: permanent responses drawn (values, or LOLOHA's hashed
+    # buckets) and the ε∞ they spent, for the device's life (what max_epsilon_inf caps).
+    permanent_responses: dict[str, int] = field(default_factory=dict)
+    epsilon_inf: dict[str, float] = field(default_factory=dict)
 
     @property
     def dropped_total(self) -> int:
@@ -98,8 +102,11 @@ class Counters:
         with self._lock:
             self._failed_batches += 1
 
-    def snapshot(self, queued: int) -> ClientStats:
-        """Return the current counters."""
+    def snapshot(
+        self, queued: int, ledger: dict[str, tuple[int, float]] | None = None
+    ) -> ClientStats:
+        """Return the current counters (and the ledger's totals, per task id)."""
+        ledger = ledger or {}
         with self._lock:
             return ClientStats(
                 sent=self._sent,
@@ -109,4 +116,6 @@ class Counters:
                 dropped=dict(self._dropped),
                 rejected=dict(self._rejected),
                 refused_tasks=dict(self._refused_tasks),
+                permanent_responses={task: count for task, (count, _) in ledger.items()},
+                epsilon_inf={task: spent for task, (_, spent) in ledger.items()},
             )

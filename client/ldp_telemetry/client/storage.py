@@ -216,6 +216,10 @@ class Storage(Protocol):
         """Return how many reports are queued."""
         ...
 
+    def ledger(self) -> dict[str, tuple[int, float]]:
+        """Return per task id the permanent responses drawn and their ε∞ summed."""
+        ...
+
     def clear(self) -> int:
         """Drop every queued report (the budget and privacy ledger stay); return how many."""
         ...
@@ -292,6 +296,15 @@ class MemoryStorage:
     def period_epsilon(self, period: int) -> float:
         """Return the ε of the new reports made in the device period starting at ``period``."""
         return self._periods.get(period, 0.0)
+
+    def ledger(self) -> dict[str, tuple[int, float]]:
+        """Return per task id the permanent responses drawn and their ε∞ summed."""
+        totals: dict[str, tuple[int, float]] = {}
+        with self._lock:
+            for (task_id, _, _), epsilon_inf in self._drawn.items():
+                count, spent = totals.get(task_id, (0, 0.0))
+                totals[task_id] = (count + 1, spent + epsilon_inf)
+        return totals
 
     def adopt(self, task_id: str, permanent: Permanent) -> None:
         """Add a permanent configuration to the task's adopted ones."""

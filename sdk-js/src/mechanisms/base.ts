@@ -22,6 +22,8 @@ export interface Mechanism<R = unknown> {
   encode(report: R): Payload;
   /** Return the mechanism as the device with this key (HMAC of its secret) uses it. */
   forDevice(deviceKey: Uint8Array): Mechanism<R>;
+  /** Return what a permanent response is drawn for, given the canonical value (LOLOHA: its bucket). */
+  drawnFor?(canonical: Uint8Array): Uint8Array;
 }
 
 /** A mechanism that can be a longitudinal task's permanent layer (§3.9). */

@@ -5,9 +5,10 @@
  */
 
 import { bigEndian } from "../bytes.js";
-import { roundHalfEven } from "../exact.js";
+import { logRatio, roundHalfEven } from "../exact.js";
 import { SCALE, thresholdAtLeast, type Words } from "../random.js";
 import { type Mechanism, type Payload, TaskError, ValueError, same, tooSmall } from "./base.js";
+import { flipThreshold, flipped } from "./simple.js";
 
 /** The range and buckets every numeric method shares. */
 abstract class Numeric implements Mechanism<number> {
@@ -100,5 +101,25 @@ export class OneBitMean extends Numeric {
   privatize(value: unknown, rng: Words): number {
     const bucket = this.bucketOf(value);
     return rng.word() < this.lowWords + bucket * this.step ? 1 : 0;
+  }
+
+  // As a longitudinal task's permanent layer (§3.9, protocol 1.1): a bit per bucket, flipped.
+  reflip(report: number, threshold: number, rng: Words): number {
+    return report ^ (rng.word() < threshold ? 1 : 0);
+  }
+
+  irrThreshold(flip: number): number {
+    return flipThreshold(flip, 1, this.irrLimit());
+  }
+
+  irrLimit(): number {
+    return SCALE / 2;
+  }
+
+  composedEpsilon(threshold: number): number {
+    const [t, all] = [BigInt(threshold), BigInt(SCALE) ** 2n];
+    const low = flipped(BigInt(this.lowWords), t);
+    const high = flipped(BigInt(this.lowWords + (this.d - 1) * this.step), t);
+    return Math.max(logRatio(high, low), logRatio(all - low, all - high));
   }
 }

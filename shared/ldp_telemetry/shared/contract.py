@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 PROTOCOL_VERSION = "1.0"  # PROTOCOL.md's version, served in every task's JSON
-# The version a task that declares dimensions is served with (PROTOCOL.md §1.1): a task
-# without them stays 1.0, byte for byte, so 1.0 devices and every fingerprint keep working.
-DIMENSIONS_PROTOCOL_VERSION = "1.1"
+# The version a task that uses what 1.0 lacks is served with (PROTOCOL.md §1.1): declared
+# dimensions, or a 1.1 longitudinal variant (LOLOHA, numeric 1bit). A task without them stays
+# 1.0, byte for byte, so 1.0 devices and every fingerprint keep working.
+PROTOCOL_VERSION_1_1 = "1.1"
 # Uploads name the protocol version they follow (PROTOCOL.md §2); a collector refuses a
 # major version it does not speak. Absent: a client from before 1.0, still accepted.
 PROTOCOL_HEADER = "LDP-Protocol"

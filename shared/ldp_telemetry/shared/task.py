@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ldp_telemetry.shared.contract import DIMENSIONS_PROTOCOL_VERSION, PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import PROTOCOL_VERSION_1_1, PROTOCOL_VERSION
 from ldp_telemetry.shared.dimensions import (
     MAX_MIN_SLICE_SIZE,
     Dimensions,
@@ -28,7 +28,7 @@ from ldp_telemetry.shared.dimensions import (
 from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.mechanisms import auto
 from ldp_telemetry.shared.mechanisms.base import Mechanism, ParamsBase
-from ldp_telemetry.shared.mechanisms.features import longitudinal, published
+from ldp_telemetry.shared.mechanisms.features import longitudinal, protocol_of, published
 from ldp_telemetry.shared.mechanisms.registry import KINDS, check_foreign_fields, params_class
 from ldp_telemetry.shared.sealing import SealKey
 from ldp_telemetry.shared.validation import check_int
@@ -51,6 +51,9 @@ PUBLISHED = ("effective_epsilon", "effective_epsilon_inf", "attack_success", "se
 # a sealed task (ldp_telemetry.shared.sealing), served so that keys rotate without a new task.
 SERVED = ("upload_key_required", "archive", "seal")
 CHECKED = ("protocol", "derived")  # fingerprinted; a device checks them against its own
+# The versions whose tasks this code privatizes: a 1.1 task uses what 1.0 lacks (LOLOHA), and
+# one of another 1.x is refused. A task's version is the lowest its fields need (protocol_of).
+SPOKEN_PROTOCOLS = (PROTOCOL_VERSION, PROTOCOL_VERSION_1_1)
 
 
 class DerivedMismatch(ParameterError):
@@ -163,10 +166,10 @@ class TaskConfig:
             raise ParameterError("a task must be a JSON object")
         _check_field_names(data, allowed={*PUBLISHED, *SERVED, *CHECKED})
         protocol = data.get("protocol", PROTOCOL_VERSION)  # absent: a stored pre-1.0 task
-        if protocol not in (PROTOCOL_VERSION, DIMENSIONS_PROTOCOL_VERSION):
+        if protocol not in SPOKEN_PROTOCOLS:
             raise ParameterError(
                 f"the task is for protocol {protocol!r}; this implementation speaks "
-                f"{PROTOCOL_VERSION!r} and {DIMENSIONS_PROTOCOL_VERSION!r}: upgrade ldp-telemetry"
+                f"{' and '.join(map(repr, SPOKEN_PROTOCOLS))}: upgrade ldp-telemetry"
             )
         fields = {key: value for key, value in data.items() if key in TASK_FIELDS}
         seal = SealKey.from_json(data["seal"]) if data.get("seal") is not None else None
@@ -202,8 +205,11 @@ class TaskConfig:
 
     @property
     def protocol(self) -> str:
-        """Return the protocol version the task is served with: 1.1 iff it declares dimensions."""
-        return PROTOCOL_VERSION if self.dimensions is None else DIMENSIONS_PROTOCOL_VERSION
+        """Return the protocol version the task is served with: 1.1 iff it declares dimensions
+        or its mechanism needs 1.1 (a LOLOHA or numeric longitudinal variant), else 1.0."""
+        if self.dimensions is not None:
+            return PROTOCOL_VERSION_1_1
+        return protocol_of(self.mechanism_object)
 
     @property
     def slice_count(self) -> int:

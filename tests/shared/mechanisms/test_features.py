@@ -33,7 +33,7 @@ def test_every_registered_kind_is_asked() -> None:
 def test_features_answer_for_each_kind(case: Case) -> None:
     mechanism = case.build()
     layer = longitudinal(mechanism)
-    assert (layer is not None) == case.name.endswith("-longitudinal")
+    assert (layer is not None) == case.name.endswith(("-longitudinal", "-loloha"))
     assert layer is None or layer is mechanism
     assert (discoverer(mechanism) is not None) == (case.name in DISCOVERING)
     ratio = stated_variation_ratio(mechanism)

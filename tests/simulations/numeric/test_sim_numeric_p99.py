@@ -6,7 +6,7 @@ import numpy as np
 
 from ldp_telemetry.shared.mechanisms.numeric import ems
 from ldp_telemetry.shared.mechanisms.numeric import estimate as est
-from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericParams
+from ldp_telemetry.shared.mechanisms.numeric.params import NumericParams
 from ldp_telemetry.shared.mechanisms.numeric.shape import percentile
 from simulations.numeric.accuracy import LOG_RANGE, latencies
 

@@ -18,6 +18,7 @@ from ldp_telemetry.shared.contract import (
     PROTOCOL_VERSION,
     READY_PATH,
     SHUFFLED_PATH,
+    SHUFFLED_SLICES,
     SHUFFLED_UPLOADS,
     TASK_PATH,
     TASKS_PATH,
@@ -127,6 +128,14 @@ PATHS: dict[str, Any] = {
                     "in": "query",
                     "required": True,
                     "schema": {"type": "integer"},
+                },
+                {
+                    "name": SHUFFLED_SLICES,
+                    "in": "query",
+                    "required": False,
+                    "description": "a task with dimensions: each slice's distinct uploads "
+                    "in the batch, as index:K pairs separated by commas",
+                    "schema": {"type": "string", "pattern": "^[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*$"},
                 },
             ],
             "security": [{"bearer": []}],

@@ -76,6 +76,24 @@ def _option_schema(option: Option) -> dict[str, Any]:
     return {**kind, "description": option.help}
 
 
+# A task's public dimensions (PROTOCOL.md §1.1): sent in the clear, not protected by LDP.
+DIMENSIONS: dict[str, Any] = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": 3,
+    "description": "public dimensions, each a closed list of values (other is implied); "
+    "reports carry them in the clear: they are not protected by LDP",
+    "items": {
+        "type": "object",
+        "required": ["name", "values"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$"},
+            "values": {"type": "array", "minItems": 1, "maxItems": 63, "items": {"type": "string"}},
+        },
+    },
+}
+
 REQUESTS: dict[str, Any] = {
     "TaskParameters": {
         "type": "object",
@@ -105,6 +123,12 @@ REQUESTS: dict[str, Any] = {
                 "description": "reports carry their payload HPKE-sealed to the collector "
                 "(PROTOCOL.md §10; needs a key: ldp-aggregator keys new)",
             },
+            "dimensions": DIMENSIONS,
+            "min_slice_size": {
+                **_INTEGER,
+                "description": "with dimensions: fewest reports a slice is answered alone for "
+                "(default max(50, min_batch_size), never below min_batch_size)",
+            },
         },
     },
     "Batch": {
@@ -119,7 +143,8 @@ REQUESTS: dict[str, Any] = {
                     "type": "object",
                     "required": ["report_id", "fingerprint", "time"],
                     "description": "plus the payload fields of the task's mechanism "
-                    "(PROTOCOL.md lists them per mechanism)",
+                    "(PROTOCOL.md lists them per mechanism) and, for a task with "
+                    "dimensions, dims: each declared name's value or other, in the clear",
                 },
             }
         },
@@ -171,6 +196,9 @@ TASK: dict[str, Any] = {
         "selection": {"type": "object", "description": "how auto chose the mechanism"},
         "upload_key": {"type": "string"},
         "sealed": {"type": "boolean"},
+        "protocol": {"type": "string", "description": "1.0; 1.1 for a task with dimensions"},
+        "dimensions": DIMENSIONS,
+        "min_slice_size": _INTEGER,
         "seal": {
             "type": "object",
             "description": "a sealed task's current HPKE public key: kem, kdf, aead "

@@ -9,6 +9,7 @@ import click
 
 from ldp_telemetry.aggregator.cli.context import database_option, open_collector
 from ldp_telemetry.shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES, compare
+from ldp_telemetry.shared.mechanisms.lifetime.planning import lifetime_epsilons
 from ldp_telemetry.shared.mechanisms.registry import MECHANISMS, all_options, plan
 from ldp_telemetry.shared.risk import lift, posterior_bound
 
@@ -166,10 +167,30 @@ def list_tasks() -> None:
     help="An adversary's prior belief in one value, for the posterior bound.",
 )
 @click.option(
+    "--changes",
+    type=click.IntRange(0, None),
+    default=None,
+    help="Also show each longitudinal variant's lifetime epsilon for a value that changes this "
+    "many times (--epsilon is then one report's, with --epsilon-inf; json: an object).",
+)
+@click.option(
+    "--epsilon-inf",
+    type=click.FloatRange(0, 20, min_open=True),
+    default=None,
+    help="The permanent layer's epsilon for --changes (above --epsilon).",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 def plan_task(
-    domain_size: int, devices: int, epsilon: float, max_report_bytes: int, prior: float, fmt: str
+    domain_size: int,
+    devices: int,
+    epsilon: float,
+    max_report_bytes: int,
+    prior: float,
+    changes: int | None,
+    epsilon_inf: float | None,
+    fmt: str,
 ) -> None:
     """Print each mechanism's expected standard error and risk for a workload.
 
@@ -178,6 +199,13 @@ def plan_task(
     that an adversary who sees one report, holding all values equally likely beforehand,
     names the device's value; "lift" is that chance over a blind guess's 1/d.
     """
+    if (changes is None) != (epsilon_inf is None) or (epsilon_inf or 21) <= epsilon:
+        raise click.UsageError("--changes and --epsilon-inf go together, --epsilon-inf > --epsilon")
+    lifetime = (
+        lifetime_epsilons(epsilon_inf, epsilon, domain_size, changes)
+        if epsilon_inf is not None and changes is not None
+        else None
+    )
     plans = plan(epsilon, domain_size, devices)
     table = compare(epsilon, domain_size, max_report_bytes=max_report_bytes)
     chosen = table[0].mechanism if table and table[0].excluded is None else None
@@ -197,7 +225,11 @@ def plan_task(
             }
             for name, p in plans
         ]
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(
+            json.dumps(
+                rows if lifetime is None else {"mechanisms": rows, "lifetime": lifetime}, indent=2
+            )
+        )
         return
     click.echo(
         f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12} "
@@ -231,3 +263,27 @@ def plan_task(
         "one fake report: how many honest devices' worth of count one report chosen by an "
         "attacker can add to a value (fake devices gain least where it is small)"
     )
+    if lifetime is not None:
+        _echo_lifetime(lifetime, changes or 0, epsilon_inf or 0.0)
+
+
+def _echo_lifetime(rows: list[dict[str, Any]], changes: int, epsilon_inf: float) -> None:
+    """Print each longitudinal variant's lifetime ε for a value that changes ``changes`` times."""
+    click.echo(
+        f"\nlifetime epsilon of a device whose value changes {changes} times "
+        f"(eps_inf {epsilon_inf:g}):"
+    )
+    for row in rows:
+        if row["lifetime_epsilon"] is None:
+            click.echo(f"  {'plain':<8} {row['per_report']:g} per report, no lifetime bound")
+            continue
+        g = f", g = {row['g']}" if row["g"] is not None else ""
+        silenced = (
+            f"; silenced by max_epsilon_inf 64 after {row['silenced_after']} values"
+            if row["silenced_after"] is not None
+            else ""
+        )
+        click.echo(
+            f"  {row['variant']:<8} {row['lifetime_epsilon']:g} "
+            f"({row['permanent_responses']} permanent responses{g}){silenced}"
+        )

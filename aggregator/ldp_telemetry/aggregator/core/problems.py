@@ -20,7 +20,7 @@ from ldp_telemetry.aggregator.core.faults import StoreFull, StoreUnavailable
 from ldp_telemetry.shared.contract import (
     BAD_REQUEST,
     BODY_TOO_LARGE,
-    DIMENSIONS_PROTOCOL_VERSION,
+    PROTOCOL_VERSION_1_1,
     FORBIDDEN,
     HTTP_ERROR,
     INSUFFICIENT_STORAGE,
@@ -43,7 +43,7 @@ from ldp_telemetry.shared.contract import (
 )
 
 log = logging.getLogger(__name__)
-SPOKEN = (PROTOCOL_VERSION, DIMENSIONS_PROTOCOL_VERSION)  # what unsupported_protocol lists
+SPOKEN = (PROTOCOL_VERSION, PROTOCOL_VERSION_1_1)  # what unsupported_protocol lists
 Parts = tuple[int, list[tuple[str, str]], bytes]  # an HTTP answer: status, headers, body
 
 

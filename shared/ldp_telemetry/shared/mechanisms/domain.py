@@ -204,3 +204,13 @@ def check_domain(domain: Sequence[str]) -> tuple[str, ...]:
             "use cms or hcms for larger domains"
         )
     return values
+
+
+def other_value(truth: Any, words: Any, threshold: int) -> Any:
+    """Return the value a lying word names: number word // T, skipping the truth.
+
+    Only words below (d−1)·T lie, so each other value has probability exactly T/2^32.
+    Works on ints (one report) and on int64 arrays alike.
+    """
+    other = words // threshold
+    return other + (other >= truth)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ldp_telemetry.shared.contract import PROTOCOL_VERSION
 from ldp_telemetry.shared.mechanisms.base import (
     Discovering,
     Mechanism,
@@ -33,9 +34,21 @@ def longitudinal(mechanism: Mechanism) -> Longitudinal | None:
     return mechanism if isinstance(mechanism, Longitudinal) else None
 
 
+def protocol_of(mechanism: Mechanism) -> str:
+    """Return the protocol version a task of this mechanism is served under: 1.0, or the
+    later 1.x a mechanism needs (``protocol``: LOLOHA's 1.1); 1.0 tasks stay byte for byte."""
+    return str(getattr(mechanism, "protocol", PROTOCOL_VERSION))
+
+
 def published(mechanism: Mechanism) -> dict[str, Any]:
-    """Return what the mechanism publishes in the task JSON ({} when nothing)."""
-    return mechanism.published() if isinstance(mechanism, Publishing) else {}
+    """Return what the mechanism publishes in the task JSON ({} when nothing).
+
+    A longitudinal task publishes its per-report channel's (both layers composed: what one
+    report says); the permanent layer, which many reports reveal, is bounded by ε∞.
+    """
+    layer = longitudinal(mechanism)
+    channel: Any = layer.instant if layer is not None else mechanism
+    return channel.published() if isinstance(channel, Publishing) else {}
 
 
 def stated_variation_ratio(mechanism: object) -> Any:

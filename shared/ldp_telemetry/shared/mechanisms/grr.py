@@ -29,7 +29,9 @@ from ldp_telemetry.shared.mechanisms.base import (
     Plan,
     as_float,
 )
-from ldp_telemetry.shared.mechanisms.domain import MAX_DOMAIN, DomainMechanism
+from ldp_telemetry.shared.mechanisms.domain import MAX_DOMAIN, DomainMechanism, other_value
+from ldp_telemetry.shared.mechanisms.lifetime import spec as loloha_spec
+from ldp_telemetry.shared.mechanisms.lifetime.loloha import LocalHashingLongitudinal
 from ldp_telemetry.shared.mechanisms.longitudinal import LONGITUDINAL_OPTION, LongitudinalSpec
 from ldp_telemetry.shared.randomness import (
     SCALE,
@@ -199,7 +201,7 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
 
     epsilon: float | None = None
     domain: tuple[str, ...] | None = None
-    longitudinal: LongitudinalSpec | None = None
+    longitudinal: LongitudinalSpec | loloha_spec.LocalHashingSpec | None = None
 
     name = "grr"
     options = (
@@ -208,10 +210,25 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
         LONGITUDINAL_OPTION,
     )
 
+    @classmethod
+    def defaults_for_new_task(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Draw a LOLOHA option's hash seed unless one is given."""
+        if "longitudinal" in given:
+            return {
+                **given,
+                "longitudinal": loloha_spec.with_drawn_hash_seed(given["longitudinal"]),
+            }
+        return given
+
     def validate(self) -> None:
         """Check that both are given; the mechanism checks the rest when built."""
         object.__setattr__(self, "epsilon", as_float(self.epsilon))
-        spec = longitudinal.check_epsilon_left_out(self.epsilon, self.longitudinal)
+        spec: LongitudinalSpec | loloha_spec.LocalHashingSpec | None
+        if loloha_spec.is_local_hashing(self.longitudinal):
+            spec = loloha_spec.LocalHashingSpec.parse(self.longitudinal)
+            longitudinal.refuse_epsilon_beside(self.epsilon)
+        else:
+            spec = longitudinal.check_epsilon_left_out(self.epsilon, self.longitudinal)
         object.__setattr__(self, "longitudinal", spec)
         if spec is None:
             self.require("epsilon")
@@ -227,6 +244,14 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
     def build(self) -> Mechanism:
         """Return the mechanism."""
         assert self.domain is not None  # validate() checked
+        if isinstance(self.longitudinal, loloha_spec.LocalHashingSpec):
+            assert self.epsilon is None
+            domain = GeneralizedRandomizedResponse(
+                epsilon=self.longitudinal.epsilon_inf, domain=self.domain
+            )
+            return LocalHashingLongitudinal(
+                domain, self.longitudinal, canonical_json(self.to_fields())
+            )
         if self.longitudinal is not None:
             permanent = GeneralizedRandomizedResponse(
                 epsilon=self.longitudinal.epsilon_inf, domain=self.domain
@@ -256,13 +281,3 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
             attack_success=grr.p,
             fake_report_worth=grr.reach().high,
         )
-
-
-def other_value(truth: Any, words: Any, threshold: int) -> Any:
-    """Return the value a lying word names: number word // T, skipping the truth.
-
-    Only words below (d−1)·T lie, so each other value has probability exactly T/2^32.
-    Works on ints (one report) and on int64 arrays alike.
-    """
-    other = words // threshold
-    return other + (other >= truth)

@@ -42,7 +42,9 @@ LONGITUDINAL_OPTION = Option(
     'rr, grr, cms, hcms: {"epsilon_inf": E, "flip": F} or {"epsilon_inf": E, "epsilon_1": E1}: '
     "a permanent response per value (at most E about it, for ever) re-randomized per report "
     "(F: the instantaneous flip probability; E1: the epsilon one report may spend). "
-    "Leave epsilon out.",
+    'grr also: {"variant": "loloha", "epsilon_inf": E, "epsilon_1": E1, "g": 2 or "optimal", '
+    '"seeds": F}: a permanent response per hashed bucket (at most g*E for ever, whatever the '
+    "values). Leave epsilon out.",
 )
 _KEYS = frozenset({"epsilon_inf", "epsilon_1", "flip"})
 _CONTEXT = b"ldp-telemetry permanent response\x00"
@@ -80,6 +82,21 @@ class Rerandomizable(Mechanism, Protocol):
         ...
 
 
+class LayerSpec(Protocol):
+    """What :class:`Longitudinal` reads of its option (RAPPOR's, or a variant's)."""
+
+    @property
+    def epsilon_inf(self) -> float: ...
+
+    @property
+    def epsilon_1(self) -> float | None: ...
+
+    @property
+    def flip(self) -> float | None: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class LongitudinalSpec(JsonObject):
     """The ``longitudinal`` option as given: ε∞ and either ε₁ or the flip probability."""
@@ -97,6 +114,11 @@ class LongitudinalSpec(JsonObject):
             raise ParameterError(
                 'longitudinal must be an object {"epsilon_inf": E, "flip": F} or '
                 '{"epsilon_inf": E, "epsilon_1": E1}'
+            )
+        if "variant" in raw:
+            raise ParameterError(
+                "longitudinal variant 'loloha' is for grr tasks (a domain to hash); "
+                "leave variant out for RAPPOR's layers"
             )
         unknown = set(raw) - _KEYS
         if unknown:
@@ -163,12 +185,17 @@ def check_epsilon_left_out(epsilon: object, spec: object) -> LongitudinalSpec | 
     if spec is None:
         return None
     parsed = LongitudinalSpec.parse(spec)
+    refuse_epsilon_beside(epsilon)
+    return parsed
+
+
+def refuse_epsilon_beside(epsilon: object) -> None:
+    """Refuse epsilon beside a longitudinal option (which says what each report spends)."""
     if epsilon is not None:
         raise ParameterError(
             "a longitudinal task takes its privacy from longitudinal (epsilon_inf, and "
             "epsilon_1 or flip): leave epsilon out"
         )
-    return parsed
 
 
 class Longitudinal:
@@ -181,7 +208,7 @@ class Longitudinal:
     from (a device's ledger, ``ldp_telemetry.client.privacy_ledger``, keeps it).
     """
 
-    def __init__(self, permanent: Rerandomizable, spec: LongitudinalSpec, identity: str) -> None:
+    def __init__(self, permanent: Rerandomizable, spec: LayerSpec, identity: str) -> None:
         self.permanent, self.spec = permanent, spec
         self.name = permanent.name
         self.epsilon_inf = spec.epsilon_inf
@@ -220,6 +247,11 @@ class Longitudinal:
         bound = copy.copy(self)
         bound._device_key = bytes(device_key)
         return bound
+
+    def drawn_for(self, canonical: bytes) -> bytes:
+        """Return what the permanent response of a value, given by its canonical bytes, is
+        drawn for: those bytes (one PRR per value; LOLOHA: per hashed bucket)."""
+        return canonical
 
     def permanent_response(self, value: Any) -> Any:
         """Return the device's permanent response for a value (the same every time)."""

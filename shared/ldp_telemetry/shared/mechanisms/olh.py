@@ -27,7 +27,7 @@ import numpy as np
 
 from ldp_telemetry.shared.accuracy import olh_count_variance
 from ldp_telemetry.shared.mechanisms.base import Option, ParamsBase, Plan, as_float
-from ldp_telemetry.shared.mechanisms.grr import other_value
+from ldp_telemetry.shared.mechanisms.domain import other_value
 from ldp_telemetry.shared.mechanisms.sketches.base import (
     MAX_BUCKETS,
     PLAN_K,

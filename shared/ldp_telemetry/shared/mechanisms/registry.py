@@ -11,7 +11,7 @@ from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.mechanisms.base import Option, ParamsBase, Plan
 from ldp_telemetry.shared.mechanisms.grr import GeneralizedRandomizedResponseParams
 from ldp_telemetry.shared.mechanisms.hh.params import HeavyHitterParams
-from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericParams
+from ldp_telemetry.shared.mechanisms.numeric.params import NumericParams
 from ldp_telemetry.shared.mechanisms.olh import OptimizedLocalHashingParams
 from ldp_telemetry.shared.mechanisms.oue import OptimizedUnaryEncodingParams
 from ldp_telemetry.shared.mechanisms.rr import RandomizedResponseParams

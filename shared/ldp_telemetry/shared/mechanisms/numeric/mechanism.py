@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -38,7 +37,7 @@ import numpy as np
 
 from ldp_telemetry.shared.errors import ParameterError, ValueOutOfDomain
 from ldp_telemetry.shared.estimates import DEFAULT_LEVEL, Estimates
-from ldp_telemetry.shared.mechanisms.base import Option, ParamsBase, SingleRowMechanism, as_float
+from ldp_telemetry.shared.mechanisms.base import SingleRowMechanism
 from ldp_telemetry.shared.mechanisms.numeric import estimate as est
 from ldp_telemetry.shared.randomness import (
     SCALE,
@@ -330,65 +329,3 @@ class OneBitMean(NumericBase):
         variance = share * (1 - share) / max(n - 1, 1) / slope**2 * span**2
         base = Estimates.from_variance(["mean"], np.array([mean]), np.array([variance]), n, level)
         return est.flagged(base, [None])
-
-
-@dataclass(frozen=True)
-class NumericParams(ParamsBase):
-    """numeric: epsilon, the range [lo, hi], buckets, scale and method."""
-
-    epsilon: float | None = None
-    lo: float | None = None
-    hi: float | None = None
-    buckets: int | None = None
-    scale: str | None = None
-    method: str | None = None
-
-    name = "numeric"
-    options = (
-        Option("epsilon", "number", "Privacy parameter."),
-        Option("lo", "number", "numeric: the range's low end (values below count as lo)."),
-        Option("hi", "number", "numeric: the range's high end (values above count as hi)."),
-        Option(
-            "buckets",
-            "integer",
-            f"numeric: buckets over the range (default {DEFAULT_BUCKETS}; "
-            f"1bit: {DEFAULT_ONE_BIT_BUCKETS}).",
-        ),
-        Option("scale", "string", "numeric: linear (default) or log (lo must be > 0)."),
-        Option("method", "string", "numeric: sw (distribution; default) or 1bit (mean)."),
-    )
-
-    def validate(self) -> None:
-        """Check the range, the scale and the method; fill in the defaults."""
-        for name in ("epsilon", "lo", "hi"):
-            object.__setattr__(self, name, as_float(getattr(self, name)))
-        self.require("epsilon", "lo", "hi")
-        assert self.lo is not None and self.hi is not None
-        for name in ("lo", "hi"):
-            value = getattr(self, name)
-            if not isinstance(value, float) or not math.isfinite(value):
-                raise ParameterError(f"{name} must be a finite number")
-        if not self.lo < self.hi:
-            raise ParameterError(f"lo must be below hi, got [{self.lo}, {self.hi}]")
-        one_bit = self.method == "1bit"
-        defaults = {
-            "buckets": DEFAULT_ONE_BIT_BUCKETS if one_bit else DEFAULT_BUCKETS,
-            "scale": "linear",
-            "method": "sw",
-        }
-        for name, default in defaults.items():
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, default)
-        if self.scale not in SCALES:
-            raise ParameterError(f"scale must be one of {', '.join(SCALES)}, got {self.scale!r}")
-        if self.method not in METHODS:
-            raise ParameterError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        if self.scale == "log" and self.lo <= 0:
-            raise ParameterError("scale log needs lo > 0")
-
-    def build(self) -> NumericBase:
-        """Return the mechanism."""
-        kind = SquareWave if self.method == "sw" else OneBitMean
-        return kind(
-            epsilon=self.epsilon, lo=self.lo, hi=self.hi, buckets=self.buckets, scale=self.scale
-        )

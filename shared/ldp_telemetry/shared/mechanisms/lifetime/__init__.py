@@ -1,0 +1,1 @@
+"""Longitudinal variants whose lifetime cost value changes cannot grow (LOLOHA)."""
