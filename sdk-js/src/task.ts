@@ -48,7 +48,7 @@ const OWN: Record<string, string> = {
   hcms: `${SKETCH} longitudinal`,
   olh: "epsilon k hash_seed",
   hh: `${SKETCH} alphabet max_length first step`,
-  numeric: "epsilon lo hi buckets scale method",
+  numeric: "epsilon lo hi buckets scale method longitudinal",
   oue: "epsilon domain",
   ss: "epsilon domain",
 };
@@ -242,7 +242,11 @@ export function parseTask(json: unknown): Task {
 function epsilon1Threshold(task: Fields, spec: Fields, layer: Permanent<unknown>): number {
   const epsilon1 = num(spec, "epsilon_1");
   const published = (task["derived"] as Record<string, unknown> | undefined)?.["T_i"];
-  if (typeof published !== "number") return thresholdFor(layer, epsilon1);
+  return typeof published !== "number" ? thresholdFor(layer, epsilon1) : checkedThreshold(layer, published, epsilon1);
+}
+
+/** Return a published T_i in [1, limit) whose ε₁ here is at most epsilon_1 + 1e-9 (§3.9), or throw. */
+function checkedThreshold(layer: Permanent<unknown>, published: number, epsilon1: number): number {
   if (!Number.isInteger(published) || published < 1 || published >= layer.irrLimit() || !(layer.composedEpsilon(published) <= epsilon1 + 1e-9)) {
     throw new TaskError("the published T_i is out of range or spends more than epsilon_1");
   }
@@ -256,7 +260,9 @@ function longitudinal(task: Fields, spec: Fields, permanent: Mechanism): Mechani
     }
     const published = (task["derived"] as Record<string, unknown> | undefined)?.["T_i"];
     if (typeof published !== "number") throw new TaskError("a loloha task publishes T_i");
-    return Loloha.fromSpec(permanent, spec, published, canonicalJson(mechanismFields(task)));
+    const loloha = Loloha.fromSpec(permanent, spec, published, canonicalJson(mechanismFields(task)));
+    checkedThreshold(loloha.buckets as Permanent<unknown>, published, num(spec, "epsilon_1"));
+    return loloha;
   }
   if (!("irrThreshold" in permanent) || permanent instanceof OptimizedLocalHashing || permanent instanceof HeavyHitters) {
     throw new TaskError("this mechanism takes no longitudinal option");

@@ -129,3 +129,10 @@ test("a published T_i whose own ε₁ exceeds epsilon_1 is refused (§3.9)", { s
   const generous = parseTask(changed(task, "derived", { ...task.derived, T_i: task.derived.T_i + 1000 }));
   assert.ok(generous.epsilon < honest.epsilon);
 });
+
+test("LOLOHA's published T_i is checked as §3.9's (§3.13)", { skip }, () => {
+  const task = v.tasks.find((t: { task: { task_id: string } }) => t.task.task_id === "grr-loloha").task;
+  parseTask(task);
+  const stingy = { ...task.derived, T_i: task.derived.T_i - 1000 };
+  assert.throws(() => parseTask(changed(task, "derived", stingy)), /epsilon_1/);
+});
