@@ -180,7 +180,8 @@ public final class Client implements Closeable {
       String lookup = Wire.memoKey(secret, task.fingerprint, period, canonical, dims == null ? -1 : task.dimensions.slice(dims));
       State.Charge charge = new State.Charge(task.epsilon, Wire.floorTime(now, limits.epsilonPeriod),
           task.configuration, task.epsilonInf,
-          task.configuration == null ? null : Wire.valueKey(secret, task.id, canonical));
+          task.configuration == null ? null
+              : Wire.valueKey(secret, task.id, Loloha.ledgerValue(task.mechanism, secret, task.id, value, canonical)));
       String admission;
       synchronized (lock) {
         admission = state.admit(task.id, period, period + task.timePrecision, lookup, charge, limits,

@@ -7,7 +7,7 @@ import java.util.Map;
  * (linearly or on a log scale), and the bucket is privatized by the discretized Square Wave
  * or the one-bit mean.
  */
-abstract class Numeric extends Mechanism<Integer> {
+abstract class Numeric extends Mechanism.Permanent<Integer> {
   final double lo;
   final double hi;
   final int d;
@@ -49,6 +49,22 @@ abstract class Numeric extends Mechanism<Integer> {
   @Override
   Map<String, Object> encode(Integer report) {
     return map("index", report);
+  }
+
+  // A permanent layer only as 1bit (§3.9, 1.1): Square Wave takes no longitudinal.
+  @Override
+  Integer reflip(Integer report, long threshold, Words rng) {
+    throw new TaskError("numeric sw takes no longitudinal");
+  }
+
+  @Override
+  long irrLimit() {
+    throw new TaskError("numeric sw takes no longitudinal");
+  }
+
+  @Override
+  double composedEpsilon(long threshold) {
+    throw new TaskError("numeric sw takes no longitudinal");
   }
 
   /** Square Wave: d + 2w outputs; the 2w + 1 near the bucket have P words each, the rest T. */
@@ -120,6 +136,26 @@ abstract class Numeric extends Mechanism<Integer> {
     @Override
     double epsilon() {
       return Exact.logRatio(Exact.big(lowWords + (d - 1) * step), Exact.big(lowWords));
+    }
+
+    /** The IRR flips the bit as rr's does (§3.9). */
+    @Override
+    Integer reflip(Integer report, long threshold, Words rng) {
+      return report ^ (rng.word() < threshold ? 1 : 0);
+    }
+
+    @Override
+    long irrLimit() {
+      return Words.SCALE / 2;
+    }
+
+    /** ε₁ as rr's, the worst pair being the first and last buckets (p_0 = L, p_{d−1} = H). */
+    @Override
+    double composedEpsilon(long threshold) {
+      java.math.BigInteger high = flipped(lowWords + (d - 1) * step, threshold);
+      java.math.BigInteger low = flipped(lowWords, threshold);
+      java.math.BigInteger all = S.multiply(S);
+      return Math.max(Exact.logRatio(high, low), Exact.logRatio(all.subtract(low), all.subtract(high)));
     }
   }
 }

@@ -42,7 +42,7 @@ final class Tasks {
     own("hcms", "epsilon", "k", "m", "hash_seed", "longitudinal");
     own("olh", "epsilon", "k", "hash_seed");
     own("hh", "epsilon", "k", "m", "hash_seed", "alphabet", "max_length", "first", "step");
-    own("numeric", "epsilon", "lo", "hi", "buckets", "scale", "method");
+    own("numeric", "epsilon", "lo", "hi", "buckets", "scale", "method", "longitudinal");
     own("oue", "epsilon", "domain");
     own("ss", "epsilon", "domain");
   }
@@ -53,6 +53,10 @@ final class Tasks {
     known.addAll(COMMON);
     OWN.put(kind, known);
   }
+
+  /** A LOLOHA task's longitudinal object holds exactly these (served filled in, §3.13). */
+  static final Set<String> LOLOHA = new HashSet<String>(Arrays.asList(
+      "variant", "epsilon_inf", "epsilon_1", "g", "seeds", "hash_seed"));
 
   private static final Pattern TASK_ID = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
 
@@ -190,8 +194,17 @@ final class Tasks {
         throw new Mechanism.TaskError("longitudinal must be an object, and such a task takes no epsilon");
       }
       Map<String, Object> longitudinal = (Map<String, Object>) spec;
-      Mechanism<?> layer = kind(task, kindName, number(longitudinal, "epsilon_inf"));
-      if (!(layer instanceof Mechanism.Permanent) || layer instanceof Sketches.Olh) {
+      // LOLOHA (§3.13, 1.1): grr's values hashed to g buckets; the permanent layer is GRR over them.
+      boolean loloha = longitudinal.containsKey("variant");
+      if (loloha && (!"grr".equals(kindName) || !LOLOHA.equals(longitudinal.keySet())
+          || !"loloha".equals(longitudinal.get("variant")))) {
+        throw new Mechanism.TaskError("a longitudinal variant is grr's loloha, with every field of §3.13");
+      }
+      double epsilonInf = number(longitudinal, "epsilon_inf");
+      int g = !loloha ? 0 : "optimal".equals(longitudinal.get("g"))
+          ? Loloha.optimalG(epsilonInf, number(longitudinal, "epsilon_1")) : integer(longitudinal, "g", 2, Loloha.MAX_G);
+      Mechanism<?> layer = loloha ? Loloha.bucketGrr(epsilonInf, g) : kind(task, kindName, epsilonInf);
+      if (!(layer instanceof Mechanism.Permanent) || layer instanceof Sketches.Olh || layer instanceof Numeric.SquareWave) {
         throw new Mechanism.TaskError("this mechanism takes no longitudinal option");
       }
       Mechanism.Permanent<?> permanent = (Mechanism.Permanent<?>) layer;
@@ -213,7 +226,10 @@ final class Tasks {
       for (Map.Entry<String, Object> e : task.entrySet()) {
         if (!COMMON.contains(e.getKey()) && !UNHASHED.contains(e.getKey())) fields.put(e.getKey(), e.getValue());
       }
-      mechanism = new Longitudinal(permanent, threshold, Json.canonical(fields), null);
+      Longitudinal<?> layered = new Longitudinal(permanent, threshold, Json.canonical(fields), null);
+      mechanism = !loloha ? layered : new Loloha(new Simple.Domain(domainOf(task)), g,
+          integer(longitudinal, "seeds", 1, 65536), longField(longitudinal, "hash_seed", 0, 0xffffffffL),
+          (Longitudinal<Integer>) layered, -1);
     }
     return mechanism;
   }
@@ -259,16 +275,20 @@ final class Tasks {
     }
     long timePrecision = longField(task, "time_precision", 1, 366L * 86400);
     long minBatch = longField(task, "min_batch_size", 1, 1000000000L);
-    // 1.1 exactly when the task declares dimensions (PROTOCOL §1.1, §11).
+    // 1.1 exactly when the task declares dimensions (§11), is LOLOHA (§3.13) or a longitudinal 1bit (§3.9).
     Dimensions dimensions = Dimensions.of(task.get("dimensions"));
-    if ((dimensions != null) != "1.1".equals(protocol) || (dimensions != null) != task.containsKey("min_slice_size")) {
-      throw new Mechanism.TaskError("task " + id + ": protocol 1.1 goes with dimensions and min_slice_size, 1.0 without");
+    boolean lifetime = mechanism instanceof Loloha
+        || mechanism instanceof Longitudinal && ((Longitudinal<?>) mechanism).permanent instanceof Numeric.OneBit;
+    if ((dimensions != null || lifetime) != "1.1".equals(protocol) || (dimensions != null) != task.containsKey("min_slice_size")) {
+      throw new Mechanism.TaskError("task " + id + ": protocol 1.1 goes with dimensions (and min_slice_size), "
+          + "LOLOHA or a longitudinal 1bit; 1.0 without");
     }
     if (dimensions != null) longField(task, "min_slice_size", minBatch, 1000000000L);
     String configuration = null;
     double epsilonInf = Double.NaN;
-    if (mechanism instanceof Longitudinal) {
-      Longitudinal<?> l = (Longitudinal<?>) mechanism;
+    Longitudinal<?> l = mechanism instanceof Loloha ? ((Loloha) mechanism).buckets
+        : mechanism instanceof Longitudinal ? (Longitudinal<?>) mechanism : null;
+    if (l != null) {
       configuration = Bytes.hex(Bytes.sha256(Bytes.utf8(kindName + "\0" + l.identity))).substring(0, 32);
       epsilonInf = l.epsilonInf();
     }
