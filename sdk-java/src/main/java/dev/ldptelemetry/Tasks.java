@@ -1,5 +1,8 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
+import dev.ldptelemetry.internal.device.*;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -95,26 +98,16 @@ final class Tasks {
 
   /** Return an integer field in [low, high] or throw TaskError: a JSON integer, never `4.0` (§1). */
   static int integer(Map<String, Object> task, String name, long low, long high) {
-    return (int) longField(task, name, low, high);
+    return Fields.integer(task, name, low, high);
   }
 
   static long longField(Map<String, Object> task, String name, long low, long high) {
-    Object value = task.get(name);
-    if (value instanceof Long || value instanceof Integer) {
-      long v = ((Number) value).longValue();
-      if (v >= low && v <= high) return v;
-    }
-    throw new Mechanism.TaskError("task field " + name + " must be an integer in [" + low + ", " + high + "]");
+    return Fields.longField(task, name, low, high);
   }
 
   /** Return a finite number field or throw TaskError. */
   static double number(Map<String, Object> task, String name) {
-    Object value = task.get(name);
-    if (value instanceof Number && !Double.isNaN(((Number) value).doubleValue())
-        && !Double.isInfinite(((Number) value).doubleValue())) {
-      return ((Number) value).doubleValue();
-    }
-    throw new Mechanism.TaskError("task field " + name + " must be a finite number");
+    return Fields.number(task, name);
   }
 
   private static List<String> domainOf(Map<String, Object> task) {
