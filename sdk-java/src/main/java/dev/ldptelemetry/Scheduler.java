@@ -1,8 +1,5 @@
 package dev.ldptelemetry;
 
-import dev.ldptelemetry.internal.mechanisms.*;
-import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;

@@ -2,7 +2,6 @@ package dev.ldptelemetry;
 
 import dev.ldptelemetry.internal.mechanisms.*;
 import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;

@@ -1,8 +1,5 @@
 package dev.ldptelemetry;
 
-import dev.ldptelemetry.internal.mechanisms.*;
-import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;

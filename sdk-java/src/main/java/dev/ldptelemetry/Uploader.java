@@ -1,6 +1,5 @@
 package dev.ldptelemetry;
 
-import dev.ldptelemetry.internal.mechanisms.*;
 import dev.ldptelemetry.internal.wire.*;
 import dev.ldptelemetry.internal.device.*;
 import java.io.ByteArrayOutputStream;

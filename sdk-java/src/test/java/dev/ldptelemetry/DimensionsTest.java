@@ -2,7 +2,6 @@ package dev.ldptelemetry;
 
 import dev.ldptelemetry.internal.mechanisms.*;
 import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,8 +1,6 @@
 package dev.ldptelemetry;
 
-import dev.ldptelemetry.internal.mechanisms.*;
 import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Paths;

@@ -1,8 +1,6 @@
 package dev.ldptelemetry;
 
 import dev.ldptelemetry.internal.mechanisms.*;
-import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
 import java.util.List;
 
 /** Words given in advance, taken in order (the conformance vectors); below() takes one at a time. */

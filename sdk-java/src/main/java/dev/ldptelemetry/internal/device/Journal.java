@@ -1,8 +1,6 @@
 package dev.ldptelemetry.internal.device;
 
-import dev.ldptelemetry.internal.mechanisms.*;
 import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.*;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileInputStream;

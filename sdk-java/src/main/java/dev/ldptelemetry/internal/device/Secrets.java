@@ -1,8 +1,5 @@
 package dev.ldptelemetry.internal.device;
 
-import dev.ldptelemetry.internal.mechanisms.*;
-import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.*;
 import java.io.File;
 import java.io.FileInputStream;
 import java.io.FileOutputStream;

@@ -1,8 +1,5 @@
 package dev.ldptelemetry.internal.mechanisms;
 
-import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
-import dev.ldptelemetry.*;
 import java.util.Map;
 
 /** A task's typed fields (PROTOCOL §1): what Tasks and the kinds read from a task's JSON. */

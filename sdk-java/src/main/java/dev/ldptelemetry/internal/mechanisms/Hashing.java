@@ -1,9 +1,5 @@
 package dev.ldptelemetry.internal.mechanisms;
 
-import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
-import dev.ldptelemetry.*;
-
 /**
  * The task's hash family (PROTOCOL §3.1): a MurmurHash3 x64 128 key per value (its low 64-bit
  * half) and k row hashes by multiply-add-shift with SplitMix64 constants. Java's long is the

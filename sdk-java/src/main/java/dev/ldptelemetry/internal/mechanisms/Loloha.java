@@ -1,8 +1,6 @@
 package dev.ldptelemetry.internal.mechanisms;
 
 import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
-import dev.ldptelemetry.*;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

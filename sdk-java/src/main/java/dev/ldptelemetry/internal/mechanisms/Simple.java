@@ -1,8 +1,6 @@
 package dev.ldptelemetry.internal.mechanisms;
 
 import dev.ldptelemetry.internal.wire.*;
-import dev.ldptelemetry.internal.device.*;
-import dev.ldptelemetry.*;
 import java.math.BigInteger;
 import java.util.HashMap;
 import java.util.List;

@@ -1,8 +1,5 @@
 package dev.ldptelemetry.internal.wire;
 
-import dev.ldptelemetry.internal.mechanisms.*;
-import dev.ldptelemetry.internal.device.*;
-import dev.ldptelemetry.*;
 import java.nio.charset.Charset;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;

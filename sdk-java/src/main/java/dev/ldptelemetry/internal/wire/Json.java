@@ -1,8 +1,5 @@
 package dev.ldptelemetry.internal.wire;
 
-import dev.ldptelemetry.internal.mechanisms.*;
-import dev.ldptelemetry.internal.device.*;
-import dev.ldptelemetry.*;
 import java.math.BigDecimal;
 import java.math.MathContext;
 import java.math.RoundingMode;
