@@ -39,6 +39,19 @@ const UNHASHED = [
   "seal",
 ];
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+/** Each kind's own fields (PROTOCOL §1.1): another kind's (`k` on rr), or any other, refuses the task. */
+const SKETCH = "epsilon k m hash_seed";
+const OWN: Record<string, string> = {
+  rr: "epsilon alpha beta longitudinal",
+  grr: "epsilon domain longitudinal",
+  cms: `${SKETCH} longitudinal`,
+  hcms: `${SKETCH} longitudinal`,
+  olh: "epsilon k hash_seed",
+  hh: `${SKETCH} alphabet max_length first step`,
+  numeric: "epsilon lo hi buckets scale method longitudinal",
+  oue: "epsilon domain",
+  ss: "epsilon domain",
+};
 
 type Fields = Record<string, unknown>;
 type Derived = Record<string, number | number[]>;
@@ -174,6 +187,14 @@ export function fingerprintOf(task: Fields): string {
   return hex(sha256(utf8(canonicalJson(hashed)))).slice(0, 32);
 }
 
+/** Return the mechanism a task's fields define (T_i of an `epsilon_1` task: as published, else searched for). */
+export function mechanismOf(task: Fields): Mechanism {
+  const kind = KINDS[String(task["mechanism"])];
+  if (!kind) throw new TaskError(`a mechanism this SDK does not know`);
+  const { epsilon, spec } = privacy(task);
+  return spec ? longitudinal(task, spec, kind(task, epsilon)) : kind(task, epsilon);
+}
+
 /** Return the task a served JSON object defines, or throw TaskError saying why not. */
 export function parseTask(json: unknown): Task {
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw new TaskError("a task must be a JSON object");
@@ -197,9 +218,11 @@ export function parseTask(json: unknown): Task {
   const seal = sealed ? sealKeyOf(task["seal"], id) : null;
   const kind = KINDS[String(task["mechanism"])];
   if (!kind) throw new TaskError(`task ${id} has a mechanism this SDK does not know`);
-  const { epsilon, spec } = privacy(task);
-  const mechanism = spec ? longitudinal(task, spec, kind(task, epsilon)) : kind(task, epsilon);
-  if ("derived" in task && canonicalJson({ d: task["derived"] } as Fields) !== jcs({ d: derivedOf(mechanism) })) {
+  const own = [...OWN[String(task["mechanism"])]!.split(" "), ...COMMON, ...UNHASHED];
+  for (const key in task) if (!own.includes(key)) throw new TaskError(`task ${id}: its mechanism takes no ${key}`);
+  const mechanism = mechanismOf(task);
+  // `derived` is always served (PROTOCOL §1.1): a task without it is refused.
+  if (canonicalJson({ d: task["derived"] } as Fields) !== jcs({ d: derivedOf(mechanism) })) {
     throw new TaskError(`task ${id} publishes derived integers other than its parameters give here: refused`);
   }
   const fingerprint = fingerprintOf(task);
@@ -213,15 +236,19 @@ export function parseTask(json: unknown): Task {
 }
 
 /**
- * Return T_i for `epsilon_1`: the published one under protocol 1.0 (its ε₁ ends in an ln, so
- * devices do not recompute it; it must lie in [1, limit) and meet ε₁), else the bisection.
+ * Return T_i for `epsilon_1`: the published one (its ε₁ ends in an ln, so devices do not search
+ * for it again; it must lie in [1, limit) and its ε₁ here be at most epsilon_1 + 1e-9, §3.9).
  */
 function epsilon1Threshold(task: Fields, spec: Fields, layer: Permanent<unknown>): number {
   const epsilon1 = num(spec, "epsilon_1");
   const published = (task["derived"] as Record<string, unknown> | undefined)?.["T_i"];
-  if (typeof published !== "number") return thresholdFor(layer, epsilon1);
-  if (!Number.isInteger(published) || published < 1 || published >= layer.irrLimit()) {
-    throw new TaskError("the published T_i is out of range");
+  return typeof published !== "number" ? thresholdFor(layer, epsilon1) : checkedThreshold(layer, published, epsilon1);
+}
+
+/** Return a published T_i in [1, limit) whose ε₁ here is at most epsilon_1 + 1e-9 (§3.9), or throw. */
+function checkedThreshold(layer: Permanent<unknown>, published: number, epsilon1: number): number {
+  if (!Number.isInteger(published) || published < 1 || published >= layer.irrLimit() || !(layer.composedEpsilon(published) <= epsilon1 + 1e-9)) {
+    throw new TaskError("the published T_i is out of range or spends more than epsilon_1");
   }
   return published;
 }
@@ -233,7 +260,9 @@ function longitudinal(task: Fields, spec: Fields, permanent: Mechanism): Mechani
     }
     const published = (task["derived"] as Record<string, unknown> | undefined)?.["T_i"];
     if (typeof published !== "number") throw new TaskError("a loloha task publishes T_i");
-    return Loloha.fromSpec(permanent, spec, published, canonicalJson(mechanismFields(task)));
+    const loloha = Loloha.fromSpec(permanent, spec, published, canonicalJson(mechanismFields(task)));
+    checkedThreshold(loloha.buckets as Permanent<unknown>, published, num(spec, "epsilon_1"));
+    return loloha;
   }
   if (!("irrThreshold" in permanent) || permanent instanceof OptimizedLocalHashing || permanent instanceof HeavyHitters) {
     throw new TaskError("this mechanism takes no longitudinal option");

@@ -36,12 +36,11 @@ export interface Counters {
   rejected: Record<string, number>;
 }
 
-/** Return the seconds a Retry-After header asks for (delta-seconds or an HTTP date), or null. */
+/** Return the seconds a Retry-After header asks for (delta-seconds or an HTTP date; at most 600, PROTOCOL §5), or null. */
 export function retryAfter(header: string | null, now = Date.now()): number | null {
   if (!header) return null;
-  if (/^\s*\d+\s*$/.test(header)) return Number(header);
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? null : Math.max(0, (date - now) / 1000);
+  const date = /^\s*\d+\s*$/.test(header) ? now + 1000 * Number(header) : Date.parse(header);
+  return Number.isNaN(date) ? null : Math.min(600, Math.max(0, (date - now) / 1000));
 }
 
 export class Uploader {

@@ -7,14 +7,14 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { init, type Options } from "../src/index.js";
 import { retryAfter } from "../src/uploader.js";
-import { derivedOf, fingerprintOf, parseTask } from "../src/task.js";
+import { derivedOf, fingerprintOf, mechanismOf, parseTask } from "../src/task.js";
 
 type Json = Record<string, unknown>;
 
 /** A protocol 1.0 task as the collector serves it: its derived integers, its fingerprint. */
 function task(fields: Json): Json {
   const json: Json = { time_precision: 86400, min_batch_size: 1, protocol: "1.0", ...fields };
-  const derived = derivedOf(parseTask({ ...json, fingerprint: fingerprintOf(json) }).mechanism);
+  const derived = derivedOf(mechanismOf(json));
   const served = { ...json, derived };
   return { ...served, fingerprint: fingerprintOf(served) };
 }
@@ -191,6 +191,8 @@ test("outdated_config fetches the task again; network errors and bad answers nev
 
 test("Retry-After takes seconds or an HTTP date", () => {
   assert.equal(retryAfter("7"), 7);
+  assert.equal(retryAfter("86400"), 600); // PROTOCOL §5: at most 600 s
+  assert.equal(retryAfter(new Date(Date.now() + 86_400_000).toUTCString()), 600);
   assert.equal(retryAfter(new Date(Date.now() + 30_000).toUTCString()) !== null, true);
   assert.equal(retryAfter("soon"), null);
   assert.equal(retryAfter(null), null);
@@ -205,7 +207,7 @@ test("bad options throw from init, nothing else does", () => {
 /** A protocol 1.1 task: it declares dimensions (PROTOCOL §11). */
 function dimensionsTask(fields: Json): Json {
   const json: Json = { time_precision: 86400, min_batch_size: 1, protocol: "1.1", min_slice_size: 50, ...fields };
-  const derived = derivedOf(parseTask({ ...json, fingerprint: fingerprintOf(json) }).mechanism);
+  const derived = derivedOf(mechanismOf(json));
   const served = { ...json, derived };
   return { ...served, fingerprint: fingerprintOf(served) };
 }

@@ -7,13 +7,13 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { init } from "../src/index.js";
 import { fileSecret, fileStore } from "../src/node.js";
-import { derivedOf, fingerprintOf, parseTask } from "../src/task.js";
+import { derivedOf, fingerprintOf, mechanismOf, parseTask } from "../src/task.js";
 
 type Json = Record<string, unknown>;
 
 function task(fields: Json): Json {
   const json: Json = { time_precision: 86400, min_batch_size: 1, protocol: "1.0", ...fields };
-  const derived = derivedOf(parseTask({ ...json, fingerprint: fingerprintOf(json) }).mechanism);
+  const derived = derivedOf(mechanismOf(json));
   const served = { ...json, derived };
   return { ...served, fingerprint: fingerprintOf(served) };
 }

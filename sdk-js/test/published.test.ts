@@ -15,7 +15,7 @@ import { deviceKey, lookupKey } from "../src/device/budget.js";
 import { Longitudinal } from "../src/mechanisms/longitudinal.js";
 import { FixedWords, KeyedStream } from "../src/random.js";
 import { paddedText } from "../src/sealing/hpke.js";
-import { canonicalJson, derivedOf, parseTask } from "../src/task.js";
+import { canonicalJson, derivedOf, fingerprintOf, parseTask } from "../src/task.js";
 import { batchBody, reportText } from "../src/wire.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -103,4 +103,36 @@ test("a task publishing other derived integers is refused", { skip }, () => {
       assert.throws(() => parseTask({ ...t.task, derived }), /derived integers/, `${t.task.task_id} ${name}`);
     }
   }
+});
+
+/** Return a vector task with one field changed (undefined: removed) and its fingerprint recomputed. */
+function changed(task: Record<string, unknown>, field: string, value: unknown): Record<string, unknown> {
+  const copy: Record<string, unknown> = { ...task, [field]: value };
+  if (value === undefined) delete copy[field];
+  return { ...copy, fingerprint: fingerprintOf(copy) };
+}
+
+test("PROTOCOL §1.1: derived always served, only the kind's own fields, no upload_key", { skip }, () => {
+  const rr = v.tasks.find((t: { task: { mechanism: string } }) => t.task.mechanism === "rr").task;
+  parseTask(changed(rr, "fingerprint", undefined)); // the recomputed fingerprint alone is accepted
+  assert.throws(() => parseTask(changed(rr, "derived", undefined)), /derived integers/);
+  assert.throws(() => parseTask(changed(rr, "k", 4)), /takes no k/);
+  assert.throws(() => parseTask(changed(rr, "upload_key", "secret")), /takes no upload_key/);
+  assert.throws(() => parseTask(changed(rr, "colour", "red")), /takes no colour/);
+});
+
+test("a published T_i whose own ε₁ exceeds epsilon_1 is refused (§3.9)", { skip }, () => {
+  const task = v.tasks.find((t: { task: { task_id: string } }) => t.task.task_id === "grr-longitudinal").task;
+  const honest = parseTask(task);
+  const stingy = { ...task.derived, T_i: task.derived.T_i - 1000 };
+  assert.throws(() => parseTask(changed(task, "derived", stingy)), /epsilon_1/);
+  const generous = parseTask(changed(task, "derived", { ...task.derived, T_i: task.derived.T_i + 1000 }));
+  assert.ok(generous.epsilon < honest.epsilon);
+});
+
+test("LOLOHA's published T_i is checked as §3.9's (§3.13)", { skip }, () => {
+  const task = v.tasks.find((t: { task: { task_id: string } }) => t.task.task_id === "grr-loloha").task;
+  parseTask(task);
+  const stingy = { ...task.derived, T_i: task.derived.T_i - 1000 };
+  assert.throws(() => parseTask(changed(task, "derived", stingy)), /epsilon_1/);
 });

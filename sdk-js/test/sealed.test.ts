@@ -11,7 +11,7 @@ import { init, type Options } from "../src/index.js";
 import { TaskError } from "../src/mechanisms/base.js";
 import { SecureWords } from "../src/random.js";
 import { sealInfo, sealKeyOf, sealedReportText } from "../src/sealing/seal.js";
-import { derivedOf, fingerprintOf, parseTask } from "../src/task.js";
+import { derivedOf, fingerprintOf, mechanismOf, parseTask } from "../src/task.js";
 
 type Json = Record<string, unknown>;
 
@@ -24,7 +24,7 @@ const seal = (keyId: string, publicKey = PUBLIC) => ({ kem: 32, kdf: 1, aead: 3,
 /** A sealed protocol 1.0 task as the collector serves it (seal is not fingerprinted). */
 function sealedTask(fields: Json, keyId = "k1"): Json {
   const json: Json = { time_precision: 86400, min_batch_size: 1, protocol: "1.0", ...fields };
-  const derived = derivedOf(parseTask({ ...json, fingerprint: fingerprintOf(json) }).mechanism);
+  const derived = derivedOf(mechanismOf(json));
   const hashed = { ...json, derived, sealed: true };
   return { ...hashed, fingerprint: fingerprintOf(hashed), seal: seal(keyId) };
 }

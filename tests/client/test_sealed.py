@@ -70,6 +70,42 @@ def test_a_sealed_task_without_its_key_is_not_recorded() -> None:
     sdk.close(5)
 
 
+# X25519 public keys of low order (RFC 7748 §5's list): 0, 1, and a point of order 8.
+LOW_ORDER = [
+    bytes(32),
+    bytes([1]) + bytes(31),
+    bytes.fromhex("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+]
+
+
+@pytest.mark.parametrize("public_key", LOW_ORDER)
+def test_a_low_order_seal_key_is_refused_when_fetched(public_key: bytes) -> None:
+    """RFC 9180 §7.1.4 (PROTOCOL.md §10): a key whose shared secret is all zeros is refused
+    with its task, counted, and nothing is recorded or sent."""
+    task = TaskConfig(
+        task_id="colors",
+        mechanism="grr",
+        epsilon=2.0,
+        domain=DOMAIN,
+        sealed=True,
+        seal=SealKey("k0", public_key),
+    )
+    transport = InMemoryTransport([task])
+    sdk = Client(
+        "memory://test",
+        transport=transport,
+        task_ids=["colors"],
+        reports_per_period=None,
+        atexit_timeout=None,
+    )
+    assert not sdk.wait_for_tasks(timeout=1)
+    assert not sdk.record("colors", "red")
+    assert sdk.stats().dropped == {"task_unavailable": 1}
+    assert sdk.stats().refused_tasks.get("invalid", 0) >= 1
+    assert not [r for r in transport.requests if r.method == "POST"]
+    sdk.close(5)
+
+
 def _queued_texts(data_dir: Path) -> list[str]:
     """Return every text column of the on-disk queue (whatever its table is called)."""
     texts: list[str] = []

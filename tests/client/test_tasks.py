@@ -119,6 +119,10 @@ class Answers:
         pass
 
 
+_RR = TaskConfig(task_id="t-rr", mechanism="rr", epsilon=1.0).to_dict()
+_EXTRA = [("k", 4), ("upload_key", "secret"), ("min_batch_size", 100.0)]
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -132,11 +136,24 @@ class Answers:
                 "fingerprint": "0" * 32,
             }
         ).encode(),
+        # PROTOCOL.md §1.1: protocol and derived always served; no other kind's field (k on
+        # rr), no creation answer's upload_key, no 4.0 where an integer goes.
+        *(
+            json.dumps({k: v for k, v in _RR.items() if k != name}).encode()
+            for name in ("derived", "protocol")
+        ),
+        *(json.dumps({**_RR, name: value}).encode() for name, value in _EXTRA),
     ],
 )
 def test_an_invalid_answer_is_refused(body: bytes) -> None:
     known = registry(Answers(Response(200, {"ETag": '"x"'}, body)), Clock())
     assert fetched(known, "t-rr") is None
+
+
+def test_the_well_formed_answer_the_invalid_ones_are_made_from_is_accepted() -> None:
+    known = registry(Answers(Response(200, {"ETag": '"x"'}, json.dumps(_RR).encode())), Clock())
+    task = fetched(known, "t-rr")
+    assert task is not None and task.fingerprint == _RR["fingerprint"]
 
 
 def test_a_task_whose_published_integers_disagree_is_refused_and_counted() -> None:

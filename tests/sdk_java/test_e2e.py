@@ -50,6 +50,19 @@ TASKS: dict[str, dict[str, Any]] = {
     "java-hh": {"mechanism": "hh", "epsilon": 4.0, "alphabet": "abcd", "max_length": 4, **SKETCH},
     "java-sw": {"mechanism": "numeric", "epsilon": 3.0, "lo": 0, "hi": 100, "buckets": 32},
     "java-1bit": {"mechanism": "numeric", "epsilon": 3.0, "lo": 0, "hi": 100, "method": "1bit"},
+    # Protocol 1.1's longitudinal variants: LOLOHA (§3.13) and the one-bit mean's (§3.9).
+    "java-loloha": {
+        "mechanism": "grr",
+        "domain": list(FRUIT),
+        "longitudinal": {"variant": "loloha", "epsilon_inf": 5.0, "epsilon_1": 4.0, "g": 4},
+    },
+    "java-1bit-long": {
+        "mechanism": "numeric",
+        "lo": 0,
+        "hi": 100,
+        "method": "1bit",
+        "longitudinal": {"epsilon_inf": 4.0, "epsilon_1": 3.0},
+    },
 }
 
 

@@ -34,6 +34,7 @@ from ldp_telemetry.client.stats import Counters
 from ldp_telemetry.client.transport import Request, Response, Transport
 from ldp_telemetry.shared.contract import task_path
 from ldp_telemetry.shared.errors import LdpError
+from ldp_telemetry.shared.sealing import sealable
 from ldp_telemetry.shared.task import TASK_ID, DerivedMismatch, TaskConfig
 
 CACHE_FILE = "tasks.json"
@@ -241,7 +242,12 @@ class TaskRegistry:
 
 def _parse_task(task_id: str, response: Response) -> TaskConfig:
     try:
-        task = TaskConfig.from_dict(json.loads(response.body))
+        served = json.loads(response.body)
+        # A served task always has both (PROTOCOL.md §1.1); from_dict also reads stored
+        # pre-1.0 tasks, which had neither.
+        if not isinstance(served, dict) or not {"protocol", "derived"} <= served.keys():
+            raise TaskUnavailableError("the served task lacks protocol or derived: refused")
+        task = TaskConfig.from_dict(served)
     except DerivedMismatch:
         raise
     except (ValueError, LdpError, TypeError):
@@ -250,6 +256,8 @@ def _parse_task(task_id: str, response: Response) -> TaskConfig:
         raise TaskUnavailableError(f"the server answered task {task.task_id!r}")
     if task.sealed and task.seal is None:  # nothing to seal to: never send it in the clear
         raise TaskUnavailableError("the sealed task is served without the collector's key")
+    if task.seal is not None and not sealable(task.seal.public_key):
+        raise TaskUnavailableError("the collector's seal key is of low order: refused")
     return task
 
 
@@ -267,5 +275,7 @@ def _check_pinned(tasks: Iterable[TaskConfig]) -> dict[str, TaskConfig]:
             )
         if task.task_id in pinned:
             raise ConfigurationError(f"task {task.task_id!r} is pinned twice")
+        if task.seal is not None and not sealable(task.seal.public_key):
+            raise ConfigurationError(f"task {task.task_id!r}: its seal key is of low order")
         pinned[task.task_id] = task
     return pinned

@@ -48,6 +48,7 @@ __all__ = [
     "private_key_from_bytes",
     "public_key_bytes",
     "seal_report",
+    "sealable",
 ]
 
 SUITE_IDS = {"kem": 0x0020, "kdf": 0x0001, "aead": 0x0003}  # IANA HPKE registry ids
@@ -236,6 +237,16 @@ def open_report(
         )
     clear = {"report_id": report_id, "fingerprint": fingerprint, "time": time}
     return {**clear, **({"dims": dims} if "dims" in obj else {}), **payload}
+
+
+def sealable(public_key: bytes) -> bool:
+    """Return whether reports can be sealed to a raw X25519 public key: not one of low order,
+    whose shared secret is all zeros (RFC 9180 §7.1.4: refused; PROTOCOL.md §10)."""
+    try:
+        X25519PrivateKey.generate().exchange(X25519PublicKey.from_public_bytes(public_key))
+    except ValueError:  # OpenSSL refuses the all-zero result
+        return False
+    return True
 
 
 def new_private_key() -> X25519PrivateKey:

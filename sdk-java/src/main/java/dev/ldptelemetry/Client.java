@@ -1,5 +1,8 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
+import dev.ldptelemetry.internal.device.*;
 import java.io.Closeable;
 import java.io.File;
 import java.io.IOException;
@@ -175,14 +178,17 @@ public final class Client implements Closeable {
       long now = clock.millis() / 1000;
       long period = Wire.floorTime(now, task.timePrecision);
       byte[] canonical = task.mechanism.canonical(value);
-      String lookup = Wire.memoKey(secret, task.fingerprint, period, canonical);
+      final Map<String, Object> dims = task.dimensions == null ? null : task.dimensions.dims(options.dimensions, dimensions);
+      // 1.1: the memo key binds the slice (§3.10), so other dims make a new report, never the old one.
+      String lookup = Wire.memoKey(secret, task.fingerprint, period, canonical, dims == null ? -1 : task.dimensions.slice(dims));
       State.Charge charge = new State.Charge(task.epsilon, Wire.floorTime(now, limits.epsilonPeriod),
           task.configuration, task.epsilonInf,
-          task.configuration == null ? null : Wire.valueKey(secret, task.id, canonical));
+          task.configuration == null ? null
+              : Wire.valueKey(secret, task.id, Loloha.ledgerValue(task.mechanism, secret, task.id, value, canonical)));
       String admission;
       synchronized (lock) {
         admission = state.admit(task.id, period, period + task.timePrecision, lookup, charge, limits,
-            () -> privatize(task, period, value, dimensions));
+            () -> privatize(task, period, value, dims));
       }
       if ("new".equals(admission) || "reused".equals(admission)) {
         if (queued() >= options.batchSize && uploadAsked.compareAndSet(false, true)) {
@@ -199,7 +205,7 @@ public final class Client implements Closeable {
   }
 
   @SuppressWarnings({"unchecked", "rawtypes"})
-  private State.Pending privatize(Tasks.Task task, long period, Object value, Map<String, String> given)
+  private State.Pending privatize(Tasks.Task task, long period, Object value, Map<String, Object> dims)
       throws Exception {
     byte[] deviceKey = deviceKeys.get(task.id);
     if (deviceKey == null) deviceKeys.put(task.id, deviceKey = Wire.deviceKey(secret, task.id));
@@ -208,12 +214,6 @@ public final class Client implements Closeable {
     byte[] raw = new byte[16];
     ids.nextBytes(raw);
     String id = Bytes.base64url(raw);
-    Map<String, Object> dims = null;
-    if (task.dimensions != null) {
-      Map<String, String> all = new HashMap<String, String>(options.dimensions);
-      if (given != null) all.putAll(given);
-      dims = task.dimensions.dims(all); // the memo keeps this report, dims included (§11)
-    }
     String text = task.seal == null ? Wire.reportText(id, task.fingerprint, period, dims, payload)
         : Sealing.reportText(options.hpke, task.id, task.seal, id, task.fingerprint, period, dims, payload);
     return new State.Pending(task.id, id, text, clock.millis());

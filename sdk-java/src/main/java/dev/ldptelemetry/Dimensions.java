@@ -1,5 +1,7 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -73,6 +75,14 @@ final class Dimensions {
       out.put(names.get(j), v instanceof String && values.get(j).contains(v) ? v : OTHER);
     }
     return out;
+  }
+
+  /** Return `dims` from the client's values and this call's (which win, name by name; either may be null). */
+  Map<String, Object> dims(Map<String, String> client, Map<String, String> call) {
+    Map<String, String> all = new java.util.HashMap<String, String>();
+    if (client != null) all.putAll(client);
+    if (call != null) all.putAll(call);
+    return dims(all);
   }
 
   /** Return the slice index of `dims` (mixed radix, the first dimension most significant). */

@@ -1,5 +1,6 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.device.*;
 import java.io.File;
 import java.util.ArrayList;
 import java.util.List;

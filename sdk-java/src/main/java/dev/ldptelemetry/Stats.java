@@ -1,5 +1,6 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.TreeMap;

@@ -1,5 +1,7 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;

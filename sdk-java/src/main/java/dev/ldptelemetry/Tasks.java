@@ -1,5 +1,7 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -24,20 +26,39 @@ final class Tasks {
   /** Served beside a task but not fingerprinted (§1.2). */
   static final Set<String> UNHASHED = new HashSet<String>(Arrays.asList(
       "fingerprint", "effective_epsilon", "effective_epsilon_inf", "upload_key_required", "archive",
-      "attack_success", "selection", "seal", "upload_key"));
+      "attack_success", "selection", "seal"));
   /** Fields that are not the mechanism's own (not in F of §3.9); `sealed` as the reference. */
   static final Set<String> COMMON = new HashSet<String>(Arrays.asList(
       "task_id", "mechanism", "time_precision", "min_batch_size", "protocol", "derived", "sealed",
       "dimensions", "min_slice_size"));
-  /** Every field §1.1 lists: a task with another one is refused. */
-  static final Set<String> KNOWN = new HashSet<String>(Arrays.asList(
-      "epsilon", "alpha", "beta", "domain", "k", "m", "hash_seed", "alphabet", "max_length", "first",
-      "step", "lo", "hi", "buckets", "scale", "method", "longitudinal"));
+  /**
+   * Each kind's own fields (§1.1): a task holding another kind's field (`k` on an rr task), a
+   * field §1.1 does not list, or the creation answer's `upload_key` is refused.
+   */
+  static final Map<String, Set<String>> OWN = new LinkedHashMap<String, Set<String>>();
 
   static {
-    KNOWN.addAll(UNHASHED);
-    KNOWN.addAll(COMMON);
+    own("rr", "epsilon", "alpha", "beta", "longitudinal");
+    own("grr", "epsilon", "domain", "longitudinal");
+    own("cms", "epsilon", "k", "m", "hash_seed", "longitudinal");
+    own("hcms", "epsilon", "k", "m", "hash_seed", "longitudinal");
+    own("olh", "epsilon", "k", "hash_seed");
+    own("hh", "epsilon", "k", "m", "hash_seed", "alphabet", "max_length", "first", "step");
+    own("numeric", "epsilon", "lo", "hi", "buckets", "scale", "method", "longitudinal");
+    own("oue", "epsilon", "domain");
+    own("ss", "epsilon", "domain");
   }
+
+  private static void own(String kind, String... fields) {
+    Set<String> known = new HashSet<String>(Arrays.asList(fields));
+    known.addAll(UNHASHED);
+    known.addAll(COMMON);
+    OWN.put(kind, known);
+  }
+
+  /** A LOLOHA task's longitudinal object holds exactly these (served filled in, §3.13). */
+  static final Set<String> LOLOHA = new HashSet<String>(Arrays.asList(
+      "variant", "epsilon_inf", "epsilon_1", "g", "seeds", "hash_seed"));
 
   private static final Pattern TASK_ID = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
 
@@ -74,28 +95,18 @@ final class Tasks {
     }
   }
 
-  /** Return an integer field in [low, high] (4 and 4.0 alike) or throw TaskError. */
+  /** Return an integer field in [low, high] or throw TaskError: a JSON integer, never `4.0` (§1). */
   static int integer(Map<String, Object> task, String name, long low, long high) {
-    return (int) longField(task, name, low, high);
+    return Fields.integer(task, name, low, high);
   }
 
   static long longField(Map<String, Object> task, String name, long low, long high) {
-    Object value = task.get(name);
-    if (value instanceof Number) {
-      double v = ((Number) value).doubleValue();
-      if (v == Math.rint(v) && v >= low && v <= high) return (long) v;
-    }
-    throw new Mechanism.TaskError("task field " + name + " must be an integer in [" + low + ", " + high + "]");
+    return Fields.longField(task, name, low, high);
   }
 
   /** Return a finite number field or throw TaskError. */
   static double number(Map<String, Object> task, String name) {
-    Object value = task.get(name);
-    if (value instanceof Number && !Double.isNaN(((Number) value).doubleValue())
-        && !Double.isInfinite(((Number) value).doubleValue())) {
-      return ((Number) value).doubleValue();
-    }
-    throw new Mechanism.TaskError("task field " + name + " must be a finite number");
+    return Fields.number(task, name);
   }
 
   private static List<String> domainOf(Map<String, Object> task) {
@@ -175,8 +186,17 @@ final class Tasks {
         throw new Mechanism.TaskError("longitudinal must be an object, and such a task takes no epsilon");
       }
       Map<String, Object> longitudinal = (Map<String, Object>) spec;
-      Mechanism<?> layer = kind(task, kindName, number(longitudinal, "epsilon_inf"));
-      if (!(layer instanceof Mechanism.Permanent) || layer instanceof Sketches.Olh) {
+      // LOLOHA (§3.13, 1.1): grr's values hashed to g buckets; the permanent layer is GRR over them.
+      boolean loloha = longitudinal.containsKey("variant");
+      if (loloha && (!"grr".equals(kindName) || !LOLOHA.equals(longitudinal.keySet())
+          || !"loloha".equals(longitudinal.get("variant")))) {
+        throw new Mechanism.TaskError("a longitudinal variant is grr's loloha, with every field of §3.13");
+      }
+      double epsilonInf = number(longitudinal, "epsilon_inf");
+      int g = !loloha ? 0 : "optimal".equals(longitudinal.get("g"))
+          ? Loloha.optimalG(epsilonInf, number(longitudinal, "epsilon_1")) : integer(longitudinal, "g", 2, Loloha.MAX_G);
+      Mechanism<?> layer = loloha ? Loloha.bucketGrr(epsilonInf, g) : kind(task, kindName, epsilonInf);
+      if (!(layer instanceof Mechanism.Permanent) || layer instanceof Sketches.Olh || layer instanceof Numeric.SquareWave) {
         throw new Mechanism.TaskError("this mechanism takes no longitudinal option");
       }
       Mechanism.Permanent<?> permanent = (Mechanism.Permanent<?>) layer;
@@ -184,17 +204,24 @@ final class Tasks {
       if (longitudinal.containsKey("flip")) {
         threshold = permanent.irrThreshold(number(longitudinal, "flip"));
       } else {
-        number(longitudinal, "epsilon_1");
-        // ε₁ ends in an ln: T_i is published and not recomputed (§3.9), only checked in range.
+        double epsilon1 = number(longitudinal, "epsilon_1");
+        // ε₁ ends in an ln: T_i is published, not searched for again (§3.9); a device checks it
+        // lies in [1, limit) and that its own ε₁ for it is at most epsilon_1 (+ 10⁻⁹, §4's slack).
         Object derived = task.get("derived");
         Map<String, Object> published = derived instanceof Map ? (Map<String, Object>) derived : null;
         threshold = published == null ? -1 : longField(published, "T_i", 1, permanent.irrLimit() - 1);
+        if (threshold > 0 && !(permanent.composedEpsilon(threshold) <= epsilon1 + 1e-9)) {
+          throw new Mechanism.TaskError("derived_mismatch", "the published T_i gives a report an ε₁ above epsilon_1");
+        }
       }
       Map<String, Object> fields = new LinkedHashMap<String, Object>();
       for (Map.Entry<String, Object> e : task.entrySet()) {
         if (!COMMON.contains(e.getKey()) && !UNHASHED.contains(e.getKey())) fields.put(e.getKey(), e.getValue());
       }
-      mechanism = new Longitudinal(permanent, threshold, Json.canonical(fields), null);
+      Longitudinal<?> layered = new Longitudinal(permanent, threshold, Json.canonical(fields), null);
+      mechanism = !loloha ? layered : new Loloha(new Simple.Domain(domainOf(task)), g,
+          integer(longitudinal, "seeds", 1, 65536), longField(longitudinal, "hash_seed", 0, 0xffffffffL),
+          (Longitudinal<Integer>) layered, -1);
     }
     return mechanism;
   }
@@ -213,8 +240,12 @@ final class Tasks {
       throw new Mechanism.TaskError("unsupported_protocol", "task " + id + " is for protocol "
           + protocol + "; this SDK implements 1.0 and 1.1");
     }
+    Set<String> known = OWN.get(String.valueOf(task.get("mechanism")));
+    if (known == null) throw new Mechanism.TaskError("task " + id + " has a mechanism this SDK does not know");
     for (String field : task.keySet()) {
-      if (!KNOWN.contains(field)) throw new Mechanism.TaskError("task " + id + " has a field this SDK does not know: " + field);
+      if (!known.contains(field)) {
+        throw new Mechanism.TaskError("task " + id + " has a field its mechanism does not take: " + field);
+      }
     }
     Object sealed = task.containsKey("sealed") ? task.get("sealed") : Boolean.FALSE;
     if (!(sealed instanceof Boolean)) throw new Mechanism.TaskError("sealed must be true or false");
@@ -236,16 +267,20 @@ final class Tasks {
     }
     long timePrecision = longField(task, "time_precision", 1, 366L * 86400);
     long minBatch = longField(task, "min_batch_size", 1, 1000000000L);
-    // 1.1 exactly when the task declares dimensions (PROTOCOL §1.1, §11).
+    // 1.1 exactly when the task declares dimensions (§11), is LOLOHA (§3.13) or a longitudinal 1bit (§3.9).
     Dimensions dimensions = Dimensions.of(task.get("dimensions"));
-    if ((dimensions != null) != "1.1".equals(protocol) || (dimensions != null) != task.containsKey("min_slice_size")) {
-      throw new Mechanism.TaskError("task " + id + ": protocol 1.1 goes with dimensions and min_slice_size, 1.0 without");
+    boolean lifetime = mechanism instanceof Loloha
+        || mechanism instanceof Longitudinal && ((Longitudinal<?>) mechanism).permanent instanceof Numeric.OneBit;
+    if ((dimensions != null || lifetime) != "1.1".equals(protocol) || (dimensions != null) != task.containsKey("min_slice_size")) {
+      throw new Mechanism.TaskError("task " + id + ": protocol 1.1 goes with dimensions (and min_slice_size), "
+          + "LOLOHA or a longitudinal 1bit; 1.0 without");
     }
     if (dimensions != null) longField(task, "min_slice_size", minBatch, 1000000000L);
     String configuration = null;
     double epsilonInf = Double.NaN;
-    if (mechanism instanceof Longitudinal) {
-      Longitudinal<?> l = (Longitudinal<?>) mechanism;
+    Longitudinal<?> l = mechanism instanceof Loloha ? ((Loloha) mechanism).buckets
+        : mechanism instanceof Longitudinal ? (Longitudinal<?>) mechanism : null;
+    if (l != null) {
       configuration = Bytes.hex(Bytes.sha256(Bytes.utf8(kindName + "\0" + l.identity))).substring(0, 32);
       epsilonInf = l.epsilonInf();
     }

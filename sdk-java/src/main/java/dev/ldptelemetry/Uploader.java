@@ -1,5 +1,7 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.wire.*;
+import dev.ldptelemetry.internal.device.*;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URLEncoder;
@@ -24,8 +26,8 @@ import java.util.zip.GZIPOutputStream;
  * refetches the task. Reports stay queued until delivered or past the queue's age bound.
  */
 final class Uploader {
-  /** The longest Retry-After honoured (a proxy's HTTP date far ahead must not stall a device for good). */
-  static final long MAX_RETRY_AFTER_MILLIS = 3_600_000L;
+  /** The longest Retry-After honoured, PROTOCOL §5 (a proxy's date far ahead must not stall a device for good). */
+  static final long MAX_RETRY_AFTER_MILLIS = 600_000L;
 
   private final Client client;
   private final Map<String, Integer> caps = new HashMap<String, Integer>();

@@ -1,5 +1,6 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.wire.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -20,8 +21,8 @@ class BuildTest {
 
   @Test
   void everyClassFileIsJava8() throws IOException {
-    File[] files = CLASSES.listFiles((dir, name) -> name.endsWith(".class"));
-    assertTrue(files != null && files.length > 20);
+    List<File> files = under(CLASSES, ".class");
+    assertTrue(files.size() > 20);
     for (File f : files) {
       try (DataInputStream in = new DataInputStream(new FileInputStream(f))) {
         assertEquals(0xCAFEBABE, in.readInt());
@@ -44,7 +45,7 @@ class BuildTest {
         "putIfAbsent", "computeIfAbsent", ".stream()", "String.join", "Math.floorDiv", "Math.floorMod",
         "java.util.function", "Objects.requireNonNullElse", "StandardCharsets");
     List<String> found = new ArrayList<String>();
-    for (File f : SOURCES.listFiles()) {
+    for (File f : under(SOURCES, ".java")) {
       String text = new String(Files.readAllBytes(f.toPath()), Bytes.UTF8);
       for (String api : banned) {
         if (text.contains(api)) found.add(f.getName() + ": " + api);
@@ -55,8 +56,36 @@ class BuildTest {
 
   @Test
   void everySourceFileIsShort() throws IOException {
-    for (File f : SOURCES.listFiles()) {
+    for (File f : under(SOURCES, ".java")) {
       assertTrue(Files.readAllLines(f.toPath()).size() <= 400, f.getName());
     }
+  }
+
+  /** The package and its sub-packages by concern: at most 15 source files a folder (as the Python side). */
+  @Test
+  void noFolderHoldsMoreThan15Sources() {
+    List<File> folders = new ArrayList<File>();
+    folders.add(SOURCES);
+    for (int i = 0; i < folders.size(); i++) {
+      int sources = 0;
+      for (File f : folders.get(i).listFiles()) {
+        if (f.isDirectory()) folders.add(f);
+        else if (f.getName().endsWith(".java")) sources++;
+      }
+      assertTrue(sources <= 15, folders.get(i) + ": " + sources);
+    }
+    assertTrue(folders.size() >= 4);
+  }
+
+  /** Return every file under a folder (its sub-folders too) whose name ends with the suffix. */
+  private static List<File> under(File folder, String suffix) {
+    List<File> out = new ArrayList<File>();
+    File[] entries = folder.listFiles();
+    if (entries == null) return out;
+    for (File f : entries) {
+      if (f.isDirectory()) out.addAll(under(f, suffix));
+      else if (f.getName().endsWith(suffix)) out.add(f);
+    }
+    return out;
   }
 }

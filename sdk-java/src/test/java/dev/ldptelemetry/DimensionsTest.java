@@ -1,5 +1,7 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -75,10 +77,15 @@ class DimensionsTest {
     assertTrue(text.contains("\"time\":") && text.indexOf("\"dims\":") > text.indexOf("\"time\":"), text);
     assertTrue(text.contains("\"dims\":{\"platform\":\"ios\",\"app_version\":\"5.2\",\"city\":\"other\"},\"index\":"), text);
     assertFalse(text.contains("beta"));
-    // The same value again in the period, other dimensions: the same report, as it was.
-    assertTrue(client.record("fruit", "apple", values("platform", "web")));
+    // The same value and dimensions again in the period: the same report, as it was.
+    assertTrue(client.record("fruit", "apple", values("app_version", "5.2")));
     assertEquals(text, client.state.queue.values().iterator().next().text);
-    assertFalse(client.record("fruit", "pear", values("platform", "web"))); // no second report by new dims
+    // Other dimensions: the memo key binds the slice (§3.10), so it would be a new report, never
+    // the earlier one with its dims; and one report per period is the limit, dims or not (§11).
+    assertFalse(client.record("fruit", "apple", values("platform", "web")));
+    assertFalse(client.record("fruit", "pear", values("platform", "web")));
+    assertEquals(Long.valueOf(2), client.stats().dropped.get("budget_exhausted"));
+    assertEquals(1, client.state.queue.size());
     assertTrue(client.flush(5000));
     assertEquals(1, collector.counted.size());
   }

@@ -1,5 +1,6 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -13,7 +14,8 @@ import java.util.concurrent.Future;
 
 /**
  * Simulated devices for tests/sdk_java (not a JUnit test): `java E2eDriver plan.json` with
- * {"mode", "endpoint", "values": {task id: [value per device]}, "dir", "count"}. Prints JSON.
+ * {"mode", "endpoint", "values": {task id: [value per device]}, "dimensions": [{name: value}
+ * per device] (optional), "dir", "count"}. Prints JSON.
  *
  * <ul>
  *   <li>devices: device i records values[task][i] for every task with a client of its own
@@ -33,14 +35,14 @@ public final class E2eDriver {
     String mode = (String) plan.get("mode");
     String endpoint = (String) plan.get("endpoint");
     if ("devices".equals(mode)) {
-      System.out.println(devices(endpoint, (Map<String, Object>) plan.get("values")));
+      System.out.println(devices(endpoint, (Map<String, Object>) plan.get("values"), (List<Object>) plan.get("dimensions")));
     } else if ("kill-record".equals(mode) || "restart".equals(mode) || "stall".equals(mode)) {
       single(mode, endpoint, plan);
     }
   }
 
   @SuppressWarnings("unchecked")
-  private static String devices(String endpoint, Map<String, Object> values) throws Exception {
+  private static String devices(String endpoint, Map<String, Object> values, List<Object> dimensions) throws Exception {
     List<String> ids = new ArrayList<String>(values.keySet());
     int devices = ((List<Object>) values.get(ids.get(0))).size();
     Client first = Client.builder(endpoint).scheduler(Scheduler.MANUAL).taskIds(ids.toArray(new String[0])).build();
@@ -51,7 +53,7 @@ public final class E2eDriver {
       tasks.add(new String(http.send("GET", endpoint + "/v1/tasks/" + id, new TreeMap<String, String>(), null, 10_000).body, Bytes.UTF8));
     }
     List<Stats> all = new ArrayList<Stats>();
-    all.add(device(first, ids, values, 0));
+    all.add(device(first, ids, values, dimensions, 0));
     ExecutorService pool = Executors.newFixedThreadPool(8);
     List<Future<Stats>> futures = new ArrayList<Future<Stats>>();
     for (int i = 1; i < devices; i++) {
@@ -59,7 +61,9 @@ public final class E2eDriver {
       futures.add(pool.submit(() -> {
         Client.Builder builder = Client.builder(endpoint).scheduler(Scheduler.MANUAL);
         for (String json : tasks) builder.task(json);
-        return device(builder.build(), ids, values, device);
+        // Odd devices give their dimensions once to the client, even ones on every record.
+        if (dimensions != null && device % 2 == 1) builder.dimensions(given(dimensions, device));
+        return device(builder.build(), ids, values, dimensions, device);
       }));
     }
     for (Future<Stats> f : futures) all.add(f.get());
@@ -87,10 +91,20 @@ public final class E2eDriver {
   }
 
   @SuppressWarnings("unchecked")
-  private static Stats device(Client client, List<String> ids, Map<String, Object> values, int i) {
+  private static Map<String, String> given(List<Object> dimensions, int device) {
+    Map<String, String> out = new TreeMap<String, String>();
+    for (Map.Entry<String, Object> e : ((Map<String, Object>) dimensions.get(device)).entrySet()) {
+      out.put(e.getKey(), (String) e.getValue());
+    }
+    return out;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Stats device(Client client, List<String> ids, Map<String, Object> values, List<Object> dimensions, int i) {
     for (String id : ids) {
       Object value = ((List<Object>) values.get(id)).get(i);
-      if (!client.record(id, value)) throw new IllegalStateException("device " + i + " " + id + ": " + client.stats());
+      boolean perCall = dimensions != null && i % 2 == 0;
+      if (!(perCall ? client.record(id, value, given(dimensions, i)) : client.record(id, value))) throw new IllegalStateException("device " + i + " " + id + ": " + client.stats());
     }
     if (!client.close(60_000)) throw new IllegalStateException("device " + i + " not flushed: " + client.stats());
     return client.stats();

@@ -1,5 +1,7 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -100,8 +102,24 @@ final class FakeCollector implements Transport {
     Map<String, Object> task = Mechanism.map(fields);
     if (!task.containsKey("time_precision")) task.put("time_precision", 86400L);
     if (!task.containsKey("min_batch_size")) task.put("min_batch_size", 1L);
-    task.put("protocol", task.containsKey("dimensions") ? "1.1" : "1.0");
-    task.put("derived", Tasks.build(task).derived());
+    Object spec = task.get("longitudinal");
+    boolean lifetime = spec instanceof Map && (((Map<?, ?>) spec).containsKey("variant") || "1bit".equals(task.get("method")));
+    task.put("protocol", task.containsKey("dimensions") || lifetime ? "1.1" : "1.0");
+    Mechanism<?> built = Tasks.build(task);
+    Map<String, Object> derived = built.derived();
+    if (Long.valueOf(-1).equals(derived.get("T_i"))) { // epsilon_1: the collector's bisection (§3.9)
+      Longitudinal<?> layered = built instanceof Loloha ? ((Loloha) built).buckets : (Longitudinal<?>) built;
+      double epsilon1 = ((Number) ((Map<?, ?>) spec).get("epsilon_1")).doubleValue();
+      long low = 1;
+      long high = layered.permanent.irrLimit();
+      while (low < high) {
+        long middle = (low + high) >>> 1;
+        if (layered.permanent.composedEpsilon(middle) <= epsilon1) high = middle;
+        else low = middle + 1;
+      }
+      derived.put("T_i", low);
+    }
+    task.put("derived", derived);
     task.put("fingerprint", Tasks.fingerprintOf(task));
     return task;
   }

@@ -1,5 +1,6 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
 import java.util.List;
 
 /** Words given in advance, taken in order (the conformance vectors); below() takes one at a time. */
@@ -12,7 +13,7 @@ final class FixedWords extends Words {
   }
 
   @Override
-  long word() {
+  public long word() {
     if (used >= given.size()) throw new IllegalStateException("the fixed words ran out");
     return ((Number) given.get(used++)).longValue();
   }

@@ -1,5 +1,6 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.io.File;
 import java.nio.file.Files;
 import java.util.Arrays;

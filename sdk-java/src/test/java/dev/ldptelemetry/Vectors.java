@@ -1,5 +1,6 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Paths;

@@ -1,5 +1,7 @@
 package dev.ldptelemetry;
 
+import dev.ldptelemetry.internal.mechanisms.*;
+import dev.ldptelemetry.internal.wire.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -98,7 +100,8 @@ class VectorsTest {
         Object value = r.get("value");
         byte[] canonical = device.canonical(value);
         assertEquals(r.get("canonical"), Bytes.hex(canonical), id);
-        assertEquals(r.get("memo_key"), Wire.memoKey(secret, task.fingerprint, time, canonical), id);
+        int slice = r.containsKey("slice") ? ((Number) r.get("slice")).intValue() : -1;
+        assertEquals(r.get("memo_key"), Wire.memoKey(secret, task.fingerprint, time, canonical, slice), id);
         checkHashing(task, device, r, value);
         FixedWords words = new FixedWords(Vectors.items(r.get("words")));
         Map<String, Object> payload = device.encode(device.privatize(value, words));
@@ -123,7 +126,8 @@ class VectorsTest {
         }
         checked++;
       }
-      if (c.containsKey("prr")) checkPermanentResponse(Vectors.map(c.get("prr")), (Longitudinal) device);
+      if (c.containsKey("prr") && device instanceof Loloha) checkLoloha(Vectors.map(c.get("prr")), (Loloha) device);
+      else if (c.containsKey("prr")) checkPermanentResponse(Vectors.map(c.get("prr")), (Longitudinal) device);
     }
     assertTrue(checked >= 40, "reports checked: " + checked);
   }
@@ -155,6 +159,16 @@ class VectorsTest {
     } else if (m instanceof Sketches.Sketch) {
       sketch = (Sketches.Sketch<?>) m;
       hashed = Bytes.utf8((String) value);
+    } else if (m instanceof Loloha) { // §3.13: the family of `seeds` rows over g buckets
+      Loloha loloha = (Loloha) m;
+      long key = Hashing.murmur64(Bytes.utf8((String) value), loloha.rows.seed);
+      assertEquals(Vectors.unsignedHex(r.get("key")), key, id);
+      List<Object> buckets = Vectors.items(r.get("buckets"));
+      assertEquals(loloha.seeds, buckets.size(), id);
+      for (int j = 0; j < buckets.size(); j++) {
+        assertEquals(((Number) buckets.get(j)).intValue(), loloha.rows.bucket(key, j), id);
+      }
+      return;
     }
     if (sketch == null) return;
     long key = sketch.key(hashed);
@@ -177,6 +191,30 @@ class VectorsTest {
     }
     Object response = device.permanentResponse(prr.get("value"));
     assertEquals(Json.write(prr.get("permanent_response")), Json.write(device.permanent.encode(response)));
+  }
+
+  /** LOLOHA's prr (§3.13): the device's row from its own DRBG, the bucket, the bucket's permanent response. */
+  private static void checkLoloha(Map<String, Object> prr, Loloha device) {
+    assertEquals(prr.get("F"), device.buckets.identity);
+    Map<String, Object> row = Vectors.map(prr.get("row"));
+    byte[] rowSeed = Bytes.fromHex((String) row.get("seed_material"));
+    Words.Keyed stream = new Words.Keyed(rowSeed);
+    for (Object call : Vectors.items(row.get("calls"))) {
+      Map<String, Object> m = Vectors.map(call);
+      assertEquals(m.get("output"), Bytes.hex(stream.bytes(((Number) m.get("bytes")).intValue())));
+    }
+    assertEquals(((Number) row.get("row")).intValue(), device.row);
+    int bucket = device.bucketOf(prr.get("value"));
+    assertEquals(((Number) prr.get("bucket")).intValue(), bucket);
+    String name = Integer.toString(bucket);
+    assertEquals(prr.get("seed_material"), Bytes.hex(device.buckets.seedMaterial(name)));
+    Words.Keyed bucketStream = new Words.Keyed(device.buckets.seedMaterial(name));
+    for (Object call : Vectors.items(prr.get("calls"))) {
+      Map<String, Object> m = Vectors.map(call);
+      assertEquals(m.get("output"), Bytes.hex(bucketStream.bytes(((Number) m.get("bytes")).intValue())));
+    }
+    Object response = device.buckets.permanentResponse(name);
+    assertEquals(Json.write(prr.get("permanent_response")), Json.write(device.encode(new int[] {device.row, (Integer) response})));
   }
 
   /** 1.1's padding vectors (when the file has them): §10's padded plaintext per payload shape. */

@@ -1,5 +1,6 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.math.BigInteger;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -8,29 +9,29 @@ import java.util.Map;
 import java.util.Set;
 
 /** oue and ss (PROTOCOL §3.11, §3.12): a report names a set of domain values. */
-final class Sets {
+public final class Sets {
   private Sets() {}
 
   /** Optimized unary encoding: d bits, bit i kept with 2^31, the others set with `other`. */
-  static final class Oue extends Mechanism<byte[]> {
-    final Simple.Domain domain;
-    final long keep = Words.SCALE / 2;
-    final long other;
+  public static final class Oue extends Mechanism<byte[]> {
+    public final Simple.Domain domain;
+    public final long keep = Words.SCALE / 2;
+    public final long other;
 
-    Oue(double epsilon, List<String> values) {
+    public Oue(double epsilon, List<String> values) {
       domain = new Simple.Domain(values);
       other = Words.thresholdAtLeast(1 / (Exact.exp(epsilon) + 1));
       if (Words.SCALE - other <= other) throw Mechanism.tooSmall();
     }
 
     @Override
-    byte[] canonical(Object value) {
+    public byte[] canonical(Object value) {
       return domain.canonical(value);
     }
 
     /** Draw d words (bit j: r_j &lt; other), then one for bit i (r &lt; keep); r_i goes unused. */
     @Override
-    byte[] privatize(Object value, Words rng) {
+    public byte[] privatize(Object value, Words rng) {
       int i = domain.indexOf(value);
       long[] words = rng.words(domain.d);
       words[i] = rng.word() < keep ? 0 : Words.SCALE - 1;
@@ -38,28 +39,28 @@ final class Sets {
     }
 
     @Override
-    Map<String, Object> encode(byte[] bits) {
+    public Map<String, Object> encode(byte[] bits) {
       return Mechanism.map("bits", Bytes.base64url(bits));
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return Mechanism.map("keep", keep, "other", other);
     }
 
     @Override
-    double epsilon() {
+    public double epsilon() {
       return Exact.logRatio(Exact.SCALE.subtract(Exact.big(other)), Exact.big(other));
     }
   }
 
   /** Subset selection: ω of the d values, holding i unless the first word is below `exclude`. */
-  static final class Ss extends Mechanism<int[]> {
-    final Simple.Domain domain;
-    final int size;
-    final long exclude;
+  public static final class Ss extends Mechanism<int[]> {
+    public final Simple.Domain domain;
+    public final int size;
+    public final long exclude;
 
-    Ss(double epsilon, List<String> values) {
+    public Ss(double epsilon, List<String> values) {
       domain = new Simple.Domain(values);
       int d = domain.d;
       double e = Exact.exp(epsilon);
@@ -69,13 +70,13 @@ final class Sets {
     }
 
     @Override
-    byte[] canonical(Object value) {
+    public byte[] canonical(Object value) {
       return domain.canonical(value);
     }
 
     /** Draw the include word, then the others by Floyd's algorithm; the indices sorted. */
     @Override
-    int[] privatize(Object value, Words rng) {
+    public int[] privatize(Object value, Words rng) {
       int i = domain.indexOf(value);
       boolean include = rng.word() >= exclude;
       Set<Integer> chosen = new HashSet<Integer>();
@@ -93,17 +94,17 @@ final class Sets {
     }
 
     @Override
-    Map<String, Object> encode(int[] indices) {
+    public Map<String, Object> encode(int[] indices) {
       return Mechanism.map("indices", indices);
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return Mechanism.map("subset_size", size, "exclude", exclude);
     }
 
     @Override
-    double epsilon() {
+    public double epsilon() {
       BigInteger num = Exact.SCALE.subtract(Exact.big(exclude)).multiply(Exact.big(domain.d - size));
       return Exact.logRatio(num, Exact.big(exclude * size));
     }

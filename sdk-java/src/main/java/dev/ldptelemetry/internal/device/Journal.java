@@ -1,5 +1,6 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.device;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileInputStream;
@@ -21,11 +22,11 @@ import java.util.Map;
  * replaying the operations twice is harmless, so a crash in between loses nothing.
  * Without a folder nothing is written (the state lives as long as the process).
  */
-final class Journal {
+public final class Journal {
   private static final String PREFIX = "journal-";
   private static final String SUFFIX = ".log";
   /** Compact once the active segment holds this many bytes. */
-  static final long COMPACT_BYTES = 4L << 20;
+  public static final long COMPACT_BYTES = 4L << 20;
 
   private final File folder;
   private FileOutputStream out;
@@ -34,12 +35,12 @@ final class Journal {
   private List<Object> batch; // operations of the record in progress
   private final Runnable onError;
 
-  Journal(File folder, Runnable onError) {
+  public Journal(File folder, Runnable onError) {
     this.folder = folder;
     this.onError = onError;
   }
 
-  boolean durable() {
+  public boolean durable() {
     return folder != null && out != null;
   }
 
@@ -66,7 +67,7 @@ final class Journal {
   }
 
   /** Read every segment back into `state` (and `tasks`), then compact. */
-  void load(State state, Map<String, Map<String, Object>> tasks) throws IOException {
+  public void load(State state, Map<String, Map<String, Object>> tasks) throws IOException {
     if (folder == null) return;
     if (!folder.isDirectory() && !folder.mkdirs()) throw new IOException("cannot create " + folder);
     for (File segment : segments()) {
@@ -142,7 +143,7 @@ final class Journal {
   }
 
   /** Write the live state as a new snapshot segment and delete the older ones. */
-  void compact(State state, Map<String, Map<String, Object>> tasks) throws IOException {
+  public void compact(State state, Map<String, Map<String, Object>> tasks) throws IOException {
     if (folder == null) return;
     List<File> old = segments();
     long next = sequence + 1;
@@ -182,12 +183,12 @@ final class Journal {
     }
   }
 
-  boolean wantsCompaction() {
+  public boolean wantsCompaction() {
     return durable() && written > COMPACT_BYTES;
   }
 
   /** fsync the active segment (a power loss then loses nothing before this call). */
-  void sync() {
+  public void sync() {
     if (out == null) return;
     try {
       out.getFD().sync();
@@ -212,11 +213,11 @@ final class Journal {
     text.append(Json.write(ops)).append('\n');
   }
 
-  void begin() {
+  public void begin() {
     batch = new ArrayList<Object>();
   }
 
-  void commit() {
+  public void commit() {
     List<Object> ops = batch;
     batch = null;
     if (ops != null && !ops.isEmpty()) write(ops);
@@ -254,39 +255,39 @@ final class Journal {
     onError.run();
   }
 
-  void queued(State.Pending p) {
+  public void queued(State.Pending p) {
     op("q", p.taskId, p.id, p.text, p.madeAt);
   }
 
-  void removed(List<String> ids) {
+  public void removed(List<String> ids) {
     op("rm", new ArrayList<Object>(ids));
   }
 
-  void remembered(String taskId, long start, long end, String lookup, State.Pending p) {
+  public void remembered(String taskId, long start, long end, String lookup, State.Pending p) {
     op("memo", taskId, start, end, lookup, p.id, p.text, p.madeAt);
   }
 
-  void forgotten(String taskId, long before) {
+  public void forgotten(String taskId, long before) {
     op("forget", taskId, before);
   }
 
-  void adopted(String taskId, List<Object[]> list) {
+  public void adopted(String taskId, List<Object[]> list) {
     op("cfg", taskId, pairs(list));
   }
 
-  void drew(String key, double epsilonInf) {
+  public void drew(String key, double epsilonInf) {
     op("drawn", key, epsilonInf);
   }
 
-  void spent(long period, double epsilon) {
+  public void spent(long period, double epsilon) {
     op("spent", period, epsilon);
   }
 
-  void task(Map<String, Object> json) {
+  public void task(Map<String, Object> json) {
     op("task", json);
   }
 
-  void close() {
+  public void close() {
     if (out == null) return;
     try {
       out.getFD().sync();

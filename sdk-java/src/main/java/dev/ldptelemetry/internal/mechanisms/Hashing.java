@@ -1,11 +1,11 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
 /**
  * The task's hash family (PROTOCOL §3.1): a MurmurHash3 x64 128 key per value (its low 64-bit
  * half) and k row hashes by multiply-add-shift with SplitMix64 constants. Java's long is the
  * 64-bit word; >>> keeps it unsigned.
  */
-final class Hashing {
+public final class Hashing {
   private Hashing() {}
 
   private static final long C1 = 0x87c37b91114253d5L;
@@ -34,7 +34,7 @@ final class Hashing {
   }
 
   /** Return the first (low) 64-bit half of MurmurHash3 x64 128 of the bytes. */
-  static long murmur64(byte[] data, long seed) {
+  public static long murmur64(byte[] data, long seed) {
     int blocks = data.length >> 4;
     long h1 = seed & 0xffffffffL;
     long h2 = h1;
@@ -64,7 +64,7 @@ final class Hashing {
   }
 
   /** Return word i (1-based) of SplitMix64 started at seed. */
-  static long splitmix64(long seed, long i) {
+  public static long splitmix64(long seed, long i) {
     long z = seed + i * 0x9E3779B97F4A7C15L;
     z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
     z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
@@ -72,13 +72,13 @@ final class Hashing {
   }
 
   /** The k row hashes h_j: key to [0, m), constants computed once per task. */
-  static final class Rows {
-    final long seed;
-    final int m;
+  public static final class Rows {
+    public final long seed;
+    public final int m;
     private final long[] a;
     private final long[] b;
 
-    Rows(long seed, int k, int m) {
+    public Rows(long seed, int k, int m) {
       this.seed = seed;
       this.m = m;
       // k ≤ 2^20 rows: 16 MiB at most, computed lazily past the first 4,096.
@@ -91,16 +91,16 @@ final class Hashing {
       }
     }
 
-    long a(int row) {
+    public long a(int row) {
       return row < a.length ? a[row] : splitmix64(seed, 2L * row + 1) | 1L;
     }
 
-    long b(int row) {
+    public long b(int row) {
       return row < b.length ? b[row] : splitmix64(seed, 2L * row + 2);
     }
 
     /** Return h_row(key) = ((((a·key + b) mod 2^64) >> 32) · m) >> 32. */
-    int bucket(long key, int row) {
+    public int bucket(long key, int row) {
       long top = (a(row) * key + b(row)) >>> 32;
       return (int) ((top * m) >>> 32);
     }

@@ -1,5 +1,6 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.device;
 
+import dev.ldptelemetry.internal.mechanisms.*;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -15,16 +16,16 @@ import java.util.Map;
  * A refused record draws no noise and changes nothing. Every change is written to the
  * journal before admit() returns. Not thread-safe by itself: the client holds its lock.
  */
-final class State {
+public final class State {
   /** One encoded report waiting for upload. */
-  static final class Pending {
-    final String taskId;
-    final String id;
-    final String text;
+  public static final class Pending {
+    public final String taskId;
+    public final String id;
+    public final String text;
     /** When it was made (ms since the epoch): reports older than the queue's age bound are dropped. */
-    final long madeAt;
+    public final long madeAt;
 
-    Pending(String taskId, String id, String text, long madeAt) {
+    public Pending(String taskId, String id, String text, long madeAt) {
       this.taskId = taskId;
       this.id = id;
       this.text = text;
@@ -33,26 +34,26 @@ final class State {
   }
 
   /** A period of one task id: what was reported in it, by memo key. */
-  static final class Period {
-    final long start;
-    final long end;
-    final Map<String, Pending> memo = new LinkedHashMap<String, Pending>();
+  public static final class Period {
+    public final long start;
+    public final long end;
+    public final Map<String, Pending> memo = new LinkedHashMap<String, Pending>();
 
-    Period(long start, long end) {
+    public Period(long start, long end) {
       this.start = start;
       this.end = end;
     }
   }
 
   /** The caps the app sets (NaN lifts one). */
-  static final class Limits {
-    final int reportsPerPeriod;
-    final double republishedEpsilonInf;
-    final double maxEpsilonInf;
-    final double maxEpsilonPerPeriod;
-    final long epsilonPeriod;
+  public static final class Limits {
+    public final int reportsPerPeriod;
+    public final double republishedEpsilonInf;
+    public final double maxEpsilonInf;
+    public final double maxEpsilonPerPeriod;
+    public final long epsilonPeriod;
 
-    Limits(int reportsPerPeriod, double republished, double maxInf, double perPeriod, long epsilonPeriod) {
+    public Limits(int reportsPerPeriod, double republished, double maxInf, double perPeriod, long epsilonPeriod) {
       this.reportsPerPeriod = reportsPerPeriod;
       this.republishedEpsilonInf = republished;
       this.maxEpsilonInf = maxInf;
@@ -62,15 +63,15 @@ final class State {
   }
 
   /** What a new report of a record spends: its ε in a device period, maybe a new PRR. */
-  static final class Charge {
-    final double epsilon;
-    final long period;
+  public static final class Charge {
+    public final double epsilon;
+    public final long period;
     /** Longitudinal tasks: (C, ε∞, value key K); else null. */
-    final String configuration;
-    final double epsilonInf;
-    final String valueKey;
+    public final String configuration;
+    public final double epsilonInf;
+    public final String valueKey;
 
-    Charge(double epsilon, long period, String configuration, double epsilonInf, String valueKey) {
+    public Charge(double epsilon, long period, String configuration, double epsilonInf, String valueKey) {
       this.epsilon = epsilon;
       this.period = period;
       this.configuration = configuration;
@@ -80,34 +81,34 @@ final class State {
   }
 
   /** Makes the report once a record is admitted (privatizing draws noise only then). */
-  interface Maker {
-    Pending make() throws Exception;
+  public interface Maker {
+    public Pending make() throws Exception;
   }
 
   private static final double TOLERANCE = 1e-9; // a sum equal to its cap is not refused by rounding
 
-  static boolean within(double spent, double cost, double cap) {
+  public static boolean within(double spent, double cost, double cap) {
     return Double.isNaN(cap) || spent + cost <= cap + TOLERANCE;
   }
 
-  final LinkedHashMap<String, Pending> queue = new LinkedHashMap<String, Pending>();
-  final Map<String, List<Period>> budget = new HashMap<String, List<Period>>();
-  final Map<String, List<Object[]>> configurations = new HashMap<String, List<Object[]>>();
-  final Map<String, Double> drawn = new HashMap<String, Double>();
-  long periodStart;
-  double periodEpsilon;
-  double lifetime;
-  long bytes;
-  final long maxBytes;
-  final Journal journal;
+  public final LinkedHashMap<String, Pending> queue = new LinkedHashMap<String, Pending>();
+  public final Map<String, List<Period>> budget = new HashMap<String, List<Period>>();
+  public final Map<String, List<Object[]>> configurations = new HashMap<String, List<Object[]>>();
+  public final Map<String, Double> drawn = new HashMap<String, Double>();
+  public long periodStart;
+  public double periodEpsilon;
+  public double lifetime;
+  public long bytes;
+  public final long maxBytes;
+  public final Journal journal;
 
-  State(long maxBytes, Journal journal) {
+  public State(long maxBytes, Journal journal) {
     this.maxBytes = maxBytes;
     this.journal = journal;
   }
 
   /** Apply the device rules (PROTOCOL §4, in its order) to a record; return the admission. */
-  String admit(String taskId, long start, long end, String lookup, Charge charge, Limits limits, Maker maker)
+  public String admit(String taskId, long start, long end, String lookup, Charge charge, Limits limits, Maker maker)
       throws Exception {
     List<Period> periods = budget.get(taskId);
     if (periods == null) periods = new ArrayList<Period>();
@@ -189,7 +190,7 @@ final class State {
   }
 
   /** Queue a report (a no-op if queued); false if it does not fit. */
-  boolean enqueue(Pending pending) {
+  public boolean enqueue(Pending pending) {
     if (queue.containsKey(pending.id)) return true;
     if (!hasRoom(pending)) return false;
     queue.put(pending.id, pending);
@@ -199,7 +200,7 @@ final class State {
   }
 
   /** Forget delivered (or definitively refused) reports. */
-  void remove(List<String> ids) {
+  public void remove(List<String> ids) {
     List<String> removed = new ArrayList<String>();
     for (String id : ids) {
       Pending pending = queue.remove(id);
@@ -212,7 +213,7 @@ final class State {
   }
 
   /** Drop reports made before `oldest` (ms); return how many. */
-  int expire(long oldest) {
+  public int expire(long oldest) {
     List<String> old = new ArrayList<String>();
     for (Iterator<Pending> it = queue.values().iterator(); it.hasNext(); ) {
       Pending p = it.next();
@@ -224,18 +225,18 @@ final class State {
 
   // Restoring (from the journal): no journal writes.
 
-  void restoreQueued(Pending pending) {
+  public void restoreQueued(Pending pending) {
     if (queue.put(pending.id, pending) == null) bytes += pending.text.length();
   }
 
-  void restoreRemoved(List<String> ids) {
+  public void restoreRemoved(List<String> ids) {
     for (String id : ids) {
       Pending pending = queue.remove(id);
       if (pending != null) bytes -= pending.text.length();
     }
   }
 
-  void restoreMemo(String taskId, long start, long end, String lookup, Pending pending) {
+  public void restoreMemo(String taskId, long start, long end, String lookup, Pending pending) {
     List<Period> periods = budget.get(taskId);
     if (periods == null) budget.put(taskId, periods = new ArrayList<Period>());
     Period period = null;
@@ -246,7 +247,7 @@ final class State {
     period.memo.put(lookup, pending);
   }
 
-  void restoreForgotten(String taskId, long before) {
+  public void restoreForgotten(String taskId, long before) {
     List<Period> periods = budget.get(taskId);
     if (periods == null) return;
     for (Iterator<Period> it = periods.iterator(); it.hasNext(); ) {
@@ -254,13 +255,13 @@ final class State {
     }
   }
 
-  void restoreDrawn(String key, double epsilonInf) {
+  public void restoreDrawn(String key, double epsilonInf) {
     Double before = drawn.put(key, epsilonInf);
     lifetime += epsilonInf - (before == null ? 0 : before);
   }
 
   /** Drop every queued report (the budget and the privacy ledger stay); return how many. */
-  int clear() {
+  public int clear() {
     List<String> ids = new ArrayList<String>(queue.keySet());
     remove(ids);
     return ids.size();

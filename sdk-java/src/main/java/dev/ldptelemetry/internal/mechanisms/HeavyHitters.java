@@ -1,5 +1,6 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.text.Normalizer;
@@ -14,28 +15,28 @@ import java.util.Set;
  * task (its device key mod G); it reports its value's prefix of that level's length, with
  * the byte 0xFF appended when the value is shorter, as one CMS report.
  */
-final class HeavyHitters extends Mechanism<HeavyHitters.Level> {
+public final class HeavyHitters extends Mechanism<HeavyHitters.Level> {
   /** An hh report: the level and its CMS report. */
-  static final class Level {
-    final int level;
-    final Sketches.Bits sketch;
+  public static final class Level {
+    public final int level;
+    public final Sketches.Bits sketch;
 
-    Level(int level, Sketches.Bits sketch) {
+    public Level(int level, Sketches.Bits sketch) {
       this.level = level;
       this.sketch = sketch;
     }
   }
 
-  final List<Long> lengths = new ArrayList<Long>();
-  final List<Sketches.Cms> sketches = new ArrayList<Sketches.Cms>();
+  public final List<Long> lengths = new ArrayList<Long>();
+  public final List<Sketches.Cms> sketches = new ArrayList<Sketches.Cms>();
   private final Set<Integer> symbols; // null: the bytes alphabet
   private final int level; // -1: not bound to a device
 
-  HeavyHitters(Map<String, Object> task, double epsilon) {
+  public HeavyHitters(Map<String, Object> task, double epsilon) {
     Object alphabet = task.get("alphabet");
-    int maxLength = Tasks.integer(task, "max_length", 1, 255);
-    int first = Tasks.integer(task, "first", 1, maxLength);
-    int step = Tasks.integer(task, "step", 1, maxLength);
+    int maxLength = Fields.integer(task, "max_length", 1, 255);
+    int first = Fields.integer(task, "first", 1, maxLength);
+    int step = Fields.integer(task, "step", 1, maxLength);
     for (long length = first; length < maxLength; length += step) lengths.add(length);
     lengths.add((long) maxLength);
     if ("bytes".equals(alphabet)) {
@@ -49,9 +50,9 @@ final class HeavyHitters extends Mechanism<HeavyHitters.Level> {
     } else {
       throw new TaskError("alphabet must be 'bytes' or a string of symbols");
     }
-    int k = Tasks.integer(task, "k", 1, 1 << 20);
-    int m = Tasks.integer(task, "m", 2, 1 << 16);
-    long seed = Tasks.longField(task, "hash_seed", 0, 0xffffffffL);
+    int k = Fields.integer(task, "k", 1, 1 << 20);
+    int m = Fields.integer(task, "m", 2, 1 << 16);
+    long seed = Fields.longField(task, "hash_seed", 0, 0xffffffffL);
     for (int g = 0; g < lengths.size(); g++) {
       long levelSeed = g == 0 ? seed : Hashing.splitmix64(seed, g + 1) & 0xffffffffL;
       sketches.add(Sketches.Cms.fromEpsilon(epsilon, k, m, levelSeed));
@@ -67,7 +68,7 @@ final class HeavyHitters extends Mechanism<HeavyHitters.Level> {
   }
 
   /** Return the value's symbols (each as UTF-8 bytes) after NFC normalization. */
-  List<byte[]> units(Object value) {
+  public List<byte[]> units(Object value) {
     String text = Sketches.text(value);
     String normal = Normalizer.normalize(text, Normalizer.Form.NFC);
     List<byte[]> units = new ArrayList<byte[]>();
@@ -90,12 +91,12 @@ final class HeavyHitters extends Mechanism<HeavyHitters.Level> {
   }
 
   @Override
-  byte[] canonical(Object value) {
+  public byte[] canonical(Object value) {
     return Bytes.concat(units(value).toArray(new byte[0][]));
   }
 
   /** Return the prefix of a level (+ 0xFF when shorter): the item (PROTOCOL §3.7). */
-  byte[] item(List<byte[]> units, int level) {
+  public byte[] item(List<byte[]> units, int level) {
     long length = lengths.get(level);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (int i = 0; i < units.size() && i < length; i++) out.write(units.get(i), 0, units.get(i).length);
@@ -104,7 +105,7 @@ final class HeavyHitters extends Mechanism<HeavyHitters.Level> {
   }
 
   /** Return what MurmurHash3 reads: the item read as Latin-1, encoded as UTF-8. */
-  static byte[] hashed(byte[] item) {
+  public static byte[] hashed(byte[] item) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (byte b : item) {
       int v = b & 255;
@@ -119,31 +120,31 @@ final class HeavyHitters extends Mechanism<HeavyHitters.Level> {
   }
 
   @Override
-  Level privatize(Object value, Words rng) {
+  public Level privatize(Object value, Words rng) {
     List<byte[]> units = units(value);
     int at = level >= 0 ? level : (int) rng.below(lengths.size());
     return new Level(at, sketches.get(at).privatizeBytes(hashed(item(units, at)), rng));
   }
 
   @Override
-  Map<String, Object> encode(Level report) {
+  public Map<String, Object> encode(Level report) {
     return map("level", report.level, "row", report.sketch.row, "bits", Bytes.base64url(report.sketch.bits));
   }
 
   @Override
-  Map<String, Object> derived() {
+  public Map<String, Object> derived() {
     List<Object> seeds = new ArrayList<Object>();
     for (Sketches.Cms s : sketches) seeds.add(s.seed);
     return map("T", sketches.get(0).flip, "levels", new ArrayList<Object>(lengths), "level_seeds", seeds);
   }
 
   @Override
-  double epsilon() {
+  public double epsilon() {
     return sketches.get(0).composedEpsilon(0);
   }
 
   @Override
-  HeavyHitters forDevice(byte[] deviceKey) {
+  public HeavyHitters forDevice(byte[] deviceKey) {
     int at = new BigInteger(1, deviceKey).mod(BigInteger.valueOf(lengths.size())).intValue();
     return new HeavyHitters(this, at);
   }

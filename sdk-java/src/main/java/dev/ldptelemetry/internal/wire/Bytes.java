@@ -1,4 +1,4 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.wire;
 
 import java.nio.charset.Charset;
 import java.security.GeneralSecurityException;
@@ -7,20 +7,20 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /** Bytes: UTF-8, hex, base64url (RFC 4648 §5, no padding, canonical), SHA-256 and HMAC. */
-final class Bytes {
+public final class Bytes {
   private Bytes() {}
 
-  static final Charset UTF8 = Charset.forName("UTF-8");
+  public static final Charset UTF8 = Charset.forName("UTF-8");
   private static final char[] HEX = "0123456789abcdef".toCharArray();
   private static final char[] B64 =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".toCharArray();
 
-  static byte[] utf8(String s) {
+  public static byte[] utf8(String s) {
     return s.getBytes(UTF8);
   }
 
   /** Return whether a string holds no lone surrogate (PROTOCOL §3.1: such text is refused). */
-  static boolean wellFormed(String s) {
+  public static boolean wellFormed(String s) {
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
       if (Character.isHighSurrogate(c)) {
@@ -33,7 +33,7 @@ final class Bytes {
     return true;
   }
 
-  static String hex(byte[] bytes) {
+  public static String hex(byte[] bytes) {
     char[] out = new char[2 * bytes.length];
     for (int i = 0; i < bytes.length; i++) {
       out[2 * i] = HEX[(bytes[i] >> 4) & 15];
@@ -42,7 +42,7 @@ final class Bytes {
     return new String(out);
   }
 
-  static byte[] fromHex(String s) {
+  public static byte[] fromHex(String s) {
     byte[] out = new byte[s.length() / 2];
     for (int i = 0; i < out.length; i++) {
       out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
@@ -50,7 +50,7 @@ final class Bytes {
     return out;
   }
 
-  static String base64url(byte[] bytes) {
+  public static String base64url(byte[] bytes) {
     StringBuilder out = new StringBuilder((bytes.length * 4 + 2) / 3);
     int i = 0;
     for (; i + 3 <= bytes.length; i += 3) {
@@ -69,7 +69,7 @@ final class Bytes {
   }
 
   /** Return the bytes of canonical unpadded base64url, or null if the text is not that. */
-  static byte[] fromBase64url(String s) {
+  public static byte[] fromBase64url(String s) {
     if (s.length() % 4 == 1) return null;
     byte[] out = new byte[s.length() * 3 / 4];
     int bits = 0;
@@ -98,7 +98,7 @@ final class Bytes {
     return -1;
   }
 
-  static byte[] concat(byte[]... parts) {
+  public static byte[] concat(byte[]... parts) {
     int size = 0;
     for (byte[] p : parts) size += p.length;
     byte[] out = new byte[size];
@@ -111,7 +111,7 @@ final class Bytes {
   }
 
   /** Return the low `size` bytes of a value, big-endian (two's complement). */
-  static byte[] bigEndian(long value, int size) {
+  public static byte[] bigEndian(long value, int size) {
     byte[] out = new byte[size];
     for (int i = size - 1; i >= 0; i--) {
       out[i] = (byte) value;
@@ -120,7 +120,7 @@ final class Bytes {
     return out;
   }
 
-  static byte[] sha256(byte[] data) {
+  public static byte[] sha256(byte[] data) {
     try {
       return MessageDigest.getInstance("SHA-256").digest(data);
     } catch (GeneralSecurityException error) {
@@ -131,7 +131,7 @@ final class Bytes {
   /** One Mac per thread: Mac.getInstance's provider lookup costs more than a short HMAC. */
   private static final ThreadLocal<Mac> MACS = new ThreadLocal<Mac>();
 
-  static byte[] hmac(byte[] key, byte[] data) {
+  public static byte[] hmac(byte[] key, byte[] data) {
     try {
       Mac mac = MACS.get();
       if (mac == null) {

@@ -1,5 +1,6 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.util.Map;
 
 /**
@@ -7,15 +8,15 @@ import java.util.Map;
  * (linearly or on a log scale), and the bucket is privatized by the discretized Square Wave
  * or the one-bit mean.
  */
-abstract class Numeric extends Mechanism<Integer> {
-  final double lo;
-  final double hi;
-  final int d;
-  final boolean log;
+public abstract class Numeric extends Mechanism.Permanent<Integer> {
+  public final double lo;
+  public final double hi;
+  public final int d;
+  public final boolean log;
   private final double low;
   private final double high;
 
-  Numeric(double lo, double hi, int d, boolean log) {
+  public Numeric(double lo, double hi, int d, boolean log) {
     if (!(lo < hi) || (log && !(lo > 0))) {
       throw new TaskError("numeric needs lo < hi (and lo > 0 on a log scale)");
     }
@@ -32,7 +33,7 @@ abstract class Numeric extends Mechanism<Integer> {
   }
 
   /** Return the bucket of a value (clipped to the range), or throw ValueError. */
-  int bucketOf(Object value) {
+  public int bucketOf(Object value) {
     if (!(value instanceof Number) || Double.isNaN(((Number) value).doubleValue())) {
       throw new ValueError("a numeric task takes a number");
     }
@@ -42,23 +43,39 @@ abstract class Numeric extends Mechanism<Integer> {
   }
 
   @Override
-  byte[] canonical(Object value) {
+  public byte[] canonical(Object value) {
     return Bytes.bigEndian(bucketOf(value), 4);
   }
 
   @Override
-  Map<String, Object> encode(Integer report) {
+  public Map<String, Object> encode(Integer report) {
     return map("index", report);
   }
 
-  /** Square Wave: d + 2w outputs; the 2w + 1 near the bucket have P words each, the rest T. */
-  static final class SquareWave extends Numeric {
-    final long w;
-    final long far;
-    final long near;
-    final long used;
+  // A permanent layer only as 1bit (§3.9, 1.1): Square Wave takes no longitudinal.
+  @Override
+  public Integer reflip(Integer report, long threshold, Words rng) {
+    throw new TaskError("numeric sw takes no longitudinal");
+  }
 
-    SquareWave(double epsilon, double lo, double hi, int d, boolean log) {
+  @Override
+  public long irrLimit() {
+    throw new TaskError("numeric sw takes no longitudinal");
+  }
+
+  @Override
+  public double composedEpsilon(long threshold) {
+    throw new TaskError("numeric sw takes no longitudinal");
+  }
+
+  /** Square Wave: d + 2w outputs; the 2w + 1 near the bucket have P words each, the rest T. */
+  public static final class SquareWave extends Numeric {
+    public final long w;
+    public final long far;
+    public final long near;
+    public final long used;
+
+    public SquareWave(double epsilon, double lo, double hi, int d, boolean log) {
       super(lo, hi, d, log);
       double e = Exact.exp(epsilon);
       double half = (epsilon * e - e + 1) / (2 * e * (e - 1 - epsilon));
@@ -71,7 +88,7 @@ abstract class Numeric extends Mechanism<Integer> {
     }
 
     @Override
-    Integer privatize(Object value, Words rng) {
+    public Integer privatize(Object value, Words rng) {
       int truth = bucketOf(value);
       long word = rng.word();
       while (word >= used) word = rng.word();
@@ -84,22 +101,22 @@ abstract class Numeric extends Mechanism<Integer> {
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return map("w", w, "T", far, "P", near, "U", used);
     }
 
     @Override
-    double epsilon() {
+    public double epsilon() {
       return Exact.logRatio(Exact.big(near), Exact.big(far));
     }
   }
 
   /** The one-bit mean: 1 with probability (L + i·S) / 2^32 for bucket i. */
-  static final class OneBit extends Numeric {
-    final long lowWords;
-    final long step;
+  public static final class OneBit extends Numeric {
+    public final long lowWords;
+    public final long step;
 
-    OneBit(double epsilon, double lo, double hi, int d) {
+    public OneBit(double epsilon, double lo, double hi, int d) {
       super(lo, hi, d, false);
       lowWords = Words.thresholdAtLeast(1 / (Exact.exp(epsilon) + 1));
       step = (Words.SCALE - 2 * lowWords) / (d - 1);
@@ -107,19 +124,39 @@ abstract class Numeric extends Mechanism<Integer> {
     }
 
     @Override
-    Integer privatize(Object value, Words rng) {
+    public Integer privatize(Object value, Words rng) {
       int bucket = bucketOf(value);
       return rng.word() < lowWords + bucket * step ? 1 : 0;
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return map("L", lowWords, "S", step);
     }
 
     @Override
-    double epsilon() {
+    public double epsilon() {
       return Exact.logRatio(Exact.big(lowWords + (d - 1) * step), Exact.big(lowWords));
+    }
+
+    /** The IRR flips the bit as rr's does (§3.9). */
+    @Override
+    public Integer reflip(Integer report, long threshold, Words rng) {
+      return report ^ (rng.word() < threshold ? 1 : 0);
+    }
+
+    @Override
+    public long irrLimit() {
+      return Words.SCALE / 2;
+    }
+
+    /** ε₁ as rr's, the worst pair being the first and last buckets (p_0 = L, p_{d−1} = H). */
+    @Override
+    public double composedEpsilon(long threshold) {
+      java.math.BigInteger high = flipped(lowWords + (d - 1) * step, threshold);
+      java.math.BigInteger low = flipped(lowWords, threshold);
+      java.math.BigInteger all = S.multiply(S);
+      return Math.max(Exact.logRatio(high, low), Exact.logRatio(all.subtract(low), all.subtract(high)));
     }
   }
 }

@@ -1,34 +1,35 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.math.BigInteger;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
 /** rr and grr (PROTOCOL §3.2, §3.3), and what the domain kinds (grr, oue, ss) share. */
-final class Simple {
+public final class Simple {
   private Simple() {}
 
   private static final BigInteger S = Exact.SCALE;
 
   /** Binary randomized response: a yes answers 1 when w &lt; T_yes, a no when w &lt; T_no. */
-  static final class Rr extends Mechanism.Permanent<Integer> {
-    final long yes;
-    final long no;
+  public static final class Rr extends Mechanism.Permanent<Integer> {
+    public final long yes;
+    public final long no;
 
-    Rr(long yes, long no) {
+    public Rr(long yes, long no) {
       if (yes <= no) throw Mechanism.tooSmall();
       this.yes = yes;
       this.no = no;
     }
 
-    static Rr fromEpsilon(double epsilon) {
+    public static Rr fromEpsilon(double epsilon) {
       long lie = Words.thresholdAtLeast(1 / (1 + Exact.exp(epsilon)));
       return new Rr(Words.SCALE - lie, lie);
     }
 
     /** rr from Warner's alpha and beta, computed exactly from the doubles' binary values. */
-    static Rr fromAlphaBeta(double alpha, double beta) {
+    public static Rr fromAlphaBeta(double alpha, double beta) {
       if (!(alpha > 0 && alpha < 1 && beta > 0 && beta < 1)) {
         throw new Mechanism.TaskError("alpha and beta must be in (0, 1)");
       }
@@ -51,37 +52,37 @@ final class Simple {
     }
 
     @Override
-    byte[] canonical(Object value) {
+    public byte[] canonical(Object value) {
       return new byte[] {(byte) (answer(value) ? 1 : 0)};
     }
 
     @Override
-    Integer privatize(Object value, Words rng) {
+    public Integer privatize(Object value, Words rng) {
       return rng.word() < (answer(value) ? yes : no) ? 1 : 0;
     }
 
     @Override
-    Map<String, Object> encode(Integer report) {
+    public Map<String, Object> encode(Integer report) {
       return Mechanism.map("bit", report);
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return Mechanism.map("T_yes", yes, "T_no", no);
     }
 
     @Override
-    Integer reflip(Integer report, long threshold, Words rng) {
+    public Integer reflip(Integer report, long threshold, Words rng) {
       return report ^ (rng.word() < threshold ? 1 : 0);
     }
 
     @Override
-    long irrLimit() {
+    public long irrLimit() {
       return Words.SCALE / 2;
     }
 
     @Override
-    double composedEpsilon(long threshold) {
+    public double composedEpsilon(long threshold) {
       BigInteger y = Mechanism.flipped(yes, threshold);
       BigInteger n = Mechanism.flipped(no, threshold);
       BigInteger all = S.multiply(S);
@@ -90,14 +91,14 @@ final class Simple {
   }
 
   /** The largest domain a task may have. */
-  static final int MAX_DOMAIN = 4096;
+  public static final int MAX_DOMAIN = 4096;
 
   /** What grr, oue and ss share: the domain; a value is its index i, 4 bytes big-endian. */
-  static final class Domain {
-    final int d;
+  public static final class Domain {
+    public final int d;
     private final Map<String, Integer> index = new HashMap<String, Integer>();
 
-    Domain(List<String> domain) {
+    public Domain(List<String> domain) {
       d = domain.size();
       for (int i = 0; i < d; i++) index.put(domain.get(i), i);
       if (d < 2 || d > MAX_DOMAIN || index.size() != d) {
@@ -105,41 +106,41 @@ final class Simple {
       }
     }
 
-    int indexOf(Object value) {
+    public int indexOf(Object value) {
       Integer i = value instanceof String ? index.get(value) : null;
       if (i == null) throw new Mechanism.ValueError("the value is not in this task's domain");
       return i;
     }
 
-    byte[] canonical(Object value) {
+    public byte[] canonical(Object value) {
       return Bytes.bigEndian(indexOf(value), 4);
     }
   }
 
   /** Return the value a lying word names: word div T, skipping the truth. */
-  static long otherValue(long truth, long word, long threshold) {
+  public static long otherValue(long truth, long word, long threshold) {
     long other = word / threshold;
     return other + (other >= truth ? 1 : 0);
   }
 
   /** Generalized randomized response over the task's domain; a report is an index. */
-  static final class Grr extends Mechanism.Permanent<Integer> {
-    final Domain domain;
-    final long other;
+  public static final class Grr extends Mechanism.Permanent<Integer> {
+    public final Domain domain;
+    public final long other;
 
-    Grr(double epsilon, List<String> values) {
+    public Grr(double epsilon, List<String> values) {
       domain = new Domain(values);
       other = Words.thresholdAtLeast(1 / (Exact.exp(epsilon) + domain.d - 1));
       if (Words.SCALE - (domain.d - 1) * other <= other) throw Mechanism.tooSmall();
     }
 
     @Override
-    byte[] canonical(Object value) {
+    public byte[] canonical(Object value) {
       return domain.canonical(value);
     }
 
     @Override
-    Integer privatize(Object value, Words rng) {
+    public Integer privatize(Object value, Words rng) {
       return move(domain.indexOf(value), rng.word(), other);
     }
 
@@ -148,32 +149,32 @@ final class Simple {
     }
 
     @Override
-    Map<String, Object> encode(Integer report) {
+    public Map<String, Object> encode(Integer report) {
       return Mechanism.map("index", report);
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return Mechanism.map("T", other);
     }
 
     @Override
-    Integer reflip(Integer report, long threshold, Words rng) {
+    public Integer reflip(Integer report, long threshold, Words rng) {
       return move(report, rng.word(), threshold);
     }
 
     @Override
-    long ways() {
+    public long ways() {
       return domain.d - 1;
     }
 
     @Override
-    long irrLimit() {
+    public long irrLimit() {
       return (Words.SCALE + domain.d - 1) / domain.d;
     }
 
     @Override
-    double composedEpsilon(long threshold) {
+    public double composedEpsilon(long threshold) {
       BigInteger d = Exact.big(domain.d);
       BigInteger t = Exact.big(threshold);
       BigInteger o = Exact.big(other);

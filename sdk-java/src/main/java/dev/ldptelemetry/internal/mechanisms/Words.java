@@ -1,5 +1,6 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.security.SecureRandom;
 
 /**
@@ -8,21 +9,21 @@ import java.security.SecureRandom;
  * the conformance vectors. A word is a long in [0, 2^32); an event of probability T/2^32
  * happens when word &lt; T.
  */
-abstract class Words {
-  static final long SCALE = 1L << 32;
+public abstract class Words {
+  public static final long SCALE = 1L << 32;
 
   /** Return one uniform word. */
-  abstract long word();
+  public abstract long word();
 
   /** Return `count` uniform words (one generate call for the DRBG). */
-  long[] words(int count) {
+  public long[] words(int count) {
     long[] out = new long[count];
     for (int i = 0; i < count; i++) out[i] = word();
     return out;
   }
 
   /** Return a uniform integer below n (n ≤ 2^32): the first word below the rejection limit, mod n. */
-  long below(long n) {
+  public long below(long n) {
     long limit = SCALE - SCALE % n;
     for (;;) {
       long w = word();
@@ -31,22 +32,22 @@ abstract class Words {
   }
 
   /** Return the smallest T with T / 2^32 ≥ p (p · 2^32 is exact in doubles). */
-  static long thresholdAtLeast(double p) {
+  public static long thresholdAtLeast(double p) {
     return (long) Math.ceil(p * SCALE);
   }
 
   /** The platform's CSPRNG, read 4 KiB at a time (a record must not make a system call per word). */
-  static final class Secure extends Words {
+  public static final class Secure extends Words {
     private final SecureRandom random;
     private final byte[] pool = new byte[1024];
     private int used = pool.length;
 
-    Secure(SecureRandom random) {
+    public Secure(SecureRandom random) {
       this.random = random;
     }
 
     @Override
-    long[] words(int count) {
+    public long[] words(int count) {
       if (count < 16) return super.words(count);
       byte[] raw = new byte[4 * count];
       random.nextBytes(raw);
@@ -60,7 +61,7 @@ abstract class Words {
     }
 
     @Override
-    long word() {
+    public long word() {
       if (used + 4 > pool.length) {
         random.nextBytes(pool);
         used = 0;
@@ -79,11 +80,11 @@ abstract class Words {
    * reseed, no additional input, no per-request limit. Every draw is one generate call;
    * below(n) takes calls of 20 bytes until a word is below the rejection limit (§3.9).
    */
-  static final class Keyed extends Words {
+  public static final class Keyed extends Words {
     private byte[] key = new byte[32];
     private byte[] v = new byte[32];
 
-    Keyed(byte[] seed) {
+    public Keyed(byte[] seed) {
       java.util.Arrays.fill(v, (byte) 1);
       update(seed);
     }
@@ -98,7 +99,7 @@ abstract class Words {
     }
 
     /** Return the next `size` bytes: one generate call. */
-    byte[] bytes(int size) {
+    public byte[] bytes(int size) {
       byte[] out = new byte[size];
       for (int at = 0; at < size; at += 32) {
         v = Bytes.hmac(key, v);
@@ -109,7 +110,7 @@ abstract class Words {
     }
 
     @Override
-    long[] words(int count) {
+    public long[] words(int count) {
       byte[] raw = bytes(4 * count);
       long[] out = new long[count];
       for (int i = 0; i < count; i++) {
@@ -120,12 +121,12 @@ abstract class Words {
     }
 
     @Override
-    long word() {
+    public long word() {
       return words(1)[0];
     }
 
     @Override
-    long below(long n) {
+    public long below(long n) {
       long limit = SCALE - SCALE % n;
       for (;;) {
         for (long w : words(5)) {

@@ -1,4 +1,4 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
 import java.math.BigInteger;
 import java.util.LinkedHashMap;
@@ -9,65 +9,65 @@ import java.util.Map;
  * privatized report drawn from a source of words, the report's payload fields, and the
  * integers the task publishes in `derived` (§1.3).
  */
-abstract class Mechanism<R> {
+public abstract class Mechanism<R> {
   /** Return the bytes that identify a valid value (what memo keys hash); throw ValueError. */
-  abstract byte[] canonical(Object value);
+  public abstract byte[] canonical(Object value);
 
   /** Return the privatized report of a value. */
-  abstract R privatize(Object value, Words rng);
+  public abstract R privatize(Object value, Words rng);
 
   /** Return the report's payload fields, in wire order. */
-  abstract Map<String, Object> encode(R report);
+  public abstract Map<String, Object> encode(R report);
 
   /** Return the integers the task publishes for this mechanism, as `derived` names them. */
-  abstract Map<String, Object> derived();
+  public abstract Map<String, Object> derived();
 
   /** Return the ε of one report, from the implemented thresholds. */
-  abstract double epsilon();
+  public abstract double epsilon();
 
   /** Return the mechanism as the device with this key uses it (hh's level, PRRs). */
-  Mechanism<R> forDevice(byte[] deviceKey) {
+  public Mechanism<R> forDevice(byte[] deviceKey) {
     return this;
   }
 
   /** A value that does not fit the task (never carries the value itself). */
-  static final class ValueError extends RuntimeException {
+  public static final class ValueError extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    ValueError(String message) {
+    public ValueError(String message) {
       super(message);
     }
   }
 
   /** A task this SDK cannot use (unknown kind, a bad field, a fingerprint it cannot reproduce). */
-  static final class TaskError extends RuntimeException {
+  public static final class TaskError extends RuntimeException {
     private static final long serialVersionUID = 1L;
-    final String reason;
+    public final String reason;
 
-    TaskError(String message) {
+    public TaskError(String message) {
       this("invalid_task", message);
     }
 
-    TaskError(String reason, String message) {
+    public TaskError(String reason, String message) {
       super(message);
       this.reason = reason;
     }
   }
 
-  static TaskError tooSmall() {
+  public static TaskError tooSmall() {
     return new TaskError("epsilon is too small to implement with 32-bit thresholds");
   }
 
-  static final BigInteger S = Exact.SCALE;
+  public static final BigInteger S = Exact.SCALE;
 
   /** Return P(1) · 2^64 after a bit that is 1 with p/2^32 flips with t/2^32. */
-  static BigInteger flipped(long p, long t) {
+  public static BigInteger flipped(long p, long t) {
     BigInteger bp = Exact.big(p);
     BigInteger bt = Exact.big(t);
     return bp.multiply(S.subtract(bt)).add(S.subtract(bp).multiply(bt));
   }
 
-  static Map<String, Object> map(Object... pairs) {
+  public static Map<String, Object> map(Object... pairs) {
     Map<String, Object> out = new LinkedHashMap<String, Object>();
     for (int i = 0; i < pairs.length; i += 2) {
       Object v = pairs[i + 1];
@@ -78,23 +78,23 @@ abstract class Mechanism<R> {
   }
 
   /** A mechanism that can be a longitudinal task's permanent layer (§3.9). */
-  abstract static class Permanent<R> extends Mechanism<R> {
+  public abstract static class Permanent<R> extends Mechanism<R> {
     /** Return the report re-randomized with threshold T. */
-    abstract R reflip(R report, long threshold, Words rng);
+    public abstract R reflip(R report, long threshold, Words rng);
 
     /** Return the threshold at which a report no longer depends on the value. */
-    abstract long irrLimit();
+    public abstract long irrLimit();
 
     /** Return the ε of one report with the instantaneous threshold T (0: the PRR's own). */
-    abstract double composedEpsilon(long threshold);
+    public abstract double composedEpsilon(long threshold);
 
     /** Return the ways a flip spreads over (grr: d − 1; else 1). */
-    long ways() {
+    public long ways() {
       return 1;
     }
 
     /** Return the instantaneous threshold of a flip probability, 0 &lt; T &lt; limit. */
-    long irrThreshold(double flip) {
+    public long irrThreshold(double flip) {
       long threshold = flip > 0 ? Words.thresholdAtLeast(flip / ways()) : 0;
       if (!(threshold > 0 && threshold < irrLimit())) {
         throw new TaskError("longitudinal flip is out of range");
@@ -103,7 +103,7 @@ abstract class Mechanism<R> {
     }
 
     @Override
-    double epsilon() {
+    public double epsilon() {
       return composedEpsilon(0);
     }
   }

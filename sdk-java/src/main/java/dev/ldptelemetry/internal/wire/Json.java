@@ -1,4 +1,4 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.wire;
 
 import java.math.BigDecimal;
 import java.math.MathContext;
@@ -17,20 +17,20 @@ import java.util.Map;
  * {@code Map<String, Object>} (insertion ordered; a duplicated key keeps the last value, as
  * JSON.parse does). The SDK has no runtime dependency, so this is its own.
  */
-final class Json {
+public final class Json {
   private Json() {}
 
   /** Thrown for text that is not one JSON value. */
-  static final class ParseError extends RuntimeException {
+  public static final class ParseError extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    ParseError(String message) {
+    public ParseError(String message) {
       super(message);
     }
   }
 
   /** Return the value a JSON text holds, or throw ParseError. */
-  static Object parse(String text) {
+  public static Object parse(String text) {
     Reader reader = new Reader(text);
     reader.space();
     Object value = reader.value(0);
@@ -40,14 +40,14 @@ final class Json {
   }
 
   /** Return the compact JSON of a value, maps in their own order (JSON.stringify's output). */
-  static String write(Object value) {
+  public static String write(Object value) {
     StringBuilder out = new StringBuilder();
     write(value, out, false);
     return out.toString();
   }
 
   /** Return the RFC 8785 canonical JSON of a value (keys sorted by UTF-16 code units). */
-  static String canonical(Object value) {
+  public static String canonical(Object value) {
     StringBuilder out = new StringBuilder();
     write(value, out, true);
     return out.toString();
@@ -101,7 +101,7 @@ final class Json {
   private static final char[] HEX = "0123456789abcdef".toCharArray();
 
   /** Write a string as JSON.stringify and RFC 8785 do: only quote, backslash, controls escaped. */
-  static void string(String s, StringBuilder out) {
+  public static void string(String s, StringBuilder out) {
     out.append('"');
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
@@ -130,7 +130,7 @@ final class Json {
    * Java's Double.toString is not always the shortest before JDK 19, so the digits come from
    * BigDecimal rounding at increasing precision.
    */
-  static String number(double x) {
+  public static String number(double x) {
     if (Double.isNaN(x) || Double.isInfinite(x)) throw new IllegalArgumentException("not finite");
     if (x == 0) return "0";
     if (x < 0) return "-" + number(-x);
@@ -172,14 +172,14 @@ final class Json {
   /** A recursive-descent reader over one text. */
   private static final class Reader {
     private static final int MAX_DEPTH = 64;
-    final String text;
-    int at;
+    public final String text;
+    public int at;
 
-    Reader(String text) {
+    public Reader(String text) {
       this.text = text;
     }
 
-    void space() {
+    public void space() {
       while (at < text.length()) {
         char c = text.charAt(at);
         if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return;
@@ -197,7 +197,7 @@ final class Json {
       at += word.length();
     }
 
-    Object value(int depth) {
+    public Object value(int depth) {
       if (depth > MAX_DEPTH) throw new ParseError("JSON nested too deeply");
       char c = peek();
       switch (c) {

@@ -1,16 +1,17 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
+import dev.ldptelemetry.internal.wire.*;
 import java.math.BigInteger;
 import java.util.Map;
 
 /** cms, hcms and olh (PROTOCOL §3.4–§3.6): a row j, the value's bucket h_j(key), noise. */
-final class Sketches {
+public final class Sketches {
   private Sketches() {}
 
   private static final BigInteger S = Exact.SCALE;
 
   /** Return the string value or throw ValueError (a lone surrogate is not text: §3.1). */
-  static String text(Object value) {
+  public static String text(Object value) {
     if (!(value instanceof String) || !Bytes.wellFormed((String) value)) {
       throw new Mechanism.ValueError("this task takes a string value");
     }
@@ -18,7 +19,7 @@ final class Sketches {
   }
 
   /** Return the flags word &lt; T packed most significant bit first. */
-  static byte[] packBelow(long[] words, long threshold) {
+  public static byte[] packBelow(long[] words, long threshold) {
     byte[] out = new byte[(words.length + 7) >> 3];
     for (int i = 0; i < words.length; i++) {
       if (words[i] < threshold) out[i >> 3] |= (byte) (0x80 >> (i & 7));
@@ -27,14 +28,14 @@ final class Sketches {
   }
 
   /** What the sketches share: k rows, the hash family, a flip threshold and its ε. */
-  abstract static class Sketch<R> extends Mechanism.Permanent<R> {
-    final int k;
-    final int m;
-    final long seed;
-    final long flip;
-    final Hashing.Rows rows;
+  public abstract static class Sketch<R> extends Mechanism.Permanent<R> {
+    public final int k;
+    public final int m;
+    public final long seed;
+    public final long flip;
+    public final Hashing.Rows rows;
 
-    Sketch(int k, int m, long seed, long flip) {
+    public Sketch(int k, int m, long seed, long flip) {
       this.k = k;
       this.m = m;
       this.seed = seed;
@@ -43,72 +44,72 @@ final class Sketches {
       rows = new Hashing.Rows(seed, k, m);
     }
 
-    long key(byte[] bytes) {
+    public long key(byte[] bytes) {
       return Hashing.murmur64(bytes, seed);
     }
 
     @Override
-    byte[] canonical(Object value) {
+    public byte[] canonical(Object value) {
       return Bytes.utf8(text(value));
     }
 
     @Override
-    R privatize(Object value, Words rng) {
+    public R privatize(Object value, Words rng) {
       return privatizeBytes(Bytes.utf8(text(value)), rng);
     }
 
-    abstract R privatizeBytes(byte[] bytes, Words rng);
+    public abstract R privatizeBytes(byte[] bytes, Words rng);
 
     /** Coordinates in which two values' reports differ before noise (cms: 2). */
-    int changes() {
+    public int changes() {
       return 1;
     }
 
     @Override
-    long irrLimit() {
+    public long irrLimit() {
       return Words.SCALE / 2;
     }
 
     @Override
-    double composedEpsilon(long threshold) {
+    public double composedEpsilon(long threshold) {
       BigInteger now = Mechanism.flipped(flip, threshold);
       return changes() * Exact.logRatio(S.multiply(S).subtract(now), now);
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return Mechanism.map("T", flip);
     }
   }
 
   /** A sketch report: a row and m packed bits. */
-  static final class Bits {
-    final int row;
-    final byte[] bits;
+  public static final class Bits {
+    public final int row;
+    public final byte[] bits;
 
-    Bits(int row, byte[] bits) {
+    public Bits(int row, byte[] bits) {
       this.row = row;
       this.bits = bits;
     }
   }
 
   /** Apple's count-mean sketch: a row and m bits, each flipped with T = ⌈2^32/(1+e^(ε/2))⌉. */
-  static final class Cms extends Sketch<Bits> {
-    Cms(int k, int m, long seed, long flip) {
+  public static final class Cms extends Sketch<Bits> {
+    public Cms(int k, int m, long seed, long flip) {
       super(k, m, seed, flip);
     }
 
-    static Cms fromEpsilon(double epsilon, int k, int m, long seed) {
+    public static Cms fromEpsilon(double epsilon, int k, int m, long seed) {
       return new Cms(k, m, seed, Words.thresholdAtLeast(1 / (1 + Exact.exp(epsilon / 2))));
     }
 
     @Override
-    int changes() {
+    public int changes() {
       return 2;
     }
 
     @Override
-    Bits privatizeBytes(byte[] bytes, Words rng) {
+    public Bits privatizeBytes(byte[] bytes, Words rng) {
       long key = key(bytes);
       int row = (int) rng.below(k);
       byte[] bits = packBelow(rng.words(m), flip);
@@ -118,12 +119,12 @@ final class Sketches {
     }
 
     @Override
-    Map<String, Object> encode(Bits report) {
+    public Map<String, Object> encode(Bits report) {
       return Mechanism.map("row", report.row, "bits", Bytes.base64url(report.bits));
     }
 
     @Override
-    Bits reflip(Bits report, long threshold, Words rng) {
+    public Bits reflip(Bits report, long threshold, Words rng) {
       byte[] flips = packBelow(rng.words(m), threshold);
       byte[] out = new byte[flips.length];
       for (int i = 0; i < out.length; i++) out[i] = (byte) (report.bits[i] ^ flips[i]);
@@ -132,12 +133,12 @@ final class Sketches {
   }
 
   /** An hcms report: a row, a column and the reported sign (1 for +1). */
-  static final class Sign {
-    final int row;
-    final int col;
-    final int bit;
+  public static final class Sign {
+    public final int row;
+    public final int col;
+    public final int bit;
 
-    Sign(int row, int col, int bit) {
+    public Sign(int row, int col, int bit) {
       this.row = row;
       this.col = col;
       this.bit = bit;
@@ -145,18 +146,18 @@ final class Sketches {
   }
 
   /** Hadamard count-mean sketch: a row, a column and one sign bit. */
-  static final class Hcms extends Sketch<Sign> {
-    Hcms(int k, int m, long seed, long flip) {
+  public static final class Hcms extends Sketch<Sign> {
+    public Hcms(int k, int m, long seed, long flip) {
       super(k, m, seed, flip);
     }
 
-    static Hcms fromEpsilon(double epsilon, int k, int m, long seed) {
+    public static Hcms fromEpsilon(double epsilon, int k, int m, long seed) {
       if ((m & (m - 1)) != 0) throw new Mechanism.TaskError("hcms needs m a power of two");
       return new Hcms(k, m, seed, Words.thresholdAtLeast(1 / (1 + Exact.exp(epsilon))));
     }
 
     @Override
-    Sign privatizeBytes(byte[] bytes, Words rng) {
+    public Sign privatizeBytes(byte[] bytes, Words rng) {
       long key = key(bytes);
       int row = (int) rng.below(k);
       int col = (int) rng.below(m);
@@ -166,42 +167,42 @@ final class Sketches {
     }
 
     @Override
-    Map<String, Object> encode(Sign report) {
+    public Map<String, Object> encode(Sign report) {
       return Mechanism.map("row", report.row, "col", report.col, "bit", report.bit);
     }
 
     @Override
-    Sign reflip(Sign report, long threshold, Words rng) {
+    public Sign reflip(Sign report, long threshold, Words rng) {
       return new Sign(report.row, report.col, report.bit ^ (rng.word() < threshold ? 1 : 0));
     }
   }
 
   /** An olh report: a row and a bucket index. */
-  static final class Hashed {
-    final int row;
-    final int index;
+  public static final class Hashed {
+    public final int row;
+    public final int index;
 
-    Hashed(int row, int index) {
+    public Hashed(int row, int index) {
       this.row = row;
       this.index = index;
     }
   }
 
   /** Optimized local hashing: g = min(65536, max(2, ⌊e^ε⌋ + 1)) buckets, GRR over them. */
-  static final class Olh extends Sketch<Hashed> {
-    Olh(int k, int g, long seed, long other) {
+  public static final class Olh extends Sketch<Hashed> {
+    public Olh(int k, int g, long seed, long other) {
       super(k, g, seed, other);
       if (Words.SCALE - (g - 1) * other <= other) throw Mechanism.tooSmall();
     }
 
-    static Olh fromEpsilon(double epsilon, int k, long seed) {
+    public static Olh fromEpsilon(double epsilon, int k, long seed) {
       double e = Exact.exp(epsilon);
       int g = (int) Math.min(65536, Math.max(2, Math.floor(e) + 1));
       return new Olh(k, g, seed, Words.thresholdAtLeast(1 / (e + g - 1)));
     }
 
     @Override
-    Hashed privatizeBytes(byte[] bytes, Words rng) {
+    public Hashed privatizeBytes(byte[] bytes, Words rng) {
       long key = key(bytes);
       int row = (int) rng.below(k);
       long word = rng.word();
@@ -211,22 +212,22 @@ final class Sketches {
     }
 
     @Override
-    Map<String, Object> encode(Hashed report) {
+    public Map<String, Object> encode(Hashed report) {
       return Mechanism.map("row", report.row, "index", report.index);
     }
 
     @Override
-    Map<String, Object> derived() {
+    public Map<String, Object> derived() {
       return Mechanism.map("g", m, "T", flip);
     }
 
     @Override
-    double epsilon() {
+    public double epsilon() {
       return Exact.logRatio(S.subtract(Exact.big((m - 1) * flip)), Exact.big(flip));
     }
 
     @Override
-    Hashed reflip(Hashed report, long threshold, Words rng) {
+    public Hashed reflip(Hashed report, long threshold, Words rng) {
       throw new Mechanism.TaskError("olh takes no longitudinal option");
     }
   }

@@ -1,4 +1,4 @@
-package dev.ldptelemetry;
+package dev.ldptelemetry.internal.mechanisms;
 
 import java.math.BigInteger;
 
@@ -7,17 +7,17 @@ import java.math.BigInteger;
  * of big integers correctly rounded to a double (as Python's int / int), then its ln.
  * Transcendentals use StrictMath (fdlibm): the same bits on every JVM and Android.
  */
-final class Exact {
+public final class Exact {
   private Exact() {}
 
-  static final BigInteger SCALE = BigInteger.ONE.shiftLeft(32);
+  public static final BigInteger SCALE = BigInteger.ONE.shiftLeft(32);
 
-  static BigInteger big(long x) {
+  public static BigInteger big(long x) {
     return BigInteger.valueOf(x);
   }
 
   /** Return num / den (positive) correctly rounded to the nearest double, ties to even. */
-  static double ratio(BigInteger num, BigInteger den) {
+  public static double ratio(BigInteger num, BigInteger den) {
     int shift = Math.max(0, 56 - (num.bitLength() - den.bitLength()));
     BigInteger scaled = num.shiftLeft(shift);
     BigInteger[] qr = scaled.divideAndRemainder(den);
@@ -41,17 +41,17 @@ final class Exact {
   }
 
   /** Return ln(num / den) from the correctly rounded ratio. */
-  static double logRatio(BigInteger num, BigInteger den) {
+  public static double logRatio(BigInteger num, BigInteger den) {
     return StrictMath.log(ratio(num, den));
   }
 
   /** Return round-half-even of x (Python's round()). */
-  static double roundHalfEven(double x) {
+  public static double roundHalfEven(double x) {
     return Math.rint(x);
   }
 
   /** Return x · 2^1074 (x ≥ 0 finite) as an exact integer. */
-  static BigInteger scaled1074(double x) {
+  public static BigInteger scaled1074(double x) {
     long bits = Double.doubleToRawLongBits(x);
     int biased = (int) ((bits >>> 52) & 0x7ff);
     long fraction = bits & ((1L << 52) - 1);
@@ -60,15 +60,15 @@ final class Exact {
   }
 
   /** Return ceil(a / b) of positive integers. */
-  static BigInteger ceilDiv(BigInteger a, BigInteger b) {
+  public static BigInteger ceilDiv(BigInteger a, BigInteger b) {
     return a.add(b).subtract(BigInteger.ONE).divide(b);
   }
 
-  static double exp(double x) {
+  public static double exp(double x) {
     return StrictMath.exp(x);
   }
 
-  static double log(double x) {
+  public static double log(double x) {
     return StrictMath.log(x);
   }
 }
