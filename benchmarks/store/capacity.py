@@ -1,14 +1,15 @@
 """What one report costs a PostgreSQL server: the numbers behind the capacity table.
 
     python -m benchmarks.store.capacity [--seconds 20] [--batches 1 10 100] [--nodes 2]
+        [--postgres-setting NAME=VALUE ...]
 
 Starts a throwaway PostgreSQL 16 (the tests' and ``make demo-cluster``'s) and ``--nodes``
 collector nodes (``serve --workers 1`` each) on it, then for each upload size posts CMS
 reports (k = 2048, m = 1024, fresh report ids on every request) for ``--seconds`` and
 measures, per report counted:
 
-- PostgreSQL CPU: user + system time of every ``postgres`` process (live backends, and the
-  postmaster's reaped children), read from /proc before and after;
+- PostgreSQL CPU: user + system time of this server's processes (the postmaster with its
+  reaped children, and its live backends), read from /proc before and after;
 - collector CPU: the same for the nodes' process groups;
 - WAL bytes: ``pg_wal_lsn_diff`` of ``pg_current_wal_lsn()`` before and after;
 - ``seen`` growth: heap and index bytes (``pg_relation_size``, ``pg_indexes_size``), the
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+import psycopg.sql
 import requests
 
 from benchmarks.serving import http_ingest, loadgen
@@ -69,6 +71,7 @@ class PerReport:
     seen_heap_bytes: float
     seen_index_bytes: float
     sums_bytes: float
+    uploads_per_commit: float  # the nodes' mean group commit (ldp_group_commit_uploads)
 
 
 def _cpu_of(pid: int, reaped: bool) -> float:
@@ -82,28 +85,25 @@ def _cpu_of(pid: int, reaped: bool) -> float:
     return (utime + stime + ((cutime + cstime) if reaped else 0)) / TICKS
 
 
-def _postgres_cpu() -> float:
-    """Every postgres process's CPU; the postmaster's reaped children's too."""
-    total = 0.0
+def _postgres_cpu(postmaster: int) -> float:
+    """This server's CPU: its postmaster's (with its reaped children's) and its live
+    backends'. Only this server's: another PostgreSQL on the machine (a test suite's)
+    would add its work, and subtract it when its processes end."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            name = (entry / "comm").read_text().strip()
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
-        if name == "postgres":
-            is_postmaster = parent == 1 or not _is_postgres(parent)
-            total += _cpu_of(int(entry.name), reaped=is_postmaster)
+        children.setdefault(parent, []).append(int(entry.name))
+    total, todo = _cpu_of(postmaster, reaped=True), list(children.get(postmaster, []))
+    while todo:
+        pid = todo.pop()
+        total += _cpu_of(pid, reaped=False)
+        todo += children.get(pid, [])
     return total
-
-
-def _is_postgres(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def _group_cpu(group: int) -> float:
@@ -122,7 +122,7 @@ def _group_of(pid: int) -> int | None:
         return None
 
 
-def _sample(database: str | None, groups: list[int]) -> Sample:
+def _sample(database: str | None, groups: list[int], postmaster: int = 0) -> Sample:
     nodes_cpu = sum(_group_cpu(group) for group in groups)
     if database is None:  # a SQLite node: its own CPU is all there is
         return Sample(0.0, nodes_cpu, 0, 0, 0, 0)
@@ -134,7 +134,7 @@ def _sample(database: str | None, groups: list[int]) -> Sample:
         ).fetchone()
     assert row is not None
     return Sample(
-        postgres_cpu=_postgres_cpu(),
+        postgres_cpu=_postgres_cpu(postmaster),
         nodes_cpu=nodes_cpu,
         wal=int(row[0]),
         seen_heap=int(row[1]),
@@ -153,8 +153,25 @@ def _counted(node: http_ingest.Server, task_id: str) -> int:
     return int(response.json().get("n", 0))
 
 
+def _commits(nodes: list[http_ingest.Server]) -> tuple[float, float]:
+    """Return the nodes' uploads committed and group commits so far (from /metrics)."""
+    uploads = commits = 0.0
+    for node in nodes:
+        for line in requests.get(f"{node.url}/metrics", timeout=60).text.splitlines():
+            if line.startswith("ldp_group_commit_uploads_sum"):
+                uploads += float(line.split()[-1])
+            elif line.startswith("ldp_group_commit_uploads_count"):
+                commits += float(line.split()[-1])
+    return uploads, commits
+
+
 def measure(
-    nodes: list[http_ingest.Server], database: str | None, batch: int, seconds: float, folder: Path
+    nodes: list[http_ingest.Server],
+    database: str | None,
+    batch: int,
+    seconds: float,
+    folder: Path,
+    postmaster: int = 0,
 ) -> PerReport:
     """Post ``batch``-report uploads to every node for ``seconds``; return costs per report."""
     task_id = f"capacity-{batch}-{secrets.token_hex(3)}"
@@ -169,13 +186,13 @@ def measure(
         path = f"/v1/tasks/{task_id}/reports"
         loads.append(loadgen.run(node.url, path, body, CONNECTIONS // len(nodes), seconds, scratch))
 
-    before = _sample(database, groups)
+    before, commits_before = _sample(database, groups, postmaster), _commits(nodes)
     threads = [threading.Thread(target=one, args=(n, i)) for i, n in enumerate(nodes)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    after = _sample(database, groups)
+    after, commits_after = _sample(database, groups, postmaster), _commits(nodes)
     reports = _counted(nodes[0], task_id)
     if reports == 0:
         raise RuntimeError(f"no report of {task_id} was counted: see the nodes' logs")
@@ -189,6 +206,8 @@ def measure(
         seen_heap_bytes=(after.seen_heap - before.seen_heap) / reports,
         seen_index_bytes=(after.seen_index - before.seen_index) / reports,
         sums_bytes=(after.sums - before.sums) / reports,
+        uploads_per_commit=(commits_after[0] - commits_before[0])
+        / max(1.0, commits_after[1] - commits_before[1]),
     )
 
 
@@ -196,16 +215,18 @@ def print_table(rows: list[PerReport], nodes: int, sqlite: dict[int, PerReport])
     """Print the measured costs and what follows from them for one PostgreSQL server."""
     print(
         "| reports per request | CPU per report: 1 SQLite node | PostgreSQL nodes + PostgreSQL "
-        "| SQLite / PostgreSQL (the throughput ratio when CPU is what runs out) |"
+        "| SQLite / PostgreSQL (the throughput ratio when CPU is what runs out) "
+        "| uploads per commit: SQLite node, PostgreSQL nodes |"
     )
-    print("|---|---|---|---|")
+    print("|---|---|---|---|---|")
     for row in rows:
         if row.batch in sqlite:
             alone = sqlite[row.batch].nodes_cpu_us
             both = row.nodes_cpu_us + row.postgres_cpu_us
             print(
                 f"| {row.batch} | {alone:.0f} µs | {row.nodes_cpu_us:.0f} + "
-                f"{row.postgres_cpu_us:.0f} = {both:.0f} µs | {alone / both:.2f}× |"
+                f"{row.postgres_cpu_us:.0f} = {both:.0f} µs | {alone / both:.2f}× "
+                f"| {sqlite[row.batch].uploads_per_commit:.1f}, {row.uploads_per_commit:.1f} |"
             )
     print()
     print(
@@ -225,12 +246,33 @@ def print_table(rows: list[PerReport], nodes: int, sqlite: dict[int, PerReport])
         )
 
 
+def _configure(admin_url: str, settings: list[str]) -> None:
+    """Apply ``NAME=VALUE`` server settings (those a reload takes) to the running server."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        for setting in settings:
+            name, _, value = setting.partition("=")
+            conn.execute(
+                psycopg.sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                    psycopg.sql.Identifier(name), psycopg.sql.Literal(value)
+                )
+            )
+        conn.execute("SELECT pg_reload_conf()")
+
+
 def main() -> None:
     """Start PostgreSQL and the nodes, measure each upload size, print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument(
+        "--postgres-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting (ALTER SYSTEM, reloaded) before the nodes start, e.g. "
+        "commit_delay=200; repeatable",
+    )
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="ldp-capacity-") as scratch,
@@ -244,14 +286,23 @@ def main() -> None:
         postgres = PostgresServer()
         stack.callback(postgres.stop)
         database = postgres.new_database()
+        _configure(postgres.admin_url, args.postgres_setting)
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ldp-capacity-")))
         tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         nodes = [
             stack.enter_context(http_ingest.running_server(1, database=database, tokens=tokens))
             for _ in range(args.nodes)
         ]
-        rows = [measure(nodes, database, batch, args.seconds, folder) for batch in args.batches]
-    print(f"{args.seconds:.0f} s per row, {CONNECTIONS} connections, load {os.getloadavg()[0]:.1f}")
+        postmaster = int((postgres.folder / "data" / "postmaster.pid").read_text().split()[0])
+        rows = [
+            measure(nodes, database, batch, args.seconds, folder, postmaster)
+            for batch in args.batches
+        ]
+    settings = ", ".join(args.postgres_setting) or "PostgreSQL's defaults"
+    print(
+        f"{args.seconds:.0f} s per row, {CONNECTIONS} connections, {settings}, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     print_table(rows, args.nodes, sqlite)
 
 

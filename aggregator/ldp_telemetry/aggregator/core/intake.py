@@ -187,12 +187,20 @@ def _all_accepted(accepted: int) -> bytes:
     return _encoded(upload_answer(accepted, []))
 
 
+def _group_commit_wait(store: Store, setting: Any) -> float:
+    """Return GROUP_COMMIT_WAIT_MS in seconds, or when unset the store's own (0 unless the
+    store says otherwise: PostgreSQL's ``group_commit_wait``)."""
+    if setting is None:
+        return float(getattr(store, "group_commit_wait", 0.0))
+    return float(setting) / 1000
+
+
 def init_app(store: Store, quotas: Quotas | None, config: Mapping[str, Any]) -> Intake:
     """Return the app's intake, with this process's group committer."""
     committer = GroupCommitter(
         store,
         max_reports=int(config["GROUP_COMMIT_REPORTS"]),
-        max_wait=float(config["GROUP_COMMIT_WAIT_MS"]) / 1000,
+        max_wait=_group_commit_wait(store, config["GROUP_COMMIT_WAIT_MS"]),
         collect_interval=float(config["COLLECT_INTERVAL"]),
     )
     return Intake(store, committer, quotas, config)

@@ -31,14 +31,15 @@ from typing import Any
 
 import psycopg
 from psycopg import errors
-from psycopg.types.numeric import Int8BinaryDumper
 
 from ldp_telemetry.aggregator.store.interface import Upload
+from ldp_telemetry.aggregator.store.postgres import arrays
 from ldp_telemetry.aggregator.store.postgres.faults import faults
 from ldp_telemetry.aggregator.store.sql import first_sightings, staged_rows
 from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 
-# Every array is sent in binary (%b): no hex-escaping of ids and packed batches.
+# Every array is sent in binary (%b), built by arrays.py: no hex-escaping of ids and packed
+# batches, no per-element adaptation by psycopg.
 INGEST = """
 WITH batches AS (
     SELECT t, b, s, d, a
@@ -89,18 +90,20 @@ def prepare(uploads: Sequence[Upload], archives: Callable[[str], bool]) -> Group
             refused[key] = refused.get(key, 0) + count
     counts = sorted(refused.items())  # key order, as record_refusals: no deadlock on rows
     parameters = (
-        *_columns(batches, 5),
-        *_columns(ids, 3),
+        arrays.text_array([row[0] for row in batches]),
+        arrays.int8_array([row[1] for row in batches]),
+        arrays.int4_array([row[2] for row in batches]),
+        arrays.bytea_array([row[3] for row in batches]),
+        arrays.bool_array([row[4] for row in batches]),
+        arrays.text_array([task_id for task_id, _, _ in ids]),
+        arrays.bytea_array([report_id for _, report_id, _ in ids]),
+        arrays.int8_array([expires for _, _, expires in ids]),
         IMPLAUSIBLE_REPORT,
-        [t for (t, _), _ in counts],
-        [b for (_, b), _ in counts],
-        [c for _, c in counts],
+        arrays.text_array([t for (t, _), _ in counts]),
+        arrays.int8_array([b for (_, b), _ in counts]),
+        arrays.int8_array([c for _, c in counts]),
     )
     return Group(parameters, replayed, {t: n for t, n in added.items() if n})
-
-
-def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    return [[row[i] for row in rows] for i in range(width)]
 
 
 class WriterConnection:
@@ -132,7 +135,7 @@ class WriterConnection:
             with faults():
                 conn = self._connection()
                 try:
-                    conn.execute(INGEST, group.parameters)
+                    conn.execute(INGEST, group.parameters, prepare=True)
                 except (errors.UniqueViolation, errors.DeadlockDetected):
                     return False
                 except psycopg.Error:
@@ -164,7 +167,7 @@ class WriterConnection:
             )
             # SET, not a startup option: connection poolers (PgBouncer) may refuse those
             conn.execute(f"SET synchronous_commit = {self.synchronous_commit}")
-            conn.adapters.register_dumper(int, Int8BinaryDumper)  # one type: one prepared plan
+            arrays.register(conn.adapters)  # the group's columns go as built (arrays.py)
             self._conn, self._pid = conn, os.getpid()
         return conn
 
