@@ -103,9 +103,12 @@ def test_a_shuffled_batch_is_recorded_once(store: SqlStore) -> None:
     first = ShuffledBatch(task.task_id, b"\x01" * 16, day, size=40, reports=38)
     store.add_shuffled_batch(first)
     store.add_shuffled_batch(first)  # a shuffler's retry
-    store.add_shuffled_batch(ShuffledBatch(task.task_id, b"\x02" * 16, day + DAY, 25, 25))
-    assert store.shuffled_window(task, None, None) == ShuffledWindow(2, 25, 63)
-    assert store.shuffled_window(task, None, day + DAY) == ShuffledWindow(1, 40, 38)
+    second = ShuffledBatch(task.task_id, b"\x02" * 16, day + DAY, 25, 25, slice_counts={0: 25})
+    store.add_shuffled_batch(second)
+    # the first batch gave no per-slice counts (a shuffler from before dimensions): {}
+    both = ShuffledWindow(2, 25, 63, slice_counts=({}, {0: 25}))
+    assert store.shuffled_window(task, None, None) == both
+    assert store.shuffled_window(task, None, day + DAY) == ShuffledWindow(1, 40, 38, ({},))
     assert store.shuffled_window(task, day + 2 * DAY, None) == ShuffledWindow(0, None, 0)
 
 
