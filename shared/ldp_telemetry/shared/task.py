@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ldp_telemetry.shared.contract import PROTOCOL_VERSION_1_1, PROTOCOL_VERSION
+from ldp_telemetry.shared.contract import PROTOCOL_VERSION, PROTOCOL_VERSION_1_1
 from ldp_telemetry.shared.dimensions import (
     MAX_MIN_SLICE_SIZE,
     Dimensions,

@@ -20,7 +20,6 @@ from ldp_telemetry.aggregator.core.faults import StoreFull, StoreUnavailable
 from ldp_telemetry.shared.contract import (
     BAD_REQUEST,
     BODY_TOO_LARGE,
-    PROTOCOL_VERSION_1_1,
     FORBIDDEN,
     HTTP_ERROR,
     INSUFFICIENT_STORAGE,
@@ -31,6 +30,7 @@ from ldp_telemetry.shared.contract import (
     PROBLEM_MEDIA_TYPE,
     PROTOCOL_HEADER,
     PROTOCOL_VERSION,
+    PROTOCOL_VERSION_1_1,
     TOO_MANY_REPORTS,
     TOO_MANY_REQUESTS,
     UNAUTHORIZED,
