@@ -9,102 +9,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from tests.sdk_js.helpers import node
-from tests.support.reports import create_task_json, estimates_json
+from tests.support import every_kind
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("sdk")]
-DEVICES = 300
-FRUIT = {"apple": 150, "banana": 90, "cherry": 60, "durian": 0}
-WORDS = {"abca": 150, "bad": 90, "cab": 60, "dd": 0}
-SKETCH = {"k": 64, "m": 256}
-# oue and ss over eight values, four never held (ss at ε = 1: subsets of ω = 2).
-COLOURS = [*FRUIT, "elder", "fig", "grape", "kiwi"]
-
-TASKS: dict[str, dict[str, Any]] = {
-    "js-rr": {"mechanism": "rr", "epsilon": 2.0},
-    "js-rr-long": {"mechanism": "rr", "longitudinal": {"epsilon_inf": 3.0, "epsilon_1": 2.0}},
-    "js-grr": {"mechanism": "grr", "epsilon": 3.0, "domain": list(FRUIT)},
-    "js-grr-long": {
-        "mechanism": "grr",
-        "domain": list(FRUIT),
-        "longitudinal": {"epsilon_inf": 4.0, "flip": 0.05},
-    },
-    "js-cms": {"mechanism": "cms", "epsilon": 4.0, **SKETCH},
-    "js-cms-long": {
-        "mechanism": "cms",
-        "longitudinal": {"epsilon_inf": 5.0, "flip": 0.05},
-        **SKETCH,
-    },
-    "js-hcms": {"mechanism": "hcms", "epsilon": 4.0, **SKETCH},
-    "js-hcms-long": {
-        "mechanism": "hcms",
-        "longitudinal": {"epsilon_inf": 5.0, "flip": 0.05},
-        **SKETCH,
-    },
-    "js-olh": {"mechanism": "olh", "epsilon": 3.0, "k": 64},
-    "js-oue": {"mechanism": "oue", "epsilon": 2.0, "domain": COLOURS},
-    "js-ss": {"mechanism": "ss", "epsilon": 1.0, "domain": COLOURS},
-    "js-hh": {
-        "mechanism": "hh",
-        "epsilon": 4.0,
-        "alphabet": "abcd",
-        "max_length": 4,
-        **SKETCH,
-    },
-    "js-sw": {"mechanism": "numeric", "epsilon": 3.0, "lo": 0, "hi": 100, "buckets": 32},
-    "js-1bit": {"mechanism": "numeric", "epsilon": 3.0, "lo": 0, "hi": 100, "method": "1bit"},
-}
-
-
-def spread(counts: dict[str, int]) -> list[str]:
-    return [value for value, count in counts.items() for _ in range(count)]
-
-
-def values(rng: np.random.Generator) -> dict[str, list[Any]]:
-    """Return each task's value per device (shuffled: devices record in another order)."""
-    yes = [True] * 200 + [False] * 100
-    latencies = [float(x) for x in rng.uniform(10, 70, DEVICES)]
-    plan: dict[str, list[Any]] = {}
-    for task_id, fields in TASKS.items():
-        kind = fields["mechanism"]
-        column = yes if kind == "rr" else latencies if kind == "numeric" else spread(FRUIT)
-        plan[task_id] = list(rng.permutation(np.array(column, dtype=object)))
-    plan["js-hh"] = list(rng.permutation(np.array(spread(WORDS), dtype=object)))
-    return plan
-
-
-def within(row: dict[str, Any], truth: float, sigmas: float = 4.0) -> bool:
-    return abs(row["estimate"] - truth) <= sigmas * row["std_error"]
+TASKS = every_kind.tasks("js")
 
 
 def test_every_kind_counted_exactly_and_estimated(collector_url: str, tmp_path: Path) -> None:
-    for task_id, fields in TASKS.items():
-        create_task_json(collector_url, task_id=task_id, min_batch_size=1, **fields)
-    plan = values(np.random.default_rng(25))
+    every_kind.create(collector_url, TASKS)
+    plan = every_kind.device_values(TASKS, np.random.default_rng(25))
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"endpoint": collector_url, "values": plan, "concurrency": 10}))
     stats = json.loads(node("test/python/devices.js", str(path)).stdout)
     # Retries may happen on a loaded machine (refused connections); every report still
     # arrives once: the collector's n below is exact.
     del stats["retries"]
-    assert stats == {"sent": DEVICES * len(TASKS), "queued": 0, "dropped": {}, "rejected": {}}
-    for task_id, fields in TASKS.items():
-        kind = fields["mechanism"]
-        if kind == "numeric":
-            answer = estimates_json(collector_url, task_id, candidates=["mean"])
-            assert answer["n"] == DEVICES
-            assert within(answer["estimates"][0], float(np.mean(plan[task_id]))), task_id
-            continue
-        truth = {True: 200, False: 100} if kind == "rr" else WORDS if kind == "hh" else FRUIT
-        if "domain" in fields:  # every domain value, the never-held ones too
-            truth = {value: FRUIT.get(value, 0) for value in fields["domain"]}
-        query = {} if kind == "rr" else {"candidates": list(truth)}
-        answer = estimates_json(collector_url, task_id, **query)
-        assert answer["n"] == DEVICES, task_id
-        for row in answer["estimates"]:
-            assert within(row, truth[row["value"]]), (task_id, row)
+    sent = every_kind.DEVICES * len(TASKS)
+    assert stats == {"sent": sent, "queued": 0, "dropped": {}, "rejected": {}}
+    every_kind.check_answers(collector_url, TASKS, plan)

@@ -9,8 +9,7 @@ exactly as the totals are from all of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +128,7 @@ def measure(
     """
     mechanism = task.mechanism_object
     layer = longitudinal(mechanism)
-    with read_sums(source, task, window, slices) as sums:
+    with source.read_sums(task, window.start, window.end, slices) as sums:
         if asked.max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
             check_scan(task, getattr(sums, "buckets", 1), asked.max_cells)
         check_min_batch(task, sums, "estimates")
@@ -143,19 +142,6 @@ def measure(
     if layer is not None:
         result = layer.over_buckets(result, buckets)
     return Measured(result.n, _rows(result, asked.normalize), anomaly, bound)
-
-
-@contextmanager
-def read_sums(
-    source: SumsSource, task: TaskConfig, window: Window, slices: Sequence[int] | None
-) -> Iterator[SumsView]:
-    """Yield the window's sums of ``slices`` (None: every slice, as before dimensions)."""
-    if slices is None:
-        with source.read_sums(task, window.start, window.end) as sums:
-            yield sums
-    else:
-        with source.read_sums(task, window.start, window.end, slices=slices) as sums:
-            yield sums
 
 
 def _slice(

@@ -13,7 +13,7 @@ from typing import Any
 
 from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
 from ldp_telemetry.aggregator.core.analysis.central import Shuffle, central_fields
-from ldp_telemetry.aggregator.core.analysis.estimates import check_min_batch, read_sums
+from ldp_telemetry.aggregator.core.analysis.estimates import check_min_batch
 from ldp_telemetry.aggregator.core.analysis.query import (
     BREAKDOWN,
     Breakdown,
@@ -112,7 +112,7 @@ def _discover(
     slices: Sequence[int] | None,
 ) -> Any:
     """Return what the search finds among the reports of ``slices`` (None: all)."""
-    with read_sums(source, task, window, slices) as sums:
+    with source.read_sums(task, window.start, window.end, slices) as sums:
         check_min_batch(task, sums, "heavy hitters")
         try:
             return found_by.discover(
