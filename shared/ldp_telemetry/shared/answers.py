@@ -108,10 +108,35 @@ class _CentralFields(TypedDict):
     ]
 
 
+class CentralLifetime(TypedDict):
+    """A device's central guarantee over every shuffled batch of the range it could be in."""
+
+    batches: Annotated[
+        int,
+        Doc(
+            "the batches composed: one per time bucket of the range holding a batch, its "
+            "weakest (a device reports at most once per period, the SDK's default)"
+        ),
+    ]
+    delta: Annotated[float, Doc("twice the batches' deltas summed: theirs, and as much again")]
+    epsilon: Annotated[
+        float,
+        Doc(
+            "the composed central epsilon: the privacy-loss-distribution composition of the "
+            "batches' (epsilon, delta) pairs (dp-accounting), never above naive_epsilon"
+        ),
+    ]
+    naive_epsilon: Annotated[float, Doc("the batches' epsilons summed (at their deltas summed)")]
+
+
 class Central(_CentralFields, total=False):
     """What the shuffler adds to the local guarantee of a range's reports."""
 
     central_epsilon_reason: Annotated[str, Doc("why there is no central_epsilon")]
+    lifetime: Annotated[
+        CentralLifetime,
+        Doc("with a central_epsilon: a device's composed central epsilon over the range"),
+    ]
 
 
 class _AnswerFields(Central):

@@ -106,9 +106,10 @@ def test_a_shuffled_batch_is_recorded_once(store: SqlStore) -> None:
     second = ShuffledBatch(task.task_id, b"\x02" * 16, day + DAY, 25, 25, slice_counts={0: 25})
     store.add_shuffled_batch(second)
     # the first batch gave no per-slice counts (a shuffler from before dimensions): {}
-    both = ShuffledWindow(2, 25, 63, slice_counts=({}, {0: 25}))
+    both = ShuffledWindow(2, 25, 63, ({}, {0: 25}), buckets=(day, day + DAY), sizes=(40, 25))
     assert store.shuffled_window(task, None, None) == both
-    assert store.shuffled_window(task, None, day + DAY) == ShuffledWindow(1, 40, 38, ({},))
+    first_day = ShuffledWindow(1, 40, 38, ({},), buckets=(day,), sizes=(40,))
+    assert store.shuffled_window(task, None, day + DAY) == first_day
     assert store.shuffled_window(task, day + 2 * DAY, None) == ShuffledWindow(0, None, 0)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ldp_telemetry.aggregator.cli.context import database_option, open_collector
+from ldp_telemetry.aggregator.core.analysis.central import planned_lifetime
 from ldp_telemetry.shared.mechanisms.auto import AUTO, DEFAULT_MAX_REPORT_BYTES, compare
 from ldp_telemetry.shared.mechanisms.lifetime.planning import lifetime_epsilons
 from ldp_telemetry.shared.mechanisms.registry import MECHANISMS, all_options, plan
@@ -180,6 +181,19 @@ def list_tasks() -> None:
     help="The permanent layer's epsilon for --changes (above --epsilon).",
 )
 @click.option(
+    "--batches",
+    type=click.IntRange(1, 100_000),
+    default=None,
+    help="Also show a device's central epsilon through a shuffler over this many batches "
+    "(one a period, e.g. 365 daily), composed (json: central_lifetime).",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, None),
+    default=None,
+    help="The reports of one shuffled batch for --batches (default: --devices).",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 def plan_task(
@@ -190,6 +204,8 @@ def plan_task(
     prior: float,
     changes: int | None,
     epsilon_inf: float | None,
+    batches: int | None,
+    batch_size: int | None,
     fmt: str,
 ) -> None:
     """Print each mechanism's expected standard error and risk for a workload.
@@ -205,6 +221,11 @@ def plan_task(
         lifetime_epsilons(epsilon_inf, epsilon, domain_size, changes)
         if epsilon_inf is not None and changes is not None
         else None
+    )
+    central = (
+        None
+        if batches is None
+        else planned_lifetime(epsilon, batch_size or devices, batches)  # scipy, dp-accounting
     )
     plans = plan(epsilon, domain_size, devices)
     table = compare(epsilon, domain_size, max_report_bytes=max_report_bytes)
@@ -225,11 +246,9 @@ def plan_task(
             }
             for name, p in plans
         ]
-        click.echo(
-            json.dumps(
-                rows if lifetime is None else {"mechanisms": rows, "lifetime": lifetime}, indent=2
-            )
-        )
+        extra = {"lifetime": lifetime, "central_lifetime": central}
+        given = {key: value for key, value in extra.items() if value is not None}
+        click.echo(json.dumps({"mechanisms": rows, **given} if given else rows, indent=2))
         return
     click.echo(
         f"{'mechanism':<10} {'std error of a count':>21} {'report bits':>12} "
@@ -265,6 +284,20 @@ def plan_task(
     )
     if lifetime is not None:
         _echo_lifetime(lifetime, changes or 0, epsilon_inf or 0.0)
+    if central is not None:
+        _echo_central(central, epsilon)
+
+
+def _echo_central(central: dict[str, Any], epsilon: float) -> None:
+    """Print a device's central ε through a shuffler, one batch and composed over many."""
+    click.echo(
+        f"\ncentral epsilon through a shuffler (any mechanism at epsilon {epsilon:g}; "
+        f"batches of {central['batch_size']:,} reports): {central['batch_epsilon']:.4g} per "
+        f"batch at delta {central['batch_delta']:g}; a device in {central['batches']} of "
+        "them (one a period): "
+        f"{central['epsilon']:.4g} composed at delta {central['delta']:.2g} "
+        f"(summed: {central['naive_epsilon']:.4g})"
+    )
 
 
 def _echo_lifetime(rows: list[dict[str, Any]], changes: int, epsilon_inf: float) -> None:

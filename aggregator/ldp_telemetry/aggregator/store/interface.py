@@ -88,12 +88,16 @@ class ShuffledBatch:
 class ShuffledWindow:
     """The shuffled batches of a task over a time window: count, smallest, reports, and
     each batch's ``slice_counts`` (in bucket order), from which each slice's central
-    epsilon follows (its smallest count among the batches that hold it)."""
+    epsilon follows (its smallest count among the batches that hold it); each batch's
+    ``buckets`` and ``sizes`` in the same order, from which a device's composed central
+    epsilon over the window follows (it reports in at most one batch per bucket)."""
 
     batches: int
     smallest: int | None
     reports: int
     slice_counts: tuple[Mapping[int, int], ...] = ()
+    buckets: tuple[int, ...] = ()
+    sizes: tuple[int, ...] = ()
 
     def slice_smallest(self) -> dict[int, int]:
         """Return, per slice index, its smallest count among the batches holding it."""

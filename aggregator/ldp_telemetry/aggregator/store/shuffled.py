@@ -38,15 +38,17 @@ def window(tx: Tx, task_id: str, start: int | None, end: int | None) -> Shuffled
     high = 2**62 if end is None else end
     rows = list(
         tx.execute(
-            "SELECT size, reports, slice_counts FROM shuffled_batches "
+            "SELECT size, reports, slice_counts, bucket FROM shuffled_batches "
             "WHERE task_id = ? AND bucket >= ? AND bucket < ? ORDER BY bucket, batch_id",
             (task_id, low, high),
         )
     )
-    sizes = [int(size) for size, _, _ in rows]
+    sizes = tuple(int(size) for size, _, _, _ in rows)
     return ShuffledWindow(
         len(rows),
         min(sizes) if sizes else None,
-        sum(int(reports) for _, reports, _ in rows),
-        tuple({int(i): int(n) for i, n in json.loads(counts).items()} for _, _, counts in rows),
+        sum(int(reports) for _, reports, _, _ in rows),
+        tuple({int(i): int(n) for i, n in json.loads(counts).items()} for _, _, counts, _ in rows),
+        tuple(int(bucket) for _, _, _, bucket in rows),
+        sizes,
     )
