@@ -32,7 +32,11 @@ from tests.support.servers import ADMIN, ANALYST, bearer
 SHUFFLER = "shuffler-token"
 TASKS = {
     "rr": {"mechanism": "rr", "epsilon": 1.0},
-    "sh": {"mechanism": "rr", "epsilon": 1.0},  # its reports come through a shuffler only
+    "sh": {  # its reports come through a shuffler only
+        "mechanism": "rr",
+        "epsilon": 1.0,
+        "dimensions": [{"name": "platform", "values": ["android", "ios"]}],
+    },
     "grr": {
         "mechanism": "grr",
         "epsilon": 1.0,
@@ -49,6 +53,15 @@ TASKS = {
     },
     "num": {"mechanism": "numeric", "epsilon": 2.0, "lo": 0, "hi": 100, "buckets": 16},
     "hh": {
+        "mechanism": "hh",
+        "epsilon": 4.0,
+        "k": 16,
+        "m": 64,
+        "alphabet": "ab",
+        "max_length": 4,
+        "dimensions": [{"name": "platform", "values": ["android", "ios"]}],
+    },
+    "shh": {  # heavy hitters through a shuffler only
         "mechanism": "hh",
         "epsilon": 4.0,
         "k": 16,
@@ -212,6 +225,7 @@ def test_real_answers_match_the_documented_schemas(client: FlaskClient) -> None:
     values = {
         "rr": [bool(b) for b in rng.integers(0, 2, 400)],
         "sh": [],
+        "shh": [],
         "grr": list(rng.choice(["a", "b", "c"], 400)),
         "cms": list(rng.choice(["x", "y", "z"], 400)),
         "lt": list(rng.choice(["x", "y"], 400)),
@@ -245,12 +259,21 @@ def test_real_answers_match_the_documented_schemas(client: FlaskClient) -> None:
     # A shuffled batch: the estimates of its task then carry a central epsilon.
     sh, batch_id = tasks["sh"], b64encode(bytes(16))
     put = client.put(
-        f"/v1/tasks/sh/shuffled/{batch_id}?uploads=200",
-        data=encode_batch(sh, reports(sh, [True, False] * 100, seed=3)),
+        f"/v1/tasks/sh/shuffled/{batch_id}?uploads=200&slice_counts=0:100,1:100",
+        data=encode_batch(sh, reports(sh, [True, False] * 100, seed=3, slices=2)),
         headers={**bearer(SHUFFLER), "Content-Type": "application/json"},
     )
     check("/v1/tasks/{task_id}/shuffled/{batch_id}", "PUT", put)
     assert ask(check, "sh", "estimates")["central_epsilon"] > 0
+    assert ask(check, "sh", "estimates", group_by=["platform"])["slices"][0]["lifetime"]
+    words = list(rng.choice(["ab", "ba", "abab"], 400))
+    put = client.put(
+        f"/v1/tasks/shh/shuffled/{batch_id}?uploads=400&slice_counts=0:200,1:200",
+        data=encode_batch(tasks["shh"], reports(tasks["shh"], words, seed=5, slices=2)),
+        headers={**bearer(SHUFFLER), "Content-Type": "application/json"},
+    )
+    assert put.status_code == 200, put.get_data(as_text=True)
+    assert ask(check, "shh", "heavy-hitters", top=3, group_by=["platform"])["lifetime"]
     empty = ask(check, "rr", "estimates", start=0, end=1)  # no report there: a 422
     assert empty["type"].endswith(":below_min_batch_size")
 
