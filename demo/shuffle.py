@@ -139,6 +139,13 @@ def show(name: str, answer: dict[str, Any]) -> None:
         else f"no central ε: {answer['central_epsilon_reason']}"
     )
     print(f"\n{name}: n = {answer['n']}, local ε {answer['effective_epsilon']:.4f}; {stated}")
+    if "lifetime" in answer:
+        lifetime = answer["lifetime"]
+        print(
+            f"  a device in one batch a day for {lifetime['batches']} day(s): central ε "
+            f"{lifetime['epsilon']:.4f} at δ = {lifetime['delta']:g} (summed: "
+            f"{lifetime['naive_epsilon']:.4f})"
+        )
     for row in answer["estimates"][:5]:
         print(
             f"  {json.dumps(row['value'], ensure_ascii=False):<8} {row['estimate']:>9.0f}"

@@ -10,7 +10,7 @@ the randomized-response pair whose privacy loss is +εᵢ with probability (1 �
 Theorem 2.1), so composing these pairs is the optimal composition of the pairs: no tighter
 bound follows from the pairs alone.
 
-- :func:`compose`: the privacy-loss-distribution (PLD) accountant of Google's
+- :func:`pld_epsilon`: the privacy-loss-distribution (PLD) accountant of Google's
   ``dp-accounting`` (``from_privacy_parameters`` builds exactly that pair; Koskela et al.'s
   FFT composition), each εᵢ first rounded *up* to a multiple of a step h (pessimistic: the
   answer is never below the exact composition of the rounded pairs, which dominate the
@@ -18,13 +18,15 @@ bound follows from the pairs alone.
 - :func:`optimal_homogeneous_delta` / :func:`optimal_homogeneous_epsilon`: the same
   composition in closed form when every batch has one pair (Kairouz et al., Theorem 3.3;
   Murtagh and Vadhan 2016): δ(ε') = 1 − (1 − δ)^k + (1 − δ)^k·Σₗ C(k, l)·
-  (e^{(k−l)ε} − e^{ε'}·e^{lε})⁺ / (1 + e^ε)^k — the independent check of :func:`compose`.
+  (e^{(k−l)ε} − e^{ε'}·e^{lε})⁺ / (1 + e^ε)^k — the independent check of the PLD, and a
+  bound :func:`compose` also takes at the largest pair (exact when all pairs are one).
 - :func:`advanced`: Dwork, Rothblum and Vadhan's advanced composition (FOCS 2010), for
   comparison: ε' = √(2k·ln(1/δ'))·ε + k·ε·(e^ε − 1) at δ = k·δ₀ + δ'.
 
 The composed pair is published at δ = 2·Σδᵢ: the batches' own δ's and as much again for the
-composition (:func:`lifetime_delta`), where the naive sum (Σεᵢ, Σδᵢ) also holds; the answer is
-never above the naive sum.
+composition (:func:`lifetime_delta`), where the naive sum (Σεᵢ, Σδᵢ) also holds; the answer
+is the least of the three bounds that hold there (PLD, closed form at the largest pair, naive
+sum).
 """
 
 from __future__ import annotations
@@ -46,15 +48,32 @@ def lifetime_delta(deltas: Sequence[float]) -> float:
 
 def compose(pairs: Sequence[tuple[float, float]], target_delta: float) -> float:
     """Return the least ε (an upper bound) of the composition of the (εᵢ, δᵢ) ``pairs`` at
-    ``target_delta``, from dp-accounting's PLD of the pairs' worst mechanisms; never above
-    Σεᵢ when Σδᵢ ≤ ``target_delta`` (the naive sum holds there too)."""
+    ``target_delta``: the least of the bounds that hold there.
+
+    Batches that share one pair get the exact closed form; others dp-accounting's PLD
+    (:func:`pld_epsilon`), or the closed form at their largest pair when that is lower (every
+    pair is also an (ε_max, δ_max) pair); never above Σεᵢ when Σδᵢ ≤ ``target_delta``.
+    """
     if not pairs:
         raise ValueError("nothing to compose")
-    naive = math.fsum(epsilon for epsilon, _ in pairs)
-    if len(pairs) == 1 and pairs[0][1] <= target_delta:
-        return pairs[0][0]
+    worst = max(epsilon for epsilon, _ in pairs), max(delta for _, delta in pairs)
+    if len(pairs) == 1 and worst[1] <= target_delta:
+        return worst[0]
+    composed = optimal_homogeneous_epsilon(*worst, len(pairs), target_delta)
+    if len(set(pairs)) > 1:
+        composed = min(composed, pld_epsilon(pairs, target_delta))
+    if math.fsum(delta for _, delta in pairs) <= target_delta:
+        return min(composed, math.fsum(epsilon for epsilon, _ in pairs))
+    return composed
+
+
+def pld_epsilon(pairs: Sequence[tuple[float, float]], target_delta: float) -> float:
+    """Return dp-accounting's ε at ``target_delta`` for the PLDs of the ``pairs``' worst
+    mechanisms composed, each εᵢ rounded up to the grid (pessimistic: never below the exact
+    composition; up to 0.5% above it, measured against the closed form)."""
     from dp_accounting.pld import common, privacy_loss_distribution  # the collector's only
 
+    naive = math.fsum(epsilon for epsilon, _ in pairs)
     step = max(min(epsilon for epsilon, _ in pairs) / PER_BATCH, naive / SPAN)
     groups = Counter((_steps_above(epsilon, step), delta) for epsilon, delta in pairs)
     total = None
@@ -66,10 +85,7 @@ def compose(pairs: Sequence[tuple[float, float]], target_delta: float) -> float:
         many = one.self_compose(count) if count > 1 else one
         total = many if total is None else total.compose(many)
     assert total is not None
-    composed = float(total.get_epsilon_for_delta(target_delta))
-    if math.fsum(delta for _, delta in pairs) <= target_delta:
-        return min(composed, naive)
-    return composed
+    return float(total.get_epsilon_for_delta(target_delta))
 
 
 def _steps_above(epsilon: float, step: float) -> int:

@@ -16,9 +16,9 @@ Over the window a device is in at most one batch per time bucket (the SDK's defa
 ``reports_per_period`` is 1, and its period is the task's bucket), so its central guarantee
 over the window is the composition of one pair per bucket: the bucket's weakest batch (or
 slice count), each at the accountant's ε (:mod:`ldp_telemetry.shared.shuffling.composition`).
-For that composition each batch's n is first rounded down to a power of 2^(1/32) (ε falls as
-n grows, so this only errs towards privacy, by about 1%), so that a year of daily batches
-needs only a few runs of the accountant.
+Beyond 16 distinct sizes each batch's n is first rounded down to a power of 2^(1/32) (ε falls
+as n grows, so this only errs towards privacy, by about 1%), so that a year of daily batches
+needs a few dozen runs of the accountant at most, not one per batch.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from ldp_telemetry.shared.answers import Central, CentralLifetime
 from ldp_telemetry.shared.shuffling.amplification import Reduction, generic, reduction_of
 
 DEFAULT_DELTA = 1e-8
-GRID = 32  # a lifetime's batch sizes are rounded down to whole powers of 2^(1/GRID)
+EXACT_SIZES = 16  # a lifetime with more distinct batch sizes rounds them down to a grid:
+GRID = 32  # whole powers of 2^(1/GRID)
 NO_BATCH = "no shuffled batch is recorded for this range: its reports came in directly"
 NO_SLICE_COUNTS = (
     "a slice of these reports has no count in the shuffled batches of this range, and a "
@@ -92,8 +93,9 @@ def central_fields(
     }
     weakest = _weakest(batches, held)
     if weakest:
-        epsilons = [_epsilon(reduction, batch_floor(n), delta) for n in weakest]
-        answer["lifetime"] = _lifetime(epsilons, delta)
+        rounded = len(set(weakest)) > EXACT_SIZES
+        sizes = [batch_floor(n) if rounded else n for n in weakest]
+        answer["lifetime"] = _lifetime([_epsilon(reduction, n, delta) for n in sizes], delta)
     return answer
 
 
