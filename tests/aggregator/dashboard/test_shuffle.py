@@ -1,4 +1,5 @@
-"""The task page shows the central ε the estimates answer, or why there is none."""
+"""The task page shows the central ε the estimates answer (and a device's over the range's
+batches), or why there is none."""
 
 from __future__ import annotations
 
@@ -65,5 +66,7 @@ def test_task_page_shows_central_epsilon(app: Flask, shuffled: bool) -> None:
     if shuffled:
         assert f'data-value="{answer["central_epsilon"]}"' in html
         assert "Central ε over this range" in html
+        assert f'data-value="{answer["lifetime"]["epsilon"]}"' in html
+        assert "per time bucket of this range (1 batches): central ε" in html
     else:
         assert "No central ε over this range: no shuffled batch is recorded" in html
