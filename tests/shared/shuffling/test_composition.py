@@ -118,7 +118,10 @@ def test_batches_of_different_epsilons_sit_between_their_homogeneous_bounds() ->
 
 
 def test_a_target_below_the_batches_deltas_is_not_met_by_the_naive_sum() -> None:
-    # δ(ε') ≥ 1 − (1 − δ)^k whatever ε': at δ = one batch's δ, k batches reach no ε below kε
-    assert compose([(0.3, 1e-6)] * 3, 1e-6) >= 0.9 - 1e-9
+    # δ(ε') ≥ 1 − (1 − δ)^k whatever ε': at δ = one batch's δ, 3 batches reach no ε at all
+    assert compose([(0.3, 1e-6)] * 3, 1e-6) == math.inf
+    assert compose([(0.3, 1e-6), (0.2, 1e-6)], 1e-6) == math.inf
+    assert optimal_homogeneous_epsilon(0.3, 1e-6, 3, 2.99e-6) == math.inf
+    assert optimal_homogeneous_epsilon(0.3, 1e-6, 3, 3e-6) <= 0.9  # 1 − (1 − δ)³ < 3δ
     with pytest.raises(ValueError, match="nothing"):
         compose([], 1e-6)

@@ -101,7 +101,7 @@ def optimal_homogeneous_delta(epsilon: float, delta: float, k: int, total: float
     """Return the exact δ at ε' = ``total`` of k compositions of one (ε, δ) pair."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    kept = (1.0 - delta) ** k
+    kept = math.exp(k * math.log1p(-delta))  # (1 − δ)^k, and 1 − it, without cancellation
     log_norm = k * math.log1p(math.exp(epsilon))
     hockey = 0.0
     for low in range(k + 1):  # l of the k losses are −ε, the rest +ε
@@ -111,15 +111,15 @@ def optimal_homogeneous_delta(epsilon: float, delta: float, k: int, total: float
         log_choose = math.lgamma(k + 1) - math.lgamma(low + 1) - math.lgamma(k - low + 1)
         log_term = log_choose + (k - low) * epsilon - log_norm + math.log(-math.expm1(-gap))
         hockey += math.exp(log_term)
-    return 1.0 - kept + kept * hockey
+    return -math.expm1(k * math.log1p(-delta)) + kept * hockey
 
 
 def optimal_homogeneous_epsilon(epsilon: float, delta: float, k: int, target: float) -> float:
     """Return the least ε' (rounded up, to 10⁻⁹) with δ(ε') ≤ ``target`` for k compositions
-    of one (ε, δ) pair; k·ε when even that needs more than ``target``."""
+    of one (ε, δ) pair; infinity when no ε' has (``target`` < 1 − (1 − δ)^k)."""
     low, high = 0.0, k * epsilon
     if optimal_homogeneous_delta(epsilon, delta, k, high) > target:
-        return high
+        return math.inf  # at k·ε only the δ's are left: no larger ε' has less
     while high - low > 1e-9 * max(1.0, high):
         middle = (low + high) / 2.0
         if optimal_homogeneous_delta(epsilon, delta, k, middle) <= target:
