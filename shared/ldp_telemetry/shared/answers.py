@@ -135,7 +135,10 @@ class Central(_CentralFields, total=False):
     central_epsilon_reason: Annotated[str, Doc("why there is no central_epsilon")]
     lifetime: Annotated[
         CentralLifetime,
-        Doc("with a central_epsilon: a device's composed central epsilon over the range"),
+        Doc(
+            "with a central_epsilon, unless the task is longitudinal: a device's composed "
+            "central epsilon over the range"
+        ),
     ]
 
 

@@ -1,5 +1,6 @@
 """The lifetime block of a shuffled answer: one batch per bucket, the bucket's weakest, and
-beyond 16 distinct sizes each rounded down to the grid (never up: ε falls as n grows)."""
+beyond 16 distinct sizes each rounded down to the grid (never up: ε falls as n grows); none
+for a longitudinal task."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ldp_telemetry.aggregator.core.analysis.central import (
 )
 from ldp_telemetry.aggregator.core.analysis.query import Window
 from ldp_telemetry.aggregator.store import ShuffledWindow
+from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.shuffling.accountant import central_epsilon
 from ldp_telemetry.shared.shuffling.amplification import reduction_of
 from ldp_telemetry.shared.shuffling.composition import compose
@@ -33,8 +35,8 @@ class Batches:
         return self.window
 
 
-def answer(sizes: list[int], buckets: list[int]) -> Any:
-    task = kind_task("rr")
+def answer(sizes: list[int], buckets: list[int], task: TaskConfig | None = None) -> Any:
+    task = kind_task("rr") if task is None else task
     window = ShuffledWindow(
         len(sizes), min(sizes), sum(sizes), tuple({0: n} for n in sizes), tuple(buckets),
         tuple(sizes),
@@ -73,3 +75,11 @@ def test_many_distinct_sizes_are_rounded_down_to_the_grid() -> None:
     # rounding down only errs towards privacy, by about 1% here
     assert sum(exact) < body["lifetime"]["naive_epsilon"] < 1.02 * sum(exact)
     assert batch_floor(1) == 1 and batch_floor(2) == 2 and batch_floor(10**6) <= 10**6
+
+
+def test_a_longitudinal_task_gets_no_composition() -> None:
+    # its days re-randomize one permanent response: not independent mechanisms of the value
+    layers = {"epsilon_inf": 2.0, "epsilon_1": 1.0}
+    task = TaskConfig.create(task_id="lt", mechanism="rr", longitudinal=layers)
+    _, body = answer([500, 600], [0, DAY], task)
+    assert body["central_epsilon"] > 0 and "lifetime" not in body

@@ -18,7 +18,10 @@ over the window is the composition of one pair per bucket: the bucket's weakest 
 slice count), each at the accountant's ε (:mod:`ldp_telemetry.shared.shuffling.composition`).
 Beyond 16 distinct sizes each batch's n is first rounded down to a power of 2^(1/32) (ε falls
 as n grows, so this only errs towards privacy, by about 1%), so that a year of daily batches
-needs a few dozen runs of the accountant at most, not one per batch.
+needs a few dozen runs of the accountant at most, not one per batch. A longitudinal task gets
+no such composition: its reports on different days share the device's permanent response, so
+they are not independent mechanisms of the value, and the per-batch bounds (of the value's
+whole channel) do not compose by any theorem used here; its local lifetime bound holds.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ldp_telemetry.aggregator.core.analysis.query import Window
 from ldp_telemetry.aggregator.store import ShuffledWindow
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.answers import Central, CentralLifetime
+from ldp_telemetry.shared.mechanisms.features import longitudinal
 from ldp_telemetry.shared.shuffling.amplification import Reduction, generic, reduction_of
 
 DEFAULT_DELTA = 1e-8
@@ -92,7 +96,7 @@ def central_fields(
         "smallest_batch": smallest,
     }
     weakest = _weakest(batches, held)
-    if weakest:
+    if weakest and longitudinal(task.mechanism_object) is None:
         rounded = len(set(weakest)) > EXACT_SIZES
         sizes = [batch_floor(n) if rounded else n for n in weakest]
         answer["lifetime"] = _lifetime([_epsilon(reduction, n, delta) for n in sizes], delta)
