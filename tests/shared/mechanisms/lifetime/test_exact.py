@@ -13,6 +13,7 @@ import pytest
 
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.mechanisms.lifetime.loloha import LocalHashingLongitudinal
+from ldp_telemetry.shared.mechanisms.lifetime.spec import MIN_SEEDS, default_seeds
 
 DOMAIN = [f"v{i}" for i in range(6)]
 
@@ -31,7 +32,10 @@ def cell_probabilities(mechanism: LocalHashingLongitudinal, value: int) -> list[
     buckets = mechanism.family.buckets
     share = Fraction(1, mechanism.seeds)
     return [
-        [share * (channel.keep if buckets[j, value] == y else channel.other) for y in range(mechanism.g)]
+        [
+            share * (channel.keep if buckets[j, value] == y else channel.other)
+            for y in range(mechanism.g)
+        ]
         for j in range(mechanism.seeds)
     ]
 
@@ -149,3 +153,16 @@ def test_over_buckets_adds_the_permanent_layers_exact_variance() -> None:
     shared = mechanism.family.variance(counts, 500, np.array([1, 2]), permanent.p, permanent.q)
     assert three.std_error**2 == pytest.approx(one.std_error**2 + 2 * shared)
     assert np.all(three.std_error > one.std_error)
+
+
+def test_the_default_family_is_one_and_a_half_rows_per_value_per_bucket() -> None:
+    assert (default_seeds(100, 4), default_seeds(100, 2)) == (50, 149)
+    assert default_seeds(6, 2) == MIN_SEEDS  # small domains: far from all-row collisions
+    assert default_seeds(4096, 2) == 6143  # beyond the exact solve's budget: OLH answers
+
+
+@pytest.mark.parametrize(("size", "g"), [(3, 2), (6, 4), (100, 2), (100, "optimal"), (300, 3)])
+def test_the_default_family_tells_the_values_apart(size: int, g: Any) -> None:
+    mechanism = loloha(domain=[f"v{i}" for i in range(size)], g=g)
+    assert mechanism.seeds == default_seeds(size, mechanism.g)
+    assert mechanism.family.exact

@@ -13,6 +13,7 @@ import pytest
 from ldp_telemetry.shared import ParameterError, TaskConfig
 from ldp_telemetry.shared.mechanisms.lifetime.loloha import LocalHashingLongitudinal
 from ldp_telemetry.shared.mechanisms.lifetime.spec import (
+    default_seeds,
     optimal_buckets,
     rare_value_variance,
 )
@@ -95,7 +96,7 @@ def test_the_task_publishes_g_and_both_epsilons_under_protocol_1_1() -> None:
         "epsilon_inf": 4.0,
         "epsilon_1": 1.0,
         "g": "optimal",
-        "seeds": 256,
+        "seeds": default_seeds(len(DOMAIN), g),  # filled in: the fingerprint holds it
         "hash_seed": 11,
     }
     assert served["effective_epsilon"] <= 1.0 < served["effective_epsilon_inf"] <= 4.0
