@@ -81,9 +81,10 @@ def mechanism(variant: str, seed: int) -> Any:
     if variant == "rappor":
         permanent = GeneralizedRandomizedResponse(epsilon=EPSILON_INF, domain=DOMAIN)
         return Longitudinal(permanent, LongitudinalSpec(EPSILON_INF, epsilon_1=EPSILON_1), "sim")
-    g: int | str = {"bilolha": 2, "ololoha": "optimal", "loloha g=3": 3}[variant]
-    layer = {"variant": "loloha", "epsilon_inf": EPSILON_INF, "epsilon_1": EPSILON_1, "g": g}
-    spec = LocalHashingSpec.parse({**layer, "hash_seed": seed}, domain_size=K)  # default seeds
+    g: dict[str, int | str] = {"bilolha": 2, "ololoha": "optimal", "loloha g=3": 3}
+    layer = {"variant": "loloha", "epsilon_inf": EPSILON_INF, "epsilon_1": EPSILON_1}
+    option = {**layer, "g": g[variant], "hash_seed": seed}  # seeds left out: the default
+    spec = LocalHashingSpec.parse(option, domain_size=K)
     domain = GeneralizedRandomizedResponse(epsilon=EPSILON_INF, domain=DOMAIN)
     return LocalHashingLongitudinal(domain, spec, "sim")
 
