@@ -5,6 +5,7 @@ tell the values apart."""
 
 from __future__ import annotations
 
+import pickle
 from fractions import Fraction
 from typing import Any, cast
 
@@ -166,3 +167,12 @@ def test_the_default_family_tells_the_values_apart(size: int, g: Any) -> None:
     mechanism = loloha(domain=[f"v{i}" for i in range(size)], g=g)
     assert mechanism.seeds == default_seeds(size, mechanism.g)
     assert mechanism.family.exact
+
+
+def test_a_pickled_mechanism_answers_alike() -> None:
+    mechanism = loloha(g=2, seeds=8)
+    sums = mechanism.new_sums()
+    sums.add_many(mechanism.privatize_many(["v1"] * 300, np.random.default_rng(4)))
+    before = mechanism.estimate(sums)
+    again = pickle.loads(pickle.dumps(mechanism))
+    assert np.array_equal(again.estimate(sums).std_error, before.std_error)

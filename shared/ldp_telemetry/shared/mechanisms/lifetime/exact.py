@@ -36,11 +36,14 @@ L[d, c] − κ·u(d): :meth:`FamilySolve.reach`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from ldp_telemetry.shared.errors import ParameterError
+from ldp_telemetry.shared.hashing import RowHashes
 
 # Work budget of the exact solve, F·g·d² multiply-adds (M is built once per task; each
 # answer's variance costs F·g·d·candidates, about a second at the budget): beyond it OLH's
@@ -52,25 +55,34 @@ CONDITION_LIMIT = 1e9  # M's largest/smallest eigenvalue ratio above which it is
 
 
 class FamilySolve:
-    """The exact estimator of one family over g buckets: ``bucket_matrix()`` gives H (F × d),
-    asked for only when the estimator is exact (F·d can be large)."""
+    """The exact estimator of one family over g buckets: ``hashes`` (its F rows) of the d
+    values' ``keys``; H is built only when the estimator is exact (F·d can be large)."""
 
-    def __init__(self, bucket_matrix: Callable[[], np.ndarray], F: int, d: int, g: int) -> None:
-        self._bucket_matrix = bucket_matrix
-        self.F, self.d, self.g = F, d, g
-        self.buckets = np.zeros((F, 0), dtype=np.int64)
+    def __init__(self, hashes: RowHashes, keys: np.ndarray, g: int) -> None:
+        self.hashes, self.keys = hashes, keys
+        self.F, self.d, self.g = hashes.k, len(keys), g
+        self.buckets = np.zeros((self.F, 0), dtype=np.int64)
         self._inverse: np.ndarray | None = None
+        self._unit: np.ndarray | None = None
         self._decided = False
         self._exact = False
-        self._unit: np.ndarray | None = None
+        self._lock = threading.Lock()  # estimates may run in threads: decide once
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     @property
     def exact(self) -> bool:
         """Return whether the exact estimator answers (M invertible, within the budget)."""
-        if not self._decided:
-            self._decided = True
-            if self.F * (self.g - 1) + 1 >= self.d and self.work <= MAX_WORK:
-                self._solve()
+        with self._lock:
+            if not self._decided:
+                if self.F * (self.g - 1) + 1 >= self.d and self.work <= MAX_WORK:
+                    self._solve()
+                self._decided = True
         return self._exact
 
     @property
@@ -79,7 +91,7 @@ class FamilySolve:
         return self.F * self.g * self.d * self.d
 
     def _solve(self) -> None:
-        self.buckets = np.asarray(self._bucket_matrix(), dtype=np.int64)
+        self.buckets = self.hashes.bucket_matrix(self.keys, slice(0, self.F)).T.copy()
         share = np.zeros((self.d, self.d))
         for block in self._blocks():
             share += block.T @ block

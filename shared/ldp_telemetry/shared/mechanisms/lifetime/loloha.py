@@ -158,12 +158,7 @@ class LocalHashingLongitudinal(Longitudinal):
         )
         permanent.domain_size = domain.d
         keys = permanent.keys(list(domain.domain))
-        self.family = FamilySolve(
-            lambda: permanent.hashes.bucket_matrix(keys, slice(0, spec.seeds)).T,
-            spec.seeds,
-            domain.d,
-            permanent.g,
-        )
+        self.family = FamilySolve(permanent.hashes, keys, permanent.g)
         super().__init__(permanent, spec, identity)
         self._row_context = _ROW_CONTEXT + identity.encode()
         self.domain = domain
