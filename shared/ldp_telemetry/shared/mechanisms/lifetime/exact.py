@@ -37,7 +37,7 @@ L[d, c] − κ·u(d): :meth:`FamilySolve.reach`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,7 @@ from ldp_telemetry.shared.hashing import RowHashes
 # error of a private hash per device, simulations/README.md, linkage).
 MAX_WORK = 1 << 30
 ROWS_PER_BLOCK = 512  # rows turned into a (rows·g × d) 0/1 block at once
+READ_ROWS = 4096  # rows of the sums read at once
 CONDITION_LIMIT = 1e9  # M's largest/smallest eigenvalue ratio above which it is singular
 
 
@@ -124,16 +125,28 @@ class FamilySolve:
 
     def gathered(self, table: np.ndarray) -> np.ndarray:
         """Return S(v) = Σ_j C[j, H[j, v]] for every value."""
+        return self.gather(lambda rows: table[rows])
+
+    def gather(self, read: Callable[[slice], np.ndarray]) -> np.ndarray:
+        """Return S(v) with the table's rows read block by block (a store streams them)."""
         self._ready()
-        flat = np.asarray(table, dtype=float).ravel()  # counts: exact below 2^53
-        cells = self.buckets + self.g * np.arange(self.F)[:, None]
-        return np.asarray(flat[cells].sum(axis=0))
+        total = np.zeros(self.d)
+        for start in range(0, self.F, READ_ROWS):
+            rows = slice(start, min(self.F, start + READ_ROWS))
+            flat = np.asarray(read(rows), dtype=float).ravel()  # counts: exact below 2^53
+            part = self.buckets[rows]
+            total += flat[part + self.g * np.arange(part.shape[0])[:, None]].sum(axis=0)
+        return total
 
     def estimate(self, table: np.ndarray, n: int, keep: float, other: float) -> np.ndarray:
         """Return f̂ for every value (unbiased; ``keep``, ``other``: p′ and q′)."""
+        return self.solve(self.gathered(table), n, keep, other)
+
+    def solve(self, gathered: np.ndarray, n: int, keep: float, other: float) -> np.ndarray:
+        """Return f̂ for every value from S (:meth:`gather`)."""
         self._ready()
         assert self._inverse is not None
-        return self._inverse @ (self.gathered(table) - n * other) / (keep - other)
+        return self._inverse @ (gathered - n * other) / (keep - other)
 
     def variance(
         self, counts: np.ndarray, n: int, chosen: np.ndarray, keep: float, other: float

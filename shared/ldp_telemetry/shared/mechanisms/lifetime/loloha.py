@@ -274,10 +274,10 @@ class LocalHashingLongitudinal(Longitudinal):
         channel: Any = self.instant
         check_shape(sums, self.seeds, self.g, repr(self))
         read, done = channel.row_totals.reader(sums)  # the sums checks reuse the total
-        table = read(slice(0, self.seeds))
+        gathered = self.family.gather(read)
         done()
         n = int(sums.total)
-        counts = self.family.estimate(table, n, channel.p, channel.q)
+        counts = self.family.solve(gathered, n, channel.p, channel.q)
         variance = self.family.variance(np.clip(counts, 0, n), n, index, channel.p, channel.q)
         return Estimates.from_variance(chosen, counts[index], variance, n, level)
 
