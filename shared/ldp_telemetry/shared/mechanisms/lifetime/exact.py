@@ -152,10 +152,16 @@ class FamilySolve:
         self, counts: np.ndarray, n: int, chosen: np.ndarray, keep: float, other: float
     ) -> np.ndarray:
         """Return Var f̂(d) for the ``chosen`` value indices at the ``counts`` of every value
-        (the estimates, clipped to [0, n]) among n reports."""
+        (the estimates, clipped to [0, n]) among n reports.
+
+        The counts are first scaled to add up to n (uniform if all are 0): the variance is then
+        that of a real population, never negative.
+        """
         self._ready()
         assert self._inverse is not None and self._unit is not None
-        counts = np.asarray(counts, dtype=float)
+        counts = np.clip(np.asarray(counts, dtype=float), 0.0, None)
+        total = float(counts.sum())
+        counts = counts * (n / total) if total > 0 else np.full(self.d, n / self.d)
         gap = keep - other
         kappa = other / gap
         rows = self._inverse[chosen] / gap  # (chosen × d)
