@@ -22,9 +22,12 @@ device's own bucket after both layers at ε∞ and ε₁. We take the integer mi
 With the instantaneous layer calibrated to ε₁ exactly, one report is GRR over g at ε₁, so
 p′ = e^ε₁/(e^ε₁ + g − 1) and the optimum depends on ε₁ alone (near e^ε₁ + 1, OLH's). The
 paper's closed form depends on ε∞ too: its composition leaves out the (g − 2)·q1·q2 term of
-P(report = a wrong bucket), so its ε₁ is not the implemented one beyond g = 2 (it gives 2.79
-at ε∞ = 2, ε₁ = 1, where the exact channel's optimum is 4). A larger g costs lifetime ε
-(g·ε∞): BiLOLOHA's g = 2 is the choice when the lifetime bound matters most.
+P(report = a wrong bucket), so beyond g = 2 its channel spends less than ε₁ (0.948 at g = 3,
+ε∞ = 2, ε₁ = 1) and adds noise that grows with g. Its closed form is right for that channel
+(rounded, it is the integer minimiser of that channel's variance: 3 at ε∞ = 2, ε₁ = 1, from
+2.79), not for the implemented one, whose optimum there is 4 (g = 3 has 2 % more variance).
+A larger g costs lifetime ε (g·ε∞): BiLOLOHA's g = 2 is the choice when the lifetime bound
+matters most, g = 3 a middle one (simulations/README.md, lifetime).
 """
 
 from __future__ import annotations
