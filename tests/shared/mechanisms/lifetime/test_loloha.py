@@ -1,5 +1,5 @@
 """LOLOHA (grr's longitudinal variant): exact ε₁ and ε∞, at most g permanent responses per
-device for ever, a row from a public family, and the OLH estimator's closed-form variance."""
+device for ever, a row from a public family, the estimator's closed-form variance, optimal g."""
 
 from __future__ import annotations
 
