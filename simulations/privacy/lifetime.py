@@ -9,13 +9,17 @@ through the device rules of PROTOCOL.md §4 with the SDK's default cap (max_epsi
   cap applies by default);
 - ``rappor``: grr's longitudinal layers (§3.9): a permanent response per value at ε∞;
 - ``bilolha`` / ``ololoha``: LOLOHA (§3.13) with g = 2 and the optimal g: a permanent
-  response per hashed bucket.
+  response per hashed bucket; ``loloha g=3``: the g the paper's closed form gives here
+  (2.79, rounded), with our exactly calibrated ε₁ (``shared/mechanisms/lifetime/spec.py``).
 
 Per variant: each device's lifetime ε (plain: the sum of its reports' ε; the others: the ε∞ of
-the permanent responses its ledger drew), its median, 99th percentile and maximum; the share
-of devices the cap silenced at least once and of records refused; and the daily estimates'
-error: the RMSE over the k values of (estimated − true share), the truth being every device's
-value that day (a silenced device's value is missing from the estimate).
+the permanent responses its ledger drew), its median, 99th percentile and maximum; beside it
+what the device *would* spend to keep reporting every day with no cap (the ε∞ of every
+distinct value, or bucket, it held): a silenced RAPPOR device stops spending, so the capped
+p99 flatters RAPPOR's layers, and both ratios are shown; the share of devices the cap silenced
+at least once and of records refused; and the daily estimates' error: the RMSE over the k
+values of (estimated − true share), the truth being every device's value that day (a silenced
+device's value is missing from the estimate).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ K, EPSILON_INF, EPSILON_1, CAP = 100, 2.0, 1.0, 64.0
 DOMAIN = [f"v{i}" for i in range(K)]
 GROUPS = {"stable": 0.7, "churning": 0.1, "drifting": 0.2}
 DRIFT_DAYS = 30
-VARIANTS = ("plain", "rappor", "bilolha", "ololoha")
+VARIANTS = ("plain", "rappor", "bilolha", "ololoha", "loloha g=3")
 
 
 @dataclass(frozen=True)
@@ -77,8 +81,10 @@ def mechanism(variant: str, seed: int) -> Any:
     if variant == "rappor":
         permanent = GeneralizedRandomizedResponse(epsilon=EPSILON_INF, domain=DOMAIN)
         return Longitudinal(permanent, LongitudinalSpec(EPSILON_INF, epsilon_1=EPSILON_1), "sim")
-    g: int | str = 2 if variant == "bilolha" else "optimal"
-    spec = LocalHashingSpec(EPSILON_INF, EPSILON_1, g=g, seeds=256, hash_seed=seed)
+    g: dict[str, int | str] = {"bilolha": 2, "ololoha": "optimal", "loloha g=3": 3}
+    layer = {"variant": "loloha", "epsilon_inf": EPSILON_INF, "epsilon_1": EPSILON_1}
+    option = {**layer, "g": g[variant], "hash_seed": seed}  # seeds left out: the default
+    spec = LocalHashingSpec.parse(option, domain_size=K)
     domain = GeneralizedRandomizedResponse(epsilon=EPSILON_INF, domain=DOMAIN)
     return LocalHashingLongitudinal(domain, spec, "sim")
 
@@ -88,12 +94,18 @@ class Ledger:
 
     def __init__(self, devices: int, keys: int, epsilon_inf: float) -> None:
         self.drawn = np.zeros((devices, keys), dtype=bool)
+        self.held = np.zeros((devices, keys), dtype=bool)  # every key held, drawn or refused
         self.spent = np.zeros(devices)
         self.epsilon_inf = epsilon_inf
+
+    def uncapped(self) -> np.ndarray:
+        """Return what each device would have spent with no cap: ε∞ per distinct key held."""
+        return self.held.sum(axis=1) * self.epsilon_inf
 
     def admit(self, keys: np.ndarray) -> np.ndarray:
         """Return which devices may report a value with these keys, charging new ones."""
         devices = np.arange(len(keys))
+        self.held[devices, keys] = True
         known = self.drawn[devices, keys]
         fits = self.spent + self.epsilon_inf <= CAP + 1e-9
         new = ~known & fits
@@ -140,14 +152,17 @@ def simulate(variant: str, values: np.ndarray, rng: np.random.Generator, show: b
         truth = np.bincount(today, minlength=K) / n
         errors.append(float(np.sqrt(np.mean((estimate - truth) ** 2))))
     lifetime = ledger.spent if longitudinal else np.full(n, days * chosen.effective_epsilon)
+    uncapped = ledger.uncapped() if longitudinal else lifetime
     return {
         "variant": variant,
         "g": getattr(chosen, "g", None) or "",
+        "seeds": getattr(chosen, "seeds", None) or "",
         "epsilon_1": chosen.effective_epsilon,
         "epsilon_inf": chosen.effective_epsilon_inf if longitudinal else float("nan"),
         "median": float(np.median(lifetime)),
         "p99": float(np.quantile(lifetime, 0.99)),
         "max": float(lifetime.max()),
+        "uncapped_p99": float(np.quantile(uncapped, 0.99)),
         "silenced": float(silenced.mean()),
         "refused": refused / (days * n),
         "error": float(np.mean(errors)),
@@ -163,6 +178,7 @@ def compute(sizes: Sizes, rng: np.random.Generator, show: bool) -> list[dict[str
     for row in rows:
         row["error_vs_rappor"] = row["error"] / rappor["error"]
         row["p99_vs_rappor"] = rappor["p99"] / row["p99"]
+        row["uncapped_vs_rappor"] = rappor["uncapped_p99"] / row["uncapped_p99"]
     return rows
 
 
@@ -182,19 +198,24 @@ def table(rows: list[dict[str, Any]], sizes: Sizes) -> Table:
     """Return the rows as a table."""
     notes = (
         f"{sizes.devices:,} devices, {sizes.days} days, k = {K}, ε∞ = {EPSILON_INF:g}, "
-        f"ε₁ = {EPSILON_1:g}, cap max_epsilon_inf = {CAP:g}; LOLOHA with 256 seeds. Population: "
-        "70 % stable, 10 % a new value daily, 20 % the next value every 30 days."
+        f"ε₁ = {EPSILON_1:g}, cap max_epsilon_inf = {CAP:g}; LOLOHA with its default seeds "
+        "(⌈1.5·(k − 1)/(g − 1)⌉) and the exact estimator. Population: 70 % stable, 10 % a new "
+        "value daily, 20 % the next value every 30 days. Uncapped: what "
+        "a device would spend to keep reporting daily (ε∞ per distinct value or bucket held)."
     )
     return Table(
         "A year of daily reports: lifetime ε per device, silencing and daily error",
         [
             Column("variant", "variant"),
             Column("g", "g"),
+            Column("seeds", "seeds"),
             Column("epsilon_1", "ε₁", "{:.3f}"),
             Column("median", "lifetime ε median", "{:.1f}"),
             Column("p99", "p99", "{:.1f}"),
             Column("max", "max", "{:.1f}"),
             Column("p99_vs_rappor", "RAPPOR p99 / p99", "{:.1f}"),
+            Column("uncapped_p99", "uncapped p99", "{:.1f}"),
+            Column("uncapped_vs_rappor", "RAPPOR uncapped p99 / uncapped p99", "{:.1f}"),
             Column("silenced", "devices silenced", "{:.1%}"),
             Column("refused", "records refused", "{:.1%}"),
             Column("error", "daily RMSE of shares", "{:.4f}"),

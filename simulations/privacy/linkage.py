@@ -16,7 +16,9 @@ mechanism and hold W = 30 days of one device's reports:
 
 Both are simple attackers, lower bounds on the best one. Each variant also gives one day's
 estimation error (RMSE of the shares of 100 values over ``accuracy_devices`` devices): LOLOHA's
-seed family F trades linkage (about n/F devices share a row) against collision bias (F rows).
+seed family F trades linkage (about n/(F·g) devices share a row and a bucket) against accuracy:
+below F(g − 1) + 1 < k rows no estimator is unbiased (OLH's answers, with the family's collision
+bias), just above it the exact estimator's variance is large.
 """
 
 from __future__ import annotations
@@ -38,19 +40,21 @@ from simulations.common.tables import Column, Table
 NAME = "linkage"
 SUMMARY = (
     "an attacker linking one device's daily reports and detecting a change of its value, "
-    "per longitudinal variant (plain, RAPPOR, LOLOHA with 16 / 256 / 65,536 seeds)"
+    "per longitudinal variant (plain, RAPPOR, LOLOHA with 16 seeds to 65,536)"
 )
 K, EPSILON_INF, EPSILON_1, HISTORY = 100, 2.0, 1.0, 30
 DOMAIN = [f"v{i}" for i in range(K)]
-# (label, kind, g, seeds)
+# (label, kind, g, seeds); 149 and 50 are the default families for k = 100 at g = 2 and 4.
 VARIANTS: tuple[tuple[str, str, Any, int], ...] = (
     ("plain", "plain", None, 0),
     ("rappor", "rappor", None, 0),
     ("bilolha, 16 seeds", "loloha", 2, 16),
-    ("bilolha, 50 seeds", "loloha", 2, 50),
+    ("bilolha, 149 seeds (default)", "loloha", 2, 149),
     ("bilolha, 256 seeds", "loloha", 2, 256),
     ("bilolha, 65,536 seeds", "loloha", 2, MAX_SEEDS),
-    ("ololoha, 25 seeds", "loloha", "optimal", 25),
+    ("ololoha, 16 seeds", "loloha", "optimal", 16),
+    ("ololoha, 34 seeds", "loloha", "optimal", 34),
+    ("ololoha, 50 seeds (default)", "loloha", "optimal", 50),
     ("ololoha, 256 seeds", "loloha", "optimal", 256),
 )
 
@@ -157,6 +161,13 @@ def daily_error(kind: str, g: Any, seeds: int, sizes: Sizes, rng: np.random.Gene
     return float(np.mean(errors))
 
 
+def _estimator(stream: Stream) -> str:
+    """Return which estimator answers: LOLOHA's exact solve, or OLH's (too few rows)."""
+    if stream.kind != "loloha":
+        return "grr"
+    return "exact" if stream.mechanism.family.exact else "olh"
+
+
 def compute(sizes: Sizes, rng: np.random.Generator) -> list[dict[str, Any]]:
     """Return one row per variant: its ε, the two attackers' accuracies and its error."""
     zipf = 1.0 / np.arange(1, K + 1)
@@ -177,6 +188,7 @@ def compute(sizes: Sizes, rng: np.random.Generator) -> list[dict[str, Any]]:
                 "chance": 1.0 / sizes.devices,
                 "change": change_detection(Stream(kind, g, seeds, sizes.devices, rng), values, rng),
                 "error": daily_error(kind, g, seeds, sizes, rng),
+                "estimator": _estimator(stream),
             }
         )
     return rows
@@ -198,6 +210,7 @@ def table(rows: list[dict[str, Any]], sizes: Sizes) -> Table:
             Column("linking", "linking accuracy", "{:.1%}"),
             Column("change", "change detected (balanced)", "{:.1%}"),
             Column("error", "one day's RMSE of shares", "{:.4f}"),
+            Column("estimator", "estimator"),
         ],
         rows,
         notes=notes,

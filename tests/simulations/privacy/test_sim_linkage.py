@@ -22,6 +22,11 @@ def test_change_shows_under_memoization_and_rows_link_as_their_crowds_say() -> N
     assert many["linking"] > 0.5 > few["linking"]  # near-private seeds identify the device
     assert 0.55 < few["change"] < 0.9  # only a change of bucket and response shows
     assert few["lifetime"] == many["lifetime"] < rows["rappor"]["lifetime"]
+    # 16 rows cannot tell 100 values apart: OLH's biased estimator; the defaults solve exactly
+    assert few["estimator"] == rows["ololoha, 16 seeds"]["estimator"] == "olh"
+    for default in ("bilolha, 149 seeds (default)", "ololoha, 50 seeds (default)"):
+        assert rows[default]["estimator"] == "exact"
+        assert rows[default]["error"] <= 1.5 * rows["rappor"]["error"]
 
 
 def test_the_run_writes_the_table(tmp_path: Path) -> None:

@@ -225,7 +225,8 @@ class GeneralizedRandomizedResponseParams(ParamsBase):
         object.__setattr__(self, "epsilon", as_float(self.epsilon))
         spec: LongitudinalSpec | loloha_spec.LocalHashingSpec | None
         if loloha_spec.is_local_hashing(self.longitudinal):
-            spec = loloha_spec.LocalHashingSpec.parse(self.longitudinal)
+            size = len(self.domain) if isinstance(self.domain, Sequence) else 2  # checked below
+            spec = loloha_spec.LocalHashingSpec.parse(self.longitudinal, domain_size=size)
             longitudinal.refuse_epsilon_beside(self.epsilon)
         else:
             spec = longitudinal.check_epsilon_left_out(self.epsilon, self.longitudinal)

@@ -21,8 +21,12 @@ public family of hash rows h_0 … h_{F−1}: the sketches' family
 
 A report is OLH's (:mod:`ldp_telemetry.shared.mechanisms.olh`): (row j, bucket y), and one
 report, the device's key unknown, is exactly OLH over F rows with the two layers' composed keep
-probability p′; the estimator, its closed-form variance and its collision term are OLH's with
-that p′ (candidates: the grr domain). ε₁ and ε∞ are computed from the published integers.
+probability p′; the sums are OLH's F × g table. The collector knows the family and the domain,
+so the estimator solves exactly for the d counts from the F·g cells
+(:mod:`ldp_telemetry.shared.mechanisms.lifetime.exact`): unbiased for the task's own family,
+with no collision bias however few the rows, whenever the family tells the d values apart
+(F(g − 1) + 1 ≥ d at least); otherwise OLH's estimator with its collision term answers.
+ε₁ and ε∞ are computed from the published integers.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ from ldp_telemetry.shared.errors import ParameterError
 from ldp_telemetry.shared.estimates import DEFAULT_LEVEL, Estimates
 from ldp_telemetry.shared.mechanisms import longitudinal
 from ldp_telemetry.shared.mechanisms.domain import DomainMechanism, other_value
+from ldp_telemetry.shared.mechanisms.lifetime.exact import FamilySolve
 from ldp_telemetry.shared.mechanisms.lifetime.spec import LocalHashingSpec
 from ldp_telemetry.shared.mechanisms.longitudinal import Longitudinal
 from ldp_telemetry.shared.mechanisms.olh import HashedBatch, HashedReport, OptimizedLocalHashing
+from ldp_telemetry.shared.mechanisms.poisoning import Reach
 from ldp_telemetry.shared.mechanisms.sketches.base import Sketch
 from ldp_telemetry.shared.randomness import (
     SCALE,
@@ -55,7 +61,7 @@ from ldp_telemetry.shared.randomness import (
     uniform_word,
     uniform_words,
 )
-from ldp_telemetry.shared.sums import Sums
+from ldp_telemetry.shared.sums import Sums, check_shape
 
 _ROW_CONTEXT = b"ldp-telemetry hash row\x00"
 
@@ -151,6 +157,8 @@ class LocalHashingLongitudinal(Longitudinal):
             epsilon=spec.epsilon_inf, k=spec.seeds, g=spec.buckets(), hash_seed=spec.hash_seed
         )
         permanent.domain_size = domain.d
+        keys = permanent.keys(list(domain.domain))
+        self.family = FamilySolve(permanent.hashes, keys, permanent.g)
         super().__init__(permanent, spec, identity)
         self._row_context = _ROW_CONTEXT + identity.encode()
         self.domain = domain
@@ -257,8 +265,48 @@ class LocalHashingLongitudinal(Longitudinal):
     def estimate(
         self, sums: Sums, candidates: Sequence[Any] | None = None, level: float = DEFAULT_LEVEL
     ) -> Estimates:
-        """Estimate the counts of the candidates (default: every domain value) as OLH."""
+        """Estimate the counts of the candidates (default: every domain value): the exact
+        solve over the family when it tells the values apart, OLH's estimator otherwise."""
         chosen = list(self.domain.domain) if candidates is None else list(candidates)
-        for value in chosen:
-            self.domain.index_of(value)  # ValueOutOfDomain for a value outside the domain
-        return self.instant.estimate(sums, chosen, level)
+        index = np.array([self.domain.index_of(value) for value in chosen], dtype=np.int64)
+        if not self.family.exact:
+            return self.instant.estimate(sums, chosen, level)
+        channel: Any = self.instant
+        check_shape(sums, self.seeds, self.g, repr(self))
+        read, done = channel.row_totals.reader(sums)  # the sums checks reuse the total
+        gathered = self.family.gather(read)
+        done()
+        n = int(sums.total)
+        counts = self.family.solve(gathered, n, channel.p, channel.q)
+        variance = self.family.variance(np.clip(counts, 0, n), n, index, channel.p, channel.q)
+        return Estimates.from_variance(chosen, counts[index], variance, n, level)
+
+    def over_buckets(self, estimates: Estimates, buckets: int) -> Estimates:
+        """Return estimates over ``buckets`` time buckets (Longitudinal.over_buckets), with the
+        permanent layer's exact variance when the exact estimator answers.
+
+        That variance needs every value's count: the candidates' estimates (clipped), and the
+        reports left spread evenly over the values not asked about.
+        """
+        if buckets <= 1 or not self.family.exact:
+            return super().over_buckets(estimates, buckets)
+        n = estimates.n
+        index = np.array([self.domain.index_of(v) for v in estimates.values], dtype=np.int64)
+        counts = np.zeros(self.domain.d)
+        counts[index] = np.clip(np.asarray(estimates.estimate, dtype=float), 0, n)
+        rest = np.setdiff1d(np.arange(self.domain.d), index)
+        if len(rest):
+            counts[rest] = max(0.0, n - counts[index].sum()) / len(rest)
+        channel: Any = self.permanent
+        shared = self.family.variance(counts, n, index, channel.p, channel.q)
+        variance = estimates.std_error**2 + (buckets - 1) * shared
+        return Estimates.from_variance(
+            list(estimates.values), estimates.estimate, variance, n, estimates.level
+        )
+
+    def reach(self) -> Any:
+        """Return how far one report moves a count (the exact estimator's, when it answers)."""
+        if not self.family.exact:
+            return super().reach()
+        channel: Any = self.instant
+        return Reach(*self.family.reach(channel.p, channel.q))

@@ -2,9 +2,19 @@
 
 ``{"variant": "loloha", "epsilon_inf": ε∞, "epsilon_1": ε₁, "g": 2 | "optimal", "seeds": F,
 "hash_seed": S}`` on a grr task (:mod:`ldp_telemetry.shared.mechanisms.lifetime.loloha`).
-``seeds`` defaults to :data:`DEFAULT_SEEDS`; ``hash_seed`` is drawn by the collector when a task
-is created (like a sketch's). ``g`` stays as given in the task (``"optimal"`` or an integer);
-the integer a device uses is published in ``derived``.
+``hash_seed`` is drawn by the collector when a task is created (like a sketch's). ``g`` stays
+as given in the task (``"optimal"`` or an integer); the integer a device uses is published in
+``derived``.
+
+``seeds`` defaults to :func:`default_seeds` of the domain's size d and g, filled in when the task
+is read (so the task's JSON and fingerprint hold it). The family must tell the d values apart
+for the exact estimator (:mod:`ldp_telemetry.shared.mechanisms.lifetime.exact`), which needs
+F(g − 1) + 1 ≥ d; near that bound M is ill-conditioned and the error grows, and every row more
+links a device's reports better (about n/(F·g) devices share a row and a bucket). The default
+takes :data:`SEEDS_PER_VALUE` = 1.5 rows per value per bucket beyond the first,
+F = ⌈1.5·(d − 1)/(g − 1)⌉, at least :data:`MIN_SEEDS` (a small domain's family stays far from
+two values colliding in every row): for d = 100 that is 50 rows at g = 4 and 149 at g = 2
+(measured in simulations/README.md, linkage).
 
 Optimal g (Arcolezi et al. 2023, OLOLOHA): the g that minimises the estimator's variance for a
 rare value, (1/g)(1 − 1/g)/(p′ − 1/g)², where p′ is the probability that a report names the
@@ -12,9 +22,12 @@ device's own bucket after both layers at ε∞ and ε₁. We take the integer mi
 With the instantaneous layer calibrated to ε₁ exactly, one report is GRR over g at ε₁, so
 p′ = e^ε₁/(e^ε₁ + g − 1) and the optimum depends on ε₁ alone (near e^ε₁ + 1, OLH's). The
 paper's closed form depends on ε∞ too: its composition leaves out the (g − 2)·q1·q2 term of
-P(report = a wrong bucket), so its ε₁ is not the implemented one beyond g = 2 (it gives 2.79
-at ε∞ = 2, ε₁ = 1, where the exact channel's optimum is 4). A larger g costs lifetime ε
-(g·ε∞): BiLOLOHA's g = 2 is the choice when the lifetime bound matters most.
+P(report = a wrong bucket), so beyond g = 2 its channel spends less than ε₁ (0.948 at g = 3,
+ε∞ = 2, ε₁ = 1) and adds noise that grows with g. Its closed form is right for that channel
+(rounded, it is the integer minimiser of that channel's variance: 3 at ε∞ = 2, ε₁ = 1, from
+2.79), not for the implemented one, whose optimum there is 4 (g = 3 has 2 % more variance).
+A larger g costs lifetime ε (g·ε∞): BiLOLOHA's g = 2 is the choice when the lifetime bound
+matters most, g = 3 a middle one (simulations/README.md, lifetime).
 """
 
 from __future__ import annotations
@@ -31,7 +44,8 @@ from ldp_telemetry.shared.validation import check_epsilon
 
 VARIANT = "loloha"
 OPTIMAL = "optimal"
-DEFAULT_SEEDS = 256
+SEEDS_PER_VALUE = 1.5
+MIN_SEEDS = 32
 MAX_SEEDS = 1 << 16
 MAX_G = 256  # more buckets than this never lowers the variance at ε∞ ≤ ln 255
 MAX_HASH_SEED = (1 << 32) - 1
@@ -57,8 +71,9 @@ class LocalHashingSpec(JsonObject):
     flip: None = None  # read by Longitudinal: LOLOHA takes its noise from epsilon_1 only
 
     @classmethod
-    def parse(cls, raw: object) -> LocalHashingSpec:
-        """Return the option a JSON object gives, or raise ParameterError naming the fix."""
+    def parse(cls, raw: object, domain_size: int) -> LocalHashingSpec:
+        """Return the option a JSON object gives for a grr domain of ``domain_size`` values
+        (which sets the default ``seeds``), or raise ParameterError naming the fix."""
         if isinstance(raw, LocalHashingSpec):
             return raw
         if not isinstance(raw, Mapping):
@@ -89,7 +104,10 @@ class LocalHashingSpec(JsonObject):
         g = raw.get("g", OPTIMAL)
         if g != OPTIMAL and not _integer_in(g, 2, MAX_G):
             raise ParameterError(f'longitudinal g must be an integer 2 … {MAX_G} or "optimal"')
-        seeds = raw.get("seeds", DEFAULT_SEEDS)
+        seeds = raw.get("seeds")
+        if seeds is None:
+            buckets = optimal_buckets(epsilon_inf, epsilon_1) if g == OPTIMAL else int(g)
+            seeds = default_seeds(domain_size, buckets)
         if not _integer_in(seeds, 1, MAX_SEEDS):
             raise ParameterError(f"longitudinal seeds must be an integer 1 … {MAX_SEEDS}")
         hash_seed = raw["hash_seed"]
@@ -120,6 +138,13 @@ def with_drawn_hash_seed(raw: object) -> object:
     if isinstance(raw, Mapping) and is_local_hashing(raw) and raw.get("hash_seed") is None:
         return {**raw, "hash_seed": secrets.randbelow(MAX_HASH_SEED + 1)}
     return raw
+
+
+def default_seeds(domain_size: int, g: int) -> int:
+    """Return the default family size: ⌈1.5·(d − 1)/(g − 1)⌉, at least MIN_SEEDS, at most
+    MAX_SEEDS (the module's docstring says why)."""
+    wanted = math.ceil(SEEDS_PER_VALUE * (domain_size - 1) / (g - 1))
+    return min(MAX_SEEDS, max(MIN_SEEDS, wanted))
 
 
 def composed_keep(g: int, epsilon_inf: float, epsilon_1: float) -> float:
