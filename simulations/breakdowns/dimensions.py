@@ -38,6 +38,7 @@ from simulations.breakdowns import periods
 from simulations.common import plotting
 from simulations.common.sampler import sample_cms_sums, sample_grr_sums, sample_rr_sums
 from simulations.common.settings import RunSettings, progress
+from simulations.common.stats import clopper_pearson
 from simulations.common.tables import Column, Table
 
 NAME = "dimensions"
@@ -53,14 +54,16 @@ KINDS = ("rr", "grr", "cms")
 
 @dataclass(frozen=True)
 class Sizes:
-    """Devices per slice, and repetitions per (kind, n)."""
+    """Devices per slice, repetitions per (kind, n), and those of equal slices alone (the
+    family-wise error: enough runs that its interval decides against α)."""
 
     sizes: tuple[int, ...]
     reps: int
+    null_reps: int = 0  # 0: the same as reps
 
 
 QUICK = Sizes(sizes=(10_000, 100_000), reps=150)
-FULL = Sizes(sizes=(3_000, 10_000, 30_000, 100_000), reps=1_000)
+FULL = Sizes(sizes=(3_000, 10_000, 30_000, 100_000), reps=1_000, null_reps=10_000)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class Row:
     power_theory: float
     fwer_planted: float
     difference_coverage: float
+    null_reps: int = 0
+    fwer_low: float = 0.0  # the Holm rate's exact 95% interval over null_reps runs
+    fwer_high: float = 1.0
 
 
 def counts_of(shares: tuple[float, ...], n: int) -> np.ndarray:
@@ -146,8 +152,9 @@ def significant(rows: list[Compared]) -> tuple[np.ndarray, np.ndarray]:
     return holm, raw
 
 
-def run_one(kind: str, n: int, reps: int, rng: np.random.Generator) -> Row:
-    """Return one (kind, n)'s coverage, family-wise error and power over ``reps`` runs."""
+def run_one(kind: str, n: int, reps: int, rng: np.random.Generator, null_reps: int = 0) -> Row:
+    """Return one (kind, n)'s coverage and power over ``reps`` runs, and its family-wise
+    error over max(reps, null_reps) runs of equal slices, with its exact 95% interval."""
     slices = Slices(kind, rng)
     equal, shifted = counts_of(SHARES, n), counts_of(planted(SHARES), n)
     covered = total = any_holm = any_raw = found = planted_false = 0
@@ -175,18 +182,26 @@ def run_one(kind: str, n: int, reps: int, rng: np.random.Generator) -> Row:
         unchanged = holm[2:] if kind != "rr" else np.zeros(0, bool)
         planted_false += bool(unchanged.any())
         ses.append(math.hypot(third[1][0], first[1][0]) / n)
+    runs = max(reps, null_reps)
+    for _ in range(runs - reps):  # more runs of equal slices alone
+        slices.new_task()
+        holm, raw = significant(compared(slices.estimate(equal)[:2], slices.estimate(equal)[:2], n))
+        any_holm += bool(holm.any())
+        any_raw += bool(raw.any())
     tests = 2 if kind == "rr" else len(SHARES)
     return Row(
         kind,
         n,
         reps,
         covered / total,
-        any_holm / reps,
-        any_raw / reps,
+        any_holm / runs,
+        any_raw / runs,
         found / reps,
         power_bound(PLANTED, float(np.mean(ses)), tests),
         planted_false / reps,
         differences_covered / (reps * len(moved)),
+        runs,
+        *clopper_pearson(any_holm, runs),
     )
 
 
@@ -203,7 +218,7 @@ def compute(sizes: Sizes, seed: int, show_progress: bool = False) -> list[Row]:
     grid = [(kind, n) for kind in KINDS for n in sizes.sizes]
     streams = np.random.SeedSequence(seed).spawn(len(grid))
     return [
-        run_one(kind, n, sizes.reps, np.random.default_rng(stream))
+        run_one(kind, n, sizes.reps, np.random.default_rng(stream), sizes.null_reps)
         for (kind, n), stream in progress(
             zip(grid, streams, strict=True), NAME, show_progress, len(grid)
         )
@@ -265,7 +280,10 @@ def table(rows: list[Row]) -> Table:
         Column("n", "n per slice", "{:,}"),
         Column("reps", "runs", "{:,}"),
         Column("coverage", "95% interval coverage", "{:.3f}"),
-        Column("fwer_holm", "FWER, Holm", "{:.3f}"),
+        Column("null_reps", "equal-slice runs", "{:,}"),
+        Column("fwer_holm", "FWER, Holm", "{:.4f}"),
+        Column("fwer_low", "its exact 95% interval: low", "{:.4f}"),
+        Column("fwer_high", "high", "{:.4f}"),
         Column("fwer_uncorrected", "FWER, uncorrected", "{:.3f}"),
         Column("power", "power (Holm)", "{:.3f}"),
         Column("power_theory", "Bonferroni floor", "{:.3f}"),
@@ -281,12 +299,25 @@ def table(rows: list[Row]) -> Table:
     )
 
 
+def pooled(rows: list[Row]) -> str:
+    """Return the Holm family-wise error over every row's equal-slice runs, with its exact
+    95% interval: one rate over all the runs, to read against α beside each row's."""
+    runs = sum(row.null_reps for row in rows)
+    found = round(sum(row.fwer_holm * row.null_reps for row in rows))
+    low, high = clopper_pearson(found, runs)
+    return (
+        f"FWER after Holm over every row's {runs:,} runs of equal slices: "
+        f"{found / runs:.4f} (exact 95% interval {low:.4f}–{high:.4f}; α = {ALPHA:g})"
+    )
+
+
 def run(settings: RunSettings) -> list[Path]:
     """Compute, plot and tabulate; print the table; return the files written."""
     rows = compute(QUICK if settings.quick else FULL, settings.seed, settings.show_progress)
     folder = settings.folder(NAME)
     result = table(rows)
     print(result.markdown())
+    print(pooled(rows))
     sizes = (5_000, 100) if settings.quick else (20_000, 1_000)
     longitudinal = periods.table(periods.compute(*sizes, settings.seed))
     print(longitudinal.markdown())

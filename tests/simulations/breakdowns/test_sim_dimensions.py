@@ -69,3 +69,11 @@ def test_two_longitudinal_periods_are_compared_conservatively() -> None:
         assert row.se_over_sd > 0.94, row
         assert row.cauchy_schwarz_over_sd > row.se_over_sd, row
         assert row.coverage >= 0.95 - 0.02 and row.fwer_holm <= dimensions.ALPHA + SLACK, row
+
+
+def test_more_runs_of_equal_slices_for_the_family_wise_error() -> None:
+    row = dimensions.run_one("grr", 10_000, 5, np.random.default_rng(3), null_reps=400)
+    assert row.reps == 5 and row.null_reps == 400
+    assert row.fwer_low <= row.fwer_holm <= row.fwer_high and row.fwer_high - row.fwer_low < 0.07
+    assert row.fwer_holm * 400 == round(row.fwer_holm * 400)  # a count over the 400 runs
+    assert "over every row's 400 runs" in dimensions.pooled([row])
