@@ -107,6 +107,7 @@ def print_run(run: Run) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run every (store, SDK) and print the tables; 0 if every check passed."""
     args = _parser().parse_args(argv)
+    started = time.monotonic()
     devices = population(args.devices, args.seed)
     for sdk in args.sdks:
         sdks.build(sdk)
@@ -121,13 +122,15 @@ def main(argv: list[str] | None = None) -> int:
                 folder.mkdir()
                 runs.append(run_one(store, sdk, devices, folder, database(store)))
                 print_run(runs[-1])
-    print("\n| store | SDK | devices | rows | max abs z | recording s | failures |")
-    print("|:--|:--|--:|--:|--:|--:|--:|")
+    print("\n| store | SDK | devices | rows | max abs z | recording s | checks s | failures |")
+    print("|:--|:--|--:|--:|--:|--:|--:|--:|")
     for run in runs:
         print(
             f"| {run.store} | {run.sdk} | {run.devices:,} | {len(run.outcome.rows)} "
-            f"| {run.outcome.max_z:.2f} | {run.record_seconds:.1f} | {len(run.failures)} |"
+            f"| {run.outcome.max_z:.2f} | {run.record_seconds:.1f} | {run.check_seconds:.1f} "
+            f"| {len(run.failures)} |"
         )
+    print(f"done in {time.monotonic() - started:.0f} s; every collector was stopped.")
     return 1 if any(run.failures for run in runs) else 0
 
 
