@@ -77,3 +77,15 @@ def test_more_runs_of_equal_slices_for_the_family_wise_error() -> None:
     assert row.fwer_low <= row.fwer_holm <= row.fwer_high and row.fwer_high - row.fwer_low < 0.07
     assert row.fwer_holm * 400 == round(row.fwer_holm * 400)  # a count over the 400 runs
     assert "over every row's 400 runs" in dimensions.pooled([row])
+
+
+def test_family_wise_error_theory_is_below_alpha() -> None:
+    counts = dimensions.counts_of(dimensions.SHARES, 30_000)
+    sidak = 1 - (1 - dimensions.ALPHA / 8) ** 8  # any correlation, normal approximation
+    assert dimensions.fwer_theory("cms", counts, 0.0, 0.0) == pytest.approx(sidak)
+    assert dimensions.fwer_theory("rr", counts, 0.0, 0.0) == dimensions.ALPHA / 2
+    # grr at ε = 2, d = 8: p = e²/(e² + 7), q = 1/(e² + 7); shares are negatively correlated,
+    # which keeps the rate below Šidák's independent-tests value, and well above α/8.
+    p, q = np.exp(2) / (np.exp(2) + 7), 1 / (np.exp(2) + 7)
+    grr = dimensions.fwer_theory("grr", counts, p, q, draws=1_000_000)
+    assert 0.045 < grr < sidak < dimensions.ALPHA
