@@ -13,7 +13,9 @@ p-value, and Holm's step-down at α = 0.05 over the d values. Per mechanism and 
   would);
 - ``FWER``: with equal slices, the share of repetitions where any value is called
   significant — after Holm (at most α by theorem) and uncorrected (p < α per value; about
-  1 − 0.95^d when the values' tests are nearly independent);
+  1 − 0.95^d when the values' tests are nearly independent); Holm's over ``null_reps``
+  repetitions with its exact 95% interval, beside the normal approximation's rate
+  (:func:`fwer_theory`, at most Šidák's 1 − (1 − α/d)^d < α);
 - ``power``: with value 0's share 2 points higher in slice b (value 1's 2 points lower),
   the share of repetitions where value 0 is significant after Holm; the theory beside it is
   Bonferroni's first step (a lower bound for Holm): P(|Z + δ/SE| > z_{1−α/(2d)}) with the
@@ -345,7 +347,9 @@ def table(rows: list[Row]) -> Table:
         columns,
         [vars(row) for row in rows],
         notes=f"Shares {list(SHARES)}; planted: value 0 +{PLANTED:g}, value 1 −{PLANTED:g}. "
-        "rr asks one yes/no question (value 0 or not): 2 answers. cms: k = 64, m = 1024.",
+        "rr asks one yes/no question (value 0 or not): 2 answers. cms: k = 64, m = 1024. "
+        "FWER normal theory (fwer_theory): rr α/2; grr from its reports' exact correlation; "
+        "cms Šidák's bound 1 − (1 − α/8)^8, whatever the correlation.",
     )
 
 
