@@ -13,7 +13,9 @@ p-value, and Holm's step-down at α = 0.05 over the d values. Per mechanism and 
   would);
 - ``FWER``: with equal slices, the share of repetitions where any value is called
   significant — after Holm (at most α by theorem) and uncorrected (p < α per value; about
-  1 − 0.95^d when the values' tests are nearly independent);
+  1 − 0.95^d when the values' tests are nearly independent); Holm's over ``null_reps``
+  repetitions with its exact 95% interval, beside the normal approximation's rate
+  (:func:`fwer_theory`, at most Šidák's 1 − (1 − α/d)^d < α);
 - ``power``: with value 0's share 2 points higher in slice b (value 1's 2 points lower),
   the share of repetitions where value 0 is significant after Holm; the theory beside it is
   Bonferroni's first step (a lower bound for Holm): P(|Z + δ/SE| > z_{1−α/(2d)}) with the
@@ -38,6 +40,7 @@ from simulations.breakdowns import periods
 from simulations.common import plotting
 from simulations.common.sampler import sample_cms_sums, sample_grr_sums, sample_rr_sums
 from simulations.common.settings import RunSettings, progress
+from simulations.common.stats import clopper_pearson
 from simulations.common.tables import Column, Table
 
 NAME = "dimensions"
@@ -53,14 +56,21 @@ KINDS = ("rr", "grr", "cms")
 
 @dataclass(frozen=True)
 class Sizes:
-    """Devices per slice, and repetitions per (kind, n)."""
+    """Devices per slice, repetitions per (kind, n), and those of equal slices alone (the
+    family-wise error: enough runs that its interval decides against α)."""
 
     sizes: tuple[int, ...]
     reps: int
+    null_reps: int = 0  # 0: the same as reps
+    null_kinds: tuple[str, ...] = ("rr", "grr", "cms")  # the kinds that get null_reps
 
 
 QUICK = Sizes(sizes=(10_000, 100_000), reps=150)
-FULL = Sizes(sizes=(3_000, 10_000, 30_000, 100_000), reps=1_000)
+# cms's equal-slice runs cost 20× grr's, and its 1,000 runs already put the rate's exact
+# interval below α (simulations/README.md): the extra runs go where the rate is near α.
+FULL = Sizes(
+    sizes=(3_000, 10_000, 30_000, 100_000), reps=1_000, null_reps=10_000, null_kinds=("rr", "grr")
+)
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,10 @@ class Row:
     power_theory: float
     fwer_planted: float
     difference_coverage: float
+    null_reps: int = 0
+    fwer_low: float = 0.0  # the Holm rate's exact 95% interval over null_reps runs
+    fwer_high: float = 1.0
+    fwer_theory: float = 0.0  # the normal approximation's rate (fwer_theory())
 
 
 def counts_of(shares: tuple[float, ...], n: int) -> np.ndarray:
@@ -146,8 +160,9 @@ def significant(rows: list[Compared]) -> tuple[np.ndarray, np.ndarray]:
     return holm, raw
 
 
-def run_one(kind: str, n: int, reps: int, rng: np.random.Generator) -> Row:
-    """Return one (kind, n)'s coverage, family-wise error and power over ``reps`` runs."""
+def run_one(kind: str, n: int, reps: int, rng: np.random.Generator, null_reps: int = 0) -> Row:
+    """Return one (kind, n)'s coverage and power over ``reps`` runs, and its family-wise
+    error over max(reps, null_reps) runs of equal slices, with its exact 95% interval."""
     slices = Slices(kind, rng)
     equal, shifted = counts_of(SHARES, n), counts_of(planted(SHARES), n)
     covered = total = any_holm = any_raw = found = planted_false = 0
@@ -175,19 +190,64 @@ def run_one(kind: str, n: int, reps: int, rng: np.random.Generator) -> Row:
         unchanged = holm[2:] if kind != "rr" else np.zeros(0, bool)
         planted_false += bool(unchanged.any())
         ses.append(math.hypot(third[1][0], first[1][0]) / n)
+    runs = max(reps, null_reps)
+    for _ in range(runs - reps):  # more runs of equal slices alone
+        slices.new_task()
+        holm, raw = significant(compared(slices.estimate(equal)[:2], slices.estimate(equal)[:2], n))
+        any_holm += bool(holm.any())
+        any_raw += bool(raw.any())
     tests = 2 if kind == "rr" else len(SHARES)
     return Row(
         kind,
         n,
         reps,
         covered / total,
-        any_holm / reps,
-        any_raw / reps,
+        any_holm / runs,
+        any_raw / runs,
         found / reps,
         power_bound(PLANTED, float(np.mean(ses)), tests),
         planted_false / reps,
         differences_covered / (reps * len(moved)),
+        runs,
+        *clopper_pearson(any_holm, runs),
+        fwer_theory(
+            kind, equal, getattr(slices.mechanism, "p", 0.0), getattr(slices.mechanism, "q", 0.0)
+        ),
     )
+
+
+def fwer_theory(kind: str, counts: np.ndarray, p: float, q: float, draws: int = 4_000_000) -> float:
+    """Return Holm's family-wise error on equal slices under the normal approximation.
+
+    With every value equal, Holm rejects anything iff the smallest p-value is ≤ α/m, so the
+    rate is P(max_i |Z_i| ≥ z_{1−α/(2m)}) for the m tested differences' z-scores Z ~ N(0, R).
+    Šidák (1967): for any correlation R it is at most 1 − (1 − α/m)^m (0.0489 for m = 8) —
+    below α, so α holds with room as long as the normal approximation does; that is what the
+    simulated rates check. rr: its 2 answers' estimates are exactly anti-correlated (one
+    test), α/2. grr: R from the reports' exact multinomial covariance (value v is reported
+    as itself with probability p, as each other with q), the rate by Monte Carlo over
+    ``draws`` normal vectors (its error about ±0.0002). cms: the Šidák bound (its R depends
+    on the hash seed).
+    """
+    m = len(counts)
+    if kind == "rr":
+        return ALPHA / 2
+    if kind != "grr":
+        return 1.0 - (1.0 - ALPHA / m) ** m
+    rows = np.full((m, m), q) + np.eye(m) * (p - q)  # row v: what a device holding v reports
+    covariance = sum(
+        n * (np.diag(row) - np.outer(row, row)) for n, row in zip(counts, rows, strict=True)
+    )
+    sd = np.sqrt(np.diag(covariance))
+    correlation = covariance / np.outer(sd, sd)
+    z = NormalDist().inv_cdf(1.0 - ALPHA / (2 * m))
+    rng = np.random.default_rng(0)
+    factor = np.linalg.cholesky(correlation + np.eye(m) * 1e-12)
+    hits = 0
+    for _ in range(draws // 500_000):
+        sample = rng.standard_normal((500_000, m)) @ factor.T
+        hits += int(np.count_nonzero(np.abs(sample).max(axis=1) >= z))
+    return hits / (draws // 500_000 * 500_000)
 
 
 def power_bound(delta: float, std_error: float, tests: int) -> float:
@@ -203,7 +263,13 @@ def compute(sizes: Sizes, seed: int, show_progress: bool = False) -> list[Row]:
     grid = [(kind, n) for kind in KINDS for n in sizes.sizes]
     streams = np.random.SeedSequence(seed).spawn(len(grid))
     return [
-        run_one(kind, n, sizes.reps, np.random.default_rng(stream))
+        run_one(
+            kind,
+            n,
+            sizes.reps,
+            np.random.default_rng(stream),
+            sizes.null_reps if kind in sizes.null_kinds else 0,
+        )
         for (kind, n), stream in progress(
             zip(grid, streams, strict=True), NAME, show_progress, len(grid)
         )
@@ -265,7 +331,11 @@ def table(rows: list[Row]) -> Table:
         Column("n", "n per slice", "{:,}"),
         Column("reps", "runs", "{:,}"),
         Column("coverage", "95% interval coverage", "{:.3f}"),
-        Column("fwer_holm", "FWER, Holm", "{:.3f}"),
+        Column("null_reps", "equal-slice runs", "{:,}"),
+        Column("fwer_holm", "FWER, Holm", "{:.4f}"),
+        Column("fwer_low", "its exact 95% interval: low", "{:.4f}"),
+        Column("fwer_high", "high", "{:.4f}"),
+        Column("fwer_theory", "FWER, Holm, normal theory", "{:.4f}"),
         Column("fwer_uncorrected", "FWER, uncorrected", "{:.3f}"),
         Column("power", "power (Holm)", "{:.3f}"),
         Column("power_theory", "Bonferroni floor", "{:.3f}"),
@@ -277,7 +347,21 @@ def table(rows: list[Row]) -> Table:
         columns,
         [vars(row) for row in rows],
         notes=f"Shares {list(SHARES)}; planted: value 0 +{PLANTED:g}, value 1 −{PLANTED:g}. "
-        "rr asks one yes/no question (value 0 or not): 2 answers. cms: k = 64, m = 1024.",
+        "rr asks one yes/no question (value 0 or not): 2 answers. cms: k = 64, m = 1024. "
+        "FWER normal theory (fwer_theory): rr α/2; grr from its reports' exact correlation; "
+        "cms Šidák's bound 1 − (1 − α/8)^8, whatever the correlation.",
+    )
+
+
+def pooled(rows: list[Row]) -> str:
+    """Return the Holm family-wise error over every row's equal-slice runs, with its exact
+    95% interval: one rate over all the runs, to read against α beside each row's."""
+    runs = sum(row.null_reps for row in rows)
+    found = round(sum(row.fwer_holm * row.null_reps for row in rows))
+    low, high = clopper_pearson(found, runs)
+    return (
+        f"FWER after Holm over every row's {runs:,} runs of equal slices: "
+        f"{found / runs:.4f} (exact 95% interval {low:.4f}–{high:.4f}; α = {ALPHA:g})"
     )
 
 
@@ -287,6 +371,7 @@ def run(settings: RunSettings) -> list[Path]:
     folder = settings.folder(NAME)
     result = table(rows)
     print(result.markdown())
+    print(pooled(rows))
     sizes = (5_000, 100) if settings.quick else (20_000, 1_000)
     longitudinal = periods.table(periods.compute(*sizes, settings.seed))
     print(longitudinal.markdown())

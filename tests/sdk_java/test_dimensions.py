@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from demo.breakdowns.__main__ import run_one
+from demo.breakdowns.scenario import population
 from ldp_telemetry.aggregator.core import config
 from ldp_telemetry.aggregator.store import open_store
 from tests.sdk_java.helpers import run_driver
@@ -104,3 +106,12 @@ def test_java_devices_dimensions_counted_per_slice(tmp_path: Path, sealed: bool)
         == sum(1 for d in dimensions if d.get("app_version") not in VERSIONS)
         > 0
     )
+
+
+def test_java_devices_in_the_breakdowns_scenario(tmp_path: Path) -> None:
+    """python -m demo.breakdowns's Java path, small: every exact check holds (rows' n, sums,
+    other, the thin slice rolled up, raw dims refused). The noise is the SDK's CSPRNG, so
+    the 4-SE checks are left to the seeded Python run (tests/client/dimensions)."""
+    run = run_one("sqlite", "java", population(300, seed=38), tmp_path, None)
+    assert run.outcome.exact == []
+    assert (run.delivery.sent, run.delivery.dropped, run.delivery.rejected) == (300, {}, {})

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from demo.breakdowns.__main__ import run_one
+from demo.breakdowns.scenario import population
 from ldp_telemetry.aggregator.core import config
 from ldp_telemetry.aggregator.store import open_store
 from tests.sdk_js.helpers import node
@@ -76,3 +78,12 @@ def _record(collector_url: str, tmp_path: Path, sealed: bool) -> None:
     del stats["retries"]
     assert stats == {"sent": DEVICES, "queued": 0, "dropped": {}, "rejected": {}}
     assert estimates_json(collector_url, "js-dims")["n"] == DEVICES
+
+
+def test_ts_devices_in_the_breakdowns_scenario(tmp_path: Path) -> None:
+    """python -m demo.breakdowns's TypeScript path, small: every exact check holds (rows' n,
+    sums, other, the thin slice rolled up, raw dims refused). The noise is the SDK's CSPRNG,
+    so the 4-SE checks are left to the seeded Python run (tests/client/dimensions)."""
+    run = run_one("sqlite", "typescript", population(300, seed=38), tmp_path, None)
+    assert run.outcome.exact == []
+    assert (run.delivery.sent, run.delivery.dropped, run.delivery.rejected) == (300, {}, {})

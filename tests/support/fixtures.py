@@ -64,3 +64,29 @@ def server_factory(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     yield start
     for server in started:
         server.kill()
+
+
+@pytest.fixture
+def seeded_breakdown_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed the noise of demo.breakdowns' Python SDK devices: device i's grr draws from
+    default_rng(10,000 + i) on its thread, so a run's estimates repeat (the SDK itself
+    always draws from the OS CSPRNG; its TypeScript and Java devices are not seeded)."""
+    import functools
+    import threading
+
+    import numpy as np
+
+    from demo.breakdowns import devices
+    from ldp_telemetry.shared.mechanisms.grr import GeneralizedRandomizedResponse
+
+    noise = threading.local()
+    privatize = GeneralizedRandomizedResponse.privatize
+
+    def seeded(self: Any, value: Any, rng: Any = None) -> Any:
+        return privatize(self, value, noise.rng)
+
+    def before(index: int) -> None:
+        noise.rng = np.random.default_rng(10_000 + index)
+
+    monkeypatch.setattr(GeneralizedRandomizedResponse, "privatize", seeded)
+    monkeypatch.setattr(devices, "run_python", functools.partial(devices.run_python, before=before))

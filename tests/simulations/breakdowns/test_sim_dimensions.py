@@ -69,3 +69,23 @@ def test_two_longitudinal_periods_are_compared_conservatively() -> None:
         assert row.se_over_sd > 0.94, row
         assert row.cauchy_schwarz_over_sd > row.se_over_sd, row
         assert row.coverage >= 0.95 - 0.02 and row.fwer_holm <= dimensions.ALPHA + SLACK, row
+
+
+def test_more_runs_of_equal_slices_for_the_family_wise_error() -> None:
+    row = dimensions.run_one("grr", 10_000, 5, np.random.default_rng(3), null_reps=400)
+    assert row.reps == 5 and row.null_reps == 400
+    assert row.fwer_low <= row.fwer_holm <= row.fwer_high and row.fwer_high - row.fwer_low < 0.07
+    assert row.fwer_holm * 400 == round(row.fwer_holm * 400)  # a count over the 400 runs
+    assert "over every row's 400 runs" in dimensions.pooled([row])
+
+
+def test_family_wise_error_theory_is_below_alpha() -> None:
+    counts = dimensions.counts_of(dimensions.SHARES, 30_000)
+    sidak = 1 - (1 - dimensions.ALPHA / 8) ** 8  # any correlation, normal approximation
+    assert dimensions.fwer_theory("cms", counts, 0.0, 0.0) == pytest.approx(sidak)
+    assert dimensions.fwer_theory("rr", counts, 0.0, 0.0) == dimensions.ALPHA / 2
+    # grr at ε = 2, d = 8: p = e²/(e² + 7), q = 1/(e² + 7); shares are negatively correlated,
+    # which keeps the rate below Šidák's independent-tests value, and well above α/8.
+    p, q = np.exp(2) / (np.exp(2) + 7), 1 / (np.exp(2) + 7)
+    grr = dimensions.fwer_theory("grr", counts, p, q, draws=1_000_000)
+    assert 0.045 < grr < sidak < dimensions.ALPHA

@@ -1,0 +1,1 @@
+"""Breakdowns end to end: real SDK devices with public dimensions against a real collector."""
