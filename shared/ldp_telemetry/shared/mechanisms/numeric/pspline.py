@@ -120,31 +120,9 @@ def select(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.nd
 
     The others say how much the answer depends on the shapes the first was kept from.
     """
-    best, others, _ = path(channel, counts, roughest=False)
-    return best, others
-
-
-def select_with_roughest(
-    channel: Channel, counts: np.ndarray
-) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-    """Return :func:`select`'s fits and the fit at the grid's smallest λ (all but unpenalized).
-
-    The search goes on down the grid from where :func:`select` stopped, each fit from the
-    previous one's coefficients, as if it had not stopped.
-    """
-    return path(channel, counts, roughest=True)
-
-
-def path(
-    channel: Channel, counts: np.ndarray, roughest: bool
-) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-    """Return the fit of smallest criterion, the fits tried after it (until ``PATIENCE``
-    steps without a smaller criterion) and, with ``roughest``, the fit at ``GRID[-1]``
-    (else the last fit tried)."""
     buckets = channel.buckets
     if buckets < FEWEST:  # fewer buckets than a cubic's functions: each bucket its own term
-        only = spline.fit(channel, np.eye(buckets), counts)[0]
-        return only, [], only
+        return spline.fit(channel, np.eye(buckets), counts)[0], []
     functions = min(FUNCTIONS, buckets)
     design, pen = spline.basis(buckets, functions), penalty(functions)
     theta = np.zeros(functions + 2)
@@ -158,9 +136,4 @@ def path(
         if len(scores) - 1 - int(np.argmin(scores)) >= PATIENCE:
             break
     best = int(np.argmin(scores))
-    rough = fits[-1]
-    if roughest:
-        for lam in GRID[len(fits) :]:
-            theta[functions:] = 0.0
-            rough, _, theta, _ = fit(channel, design, counts, float(lam), pen, theta)
-    return fits[best], fits[best + 1 :], rough
+    return fits[best], fits[best + 1 :]
