@@ -33,6 +33,13 @@ export type { Options } from "./settings.js";
 
 export interface Stats extends Counters {
   queued: number;
+  /**
+   * The privacy ledger, per task id, for the device's life (as the Python SDK's
+   * permanent_responses and epsilon_inf): permanent responses drawn (values, or LOLOHA's hashed
+   * buckets) and the ε∞ they spent; maxEpsilonInf caps their sum over every task.
+   */
+  permanentResponses: Record<string, number>;
+  epsilonInf: Record<string, number>;
 }
 
 const SECRET_BYTES = 32;
@@ -369,10 +376,17 @@ export class Client {
     if (!this.enabled) this.drop("disabled", this.state.clear());
   }
 
-  /** Return the counters: sent, retries, failed batches, drops and rejections by reason, queued. */
+  /** Return the counters (sent, retries, failed batches, drops and rejections by reason, queued) and the privacy ledger per task id. */
   stats(): Stats {
     const c = this.counters;
-    return { ...c, dropped: { ...c.dropped }, rejected: { ...c.rejected }, queued: this.state.queue.size };
+    const permanentResponses: Record<string, number> = {};
+    const epsilonInf: Record<string, number> = {};
+    for (const [key, spent] of this.state.drawn) {
+      const id = key.split("\0")[0]!; // task id \0 configuration \0 value key
+      permanentResponses[id] = (permanentResponses[id] ?? 0) + 1;
+      epsilonInf[id] = (epsilonInf[id] ?? 0) + spent;
+    }
+    return { ...c, dropped: { ...c.dropped }, rejected: { ...c.rejected }, queued: this.state.queue.size, permanentResponses, epsilonInf };
   }
 }
 

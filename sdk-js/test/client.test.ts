@@ -53,10 +53,16 @@ test("the privacy ledger refuses config_changed, epsilon_inf_exhausted and epsil
   assert.equal(sdk.record("c", "apple"), true); // memo
   assert.equal(sdk.record("c", "pear"), false); // a second PRR would make 8 > 6
   assert.equal(sdk.stats().dropped["epsilon_inf_exhausted"], 1);
+  // The ledger in stats(): the one PRR drawn and the task's own ε∞ (refused records draw none).
+  const epsilonInf = parseTask(longCms(0.1, 4)).epsilonInf!;
+  assert.deepEqual(sdk.stats().permanentResponses, { c: 1 });
+  assert.deepEqual(sdk.stats().epsilonInf, { c: epsilonInf });
+  assert.ok(Math.abs(epsilonInf - 4) < 1e-6, String(epsilonInf));
   assert.equal(sdk.record("p", "x"), true);
   assert.equal(sdk.record("p", "y"), true);
   assert.equal(sdk.record("p", "z"), false); // ε of the device period: ~2.83 + 3 + 3 > 10
   assert.equal(sdk.stats().dropped["epsilon_exhausted"], 1);
+  assert.deepEqual(Object.keys(sdk.stats().permanentResponses), ["c"]); // "p" has no permanent layer
   // The collector re-publishes "c" with another flip: the same device state refuses it.
   const state = (sdk as unknown as { state: unknown }).state;
   const again = make([longCms(0.2, 4)]);
@@ -277,5 +283,11 @@ test("a LOLOHA device is charged per hashed bucket: six values, at most g = 2 pe
     day += 86_400;
   }
   assert.deepEqual(sdk.stats().dropped, {});
+  // stats() as the Python SDK's: at most g = 2 PRRs, each charged the task's ε∞ (= 2).
+  const drawn = sdk.stats().permanentResponses["grr-loloha"]!;
+  assert.ok(drawn >= 1 && drawn <= 2, String(drawn));
+  const epsilonInf = parseTask(loloha).epsilonInf!;
+  assert.ok(Math.abs(sdk.stats().epsilonInf["grr-loloha"]! - drawn * epsilonInf) < 1e-9);
+  assert.ok(Math.abs(epsilonInf - 2) < 1e-6, String(epsilonInf));
   await sdk.close(100);
 });

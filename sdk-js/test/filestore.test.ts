@@ -39,6 +39,8 @@ test("a restart keeps the ledger: a re-published task is refused, the period's b
     assert.equal(republished.record("c", "pear"), false);
     assert.equal(republished.stats().dropped["config_changed"], 1);
     assert.equal(republished.stats().queued, 1); // the first run's report is still queued
+    assert.deepEqual(republished.stats().permanentResponses, { c: 1 }); // the ledger outlives the run
+    assert.deepEqual(republished.stats().epsilonInf, { c: parseTask(longCms(0.1)).epsilonInf });
     await republished.close(50);
 
     const same = run(dir, [longCms(0.1)]);

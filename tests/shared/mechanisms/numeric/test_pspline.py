@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pytest
 
 from ldp_telemetry.shared.mechanisms.numeric import estimate as est
-from ldp_telemetry.shared.mechanisms.numeric import pspline, spline
+from ldp_telemetry.shared.mechanisms.numeric import pspline, refits, spline
 from ldp_telemetry.shared.mechanisms.numeric.mechanism import SquareWave
 from ldp_telemetry.shared.mechanisms.numeric.shape import percentile
 
@@ -50,3 +53,30 @@ def test_fewer_buckets_than_a_cubic_fit_each_bucket() -> None:
     truth = np.array([0.2, 0.5, 0.3])
     best, others = pspline.select(sw.channel, sw.channel.forward(truth) * 1e5)
     assert np.allclose(best, truth, atol=1e-3) and others == []
+
+
+def test_a_percentiles_se_bounds_the_smoothings_bias(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 39: a lognormal median at ε = 1 over 128 buckets (the expected reports of
+    # 10,000 devices, no noise). The criterion's fit flattens the rise from lo and pulls
+    # the median up by half a unit; the least smoothed fit tried puts it back.
+    sw = SquareWave(epsilon=1.0, lo=0.0, hi=100.0, buckets=128, scale="linear")
+    values = np.exp(np.random.default_rng(1).normal(np.log(20.0), 0.5, 1_000_000))
+    truth = np.bincount(sw.buckets_of(values), minlength=128) / len(values)
+    median = float(np.median(np.clip(values, 0.0, 100.0)))
+    counts = sw.channel.forward(truth) * 10_000
+    best, others = pspline.select(sw.channel, counts)
+    smoothed, rough = percentile(best, 0.5) * 100, percentile(others[-1], 0.5) * 100
+    assert smoothed - median > 0.4 and abs(rough - median) < 0.1
+
+    monkeypatch.setattr(refits, "BOOTSTRAP", 10)  # the same refits in both answers, fewer
+
+    def p50() -> dict[str, Any]:
+        return dict(est.answer(sw.channel, counts, ["p50"], sw.to_value, True, 0.95).rows()[0])
+
+    row = p50()
+    real = pspline.select  # the same fits, refits included, without the less smoothed ones
+    monkeypatch.setattr(pspline, "select", lambda *a: (real(*a)[0], []))
+    refits_only = p50()  # no move to bound: the refits' spread alone
+    assert row["estimate"] == refits_only["estimate"] == smoothed
+    assert row["std_error"] == pytest.approx(np.hypot(refits_only["std_error"], smoothed - rough))
+    assert row["ci_low"] <= median <= row["ci_high"]

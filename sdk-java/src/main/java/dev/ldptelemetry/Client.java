@@ -332,10 +332,24 @@ public final class Client implements Closeable {
     }
   }
 
-  /** Return the counters: sent, retries, failed batches, drops, rejections and refused tasks by reason, queued. */
+  /**
+   * Return the counters (sent, retries, failed batches, drops, rejections and refused tasks by
+   * reason, queued) and the privacy ledger per task id (permanent responses drawn, their ε∞).
+   */
   public Stats stats() {
+    Map<String, Long> drawn = new TreeMap<String, Long>();
+    Map<String, Double> spent = new TreeMap<String, Double>();
+    synchronized (lock) {
+      for (Map.Entry<String, Double> e : state.drawn.entrySet()) {
+        String taskId = e.getKey().substring(0, e.getKey().indexOf('\0')); // task id \0 configuration \0 value key
+        Long count = drawn.get(taskId);
+        Double sum = spent.get(taskId);
+        drawn.put(taskId, count == null ? 1L : count + 1);
+        spent.put(taskId, sum == null ? e.getValue() : sum + e.getValue());
+      }
+    }
     return new Stats(sent.get(), retries.get(), failedBatches.get(), queued(), Stats.copy(dropped), Stats.copy(rejected),
-        Stats.copy(refusedTasks));
+        Stats.copy(refusedTasks), drawn, spent);
   }
 
   /** Builds a client; every option has a default (README). */

@@ -11,6 +11,7 @@ import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -101,10 +102,17 @@ class ClientTest {
     assertTrue(lifetime.record("habit", true));
     assertFalse(lifetime.record("habit", false)); // a second PRR would pass ε∞ = 3
     assertEquals(Long.valueOf(1), lifetime.stats().dropped.get("epsilon_inf_exhausted"));
+    // The ledger in stats(), as the Python SDK's: one PRR drawn, the task's own ε∞ (the refused record drew none).
+    double epsilonInf = Tasks.parse(rrLongitudinal(0.1)).epsilonInf;
+    assertEquals(Collections.singletonMap("habit", 1L), lifetime.stats().permanentResponses);
+    assertEquals(Collections.singletonMap("habit", epsilonInf), lifetime.stats().epsilonInf);
+    assertEquals(2.0, epsilonInf, 1e-6);
+    assertTrue(lifetime.stats().toString().contains(",\"permanent_responses\":{\"habit\":1},\"epsilon_inf\":{\"habit\":"));
     Client period = builder().task(Json.write(CMS)).reportsPerPeriod(10).maxEpsilonPerPeriod(6).build();
     assertTrue(period.record("words", "a"));
     assertFalse(period.record("words", "b")); // 4 + 4 > 6
     assertEquals(Long.valueOf(1), period.stats().dropped.get("epsilon_exhausted"));
+    assertTrue(period.stats().permanentResponses.isEmpty()); // no permanent layer, nothing in the ledger
   }
 
   @Test
