@@ -27,9 +27,7 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class Client implements Closeable {
   /** Return a builder for a client of the collector at `endpoint` (an http(s) URL). */
-  public static Builder builder(String endpoint) {
-    return new Builder(endpoint);
-  }
+  public static Builder builder(String endpoint) { return new Builder(endpoint); }
 
   final Object lock = new Object();
   final Options options;
@@ -332,24 +330,12 @@ public final class Client implements Closeable {
     }
   }
 
-  /**
-   * Return the counters (sent, retries, failed batches, drops, rejections and refused tasks by
-   * reason, queued) and the privacy ledger per task id (permanent responses drawn, their ε∞).
-   */
+  /** Return the counters and the privacy ledger per task id (see {@link Stats}). */
   public Stats stats() {
-    Map<String, Long> drawn = new TreeMap<String, Long>();
-    Map<String, Double> spent = new TreeMap<String, Double>();
-    synchronized (lock) {
-      for (Map.Entry<String, Double> e : state.drawn.entrySet()) {
-        String taskId = e.getKey().substring(0, e.getKey().indexOf('\0')); // task id \0 configuration \0 value key
-        Long count = drawn.get(taskId);
-        Double sum = spent.get(taskId);
-        drawn.put(taskId, count == null ? 1L : count + 1);
-        spent.put(taskId, sum == null ? e.getValue() : sum + e.getValue());
-      }
-    }
+    Map<String, Double> drawn;
+    synchronized (lock) { drawn = new TreeMap<String, Double>(state.drawn); }
     return new Stats(sent.get(), retries.get(), failedBatches.get(), queued(), Stats.copy(dropped), Stats.copy(rejected),
-        Stats.copy(refusedTasks), drawn, spent);
+        Stats.copy(refusedTasks), drawn);
   }
 
   /** Builds a client; every option has a default (README). */

@@ -24,8 +24,7 @@ public final class Stats {
   public final Map<String, Double> epsilonInf;
 
   Stats(long sent, long retries, long failedBatches, long queued, Map<String, Long> dropped,
-      Map<String, Long> rejected, Map<String, Long> refusedTasks, Map<String, Long> permanentResponses,
-      Map<String, Double> epsilonInf) {
+      Map<String, Long> rejected, Map<String, Long> refusedTasks, Map<String, Double> drawn) {
     this.sent = sent;
     this.retries = retries;
     this.failedBatches = failedBatches;
@@ -33,8 +32,17 @@ public final class Stats {
     this.dropped = dropped;
     this.rejected = rejected;
     this.refusedTasks = refusedTasks;
-    this.permanentResponses = Collections.unmodifiableMap(permanentResponses);
-    this.epsilonInf = Collections.unmodifiableMap(epsilonInf);
+    Map<String, Long> responses = new TreeMap<String, Long>();
+    Map<String, Double> spent = new TreeMap<String, Double>();
+    for (Map.Entry<String, Double> e : drawn.entrySet()) {
+      String taskId = e.getKey().substring(0, e.getKey().indexOf('\0')); // task id \0 configuration \0 value key
+      Long count = responses.get(taskId);
+      Double sum = spent.get(taskId);
+      responses.put(taskId, count == null ? 1L : count + 1);
+      spent.put(taskId, sum == null ? e.getValue() : sum + e.getValue());
+    }
+    this.permanentResponses = Collections.unmodifiableMap(responses);
+    this.epsilonInf = Collections.unmodifiableMap(spent);
   }
 
   @Override
