@@ -296,12 +296,24 @@ def plot(rows: list[Row], path: Path) -> Path:
             label=f"{kind}: simulated (Holm)",
             **plotting.EMPIRICAL_STYLE,
         )
-        error_axes.plot(
+        error_axes.errorbar(
             sizes,
             [r.fwer_holm for r in mine],
+            yerr=[
+                [r.fwer_holm - r.fwer_low for r in mine],
+                [r.fwer_high - r.fwer_holm for r in mine],
+            ],
             color=color,
-            label=f"{kind}: Holm",
+            capsize=3,
+            label=f"{kind}: Holm (exact 95% interval)",
             **plotting.EMPIRICAL_STYLE,
+        )
+        error_axes.plot(
+            sizes,
+            [r.fwer_theory for r in mine],
+            color=color,
+            label=f"{kind}: Holm, normal theory" + (" (Šidák's bound)" if kind == "cms" else ""),
+            **plotting.THEORY_STYLE,
         )
         error_axes.plot(
             sizes,
@@ -315,6 +327,7 @@ def plot(rows: list[Row], path: Path) -> Path:
     power_axes.set_title(f"Power on a planted {PLANTED * 100:g}-point difference (ε = {EPSILON:g})")
     power_axes.set_ylabel("share of runs where it is significant")
     error_axes.set_title("Equal slices: any value called significant")
+    error_axes.set_yscale("log")
     error_axes.set_ylabel("family-wise false-positive rate")
     for axes in (power_axes, error_axes):
         axes.set_xscale("log")
