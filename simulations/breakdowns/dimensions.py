@@ -66,8 +66,8 @@ class Sizes:
 
 
 QUICK = Sizes(sizes=(10_000, 100_000), reps=150)
-# cms's equal-slice runs cost 20× grr's, and its 1,000 runs already put the rate's exact
-# interval below α (simulations/README.md): the extra runs go where the rate is near α.
+# cms's equal-slice runs cost 20× grr's: it keeps 1,000 (its rates' intervals are wide, and
+# its theory column is Šidák's bound); the extra runs go to rr and grr (simulations/README.md).
 FULL = Sizes(
     sizes=(3_000, 10_000, 30_000, 100_000), reps=1_000, null_reps=10_000, null_kinds=("rr", "grr")
 )
