@@ -159,4 +159,5 @@ def run_java(url: str, task_id: str, devices: list[Device], folder: Path) -> Del
     path.write_text(json.dumps(plan))
     command = ["java", "-cp", JAVA_CLASSPATH, "dev.ldptelemetry.E2eDriver", str(path)]
     stats = json.loads(_run(command, SDK_JAVA, DRIVER_TIMEOUT, "java").strip().splitlines()[-1])
+    # The driver reports no retries: 0 here means "not counted", not "none".
     return Delivery(stats["sent"], 0, stats["queued"], stats["dropped"], stats["rejected"])
