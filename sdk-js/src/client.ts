@@ -33,11 +33,8 @@ export type { Options } from "./settings.js";
 
 export interface Stats extends Counters {
   queued: number;
-  /**
-   * The privacy ledger, per task id, for the device's life (as the Python SDK's
-   * permanent_responses and epsilon_inf): permanent responses drawn (values, or LOLOHA's hashed
-   * buckets) and the ε∞ they spent; maxEpsilonInf caps their sum over every task.
-   */
+  /** The privacy ledger per task id, for the device's life (the Python SDK's permanent_responses, epsilon_inf):
+   * permanent responses drawn (values, or LOLOHA's hashed buckets) and the ε∞ they spent (maxEpsilonInf caps the sum). */
   permanentResponses: Record<string, number>;
   epsilonInf: Record<string, number>;
 }
