@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar
 
@@ -28,6 +28,7 @@ from ldp_telemetry.aggregator.store import rollup, shuffled
 from ldp_telemetry.aggregator.store.interface import (
     ShuffledBatch,
     ShuffledWindow,
+    SlicedSums,
     StoredTask,
     StoredToken,
     SumsView,
@@ -37,8 +38,8 @@ from ldp_telemetry.aggregator.store.interface import (
 from ldp_telemetry.aggregator.store.migrations import Schema, apply_migrations
 from ldp_telemetry.aggregator.store.reads import (
     NO_LIMIT,
+    SnapshotSlices,
     slice_counts,
-    snapshot_sums,
     stored_buckets,
 )
 from ldp_telemetry.aggregator.store.sql import (
@@ -231,23 +232,26 @@ class SqlStore:
     # -- reads -------------------------------------------------------------------------
 
     @contextmanager
-    def read_sums(
-        self,
-        task: TaskConfig,
-        start: int | None,
-        end: int | None,
-        slices: Collection[int] | None = None,
-    ) -> Iterator[SumsView]:
-        """Yield the task's sums over buckets starting in [start, end) and the given slices
-        (None: every slice, the task's totals), from one snapshot.
+    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
+        """Yield the task's totals over buckets starting in [start, end) (every slice), from
+        one snapshot (:meth:`read_slices`' ``sums()``)."""
+        with self.read_slices(task, start, end) as sliced:
+            yield sliced.sums()
+
+    @contextmanager
+    def read_slices(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> Iterator[SlicedSums]:
+        """Yield every slice's sums over buckets starting in [start, end) from one snapshot:
+        the reports per slice and the sums of any set of slices.
 
         Every report acknowledged so far is in it: the sums and, added in memory, what is
         staged in that snapshot (:mod:`ldp_telemetry.aggregator.store.staged_view`).
         """
         self._before_read(task)
         self._ensure_rollup(task)
-        with self._read() as tx, snapshot_sums(tx, task, start, end, slices) as sums:
-            yield sums
+        with self._read() as tx:
+            yield SnapshotSlices(tx, task, start, end)
 
     def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
         """Return the reports per slice index over buckets starting in [start, end): only

@@ -2,7 +2,7 @@
 
 A query's ``group_by`` and ``where`` (``query.Breakdown``) select groups of slices
 (:meth:`ldp_telemetry.shared.dimensions.Dimensions.grouped`); the reports each slice holds
-over the range come from the store (``slice_counts``), and
+over the range come from the store's read of every slice (``SlicedSums.counts``), and
 :func:`ldp_telemetry.shared.breakdowns.rollup.roll_up` decides the rows: a group with at
 least the task's min_slice_size reports is answered alone, thinner ones are rolled up
 (docs/breakdowns.md). The estimates and heavy-hitters answers then estimate each row from
@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ldp_telemetry.aggregator.core.analysis.query import Breakdown, Window
-from ldp_telemetry.aggregator.store import SumsSource
+from ldp_telemetry.aggregator.core.analysis.query import Breakdown
 from ldp_telemetry.shared import TaskConfig, answers
 from ldp_telemetry.shared.breakdowns.rollup import Label, Row, roll_up
 from ldp_telemetry.shared.dimensions import Dimensions
@@ -39,12 +38,12 @@ class Plan:
     summary: answers.Breakdown
 
 
-def plan(task: TaskConfig, breakdown: Breakdown, window: Window, source: SumsSource) -> Plan:
-    """Return the rows a breakdown answers over ``window``, from ``source``'s slice counts."""
+def plan(task: TaskConfig, breakdown: Breakdown, counts: Mapping[int, int]) -> Plan:
+    """Return the rows a breakdown answers, given the reports per slice in its range
+    (``SlicedSums.counts``, from the read the rows are then estimated from)."""
     dimensions, minimum = task.dimensions, task.min_slice_size
     if dimensions is None or minimum is None:  # parse_breakdown refused it already
         raise ValueError(f"task {task.task_id!r} declares no dimensions")
-    counts: Mapping[int, int] = source.slice_counts(task, window.start, window.end)
     group_by = breakdown.group_by
     positions = {d.name: d.indices for d in dimensions.declared}
     groups = {
