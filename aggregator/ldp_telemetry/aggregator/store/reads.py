@@ -169,15 +169,18 @@ class _DenseSlices:
 
     def sums(self, chosen: list[int] | None) -> Sums:
         """Return the sums of the ``chosen`` slices (None: every slice)."""
-        sums = self._empty.copy()
-        if chosen is None:
-            sums.n[0] = self.n.sum()
-            sums.table[0] = self.table.sum(axis=0)
-            return sums
-        at = [self.index[i] for i in chosen if i in self.index]
-        if at:
-            sums.n[0] = self.n[at].sum()
-            sums.table[0] = self.table[at].sum(axis=0)
+        at = (
+            list(self.index.values())
+            if chosen is None
+            else [self.index[i] for i in chosen if i in self.index]
+        )
+        if len(at) == 1:  # one slice (a row of a breakdown by every dimension): its own sums
+            n, table = self.n[at[0]], self.table[at[0]].copy()
+        else:
+            n, table = self.n[at].sum(), self.table[at].sum(axis=0)
+        sums = self._empty.__class__.__new__(self._empty.__class__)  # the empty one's copy,
+        sums.__dict__.update(self._empty.__dict__)  # given these arrays (no zeros added to)
+        sums.n, sums.table = np.array([n], dtype=np.int64), table.reshape(1, -1)
         return sums
 
 

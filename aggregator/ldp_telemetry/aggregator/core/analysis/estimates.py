@@ -136,8 +136,7 @@ def measure(
     result = mechanism.estimate(sums, candidates, level=window.level)
     checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
     anomaly = poisoning.anomaly(checks, refused, result.n) if checks or refused else None
-    reach = mechanism.reach()
-    bound = None
+    bound, reach = None, None if asked.fake_fraction is None else mechanism.reach()
     if asked.fake_fraction is not None and reach is not None:
         bound = poisoning.poisoning_bound(reach, asked.fake_fraction, result.n)
     if layer is not None:
