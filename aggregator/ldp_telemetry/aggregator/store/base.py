@@ -57,6 +57,8 @@ from ldp_telemetry.aggregator.store.sql import (
 )
 from ldp_telemetry.shared import Envelope, TaskConfig
 
+FOLD_SLICES = 8  # the most slices the fold threshold grows with (fold_threshold)
+
 
 class SqlStore:
     """:class:`~ldp_telemetry.aggregator.store.interface.Store` on SQL tables (a backend opens
@@ -68,6 +70,7 @@ class SqlStore:
 
     def __init__(self, *, staged_bytes: int) -> None:
         self.staged_bytes = staged_bytes
+        self._staged_slices: dict[str, set[int]] = {}  # per task, the slices it staged here
         self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
         self._rolled_up: set[str] = set()  # tasks whose roll-up is ready (it stays so)
 
@@ -180,6 +183,7 @@ class SqlStore:
 
     def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
         """Add the uploads' reports not seen before in one transaction; return the replays."""
+        self._note_slices(uploads)
         tasks = {upload.task.task_id: upload.task for upload in uploads}
         sent = {
             task_id: [e for u in uploads if u.task.task_id == task_id for e in u.envelopes]
@@ -215,6 +219,27 @@ class SqlStore:
         added = sum(len(row[3]) for row in rows)
         self._after_stage(tx, task, added)
         return added
+
+    def _note_slices(self, uploads: Sequence[Upload]) -> None:
+        """Note the slices the uploads of tasks with dimensions stage reports in."""
+        for upload in uploads:
+            if upload.task.dimensions is not None:
+                noted = self._staged_slices.setdefault(upload.task.task_id, set())
+                noted.update({envelope.slice for envelope in upload.envelopes})
+
+    def fold_threshold(self, task: TaskConfig) -> int:
+        """Return the staged bytes past which a task's staged reports are folded:
+        ``staged_bytes`` per slice the task has staged reports in (up to ``FOLD_SLICES``).
+
+        A fold rewrites every sums row its reports touch, once per slice: a sketch task
+        whose reports spread over 20 slices touches up to 20 times the rows of one without
+        dimensions for the same reports (measured: CMS k = 2,048, 40,000 reports, 25,500
+        rows of 8 KiB against 2,048). Larger folds absorb more reports per rewritten row; a
+        read adds the staged reports in memory, so the factor is bounded
+        (benchmarks/README.md, "Folds of a task with dimensions").
+        """
+        slices = len(self._staged_slices.get(task.task_id, ()))
+        return self.staged_bytes * max(1, min(slices, FOLD_SLICES))
 
     def archived(self, task: TaskConfig) -> Iterator[tuple[int, int, bytes]]:
         """Yield (bucket, slice, packed batch) of every archived batch of a task, oldest first."""

@@ -34,7 +34,7 @@ from ldp_telemetry.aggregator.store.sql import (
     in_clause,
     sum_buckets,
 )
-from ldp_telemetry.aggregator.store.staged_view import StagedGroup, StagedRows
+from ldp_telemetry.aggregator.store.staged_view import StagedRows
 from ldp_telemetry.aggregator.store.staging import unpack
 from ldp_telemetry.aggregator.store.streamed import StreamedSums
 from ldp_telemetry.shared import Sums, TaskConfig
@@ -43,6 +43,7 @@ from ldp_telemetry.shared.mechanisms.base import Mechanism
 NO_LIMIT = (-(2**63), 2**63 - 1)
 DENSE_BLOCK = 4096  # stored rows of a single-row mechanism summed at once
 Where = tuple[str, tuple[str, int, int]]  # "WHERE ..." over a task's window, and its arguments
+Staged = tuple[int, bytes]  # a staged batch: (bucket, packed reports)
 
 
 class SnapshotSlices:
@@ -60,7 +61,7 @@ class SnapshotSlices:
             (task.task_id, low, high),
         )
         mechanism = task.mechanism_object
-        self._staged = _staged_by_slice(tx, mechanism, self._where)
+        self._staged = _staged_by_slice(tx, self._where)
         self._dense: _DenseSlices | None = None
         if mechanism.sums_shape[0] == 1:  # a single small row per slice: all read at once
             self._dense = _DenseSlices(tx, mechanism, self._where, self._staged)
@@ -69,8 +70,9 @@ class SnapshotSlices:
             self._buckets = stored_buckets(tx, task.task_id, low, high)
             self._rolled_up = rollup.covers(tx, task.task_id, low, high)
             counts = _stored_counts(tx, task.task_id, self._where, self._rolled_up)
-            for index, staged in self._staged.items():
-                counts[index] = counts.get(index, 0) + staged.total
+            for index, rows in self._staged.items():
+                staged = sum(len(unpack(mechanism, [blob])) for _, blob in rows)
+                counts[index] = counts.get(index, 0) + staged
         self.counts = {index: count for index, count in sorted(counts.items()) if count}
 
     def sums(self, slices: Collection[int] | None = None) -> SumsView:
@@ -81,8 +83,11 @@ class SnapshotSlices:
         chosen = chosen_slices(self._task, slices)
         if self._dense is not None:
             return self._dense.sums(chosen)
-        picked = self._staged.values() if chosen is None else (self._staged.get(i) for i in chosen)
-        staged = StagedGroup([part for part in picked if part is not None])
+        picked = (
+            self._staged.values() if chosen is None else (self._staged.get(i, []) for i in chosen)
+        )
+        # the staged reports of these slices only, folded when the estimator reads their rows
+        staged = StagedRows(self._task.mechanism_object, itertools.chain.from_iterable(picked))
         total = sum(self.counts.values() if chosen is None else map(self._count, chosen))
         clause = in_clause(self._task, chosen)
         return self._streamed(clause, staged, total)
@@ -90,7 +95,7 @@ class SnapshotSlices:
     def _count(self, index: int) -> int:
         return self.counts.get(index, 0)
 
-    def _streamed(self, clause: str, staged: StagedGroup, total: int) -> StreamedSums:
+    def _streamed(self, clause: str, staged: StagedRows, total: int) -> StreamedSums:
         """Return a sketch's sums of the slices of ``clause``, read as the estimator asks."""
         tx, task_id = self._tx, self._task.task_id
         rows, width = self._task.mechanism_object.sums_shape
@@ -132,7 +137,7 @@ class _DenseSlices:
     of stored rows (summed a block of rows at a time), the staged reports added."""
 
     def __init__(
-        self, tx: Tx, mechanism: Mechanism, where: Where, staged: dict[int, StagedRows]
+        self, tx: Tx, mechanism: Mechanism, where: Where, staged: dict[int, list[Staged]]
     ) -> None:
         self._empty = mechanism.new_sums()
         width = mechanism.sums_shape[1]
@@ -153,9 +158,9 @@ class _DenseSlices:
             tables = np.add.reduceat(joined.reshape(len(block), width)[order], first, axis=0)
             for index, count, table in zip(present.tolist(), n_sums, tables, strict=True):
                 add(index, int(count), table)
-        for index, part in staged.items():
+        for index, batches in staged.items():
             n_row, table_row = np.zeros(1, np.int64), np.zeros((1, width), np.int64)
-            part.add_dense(n_row, table_row)
+            StagedRows(mechanism, batches).add_dense(n_row, table_row)
             add(index, int(n_row[0]), table_row[0])
         self.index = {index: position for position, index in enumerate(sorted(found))}
         self.n = np.array([found[i][0] for i in self.index], dtype=np.int64)
@@ -211,14 +216,14 @@ def _stored_counts(tx: Tx, task_id: str, where: Where, rolled_up: bool) -> dict[
     return {int(index): int(count) for index, count in stored}
 
 
-def _staged_by_slice(tx: Tx, mechanism: Mechanism, where: Where) -> dict[int, StagedRows]:
-    """Return the window's staged reports per slice (one query)."""
-    found: defaultdict[int, list[tuple[int, bytes]]] = defaultdict(list)
+def _staged_by_slice(tx: Tx, where: Where) -> dict[int, list[Staged]]:
+    """Return the window's staged batches per slice (one query), in staging order."""
+    found: defaultdict[int, list[Staged]] = defaultdict(list)
     for slice_index, bucket, data in tx.execute(
         f"SELECT slice, bucket, data FROM staged {where[0]} ORDER BY id", where[1]
     ):
         found[int(slice_index)].append((int(bucket), bytes(data)))
-    return {index: StagedRows(mechanism, rows) for index, rows in found.items()}
+    return dict(found)
 
 
 def stored_buckets(tx: Tx, task_id: str, low: int, high: int) -> list[int]:

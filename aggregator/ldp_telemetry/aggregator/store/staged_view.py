@@ -72,37 +72,7 @@ class StagedRows:
             np.add.at(n, folded.rows, folded.n)
             np.add.at(table, folded.rows, folded.table)
 
-    def forget(self) -> None:
-        """Drop the folded block kept for the next read (bounds a group's memory)."""
-        self._cached = None
-
     def _fold(self, index: int, part: Batch) -> RowSums:
         if self._cached is None or self._cached[0] != index:
             self._cached = (index, self._mechanism.fold(part))
         return self._cached[1]
-
-
-class StagedGroup:
-    """The staged reports of several slices (one row of a breakdown, or the totals), each
-    slice's :class:`StagedRows` read once per snapshot and folded a block at a time.
-
-    Of several slices only one folded block is held at a time (each is dropped once added),
-    so memory stays one block's, however many slices a row holds.
-    """
-
-    def __init__(self, parts: list[StagedRows]) -> None:
-        self._parts = parts
-        self.buckets: set[int] = set().union(*(part.buckets for part in parts))
-        self.total = sum(part.total for part in parts)
-
-    def add_n(self, n: np.ndarray) -> None:
-        """Add the staged reports' count of every row to ``n``."""
-        for part in self._parts:
-            part.add_n(n)
-
-    def add_block(self, block: np.ndarray, start: int) -> None:
-        """Add the staged sums of rows [start, start + len(block)) to ``block``."""
-        for part in self._parts:
-            part.add_block(block, start)
-            if len(self._parts) > 1:
-                part.forget()
