@@ -79,9 +79,7 @@ def fill(store: Store, task: TaskConfig, per_slice: int, rng: np.random.Generato
     store.fold_staged(task)
 
 
-def median_seconds(
-    works: list[Callable[[], object]], repeats: int
-) -> list[tuple[float, float]]:
+def median_seconds(works: list[Callable[[], object]], repeats: int) -> list[tuple[float, float]]:
     """Return the median (wall, CPU) seconds of each of ``works``, run alternately
     ``repeats`` times after one warm-up each, so that the machine's load weighs on all alike
     (CPU: this process's, which other sessions' load does not inflate; a PostgreSQL
