@@ -82,16 +82,16 @@ class RowSums:
     table: np.ndarray
 
 
-def check_shape(sums: Any, rows: int, width: int, owner: str) -> None:
+def check_shape(sums: Any, rows: int, width: int, owner: object) -> None:
     """Raise ParameterError unless ``sums.table`` has the estimating mechanism's shape.
 
     Without this, sums of another task were estimated silently (extra rows ignored, or a
     bare IndexError). Duck-typed on ``table.shape``: the aggregator passes stand-ins that
-    read rows on demand.
+    read rows on demand. ``owner`` (the mechanism) is shown by its repr, made only on error.
     """
     shape = tuple(getattr(getattr(sums, "table", None), "shape", ()))
     if shape != (rows, width):
         raise ParameterError(
-            f"sums with table shape {shape} cannot be estimated by {owner}, "
+            f"sums with table shape {shape} cannot be estimated by {owner!r}, "
             f"whose shape is {(rows, width)}: they belong to another task"
         )

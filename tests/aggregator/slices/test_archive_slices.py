@@ -31,9 +31,14 @@ def test_an_archive_resummed_per_slice_equals_the_store(stores: Stores, tmp_path
     write_sums(sliced, rows, tmp_path / "sums.parquet")
     resummed = SumsFile(tmp_path / "sums.parquet")
     assert resummed.slice_counts(sliced, None, None) == store.slice_counts(sliced, None, None)
-    for slices in (None, [0], [4], [5, 11], [7]):
-        kept_sums = store.read_sums(sliced, None, None, slices)
-        with kept_sums as kept, resummed.read_sums(sliced, None, None, slices) as again:
+    kept_read, again_read = (
+        store.read_slices(sliced, None, None),
+        resummed.read_slices(sliced, None, None),
+    )
+    with kept_read as kept_slices, again_read as again_slices:
+        assert again_slices.counts == kept_slices.counts
+        for slices in (None, [0], [4], [5, 11], [7]):
+            kept, again = kept_slices.sums(slices), again_slices.sums(slices)
             assert again.total == kept.total
             assert np.array_equal(again.n, kept.n)
             assert np.array_equal(again.table, kept.table[:])

@@ -75,7 +75,8 @@ def assert_read(
     ]
     dense = dense_sums(task, inside)
     rows = task.mechanism_object.sums_shape[0]
-    with store.read_sums(task, start, end, slices) as sums:
+    with store.read_slices(task, start, end) as sliced:
+        sums = sliced.sums(slices)
         assert sums.total == len(inside)
         assert np.array_equal(sums.n, dense.n)
         assert np.array_equal(sums.table[0:rows], dense.table)
@@ -121,7 +122,7 @@ def test_a_slice_the_task_does_not_have_is_refused(stores: Stores, backend: str)
     store.create_task(StoredTask(sliced))
     assert store.slice_counts(sliced, None, None) == {}
     for bad in ([12], [-1], [True]):
-        with pytest.raises(ValueError), store.read_sums(sliced, None, None, bad):
-            pass
-    with pytest.raises(ValueError), store.read_sums(plain, None, None, [1]):
-        pass
+        with store.read_slices(sliced, None, None) as read, pytest.raises(ValueError):
+            read.sums(bad)
+    with store.read_slices(plain, None, None) as read, pytest.raises(ValueError):
+        read.sums([1])

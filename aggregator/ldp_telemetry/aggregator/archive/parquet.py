@@ -31,7 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ldp_telemetry.aggregator.store.interface import SumsView
+from ldp_telemetry.aggregator.store.interface import SlicedSums, SumsView
+from ldp_telemetry.aggregator.store.sql import chosen_slices
 from ldp_telemetry.aggregator.store.staging import column_names, columns, from_columns, unpack
 from ldp_telemetry.shared import Sums, TaskConfig
 from ldp_telemetry.shared.mechanisms.base import Batch
@@ -236,36 +237,50 @@ class SumsFile:
         return sorted({bucket for bucket, _, _, _, _ in read_sum_rows(self.path)})
 
     @contextmanager
-    def read_sums(
-        self,
-        task: TaskConfig,
-        start: int | None,
-        end: int | None,
-        slices: Collection[int] | None = None,
-    ) -> Iterator[SumsView]:
-        """Yield the file's sums over buckets starting in [start, end) and the given slices
-        (None: every slice)."""
+    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
+        """Yield the file's totals over buckets starting in [start, end) (every slice)."""
+        with self.read_slices(task, start, end) as sliced:
+            yield sliced.sums()
+
+    @contextmanager
+    def read_slices(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> Iterator[SlicedSums]:
+        """Yield every slice's sums over buckets starting in [start, end), the file read once."""
         self._check(task)
-        chosen = None if slices is None else set(slices)
-        sums: Sums = task.mechanism_object.new_sums()
-        for bucket, slice_index, row, n, counters in read_sum_rows(self.path):
-            if _inside(bucket, start, end) and (chosen is None or slice_index in chosen):
-                sums.n[row] += n
-                sums.table[row] += counters
-        yield sums
+        yield FileSlices(task, (r for r in read_sum_rows(self.path) if _inside(r[0], start, end)))
 
     def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
         """Return the reports per slice index over buckets starting in [start, end)."""
-        self._check(task)
-        counts: defaultdict[int, int] = defaultdict(int)
-        for bucket, slice_index, _, n, _ in read_sum_rows(self.path):
-            if _inside(bucket, start, end):
-                counts[slice_index] += n
-        return {index: count for index, count in sorted(counts.items()) if count}
+        with self.read_slices(task, start, end) as sliced:
+            return dict(sliced.counts)
 
     def _check(self, task: TaskConfig) -> None:
         if task.fingerprint != self.task.fingerprint:
             raise ValueError(f"{self.path} holds the sums of another task configuration")
+
+
+class FileSlices:
+    """A sums file's rows of one window, kept per slice: each set of slices summed on demand."""
+
+    def __init__(self, task: TaskConfig, rows: Iterable[tuple[int, int, int, int, np.ndarray]]):
+        self._task = task
+        self._by_slice: defaultdict[int, list[tuple[int, int, np.ndarray]]] = defaultdict(list)
+        for _, slice_index, row, n, counters in rows:
+            self._by_slice[slice_index].append((row, n, counters))
+        counted = {i: sum(n for _, n, _ in rows) for i, rows in self._by_slice.items()}
+        self.counts = {index: count for index, count in sorted(counted.items()) if count}
+
+    def sums(self, slices: Collection[int] | None = None) -> Sums:
+        """Return the sums of ``slices`` (None: every slice); ValueError for an index the
+        task does not have."""
+        chosen = chosen_slices(self._task, slices)
+        sums: Sums = self._task.mechanism_object.new_sums()
+        for index in self._by_slice if chosen is None else chosen:
+            for row, n, counters in self._by_slice.get(index, ()):
+                sums.n[row] += n
+                sums.table[row] += counters
+        return sums
 
 
 def _inside(bucket: int, start: int | None, end: int | None) -> bool:

@@ -15,6 +15,7 @@ from ldp_telemetry.aggregator.store.backends import open_store
 from ldp_telemetry.aggregator.store.interface import (
     ShuffledBatch,
     ShuffledWindow,
+    SlicedSums,
     Store,
     StoredTask,
     StoredToken,
@@ -29,6 +30,7 @@ from ldp_telemetry.aggregator.store.interface import (
 __all__ = [
     "ShuffledBatch",
     "ShuffledWindow",
+    "SlicedSums",
     "Store",
     "StoreFull",
     "StoreUnavailable",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar
 
@@ -28,6 +28,7 @@ from ldp_telemetry.aggregator.store import rollup, shuffled
 from ldp_telemetry.aggregator.store.interface import (
     ShuffledBatch,
     ShuffledWindow,
+    SlicedSums,
     StoredTask,
     StoredToken,
     SumsView,
@@ -37,8 +38,8 @@ from ldp_telemetry.aggregator.store.interface import (
 from ldp_telemetry.aggregator.store.migrations import Schema, apply_migrations
 from ldp_telemetry.aggregator.store.reads import (
     NO_LIMIT,
+    SnapshotSlices,
     slice_counts,
-    snapshot_sums,
     stored_buckets,
 )
 from ldp_telemetry.aggregator.store.sql import (
@@ -56,6 +57,8 @@ from ldp_telemetry.aggregator.store.sql import (
 )
 from ldp_telemetry.shared import Envelope, TaskConfig
 
+FOLD_SLICES = 8  # the most slices the fold threshold grows with (fold_threshold)
+
 
 class SqlStore:
     """:class:`~ldp_telemetry.aggregator.store.interface.Store` on SQL tables (a backend opens
@@ -67,6 +70,7 @@ class SqlStore:
 
     def __init__(self, *, staged_bytes: int) -> None:
         self.staged_bytes = staged_bytes
+        self._staged_slices: dict[str, set[int]] = {}  # per task, the slices it staged here
         self._tasks: dict[str, StoredTask] = {}  # tasks are immutable: safe to cache
         self._rolled_up: set[str] = set()  # tasks whose roll-up is ready (it stays so)
 
@@ -179,6 +183,7 @@ class SqlStore:
 
     def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
         """Add the uploads' reports not seen before in one transaction; return the replays."""
+        self._note_slices(uploads)
         tasks = {upload.task.task_id: upload.task for upload in uploads}
         sent = {
             task_id: [e for u in uploads if u.task.task_id == task_id for e in u.envelopes]
@@ -215,6 +220,27 @@ class SqlStore:
         self._after_stage(tx, task, added)
         return added
 
+    def _note_slices(self, uploads: Sequence[Upload]) -> None:
+        """Note the slices the uploads of tasks with dimensions stage reports in."""
+        for upload in uploads:
+            if upload.task.dimensions is not None:
+                noted = self._staged_slices.setdefault(upload.task.task_id, set())
+                noted.update({envelope.slice for envelope in upload.envelopes})
+
+    def fold_threshold(self, task: TaskConfig) -> int:
+        """Return the staged bytes past which a task's staged reports are folded:
+        ``staged_bytes`` per slice the task has staged reports in (up to ``FOLD_SLICES``).
+
+        A fold rewrites every sums row its reports touch, once per slice: a sketch task
+        whose reports spread over 20 slices touches up to 20 times the rows of one without
+        dimensions for the same reports (measured: CMS k = 2,048, 40,000 reports, 25,500
+        rows of 8 KiB against 2,048). Larger folds absorb more reports per rewritten row; a
+        read adds the staged reports in memory, so the factor is bounded
+        (benchmarks/README.md, "Folds of a task with dimensions").
+        """
+        slices = len(self._staged_slices.get(task.task_id, ()))
+        return self.staged_bytes * max(1, min(slices, FOLD_SLICES))
+
     def archived(self, task: TaskConfig) -> Iterator[tuple[int, int, bytes]]:
         """Yield (bucket, slice, packed batch) of every archived batch of a task, oldest first."""
         for bucket, slice_index, data in self._stream(
@@ -231,23 +257,26 @@ class SqlStore:
     # -- reads -------------------------------------------------------------------------
 
     @contextmanager
-    def read_sums(
-        self,
-        task: TaskConfig,
-        start: int | None,
-        end: int | None,
-        slices: Collection[int] | None = None,
-    ) -> Iterator[SumsView]:
-        """Yield the task's sums over buckets starting in [start, end) and the given slices
-        (None: every slice, the task's totals), from one snapshot.
+    def read_sums(self, task: TaskConfig, start: int | None, end: int | None) -> Iterator[SumsView]:
+        """Yield the task's totals over buckets starting in [start, end) (every slice), from
+        one snapshot (:meth:`read_slices`' ``sums()``)."""
+        with self.read_slices(task, start, end) as sliced:
+            yield sliced.sums()
+
+    @contextmanager
+    def read_slices(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> Iterator[SlicedSums]:
+        """Yield every slice's sums over buckets starting in [start, end) from one snapshot:
+        the reports per slice and the sums of any set of slices.
 
         Every report acknowledged so far is in it: the sums and, added in memory, what is
         staged in that snapshot (:mod:`ldp_telemetry.aggregator.store.staged_view`).
         """
         self._before_read(task)
         self._ensure_rollup(task)
-        with self._read() as tx, snapshot_sums(tx, task, start, end, slices) as sums:
-            yield sums
+        with self._read() as tx:
+            yield SnapshotSlices(tx, task, start, end)
 
     def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
         """Return the reports per slice index over buckets starting in [start, end): only

@@ -24,6 +24,7 @@ from ldp_telemetry.shared import Envelope, TaskConfig
 __all__ = [
     "ShuffledBatch",
     "ShuffledWindow",
+    "SlicedSums",
     "Store",
     "StoreFull",
     "StoreUnavailable",
@@ -116,19 +117,35 @@ class SumsView(Protocol):
         """Return the number of reports."""
 
 
+class SlicedSums(Protocol):
+    """Every slice's sums of a task over a window, read once (one snapshot): what a
+    breakdown (its totals and each row) or a comparison's side is estimated from."""
+
+    @property
+    def counts(self) -> Mapping[int, int]:
+        """Return the reports per slice index, only for slices that have some, in index
+        order; their sum is the window's n."""
+
+    def sums(self, slices: Collection[int] | None = None) -> SumsView:
+        """Return the sums of the given slice indices (None: every slice, the task's
+        totals): exactly the sum of those slices' reports. An index the task does not have
+        raises ValueError."""
+
+
 class SumsSource(Protocol):
     """Where estimators read sums from: the store, or a sums file
     (ldp_telemetry.aggregator.archive.parquet)."""
 
     def read_sums(
-        self,
-        task: TaskConfig,
-        start: int | None,
-        end: int | None,
-        slices: Collection[int] | None = None,
+        self, task: TaskConfig, start: int | None, end: int | None
     ) -> AbstractContextManager[SumsView]:
-        """Return a context yielding the sums over buckets starting in [start, end) and the
-        given slice indices (None: every slice, the task's totals)."""
+        """Return a context yielding the task's totals over buckets starting in [start, end)."""
+
+    def read_slices(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> AbstractContextManager[SlicedSums]:
+        """Return a context yielding every slice's sums over buckets starting in [start, end)
+        (a task without dimensions has one slice, 0)."""
 
     def slice_counts(self, task: TaskConfig, start: int | None, end: int | None) -> dict[int, int]:
         """Return the reports per slice index over buckets starting in [start, end), only
@@ -189,18 +206,22 @@ class Store(Protocol):
         """Forget report ids whose window closed before ``now``; return how many."""
 
     def read_sums(
-        self,
-        task: TaskConfig,
-        start: int | None,
-        end: int | None,
-        slices: Collection[int] | None = None,
+        self, task: TaskConfig, start: int | None, end: int | None
     ) -> AbstractContextManager[SumsView]:
-        """Return a context yielding the sums over buckets starting in [start, end) and the
-        given slice indices (None: every slice: the task's totals, the sum of its slices).
-        An index the task does not have raises ValueError.
+        """Return a context yielding the task's totals over buckets starting in [start, end)
+        (every slice: the sum of its slices), ``read_slices(...).sums()``.
 
         The sums come from one consistent snapshot; a sketch's rows may be read only
         when the estimator asks for them, so use them inside the ``with`` block.
+        """
+
+    def read_slices(
+        self, task: TaskConfig, start: int | None, end: int | None
+    ) -> AbstractContextManager[SlicedSums]:
+        """Return a context yielding every slice's sums over buckets starting in [start, end),
+        read once from one consistent snapshot: the reports per slice, and the sums of any
+        set of slices (a breakdown's totals and rows are estimated from one read, not one
+        per row). Use them inside the ``with`` block, as ``read_sums``'.
         """
 
     def add_token(self, token_hash: str, role: str) -> None:

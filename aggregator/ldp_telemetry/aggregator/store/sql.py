@@ -9,7 +9,7 @@ wants another style adapts them in its :class:`Tx`. Statements name their column
 
 A slice is a task's public dimensions' combination (:mod:`ldp_telemetry.shared.dimensions`;
 0 for a task without dimensions): its rows are stored apart, so a read may take some slices
-(:func:`slice_clause`) and a task's totals are the sum over its slices.
+(:func:`chosen_slices`, :func:`in_clause`) and a task's totals are the sum over its slices.
 """
 
 from __future__ import annotations
@@ -119,20 +119,28 @@ def stage(tx: Tx, rows: list[StagedRow], *, archive: bool) -> None:
         tx.executemany(f"INSERT INTO archived {columns}", rows)
 
 
-def slice_clause(task: TaskConfig, slices: Collection[int] | None) -> str:
-    """Return the ``AND slice IN (...)`` of a read of some slices ('' for all of them).
+def chosen_slices(task: TaskConfig, slices: Collection[int] | None) -> list[int] | None:
+    """Return the sorted distinct slice indices a read takes (None: every slice of the task).
 
-    ``None`` reads every slice: by name while they are few, so that each slice's rows stay
-    an index range scan (the key is (task, bucket, slice, row)). The indices are checked
-    integers, written into the statement (no placeholder count to keep under a driver's
-    limit). Raises ValueError for an index the task does not have.
+    Raises ValueError for an index the task does not have.
     """
-    count = task.slice_count
     if slices is None:
-        if count > CHUNK:
+        return None
+    return sorted({_slice_index(index, task.slice_count) for index in slices})
+
+
+def in_clause(task: TaskConfig, chosen: Sequence[int] | None) -> str:
+    """Return the ``AND slice IN (...)`` of a read of ``chosen`` slices ('' for all of them).
+
+    ``None`` (every slice) names them while they are few, so that each slice's rows stay an
+    index range scan (the key is (task, bucket, slice, row)). The indices are checked
+    integers (:func:`chosen_slices`), written into the statement: no placeholder count to
+    keep under a driver's limit.
+    """
+    if chosen is None:
+        if task.slice_count > CHUNK:
             return ""
-        slices = range(count)
-    chosen = sorted({_slice_index(index, count) for index in slices})
+        chosen = range(task.slice_count)
     if not chosen:
         return " AND 1 = 0"
     return f" AND slice IN ({','.join(map(str, chosen))})"
@@ -211,7 +219,7 @@ def sum_buckets(
     slices: str = "",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return (n, counters) of rows [start, stop) summed over ``buckets`` and the slices of
-    ``slices`` (a :func:`slice_clause`; one index range scan per bucket and slice; each
+    ``slices`` (an :func:`in_clause`; one index range scan per bucket and slice; each
     bucket's blobs joined and added with one numpy add)."""
     n = np.zeros(stop - start, dtype=np.int64)
     block = np.zeros((stop - start, width), dtype=np.int64)

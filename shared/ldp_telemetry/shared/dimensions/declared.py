@@ -216,20 +216,15 @@ class Dimensions:
         self.check_names(group_by, "group_by")
         if len(set(group_by)) != len(group_by):
             raise ParameterError(f"group_by names a dimension twice: {list(group_by)}")
-        groups: dict[tuple[str, ...], list[int]] = {}
-        by_name = {dimension.name: dimension for dimension in self.declared}
-        for index in self.matching(where):
-            values = self.values_of(index)
-            groups.setdefault(tuple(values[name] for name in group_by), []).append(index)
-        return dict(
-            sorted(
-                groups.items(),
-                key=lambda item: [
-                    by_name[name].indices[value]
-                    for name, value in zip(group_by, item[0], strict=True)
-                ],
-            )
-        )
+        at = [self.names.index(name) for name in group_by]
+        groups: dict[tuple[int, ...], list[int]] = {}
+        # product() walks the value indices in slice order (the first dimension varies slowest)
+        for positions in product(*self._positions(where or {})):
+            groups.setdefault(tuple(positions[i] for i in at), []).append(self._index(positions))
+        return {
+            tuple(self.declared[i].value_at(p) for i, p in zip(at, key, strict=True)): groups[key]
+            for key in sorted(groups)
+        }
 
     def check_names(self, names: Collection[str], what: str) -> None:
         """Raise ParameterError if ``names`` (a query's ``what``) holds an undeclared name."""
@@ -260,8 +255,8 @@ class Dimensions:
 
     def _index(self, positions: Sequence[int]) -> int:
         index = 0
-        for dimension, position in zip(self.declared, positions, strict=True):
-            index = index * dimension.radix + position
+        for (_, _, radix), position in zip(self._radices, positions, strict=True):
+            index = index * radix + position
         return index
 
 

@@ -99,12 +99,17 @@ class DomainMechanism(SingleRowMechanism):
         self, sums: Sums, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
     ) -> Estimates:
         """Estimate how many reports hold each candidate (default: the whole domain)."""
-        check_shape(sums, 1, self.d, repr(self))
-        values = list(self.domain if candidates is None else candidates)
-        indices = np.array([self.index_of(v) for v in values], dtype=np.int64)
+        check_shape(sums, 1, self.d, self)
+        values: Sequence[str] = self.domain
+        if candidates is None:  # the whole domain, in order (no lookups: a breakdown asks per row)
+            counts = sums.table[0]
+        else:
+            values = list(candidates)
+            indices = np.array([self.index_of(v) for v in values], dtype=np.int64)
+            counts = sums.table[0, indices]
         n = sums.total
-        estimate = (sums.table[0, indices] - n * self.q) / (self.p - self.q)
-        variance = self.count_variance(n, np.clip(estimate, 0, n))
+        estimate = (counts - n * self.q) / (self.p - self.q)
+        variance = self.count_variance(n, np.minimum(np.maximum(estimate, 0.0), n))
         return Estimates.from_variance(values, estimate, variance, n, level)
 
     def attack_success(self) -> float:

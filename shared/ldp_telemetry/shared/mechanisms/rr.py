@@ -211,7 +211,7 @@ class RandomizedResponse(SingleRowMechanism):
         self, sums: Sums, candidates: Sequence[bool] | None = None, level: float = DEFAULT_LEVEL
     ) -> Estimates:
         """Estimate how many reports hold each of ``candidates`` (default: True, False)."""
-        check_shape(sums, 1, 1, repr(self))
+        check_shape(sums, 1, 1, self)
         n, ones = sums.total, int(sums.table[0, 0])
         yes = (ones - n * self.p10) / (self.p11 - self.p10)
         wanted = [check_answer(c) for c in (ANSWERS if candidates is None else candidates)]

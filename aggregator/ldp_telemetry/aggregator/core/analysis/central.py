@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -50,19 +50,18 @@ NO_SLICE_COUNTS = (
 
 
 class Shuffle:
-    """A window's shuffled batches, read once for an answer and all its rows, and the
-    window's reports (the totals' n): a row is shuffled only if every report of the window is."""
+    """A window's shuffled batches, read once for an answer and all its rows, the window's
+    reports (the totals' n: a row is shuffled only if every report of the window is) and
+    the slices holding them (the totals' slices)."""
 
-    def __init__(self, task: TaskConfig, source: Any, window: Window, reports: int) -> None:
+    def __init__(
+        self, task: TaskConfig, source: Any, window: Window, reports: int, held: Iterable[int]
+    ) -> None:
         read = getattr(source, "shuffled_window", None)  # a sums file keeps no batches
         self.batches: ShuffledWindow | None = (
             None if read is None else read(task, window.start, window.end)
         )
-        self.task, self.source, self.window, self.reports = task, source, window, reports
-
-    def slices_with_reports(self) -> list[int]:
-        """Return the slices holding reports in the window (the totals' rows)."""
-        return list(self.source.slice_counts(self.task, self.window.start, self.window.end))
+        self.task, self.reports, self.held = task, reports, list(held)
 
 
 def central_fields(
@@ -85,7 +84,7 @@ def central_fields(
     smallest, held = batches.smallest, None
     if task.dimensions is not None:
         counted = batches.slice_smallest()
-        held = shuffle.slices_with_reports() if slices is None else list(slices)
+        held = shuffle.held if slices is None else list(slices)
         if any(index not in counted for index in held):
             return _none(delta, NO_SLICE_COUNTS, batches.smallest)
         smallest = min(counted[index] for index in held)

@@ -14,6 +14,7 @@ never shown alone, not even as a difference.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,17 +106,16 @@ def answer(
     shares = task.mechanism_object.reach() is not None  # the estimates are counts
     measured, sides = [], []
     for population in (query.a, query.b):
-        _check_slice_size(task, population, source)
         window = parse_window(
             {"start": population.start, "end": population.end, "level": query.level}
         )
         buckets = 1
         if layer is not None:
             buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
-        slices = None if population.slices is None else sorted(population.slices)
-        result = measure(
-            task, query.candidates, window, source, Asked(max_cells), buckets, 0, slices
-        )
+        with source.read_slices(task, population.start, population.end) as sliced:
+            _check_slice_size(task, population, sliced.counts)
+            sums = sliced.sums(population.slices)
+            result = measure(task, query.candidates, window, sums, Asked(max_cells), buckets, 0)
         scale = 1.0 / result.n if shares else 1.0
         measured.append(
             [
@@ -163,11 +163,11 @@ def answer(
     }
 
 
-def _check_slice_size(task: TaskConfig, population: Population, source: SumsSource) -> None:
-    """Refuse (422) a side of slices holding fewer than the task's min_slice_size reports."""
+def _check_slice_size(task: TaskConfig, population: Population, held: Mapping[int, int]) -> None:
+    """Refuse (422) a side of slices holding fewer than the task's min_slice_size reports
+    (``held``: the reports per slice in the side's range)."""
     if population.slices is None or task.min_slice_size is None:
         return  # every slice: the task's totals, answered from min_batch_size on
-    held = source.slice_counts(task, population.start, population.end)
     n = sum(count for index, count in held.items() if index in population.slices)
     if n < task.min_slice_size:
         raise ApiError(

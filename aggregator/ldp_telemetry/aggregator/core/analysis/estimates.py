@@ -4,7 +4,8 @@ The answer the API (ldp_telemetry.aggregator.api.estimates), the dashboard and t
 give, over any :class:`~ldp_telemetry.aggregator.store.SumsSource` (the store, or a sums file).
 With ``group_by`` or ``where`` it adds one block per row of the breakdown
 (:mod:`ldp_telemetry.aggregator.core.analysis.slices`), each estimated from its own slices' sums
-exactly as the totals are from all of them.
+exactly as the totals are from all of them; the totals, the rows and the reports per slice
+that decide them come from one read of the store (``read_slices``: one snapshot).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
 from ldp_telemetry.aggregator.core.analysis.central import Shuffle, central_fields
 from ldp_telemetry.aggregator.core.analysis.query import Breakdown, Window, check_scan
 from ldp_telemetry.aggregator.core.problems import ApiError
-from ldp_telemetry.aggregator.store import SumsSource, SumsView
+from ldp_telemetry.aggregator.store import SlicedSums, SumsSource, SumsView
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.answers import (
     Anomaly,
@@ -79,34 +80,35 @@ def answer(
     if layer is not None:
         buckets = sum(1 for bucket in source.buckets(task) if window.holds(bucket))
     refused = source.refusals(task, window.start, window.end)
-    totals = measure(task, candidates, window, source, asked, buckets, refused)
-    shuffle = Shuffle(task, source, window, totals.n)
-    body: EstimateAnswer = {
-        "task_id": task.task_id,
-        "mechanism": task.mechanism,
-        "n": totals.n,
-        "epsilon": task.asked_epsilon,
-        "effective_epsilon": task.effective_epsilon,
-        **central_fields(shuffle, totals.n),
-        "level": window.level,
-        "start": window.start,
-        "end": window.end,
-        "estimates": totals.rows,
-    }
-    # The optional fields come last, in this order (as the answer has always listed them).
-    if totals.anomaly is not None:
-        body["anomaly"] = totals.anomaly
-    if totals.poisoning is not None:
-        body["poisoning"] = totals.poisoning
-    if layer is not None:
-        body["buckets"] = buckets
-    if breakdown is not None:
-        plan = breakdowns.plan(task, breakdown, window, source)
-        body["breakdown"] = plan.summary
-        body["slices"] = [
-            _slice(task, candidates, window, source, asked, buckets, shuffle, row)
-            for row in plan.rows
-        ]
+    with source.read_slices(task, window.start, window.end) as sliced:  # one read for all rows
+        totals = measure(task, candidates, window, sliced.sums(), asked, buckets, refused)
+        shuffle = Shuffle(task, source, window, totals.n, sliced.counts)
+        body: EstimateAnswer = {
+            "task_id": task.task_id,
+            "mechanism": task.mechanism,
+            "n": totals.n,
+            "epsilon": task.asked_epsilon,
+            "effective_epsilon": task.effective_epsilon,
+            **central_fields(shuffle, totals.n),
+            "level": window.level,
+            "start": window.start,
+            "end": window.end,
+            "estimates": totals.rows,
+        }
+        # The optional fields come last, in this order (as the answer has always listed them).
+        if totals.anomaly is not None:
+            body["anomaly"] = totals.anomaly
+        if totals.poisoning is not None:
+            body["poisoning"] = totals.poisoning
+        if layer is not None:
+            body["buckets"] = buckets
+        if breakdown is not None:
+            plan = breakdowns.plan(task, breakdown, sliced.counts)
+            body["breakdown"] = plan.summary
+            body["slices"] = [
+                _slice(task, candidates, window, sliced, asked, buckets, shuffle, row)
+                for row in plan.rows
+            ]
     return body
 
 
@@ -114,13 +116,13 @@ def measure(
     task: TaskConfig,
     candidates: Sequence[Any] | None,
     window: Window,
-    source: SumsSource,
+    sums: SumsView,
     asked: Asked,
     buckets: int,
     refused: int,
-    slices: Sequence[int] | None = None,
 ) -> Measured:
-    """Return the estimates of the reports in ``slices`` (None: all) over ``window``.
+    """Return the estimates of the reports in ``sums`` (the totals, or some slices') over
+    ``window``.
 
     ``buckets``: the window's buckets holding the task's reports (longitudinal tasks; a
     row's own may be fewer, and the bound on the shared permanent noise only grows with it);
@@ -128,15 +130,13 @@ def measure(
     """
     mechanism = task.mechanism_object
     layer = longitudinal(mechanism)
-    with source.read_sums(task, window.start, window.end, slices) as sums:
-        if asked.max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
-            check_scan(task, getattr(sums, "buckets", 1), asked.max_cells)
-        check_min_batch(task, sums, "estimates")
-        result = mechanism.estimate(sums, candidates, level=window.level)
-        checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
+    if asked.max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
+        check_scan(task, getattr(sums, "buckets", 1), asked.max_cells)
+    check_min_batch(task, sums, "estimates")
+    result = mechanism.estimate(sums, candidates, level=window.level)
+    checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
     anomaly = poisoning.anomaly(checks, refused, result.n) if checks or refused else None
-    reach = mechanism.reach()
-    bound = None
+    bound, reach = None, None if asked.fake_fraction is None else mechanism.reach()
     if asked.fake_fraction is not None and reach is not None:
         bound = poisoning.poisoning_bound(reach, asked.fake_fraction, result.n)
     if layer is not None:
@@ -148,14 +148,14 @@ def _slice(
     task: TaskConfig,
     candidates: Sequence[Any] | None,
     window: Window,
-    source: SumsSource,
+    sliced: SlicedSums,
     asked: Asked,
     buckets: int,
     shuffle: Shuffle,
     row: breakdowns.PlannedRow,
 ) -> EstimateSlice:
     """Return one row of a breakdown, estimated from its own slices as the totals are."""
-    measured = measure(task, candidates, window, source, asked, buckets, 0, row.slices)
+    measured = measure(task, candidates, window, sliced.sums(row.slices), asked, buckets, 0)
     block: EstimateSlice = {
         "dimensions": row.dimensions,
         "n": measured.n,

@@ -1,14 +1,14 @@
 """Heavy hitters: the most frequent strings of a task, found without a candidate list.
 
-Answered from the same stored sums as estimates (one snapshot, rows streamed) under the
-same min_batch_size rule; the view is ldp_telemetry.aggregator.api.heavy_hitters. It does not know
-mechanisms: it asks the task's mechanism for ``discover``; one that cannot discover
-answers 422 ``not_discoverable``.
+Answered from the same stored sums as estimates (one read of every slice, one snapshot,
+rows streamed) under the same min_batch_size rule; the view is
+ldp_telemetry.aggregator.api.heavy_hitters. It does not know mechanisms: it asks the
+task's mechanism for ``discover``; one that cannot discover answers 422
+``not_discoverable``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
@@ -23,7 +23,7 @@ from ldp_telemetry.aggregator.core.analysis.query import (
     parse_window,
 )
 from ldp_telemetry.aggregator.core.problems import ApiError
-from ldp_telemetry.aggregator.store import SumsSource
+from ldp_telemetry.aggregator.store import SumsSource, SumsView
 from ldp_telemetry.shared import ParameterError, TaskConfig
 from ldp_telemetry.shared.answers import HeavyHitterAnswer, HeavyHitterSlice
 from ldp_telemetry.shared.contract import NOT_DISCOVERABLE
@@ -65,40 +65,42 @@ def answer(
             f"task {task.task_id!r} ({task.mechanism}) cannot list its frequent "
             "values without candidates: use the estimates endpoint",
         )
-    found = _discover(found_by, task, top, survivors, window, source, None)
-    shuffle = Shuffle(task, source, window, found.estimates.n)
-    body: HeavyHitterAnswer = {
-        "task_id": task.task_id,
-        "mechanism": task.mechanism,
-        "n": found.estimates.n,
-        "epsilon": task.asked_epsilon,
-        "effective_epsilon": task.effective_epsilon,
-        **central_fields(shuffle, found.estimates.n),  # as estimates answer
-        "level": window.level,
-        "start": window.start,
-        "end": window.end,
-        "levels": found.levels,
-        "examined": list(found.examined),
-        "reliable_z": found.reliable_z,
-        "heavy_hitters": found.rows(),
-    }
-    if breakdown is not None:
-        plan = breakdowns.plan(task, breakdown, window, source)
-        body["breakdown"] = plan.summary
-        body["slices"] = []
-        for row in plan.rows:
-            found = _discover(found_by, task, top, survivors, window, source, row.slices)
-            block: HeavyHitterSlice = {
-                "dimensions": row.dimensions,
-                "n": found.estimates.n,
-                **central_fields(shuffle, found.estimates.n, row.slices),
-                "levels": found.levels,
-                "examined": list(found.examined),
-                "reliable_z": found.reliable_z,
-                "heavy_hitters": found.rows(),
-                "rolled_up": row.rolled_up,
-            }
-            body["slices"].append(block)
+    with source.read_slices(task, window.start, window.end) as sliced:  # one read for all rows
+        found = _discover(found_by, task, top, survivors, window, sliced.sums())
+        shuffle = Shuffle(task, source, window, found.estimates.n, sliced.counts)
+        body: HeavyHitterAnswer = {
+            "task_id": task.task_id,
+            "mechanism": task.mechanism,
+            "n": found.estimates.n,
+            "epsilon": task.asked_epsilon,
+            "effective_epsilon": task.effective_epsilon,
+            **central_fields(shuffle, found.estimates.n),  # as estimates answer
+            "level": window.level,
+            "start": window.start,
+            "end": window.end,
+            "levels": found.levels,
+            "examined": list(found.examined),
+            "reliable_z": found.reliable_z,
+            "heavy_hitters": found.rows(),
+        }
+        if breakdown is not None:
+            plan = breakdowns.plan(task, breakdown, sliced.counts)
+            body["breakdown"] = plan.summary
+            body["slices"] = []
+            for row in plan.rows:
+                sums = sliced.sums(row.slices)
+                found = _discover(found_by, task, top, survivors, window, sums)
+                block: HeavyHitterSlice = {
+                    "dimensions": row.dimensions,
+                    "n": found.estimates.n,
+                    **central_fields(shuffle, found.estimates.n, row.slices),
+                    "levels": found.levels,
+                    "examined": list(found.examined),
+                    "reliable_z": found.reliable_z,
+                    "heavy_hitters": found.rows(),
+                    "rolled_up": row.rolled_up,
+                }
+                body["slices"].append(block)
     return body
 
 
@@ -108,18 +110,14 @@ def _discover(
     top: int,
     survivors: int,
     window: Window,
-    source: SumsSource,
-    slices: Sequence[int] | None,
+    sums: SumsView,
 ) -> Any:
-    """Return what the search finds among the reports of ``slices`` (None: all)."""
-    with source.read_sums(task, window.start, window.end, slices) as sums:
-        check_min_batch(task, sums, "heavy hitters")
-        try:
-            return found_by.discover(
-                sums, top=top, survivors=max(top, survivors), level=window.level
-            )
-        except ParameterError as error:
-            invalid(str(error))
+    """Return what the search finds among the reports of ``sums`` (the totals, or a row's)."""
+    check_min_batch(task, sums, "heavy hitters")
+    try:
+        return found_by.discover(sums, top=top, survivors=max(top, survivors), level=window.level)
+    except ParameterError as error:
+        invalid(str(error))
 
 
 def _count(body: dict[str, Any], name: str, default: int, limit: int) -> int:

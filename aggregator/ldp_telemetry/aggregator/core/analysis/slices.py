@@ -2,7 +2,7 @@
 
 A query's ``group_by`` and ``where`` (``query.Breakdown``) select groups of slices
 (:meth:`ldp_telemetry.shared.dimensions.Dimensions.grouped`); the reports each slice holds
-over the range come from the store (``slice_counts``), and
+over the range come from the store's read of every slice (``SlicedSums.counts``), and
 :func:`ldp_telemetry.shared.breakdowns.rollup.roll_up` decides the rows: a group with at
 least the task's min_slice_size reports is answered alone, thinner ones are rolled up
 (docs/breakdowns.md). The estimates and heavy-hitters answers then estimate each row from
@@ -11,14 +11,14 @@ its own slices' sums.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ldp_telemetry.aggregator.core.analysis.query import Breakdown, Window
-from ldp_telemetry.aggregator.store import SumsSource
+from ldp_telemetry.aggregator.core.analysis.query import Breakdown
 from ldp_telemetry.shared import TaskConfig, answers
-from ldp_telemetry.shared.breakdowns.rollup import Label, Row, roll_up
-from ldp_telemetry.shared.dimensions import Dimensions
+from ldp_telemetry.shared.breakdowns.rollup import GroupKey, Label, Row, roll_up
+from ldp_telemetry.shared.dimensions import Dimension, Dimensions
 
 
 @dataclass(frozen=True)
@@ -39,19 +39,16 @@ class Plan:
     summary: answers.Breakdown
 
 
-def plan(task: TaskConfig, breakdown: Breakdown, window: Window, source: SumsSource) -> Plan:
-    """Return the rows a breakdown answers over ``window``, from ``source``'s slice counts."""
+def plan(task: TaskConfig, breakdown: Breakdown, counts: Mapping[int, int]) -> Plan:
+    """Return the rows a breakdown answers, given the reports per slice in its range
+    (``SlicedSums.counts``, from the read the rows are then estimated from)."""
     dimensions, minimum = task.dimensions, task.min_slice_size
     if dimensions is None or minimum is None:  # parse_breakdown refused it already
         raise ValueError(f"task {task.task_id!r} declares no dimensions")
-    counts: Mapping[int, int] = source.slice_counts(task, window.start, window.end)
     group_by = breakdown.group_by
-    positions = {d.name: d.indices for d in dimensions.declared}
     groups = {
-        tuple(positions[name][value] for name, value in zip(group_by, key, strict=True)): {
-            index: counts.get(index, 0) for index in indices
-        }
-        for key, indices in dimensions.grouped(group_by, breakdown.where).items()
+        key: {index: counts.get(index, 0) for index in indices}
+        for key, indices in _groups(dimensions, group_by, tuple(sorted(breakdown.where.items())))
     }
     result = roll_up(groups, minimum)
     summary: answers.Breakdown = {
@@ -65,19 +62,35 @@ def plan(task: TaskConfig, breakdown: Breakdown, window: Window, source: SumsSou
             f"where selects {result.selected} reports in this range, fewer than the task's "
             f"min_slice_size ({minimum}): no group is shown alone; the totals count them"
         )
-    rows = [_planned(dimensions, group_by, row, minimum) for row in result.rows]
+    declared = {dimension.name: dimension for dimension in dimensions.declared}
+    named = functools.partial(_named, [(name, declared[name]) for name in group_by])
+    rows = [_planned(named, row, minimum) for row in result.rows]
     return Plan(rows, summary)
 
 
-def _planned(
-    dimensions: Dimensions, group_by: tuple[str, ...], row: Row, minimum: int
-) -> PlannedRow:
+@functools.lru_cache(maxsize=256)
+def _groups(
+    dimensions: Dimensions, group_by: tuple[str, ...], where: tuple[tuple[str, str], ...]
+) -> tuple[tuple[GroupKey, tuple[int, ...]], ...]:
+    """Return each group's value indices (one per group_by dimension) and slices, in
+    order: fixed by the task's dimensions and the query, so kept for the next answer."""
+    positions = {d.name: d.indices for d in dimensions.declared}
+    return tuple(
+        (
+            tuple(positions[name][value] for name, value in zip(group_by, key, strict=True)),
+            tuple(indices),
+        )
+        for key, indices in dimensions.grouped(group_by, dict(where)).items()
+    )
+
+
+def _planned(named: Callable[[Label], dict[str, str]], row: Row, minimum: int) -> PlannedRow:
     """Return a rolled-up row with names and values instead of value indices."""
-    shared = _named(dimensions, group_by, row.label)
+    shared = named(row.label)
     pooled_under = ", ".join(f"{name}={value}" for name, value in shared.items()) or "the root"
     rolled_up: list[answers.RolledUp] = [
         {
-            "dimensions": _named(dimensions, group_by, key),
+            "dimensions": named(key),
             "reason": (
                 f"fewer than min_slice_size ({minimum}) reports, also with every other thin "
                 "group: merged into the largest row"
@@ -91,11 +104,11 @@ def _planned(
     return PlannedRow(shared, row.slices, row.n, rolled_up)
 
 
-def _named(dimensions: Dimensions, group_by: tuple[str, ...], label: Label) -> dict[str, str]:
-    """Return {name: value} for the label's values (None: not shared, left out)."""
-    declared = {d.name: d for d in dimensions.declared}
+def _named(dimensions: list[tuple[str, Dimension]], label: Label) -> dict[str, str]:
+    """Return {name: value} for the label's values (None: not shared, left out), given the
+    group_by dimensions in order."""
     return {
-        name: declared[name].value_at(index)
-        for name, index in zip(group_by, label, strict=True)
+        name: dimension.value_at(index)
+        for (name, dimension), index in zip(dimensions, label, strict=True)
         if index is not None
     }

@@ -185,6 +185,7 @@ class PostgresStore(SqlStore):
         """
         if not uploads:
             return []
+        self._note_slices(uploads)
         group = postgres_writer.prepare(uploads, self._archives)
         if not self._writer.commit(group):
             return super().add_uploads(uploads)
@@ -215,14 +216,14 @@ class PostgresStore(SqlStore):
         return set(ids) - inserted
 
     def _after_commit(self, task: TaskConfig, added: int) -> None:
-        """Fold once this process has staged ``staged_bytes`` for the task since its last fold.
+        """Fold once this process has staged the task's ``fold_threshold`` since its last fold.
 
         On the folding thread (:mod:`ldp_telemetry.aggregator.store.postgres.folder`): the writer
         goes on.
         """
         with self._lock:
             total = self._staged.get(task.task_id, 0) + added
-            due = total >= self.staged_bytes
+            due = total >= self.fold_threshold(task)
             self._staged[task.task_id] = 0 if due else total
         if due:
             self._folder.ask(task)

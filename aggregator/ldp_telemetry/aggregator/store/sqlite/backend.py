@@ -202,13 +202,14 @@ class SqliteStore(SqlStore):
         return known
 
     def _after_stage(self, tx: Tx, task: TaskConfig, added: int) -> None:
-        """Fold the task's staged reports once they pass ``staged_bytes`` (in this upload)."""
+        """Fold the task's staged reports once they pass its ``fold_threshold`` (in this
+        upload)."""
         ((staged,),) = tx.execute(
             "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
             "SET bytes = bytes + excluded.bytes RETURNING bytes",
             (task.task_id, added),
         )
-        if staged >= self.staged_bytes:
+        if staged >= self.fold_threshold(task):
             self._fold_in(tx, task)
 
     def _fold_in(self, tx: Tx, task: TaskConfig) -> None:

@@ -279,7 +279,7 @@ class HeavyHitters:
 
     def searcher(self, sums: Any) -> LevelSearch:
         """Return the level-by-level estimator over ``sums`` (see hh_search)."""
-        check_shape(sums, self.level_count * self.k, self.m, repr(self))
+        check_shape(sums, self.level_count * self.k, self.m, self)
         return LevelSearch(self.sketches, self.lengths, self.symbols, END, sums, self.row_totals)
 
     def estimate(

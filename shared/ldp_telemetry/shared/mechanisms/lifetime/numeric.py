@@ -90,7 +90,7 @@ class RepeatedOneBitMean(OneBitMean):
         self, sums: Sums, candidates: Any = None, level: float = DEFAULT_LEVEL
     ) -> Estimates:
         """Estimate the mean with its closed-form standard error (both layers debiased)."""
-        check_shape(sums, 1, 2, repr(self))
+        check_shape(sums, 1, 2, self)
         n = sums.total
         if n == 0:
             return est.nothing(["mean"], self.d, self.to_value, level)

@@ -258,7 +258,7 @@ class SquareWave(NumericBase):
         The linear mean and the end buckets' shares are unbiased in closed form; the rest
         come from the fit with bootstrap SEs, flagged unreliable when the fit biases them.
         """
-        check_shape(sums, 1, self.outputs, repr(self))
+        check_shape(sums, 1, self.outputs, self)
         names = list(est.DEFAULT_QUERY if candidates is None else candidates)
         if sums.total == 0:  # nothing to reconstruct (the collector refuses below min_batch_size)
             return est.nothing(names, self.d, self.to_value, level)
@@ -316,7 +316,7 @@ class OneBitMean(NumericBase):
         self, sums: Sums, candidates: Sequence[str] | None = None, level: float = DEFAULT_LEVEL
     ) -> Estimates:
         """Estimate the mean with its closed-form standard error."""
-        check_shape(sums, 1, 2, repr(self))
+        check_shape(sums, 1, 2, self)
         n = sums.total
         if n == 0:
             return est.nothing(["mean"], self.d, self.to_value, level)

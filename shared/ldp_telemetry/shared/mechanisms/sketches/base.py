@@ -187,7 +187,7 @@ class Sketch:
                 f"{self.name} needs candidates: a sketch does not know its domain, so pass "
                 "the values to estimate, e.g. estimate(sums, candidates=['a', 'b'])"
             )
-        check_shape(sums, self.k, self.m, repr(self))
+        check_shape(sums, self.k, self.m, self)
         n = sums.total
         squares = np.zeros(1)  # Σ of X's squared cells, gathered with the rows (one pass)
         # The table's total too, for the sums checks that follow (row_totals): one pass.
