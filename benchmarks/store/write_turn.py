@@ -9,9 +9,11 @@ submitters each (16 uploads in flight, as 16 connections over 2 workers), CMS k 
 fresh report ids, reports drawn from the SDK's privatizer. Two ways, alternately in every
 round so both see the same machine load: ``gather first`` (before: the writer takes what is
 queued, then waits for the file's write lock) and ``turn first`` (now: the writer waits for
-its turn, then takes what queued meanwhile, :meth:`SqliteStore.writer_turn`). Per way: uploads
-committed per second, uploads per transaction and the two processes' CPU per upload. No HTTP:
-the served figures are ``benchmarks.serving.bench``'s.
+its turn, then takes what queued meanwhile, :meth:`SqliteStore.writer_turn`). ``--one-writer``
+adds a bound for one writer per node: all the submitters in one process with one writer
+(what a node-wide writer would group at best, without the hand-over between processes it
+would need). Per way: uploads committed per second, uploads per transaction and the
+processes' CPU per upload. No HTTP: the served figures are ``benchmarks.serving.bench``'s.
 """
 
 from __future__ import annotations
@@ -109,9 +111,10 @@ def measure(way: str, batch: int, threads: int, seconds: float) -> dict[str, flo
         store.create_task(StoredTask(_task()))
         out: Queue = context.Queue()
         start = time.time() + 3.0  # spawned interpreters import first
+        processes, threads = (1, threads * WORKERS) if way == "one writer" else (WORKERS, threads)
         workers = [
             context.Process(target=_worker, args=(path, way, batch, threads, seconds, start, out))
-            for _ in range(WORKERS)
+            for _ in range(processes)
         ]
         for worker in workers:
             worker.start()
@@ -134,10 +137,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--threads", type=int, default=8, help="submitters per worker")
+    parser.add_argument("--one-writer", action="store_true", help="add the one-writer bound")
     args = parser.parse_args()
+    ways = ("gather first", "turn first", *(["one writer"] if args.one_writer else []))
     for batch in args.batches:
         for round_ in range(args.rounds):
-            for way in ("gather first", "turn first"):
+            for way in ways:
                 found = measure(way, batch, args.threads, args.seconds)
                 print(
                     f"{batch:>3} report(s)/upload, round {round_ + 1}, {way:>12}: "
