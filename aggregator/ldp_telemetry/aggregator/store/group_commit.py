@@ -17,7 +17,7 @@ stop a worker from reading requests. On a store that orders its writers (SQLite'
 ``writer_turn``: one lock for every worker of the node) the writer waits for its turn
 *before* it gathers, so the uploads that queued while another worker's transaction ran
 join its group instead of waiting for the next one: two workers' writers on one file,
-8 closed-loop submitters each, committed 4.2–5.4 → 6.2–6.5 uploads per transaction
+8 closed-loop submitters each, committed 4.2–5.4 → 6.1–6.5 uploads per transaction
 (benchmarks/README.md, "One write turn per node").
 
 If the transaction fails for a store fault (disk full, database locked or unwritable),
