@@ -264,20 +264,24 @@ class TurnRecorder(GatedStore):
             yield
 
 
+def sqlite_task(app: Flask) -> tuple[SqliteStore, TaskConfig]:
+    store = app.extensions["ldp_store"]
+    response = app.test_client().post(
+        "/v1/tasks",
+        json={"task_id": "turn", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1},
+        headers={"Authorization": "Bearer admin-test-token"},
+    )
+    assert response.status_code == 201, response.text
+    return store, store.get_task("turn").config
+
+
 def test_a_writer_waiting_for_its_turn_takes_the_uploads_queued_meanwhile(
     sqlite_app: Flask,
 ) -> None:
     # Another worker's transaction holds the node's write lock: the uploads this worker
     # queues while its writer waits for its turn join that writer's one group (gathered
     # once the turn came, not before it).
-    store = sqlite_app.extensions["ldp_store"]
-    response = sqlite_app.test_client().post(
-        "/v1/tasks",
-        json={"task_id": "turn", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1},
-        headers={"Authorization": "Bearer admin-test-token"},
-    )
-    assert response.status_code == 201, response.text
-    task = store.get_task("turn").config
+    store, task = sqlite_task(sqlite_app)
     recorder = TurnRecorder(store)
     committer = GroupCommitter(recorder)
     other_worker = SqliteStore(store.path)
@@ -290,3 +294,34 @@ def test_a_writer_waiting_for_its_turn_takes_the_uploads_queued_meanwhile(
     assert recorder.groups == [6]
     assert stored_n(store, task) == 6
     committer.close()
+
+
+HOLD_THE_TURN = """
+import sys, time
+from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
+
+with SqliteStore(sys.argv[1]).writer_turn():
+    print("holding", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_worker_killed_in_its_turn_hands_the_turn_on(sqlite_app: Flask) -> None:
+    # Another worker is kill -9'd while it holds the node's write turn: the kernel drops its
+    # flock with the process, so this worker's writer gets the turn and commits.
+    store, task = sqlite_task(sqlite_app)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_TURN, store.path], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        committer = GroupCommitter(store)
+        waiting = committer.submit(upload(task, 2, 0))
+        assert wait([waiting], timeout=0.5).not_done  # the other worker's turn
+        holder.kill()
+        assert waiting.result(timeout=WAIT) == set()
+        assert stored_n(store, task) == 2
+        committer.close()
+    finally:
+        holder.kill()
+        holder.wait(timeout=WAIT)
