@@ -7,9 +7,10 @@ Two processes (a collector node's two workers) each run a
 (the collector's defaults: WAL, ``synchronous=NORMAL``), fed by ``--threads`` closed-loop
 submitters each (16 uploads in flight, as 16 connections over 2 workers), CMS k = m = 1024,
 fresh report ids, reports drawn from the SDK's privatizer. Two ways, alternately in every
-round so both see the same machine load: ``gather first`` (before: the writer takes what is
-queued, then waits for the file's write lock) and ``turn first`` (now: the writer waits for
-its turn, then takes what queued meanwhile, :meth:`SqliteStore.writer_turn`). ``--one-writer``
+round so both see the same machine load: ``gather first`` (the collector's: the writer takes
+what is queued, then waits for the file's write lock) and ``turn first`` (tried, not kept:
+the writer waits for the lock, then takes what queued meanwhile; benchmarks/README.md, "One
+write turn per node"). ``--one-writer``
 adds a bound for one writer per node: all the submitters in one process with one writer
 (what a node-wide writer would group at best, without the hand-over between processes it
 would need). Per way: uploads committed per second, uploads per transaction and the
@@ -19,14 +20,13 @@ processes' CPU per upload. No HTTP: the served figures are ``benchmarks.serving.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import fcntl
 import multiprocessing
 import os
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any
@@ -44,11 +44,20 @@ POOL = 2_000  # privatized reports per worker, reused with fresh ids
 WINDOW = 7 * 86_400
 
 
-class GatherFirst(GroupCommitter):
-    """The committer before: gather what is queued, then wait for the write lock."""
+class TurnFirst(GroupCommitter):
+    """The committer tried: wait for the file's write lock, then gather what is queued.
 
-    def _turn(self) -> AbstractContextManager[Any]:
-        return contextlib.nullcontext()
+    The writer takes the store's ``flock`` (its thread's descriptor) before it gathers; the
+    transaction's own lock on the same descriptor is then granted at once, and its unlock
+    after ``COMMIT`` ends the turn.
+    """
+
+    def _gather(self, first: Any) -> Any:
+        store: Any = self.store  # a SqliteStore: its WriterLock's descriptor for this thread
+        descriptor = store._writer._descriptor()
+        if descriptor is not None:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        return super()._gather(first)
 
 
 class _Counting(SqliteStore):
@@ -71,7 +80,7 @@ def _worker(
     path: str, way: str, batch: int, threads: int, seconds: float, start: float, out: Queue
 ) -> None:
     task, store = _task(), _Counting(path)
-    committer = (GatherFirst if way == "gather first" else GroupCommitter)(store)
+    committer = (TurnFirst if way == "turn first" else GroupCommitter)(store)
     rng = np.random.default_rng(os.getpid())
     reports = task.mechanism_object.privatize_many(zipf_values(POOL, rng), rng)
     bucket = task.floor_time(time.time())

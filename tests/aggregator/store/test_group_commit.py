@@ -8,11 +8,10 @@ holds when a member is answered, not by timing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, wait
 
 import numpy as np
@@ -21,7 +20,6 @@ from flask import Flask
 
 from ldp_telemetry.aggregator.store import Store, StoreFull, StoreUnavailable, Upload
 from ldp_telemetry.aggregator.store.group_commit import GroupCommitter
-from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.shared import TaskConfig
 from tests.support.reports import envelopes, payloads
 
@@ -219,7 +217,6 @@ FORK_SCRIPT = """
 import os, sys
 from types import SimpleNamespace
 from ldp_telemetry.aggregator.store.group_commit import GroupCommitter
-from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 
 
 class Recorder:  # a store that notes which process committed each upload
@@ -247,81 +244,3 @@ def test_a_forked_worker_gets_its_own_writer() -> None:
     # child (the parent's does not exist there). Run in a process of its own: forking the
     # test session, with its other threads, could copy a lock one of them holds.
     subprocess.run([sys.executable, "-c", FORK_SCRIPT], check=True, timeout=120)
-
-
-class TurnRecorder(GatedStore):
-    """A gated SQLite store whose writer turn says when it is asked for."""
-
-    def __init__(self, store: SqliteStore) -> None:
-        super().__init__(store)
-        self.asked = threading.Semaphore(0)
-
-    @contextlib.contextmanager
-    def writer_turn(self) -> Iterator[None]:
-        self.asked.release()
-        assert isinstance(self.store, SqliteStore)
-        with self.store.writer_turn():
-            yield
-
-
-def sqlite_task(app: Flask) -> tuple[SqliteStore, TaskConfig]:
-    store = app.extensions["ldp_store"]
-    response = app.test_client().post(
-        "/v1/tasks",
-        json={"task_id": "turn", "mechanism": "rr", "epsilon": 1.0, "min_batch_size": 1},
-        headers={"Authorization": "Bearer admin-test-token"},
-    )
-    assert response.status_code == 201, response.text
-    return store, store.get_task("turn").config
-
-
-def test_a_writer_waiting_for_its_turn_takes_the_uploads_queued_meanwhile(
-    sqlite_app: Flask,
-) -> None:
-    # Another worker's transaction holds the node's write lock: the uploads this worker
-    # queues while its writer waits for its turn join that writer's one group (gathered
-    # once the turn came, not before it).
-    store, task = sqlite_task(sqlite_app)
-    recorder = TurnRecorder(store)
-    committer = GroupCommitter(recorder)
-    other_worker = SqliteStore(store.path)
-    with other_worker.writer_turn():
-        first = committer.submit(upload(task, 1, 0))
-        assert recorder.asked.acquire(timeout=WAIT)  # the writer holds `first`, waiting
-        rest = [committer.submit(upload(task, 1, seed)) for seed in range(1, 6)]
-        assert not any(f.done() for f in [first, *rest])
-    assert [f.result(timeout=WAIT) for f in [first, *rest]] == [set()] * 6
-    assert recorder.groups == [6]
-    assert stored_n(store, task) == 6
-    committer.close()
-
-
-HOLD_THE_TURN = """
-import sys, time
-from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
-
-with SqliteStore(sys.argv[1]).writer_turn():
-    print("holding", flush=True)
-    time.sleep(600)
-"""
-
-
-def test_a_worker_killed_in_its_turn_hands_the_turn_on(sqlite_app: Flask) -> None:
-    # Another worker is kill -9'd while it holds the node's write turn: the kernel drops its
-    # flock with the process, so this worker's writer gets the turn and commits.
-    store, task = sqlite_task(sqlite_app)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_THE_TURN, store.path], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
-        committer = GroupCommitter(store)
-        waiting = committer.submit(upload(task, 2, 0))
-        assert wait([waiting], timeout=0.5).not_done  # the other worker's turn
-        holder.kill()
-        assert waiting.result(timeout=WAIT) == set()
-        assert stored_n(store, task) == 2
-        committer.close()
-    finally:
-        holder.kill()
-        holder.wait(timeout=WAIT)

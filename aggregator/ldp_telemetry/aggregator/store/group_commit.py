@@ -13,12 +13,7 @@ loop's members are answered with one wake-up of the loop per group, not one per 
 
 Waiting for the database's write lock (another worker's transaction, a fold, a backup)
 happens on the writer thread, never on the event loop: slow commits delay acks but never
-stop a worker from reading requests. On a store that orders its writers (SQLite's
-``writer_turn``: one lock for every worker of the node) the writer waits for its turn
-*before* it gathers, so the uploads that queued while another worker's transaction ran
-join its group instead of waiting for the next one: two workers' writers on one file,
-8 closed-loop submitters each, committed 4.2–5.4 → 6.1–6.5 uploads per transaction
-(benchmarks/README.md, "One write turn per node").
+stop a worker from reading requests.
 
 If the transaction fails for a store fault (disk full, database locked or unwritable),
 every member gets that error, which the views answer as a retryable 503/507: nothing of
@@ -32,7 +27,6 @@ groups, so no request waits for it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import queue
@@ -40,7 +34,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,9 +171,8 @@ class GroupCommitter:
             first = self._queue.get()
             if first is None:
                 return
-            with self._turn():
-                group, stop = self._gather(first)
-                answers = commit_group(self.store, [u for h in group for u in h.uploads])
+            group, stop = self._gather(first)
+            answers = commit_group(self.store, [u for handover in group for u in handover.uploads])
             start = 0
             for handover in group:
                 end = start + len(handover.uploads)
@@ -193,11 +185,6 @@ class GroupCommitter:
             self._collect_expired()
             if stop:
                 return
-
-    def _turn(self) -> AbstractContextManager[Any]:
-        """Wait to be the node's next writer, if the store orders its writers (SQLite)."""
-        turn = getattr(self.store, "writer_turn", None)
-        return contextlib.nullcontext() if turn is None else turn()
 
     def _gather(self, first: _Handover) -> tuple[list[_Handover], bool]:
         """Return the hand-overs to commit with ``first``, and whether to stop after."""

@@ -101,24 +101,9 @@ class SqliteStore(SqlStore):
             raise fault from error
 
     @contextmanager
-    def writer_turn(self) -> Iterator[None]:
-        """Be this node's next writer for the block: its writes inside do not queue again.
-
-        The group-commit writer takes its turn before it gathers the waiting uploads, so
-        those that arrived while another worker's transaction held the lock join its group.
-        """
-        self._local.turn_asked = time.perf_counter()  # the lock wait of its first write
-        try:
-            with self._writer.held():
-                yield
-        finally:
-            self._local.turn_asked = None
-
-    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; SQLite's disk and file faults become retryable errors."""
-        waited = getattr(self._local, "turn_asked", None) or time.perf_counter()
-        self._local.turn_asked = None
+        waited = time.perf_counter()
         with self._writer.held():
             yield from self._transaction(waited)
 

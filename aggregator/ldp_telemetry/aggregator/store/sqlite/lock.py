@@ -31,20 +31,15 @@ class WriterLock:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """Hold the lock for the block (without it if the lock file cannot be opened).
-
-        Re-entrant per thread: a block inside one this thread holds does not lock again.
-        """
+        """Hold the lock for the block (without it if the lock file cannot be opened)."""
         descriptor = self._descriptor()
-        if descriptor is None or self._local.holding:
+        if descriptor is None:
             yield
             return
         fcntl.flock(descriptor, fcntl.LOCK_EX)  # waits without the GIL
-        self._local.holding = True
         try:
             yield
         finally:
-            self._local.holding = False
             fcntl.flock(descriptor, fcntl.LOCK_UN)
 
     def _descriptor(self) -> int | None:
@@ -55,6 +50,6 @@ class WriterLock:
                 self._local.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             except OSError:
                 self._local.fd = None
-            self._local.pid, self._local.holding = os.getpid(), False
+            self._local.pid = os.getpid()
         descriptor: int | None = self._local.fd
         return descriptor
