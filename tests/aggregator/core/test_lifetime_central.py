@@ -41,7 +41,7 @@ def answer(sizes: list[int], buckets: list[int], task: TaskConfig | None = None)
         len(sizes), min(sizes), sum(sizes), tuple({0: n} for n in sizes), tuple(buckets),
         tuple(sizes),
     )  # fmt: skip
-    shuffle = Shuffle(task, Batches(window), Window(), sum(sizes))
+    shuffle = Shuffle(task, Batches(window), Window(), sum(sizes), held=[0])  # slice 0 holds them
     return task, central_fields(shuffle, sum(sizes))
 
 
