@@ -5,6 +5,7 @@ range; and the fold threshold that grows with the slices a task stages in."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from dataclasses import replace
 
@@ -103,3 +104,28 @@ def test_the_fold_threshold_grows_with_the_slices_staged_in(stores: Stores, back
         send(store, sliced, plain, index, bucket, rng)
     assert store.fold_threshold(sliced) == store.staged_bytes * FOLD_SLICES  # bounded
     assert store.fold_threshold(plain) == store.staged_bytes  # one slice
+
+
+def test_a_read_sees_one_snapshot_whatever_commits_meanwhile(stores: Stores, backend: str) -> None:
+    rng = np.random.default_rng(9)
+    store = stores.open(backend, staged_bytes=1)  # every upload folds: rows rewritten meanwhile
+    sliced, plain = tasks("cms")
+    for task in (sliced, plain):
+        store.create_task(StoredTask(task))
+    bucket = sliced.floor_time(1.7e9)
+    before = send(store, sliced, plain, 4, bucket, rng) + send(store, sliced, plain, 5, bucket, rng)
+    store.fold_staged(sliced)
+    with store.read_slices(sliced, None, None) as read:
+        # another thread commits (and folds) more reports of both slices before any row is read
+        writer = threading.Thread(
+            target=lambda: [send(store, sliced, plain, i, bucket, rng) for i in (4, 5)]
+        )
+        writer.start()
+        writer.join()
+        for index in (4, 5):
+            alone = read.sums([index])
+            dense = dense_sums(sliced, [r for _, s, r in before if s == index])
+            assert alone.total == dense.total == 9
+            assert np.array_equal(alone.table[:], dense.table)
+    with store.read_slices(sliced, None, None) as later:
+        assert later.counts == {4: 18, 5: 18}
