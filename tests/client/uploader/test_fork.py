@@ -64,11 +64,11 @@ def test_a_forked_child_records_and_its_reports_arrive(
     sent = [report_id for seen in fake_collector.uploads() for report_id in seen.report_ids()]
     assert len(set(sent)) == 3
     if on_disk:
-        # One queue file, two processes: the child's flush usually delivers the parent's
-        # queued report, but the parent may send it too before either removes it (the disk
-        # queue has no claims across processes; seen 1 run in ~5 of the suite). The same
-        # bytes and report id: the collector counts it once, as asserted above.
-        assert len(sent) in (3, 4) and sdk.stats().sent in (1, 2)
+        # One queue file, two processes: the parent's queued report and the child's may each
+        # be sent by both before either removes it (the disk queue has no claims across
+        # processes; one duplicate seen in ~5 suite runs, both in one run of 2026-11-29). The
+        # same bytes and report id: the collector counts each once, as asserted above.
+        assert 3 <= len(sent) <= 5 and 1 <= sdk.stats().sent <= 3
     else:  # in memory the parent's queued report stays the parent's: nothing sent twice
         assert len(sent) == 3 and sdk.stats().sent == 2
     sdk.close(5)
