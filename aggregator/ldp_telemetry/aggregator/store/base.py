@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ldp_telemetry.aggregator.store import rollup, shuffled
+from ldp_telemetry.aggregator.store import counters, rollup, shuffled
 from ldp_telemetry.aggregator.store.interface import (
     ShuffledBatch,
     ShuffledWindow,
@@ -44,7 +44,6 @@ from ldp_telemetry.aggregator.store.reads import (
 )
 from ldp_telemetry.aggregator.store.sql import (
     CHUNK,
-    COUNTER,
     StagedRow,
     Tx,
     first_expiries,
@@ -320,12 +319,13 @@ class SqlStore:
     def sum_rows(self, task: TaskConfig) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
         """Yield (bucket, slice, row, n, counters) of every stored sums row, ordered (export)."""
         self.fold_staged(task)
+        width = task.mechanism_object.sums_shape[1]
         for bucket, slice_index, row, n, blob in self._stream(
             "SELECT bucket, slice, row, n, counters FROM sums WHERE task_id = ? "
             "ORDER BY bucket, slice, row",
             (task.task_id,),
         ):
-            yield int(bucket), int(slice_index), int(row), int(n), np.frombuffer(blob, COUNTER)
+            yield int(bucket), int(slice_index), int(row), int(n), counters.decode_one(blob, width)
 
     # -- shuffled batches --------------------------------------------------------------
 

@@ -25,10 +25,9 @@ from collections.abc import Collection
 
 import numpy as np
 
-from ldp_telemetry.aggregator.store import rollup
+from ldp_telemetry.aggregator.store import counters, rollup
 from ldp_telemetry.aggregator.store.interface import SumsView
 from ldp_telemetry.aggregator.store.sql import (
-    COUNTER,
     Tx,
     chosen_slices,
     in_clause,
@@ -151,11 +150,11 @@ class _DenseSlices:
         while block := list(itertools.islice(rows, DENSE_BLOCK)):
             at = np.fromiter((s for s, _, _ in block), dtype=np.int64, count=len(block))
             n = np.fromiter((c for _, c, _ in block), dtype=np.int64, count=len(block))
-            joined = np.frombuffer(b"".join(bytes(b) for _, _, b in block), dtype=COUNTER)
+            decoded = counters.decode([b for _, _, b in block], width)
             order = np.argsort(at, kind="stable")
             present, first = np.unique(at[order], return_index=True)
             n_sums = np.add.reduceat(n[order], first)
-            tables = np.add.reduceat(joined.reshape(len(block), width)[order], first, axis=0)
+            tables = np.add.reduceat(decoded[order], first, axis=0)
             for index, count, table in zip(present.tolist(), n_sums, tables, strict=True):
                 add(index, int(count), table)
         for index, batches in staged.items():

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ldp_telemetry.aggregator.store.sql import COUNTER, Tx, add_at, sum_buckets
+from ldp_telemetry.aggregator.store import counters
+from ldp_telemetry.aggregator.store.sql import Tx, add_at, sum_buckets
 
 BUILD_ROWS = 4096  # rows added up at once while building: 32 MiB at m = 1,024
 
@@ -55,14 +56,8 @@ def build(tx: Tx, task_id: str, rows: int, width: int, buckets: list[int]) -> No
             tx.executemany(
                 "INSERT INTO rollup (task_id, slice, row, n, counters) VALUES (?, ?, ?, ?, ?)",
                 [
-                    (
-                        task_id,
-                        slice_index,
-                        start + int(i),
-                        int(n[i]),
-                        block[i].astype(COUNTER).tobytes(),
-                    )
-                    for i in hit
+                    (task_id, slice_index, start + int(i), int(n[i]), blob)
+                    for i, blob in zip(hit, counters.encode(block[hit]), strict=True)
                 ],
             )
     mark_ready(tx, task_id)
@@ -114,6 +109,6 @@ def row_block(
     )
     if found:
         at = np.fromiter((row - start for row, _ in found), dtype=np.int64, count=len(found))
-        joined = np.frombuffer(b"".join(bytes(b) for _, b in found), dtype=COUNTER)
-        add_at(block, at, joined.reshape(len(found), width), len(np.unique(at)) == len(at))
+        decoded = counters.decode([b for _, b in found], width)
+        add_at(block, at, decoded, len(np.unique(at)) == len(at))
     return block

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ldp_telemetry.aggregator.store import counters
 from ldp_telemetry.aggregator.store.folding import fold_parts
 from ldp_telemetry.aggregator.store.interface import Upload
 from ldp_telemetry.aggregator.store.staging import pack, stack, unpack
@@ -27,7 +28,6 @@ from ldp_telemetry.shared import Envelope, TaskConfig
 from ldp_telemetry.shared.contract import IMPLAUSIBLE_REPORT
 from ldp_telemetry.shared.sums import RowSums
 
-COUNTER = np.dtype("<i8")
 CHUNK = 500  # parameters per IN (...) list
 
 
@@ -183,28 +183,37 @@ def merge_rows(
 ) -> None:
     """Add ``new`` to the rows of ``table`` (``sums`` or ``rollup``) under ``key``.
 
-    ``new`` is left as it was: a fold adds the same part to a bucket and to the roll-up.
+    ``new`` is left as it was: a fold adds the same part to a bucket and to the roll-up. The
+    stored rows it touches are read a chunk at a time, decoded and added with one numpy add,
+    and written back in their narrowest form (:mod:`~ldp_telemetry.aggregator.store.counters`).
     """
-    index = {int(row): i for i, row in enumerate(new.rows)}
-    n, counters = new.n.astype(np.int64), new.table.astype(np.int64)  # copies
-    rows = list(index)
+    rows = new.rows.astype(np.int64)
+    n, table_ = new.n.astype(np.int64), new.table.astype(np.int64)  # copies
+    width = table_.shape[1]
+    position = {row: i for i, row in enumerate(rows.tolist())}
     where = " AND ".join(f"{column} = ?" for column in key)
-    for start in range(0, len(rows), CHUNK):
-        part = rows[start : start + CHUNK]
-        for row, count, blob in tx.execute(
-            f"SELECT row, n, counters FROM {table} WHERE {where} AND row IN ({marks(len(part))})",
-            (*values, *part),
-        ):
-            n[index[row]] += count
-            counters[index[row]] += np.frombuffer(blob, dtype=COUNTER)
+    listed = list(position)
+    for start in range(0, len(listed), CHUNK):
+        part = listed[start : start + CHUNK]
+        found = list(
+            tx.execute(
+                f"SELECT row, n, counters FROM {table} WHERE {where} "
+                f"AND row IN ({marks(len(part))})",
+                (*values, *part),
+            )
+        )
+        if found:
+            at = np.fromiter((position[r] for r, _, _ in found), dtype=np.int64, count=len(found))
+            n[at] += np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
+            table_[at] += counters.decode([b for _, _, b in found], width)
     tx.executemany(
         f"INSERT INTO {table} ({', '.join(key)}, row, n, counters) "
         f"VALUES ({marks(len(key) + 3)}) "
         f"ON CONFLICT ({', '.join(key)}, row) "
         "DO UPDATE SET n = excluded.n, counters = excluded.counters",
         [
-            (*values, row, int(n[i]), counters[i].astype(COUNTER, copy=False).tobytes())
-            for row, i in index.items()
+            (*values, row, count, blob)
+            for row, count, blob in zip(listed, n.tolist(), counters.encode(table_), strict=True)
         ],
     )
 
@@ -235,10 +244,10 @@ def sum_buckets(
             continue
         rows = np.fromiter((row for row, _, _ in found), dtype=np.int64, count=len(found))
         counts = np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
-        joined = np.frombuffer(b"".join(bytes(b) for _, _, b in found), dtype=COUNTER)
+        decoded = counters.decode([b for _, _, b in found], width)
         unique = len(np.unique(rows)) == len(rows)
         add_at(n, rows - start, counts, unique)
-        add_at(block, rows - start, joined.reshape(len(found), width), unique)
+        add_at(block, rows - start, decoded, unique)
     return n, block
 
 
