@@ -5,7 +5,11 @@ only after its transaction commits) on a free loopback port with a temporary dat
 creates a CMS task (k=2048, m=1024) and posts pre-encoded batches of 500 reports from a few
 client threads; beside it, the same task with 2 public dimensions (3 platforms × 4 versions,
 20 slices with other), its reports spread over the slices, in runs alternating with the
-first on the same server (issue 38: ≥ 0.9× the rate without). The load generator shares the
+first on the same server (issue 38: ≥ 0.9× the rate without). That server folds every
+``INGEST_STAGED_BYTES`` (1 MiB, both tasks) rather than the default 8 MiB, so that both tasks
+fold several times in runs this short (the task with dimensions every 8 MiB: its threshold
+grows with its slices, up to ``FOLD_SLICES``): their rates include the folds a long run pays,
+at the rate of a smaller ``STAGED_BYTES``. The load generator shares the
 machine's cores with the server, as it would in any single-machine measurement. Memory is the
 peak resident set (VmHWM) of the server master and its workers, read from /proc at
 checkpoints while 10^6 reports go in.
@@ -13,6 +17,7 @@ checkpoints while 10^6 reports go in.
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 import signal
@@ -25,14 +30,14 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import requests
 
-from benchmarks.common.settings import EPSILON, HTTP_BATCH, SKETCH_M, Sizes
+from benchmarks.common.settings import EPSILON, HTTP_BATCH, MODES, SKETCH_M, Sizes
 from benchmarks.common.workload import zipf_values
 from ldp_telemetry.aggregator.serving import DEFAULT_SERVER
 from ldp_telemetry.shared import CountMeanSketch, TaskConfig, encode_batch
@@ -44,6 +49,7 @@ CLIENT_THREADS = 4
 TASK_K = 2048
 CHUNK = 50_000  # reports encoded at once while filling the memory benchmark
 HTTP_RUNS = 3  # ingest runs per worker count; the median is reported
+INGEST_STAGED_BYTES = 1 << 20  # the ingest server's STAGED_BYTES: both tasks fold in the runs
 DIMENSIONS = [
     {"name": "platform", "values": ["android", "ios", "web"]},
     {"name": "app_version", "values": ["5.1", "5.2", "5.3", "5.4"]},
@@ -67,8 +73,10 @@ def running_server(
     server: str = DEFAULT_SERVER,
     database: str | None = None,
     tokens: tuple[str, str] | None = None,
+    staged_bytes: int | None = None,
 ) -> Iterator[Server]:
-    """Run a collector on a temporary database; stop its process group on exit."""
+    """Run a collector on a temporary database (``staged_bytes``: its STAGED_BYTES, None for
+    the default); stop its process group on exit."""
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as folder:
         admin, analyst = tokens or (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         port = _free_port()
@@ -77,6 +85,7 @@ def running_server(
             "LDP_ADMIN_TOKEN": admin,
             "LDP_ANALYST_TOKEN": analyst,
             "PROMETHEUS_MULTIPROC_DIR": _made(Path(folder) / "metrics"),
+            **({} if staged_bytes is None else {"LDP_STAGED_BYTES": str(staged_bytes)}),
         }
         command = [
             sys.executable,
@@ -166,14 +175,16 @@ def post_all(server: Server, task_id: str, bodies: list[bytes]) -> int:
         return sum(pool.map(post, bodies))
 
 
-def ingest_rates(sizes: Sizes, rng: np.random.Generator) -> dict[str, dict[str, Any]]:
+def ingest_rates(
+    sizes: Sizes, rng: np.random.Generator, staged_bytes: int = INGEST_STAGED_BYTES
+) -> dict[str, dict[str, Any]]:
     """Return the median reports/s of durable HTTP ingest (repeated runs) per worker count,
     for the task without dimensions (``http_ingest_w<N>``) and with 2 (``http_ingest_dims_w<N>``),
     their runs alternating on one server."""
     results = {}
     for workers in sizes.http_workers:
         rates: dict[str, list[float]] = {"": [], "dims_": []}
-        with running_server(workers) as server:
+        with running_server(workers, staged_bytes=staged_bytes) as server:
             tasks = {
                 "": create_task(server, "bench-ingest"),
                 "dims_": create_task(server, "bench-ingest-dims", dimensions=DIMENSIONS),
@@ -199,6 +210,29 @@ def _rate(server: Server, task: TaskConfig, reports: int, rng: np.random.Generat
     if accepted != reports:
         raise RuntimeError(f"{accepted} of {reports} reports accepted")
     return rate
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the ingest rows alone: ``python -m benchmarks.serving.http_ingest [--reports N]
+    [--workers 1,2] [--staged-bytes B]`` (the ``make bench`` rows at their full sizes)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.serving.http_ingest")
+    parser.add_argument("--reports", type=int, default=MODES["full"].http_reports)
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--staged-bytes", type=int, default=INGEST_STAGED_BYTES)
+    parser.add_argument("--seed", type=int, default=2)
+    args = parser.parse_args(argv)
+    workers = tuple(int(w) for w in args.workers.split(","))
+    sizes = replace(MODES["full"], http_reports=args.reports, http_workers=workers)
+    rates = ingest_rates(sizes, np.random.default_rng(args.seed), args.staged_bytes)
+    for count in workers:
+        plain, dims = rates[f"http_ingest_w{count}"], rates[f"http_ingest_dims_w{count}"]
+        print(
+            f"{count} worker(s): without dimensions {plain['rate']:,.0f}/s "
+            f"(runs {', '.join(f'{r:,.0f}' for r in plain['rates'])}); with 2 (20 slices) "
+            f"{dims['rate']:,.0f}/s (runs {', '.join(f'{r:,.0f}' for r in dims['rates'])}): "
+            f"{dims['rate'] / plain['rate']:.2f}×",
+            flush=True,
+        )
 
 
 def peak_memory(sizes: Sizes, rng: np.random.Generator) -> dict[str, dict[str, Any]]:
@@ -280,3 +314,7 @@ def _free_port() -> int:
 def _made(path: Path) -> str:
     path.mkdir()
     return str(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,9 +1,10 @@
 """What the SQL backends share: the transaction they write through and the sums arithmetic.
 
 Both backends keep the same tables (tasks, sums per (task, bucket, slice, row) with counters
-as little-endian int64 bytes, seen report ids, staged packed batches, tokens) and write the
-sums the same way, so a PostgreSQL collector and a SQLite one fed the same reports hold
-bit-identical sums. The statements here use ``?`` placeholders; a backend whose driver
+as little-endian integers, each row as narrow as its values allow
+(:mod:`~ldp_telemetry.aggregator.store.counters`), seen report ids, staged packed batches,
+tokens) and write the sums the same way, so a PostgreSQL collector and a SQLite one fed the
+same reports hold bit-identical sums. The statements here use ``?`` placeholders; a backend whose driver
 wants another style adapts them in its :class:`Tx`. Statements name their columns: the
 ``slice`` column (migration 0008) is not in the same place in both backends' tables.
 
