@@ -4,8 +4,8 @@ Both backends keep the same tables (tasks, sums per (task, bucket, slice, row) w
 as little-endian integers, each row as narrow as its values allow
 (:mod:`~ldp_telemetry.aggregator.store.counters`), seen report ids, staged packed batches,
 tokens) and write the sums the same way, so a PostgreSQL collector and a SQLite one fed the
-same reports hold bit-identical sums. The statements here use ``?`` placeholders; a backend whose driver
-wants another style adapts them in its :class:`Tx`. Statements name their columns: the
+same reports hold bit-identical sums. The statements here use ``?`` placeholders; a backend
+whose driver wants another style adapts them in its :class:`Tx`. Statements name their columns: the
 ``slice`` column (migration 0008) is not in the same place in both backends' tables.
 
 A slice is a task's public dimensions' combination (:mod:`ldp_telemetry.shared.dimensions`;
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -51,6 +51,20 @@ class Tx(Protocol):
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
         """Run one statement once per parameter row."""
+
+
+@runtime_checkable
+class BulkTx(Tx, Protocol):
+    """A transaction that upserts many sums rows in one statement (PostgreSQL: arrays)."""
+
+    def upsert_rows(
+        self,
+        table: str,
+        key: tuple[str, ...],
+        values: tuple[Any, ...],
+        written: tuple[list[int], list[int], list[bytes]],
+    ) -> None:
+        """Insert or replace the (row, n, counters) ``written`` of ``table`` under ``key``."""
 
 
 def marks(count: int) -> str:
@@ -194,19 +208,15 @@ def merge_rows(
     position = {row: i for i, row in enumerate(rows.tolist())}
     where = " AND ".join(f"{column} = ?" for column in key)
     listed = list(position)
-    for start in range(0, len(listed), CHUNK):
-        part = listed[start : start + CHUNK]
-        found = list(
-            tx.execute(
-                f"SELECT row, n, counters FROM {table} WHERE {where} "
-                f"AND row IN ({marks(len(part))})",
-                (*values, *part),
-            )
-        )
+    for found in _stored(tx, f"SELECT row, n, counters FROM {table} WHERE {where}", values, listed):
         if found:
             at = np.fromiter((position[r] for r, _, _ in found), dtype=np.int64, count=len(found))
             n[at] += np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
             table_[at] += counters.decode([b for _, _, b in found], width)
+    blobs = counters.encode(table_)
+    if isinstance(tx, BulkTx):
+        tx.upsert_rows(table, key, values, (listed, n.tolist(), blobs))
+        return
     tx.executemany(
         f"INSERT INTO {table} ({', '.join(key)}, row, n, counters) "
         f"VALUES ({marks(len(key) + 3)}) "
@@ -214,9 +224,23 @@ def merge_rows(
         "DO UPDATE SET n = excluded.n, counters = excluded.counters",
         [
             (*values, row, count, blob)
-            for row, count, blob in zip(listed, n.tolist(), counters.encode(table_), strict=True)
+            for row, count, blob in zip(listed, n.tolist(), blobs, strict=True)
         ],
     )
+
+
+def _stored(tx: Tx, select: str, values: tuple[Any, ...], rows: list[int]) -> Iterator[list[Any]]:
+    """Yield the stored (row, n, counters) of sorted ``rows``, a statement at a time: one
+    range scan when they fill at least a quarter of their range (a fold of a dense part), else
+    ``IN`` lists of CHUNK rows (a few rows of a large sketch)."""
+    if rows and 4 * len(rows) >= rows[-1] - rows[0] + 1:
+        wanted = set(rows)
+        found = tx.execute(f"{select} AND row >= ? AND row <= ?", (*values, rows[0], rows[-1]))
+        yield [stored for stored in found if stored[0] in wanted]
+        return
+    for start in range(0, len(rows), CHUNK):
+        part = rows[start : start + CHUNK]
+        yield list(tx.execute(f"{select} AND row IN ({marks(len(part))})", (*values, *part)))
 
 
 def sum_buckets(

@@ -44,6 +44,7 @@ from psycopg_pool import ConnectionPool
 
 from ldp_telemetry.aggregator.store.base import SqlStore
 from ldp_telemetry.aggregator.store.interface import Upload
+from ldp_telemetry.aggregator.store.postgres import arrays
 from ldp_telemetry.aggregator.store.postgres import writer as postgres_writer
 from ldp_telemetry.aggregator.store.postgres.faults import faults
 from ldp_telemetry.aggregator.store.postgres.folder import Folder
@@ -56,6 +57,7 @@ FOLD_LOCK = 0x1D9 + 1  # first half of a task's fold lock; the second is hashtex
 # answered once in PostgreSQL's memory (a node's kill -9 still loses nothing; a crash of
 # PostgreSQL itself may lose the last ~0.6 s of acknowledged uploads).
 SYNCHRONOUS_COMMIT = ("on", "off", "local", "remote_write", "remote_apply")
+KEY_TYPES = {"task_id": "text", "bucket": "int8", "slice": "int4"}  # sums and roll-up keys
 _SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 
@@ -74,6 +76,33 @@ class PgTx:
         """Run one statement once per parameter row (pipelined by psycopg)."""
         with self.conn.cursor() as cursor:
             cursor.executemany(sql.replace("?", "%s"), parameters)
+
+    def upsert_rows(
+        self,
+        table: str,
+        key: tuple[str, ...],
+        values: tuple[Any, ...],
+        written: tuple[list[int], list[int], list[bytes]],
+    ) -> None:
+        """Insert or replace a fold's sums rows in one statement over binary arrays
+        (:mod:`~ldp_telemetry.aggregator.store.postgres.arrays`): executemany sent one
+        statement per row, 94 µs of this process's CPU per row (a fold of 40,000 CMS reports
+        over 20 slices rewrites 51,102 rows)."""
+        rows, counts, blobs = written
+        columns = ", ".join(key)
+        self.conn.execute(
+            f"INSERT INTO {table} ({columns}, row, n, counters) "
+            f"SELECT {', '.join(f'%s::{KEY_TYPES[c]}' for c in key)}, r, c, b "
+            "FROM unnest(%b::int4[], %b::int8[], %b::bytea[]) AS u(r, c, b) "
+            f"ON CONFLICT ({columns}, row) "
+            "DO UPDATE SET n = excluded.n, counters = excluded.counters",
+            (
+                *values,
+                arrays.int4_array(rows),
+                arrays.int8_array(counts),
+                arrays.bytea_array(blobs),
+            ),
+        )
 
 
 class PostgresStore(SqlStore):
@@ -143,6 +172,7 @@ class PostgresStore(SqlStore):
         """Set up a new pooled connection (the pool calls this once per connection)."""
         conn.execute(f"SET synchronous_commit = {self.synchronous_commit}")
         conn.commit()
+        arrays.register(conn.adapters)  # a fold's rows go as built (PgTx.upsert_rows)
 
     @contextmanager
     def _write(self) -> Iterator[PgTx]:

@@ -1,7 +1,8 @@
 """The embedded store: one SQLite file in WAL mode, safe for several worker processes.
 
 Sums are kept per (task, bucket, slice, row) as the row's report count ``n`` and its counters as a
-BLOB of little-endian integers (:mod:`~ldp_telemetry.aggregator.store.counters`). An upload is one ``BEGIN IMMEDIATE`` transaction (the database's single writer
+BLOB of little-endian integers (:mod:`~ldp_telemetry.aggregator.store.counters`), in rowid tables
+(migration 0010). An upload is one ``BEGIN IMMEDIATE`` transaction (the database's single writer
 lock): check and record the ids, stage the new reports packed
 (:mod:`ldp_telemetry.aggregator.store.staging`), and, once a task's staged bytes pass
 ``staged_bytes``, fold them into the rows they touch (read, add, write back), then commit. Workers
