@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-WIDTHS = (np.dtype("<i1"), np.dtype("<i2"), np.dtype("<i4"), np.dtype("<i8"))
+WIDTHS: tuple[np.dtype, ...] = tuple(np.dtype(code) for code in ("<i1", "<i2", "<i4", "<i8"))
 _BY_SIZE = {dtype.itemsize: dtype for dtype in WIDTHS}
-_LIMITS = [(int(np.iinfo(d).min), int(np.iinfo(d).max), d) for d in WIDTHS[:-1]]
+_LIMITS = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in WIDTHS[:-1]]
 
 
 def encode(block: np.ndarray) -> list[bytes]:
@@ -31,7 +31,7 @@ def encode(block: np.ndarray) -> list[bytes]:
     low, high = block.min(axis=1), block.max(axis=1)
     chosen = np.full(len(block), 3, dtype=np.int8)  # index into WIDTHS: int64 unless narrower
     for index in range(len(_LIMITS) - 1, -1, -1):
-        lo, hi, _ = _LIMITS[index]
+        lo, hi = _LIMITS[index]
         chosen[(low >= lo) & (high <= hi)] = index
     blobs: list[bytes] = [b""] * len(block)
     width = block.shape[1]
