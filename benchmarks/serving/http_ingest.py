@@ -9,10 +9,10 @@ first on the same server (issue 38: ≥ 0.9× the rate without). That server fol
 ``INGEST_STAGED_BYTES`` (1 MiB, both tasks) rather than the default 8 MiB, so that both tasks
 fold within runs this short (the task without dimensions every 1 MiB, about 7,700 reports;
 the one with dimensions every 20 MiB, 1 MiB per slice it stages in: twice in its 300,000
-reports): their rates include the folds a long run pays, at a smaller ``STAGED_BYTES``. The load generator shares the
-machine's cores with the server, as it would in any single-machine measurement. Memory is the
-peak resident set (VmHWM) of the server master and its workers, read from /proc at
-checkpoints while 10^6 reports go in.
+reports): their rates include the folds a long run pays, at a smaller ``STAGED_BYTES``. The
+load generator shares the machine's cores with the server, as it would in any single-machine
+measurement. Memory is the peak resident set (VmHWM) of the server master and its workers,
+read from /proc at checkpoints while 10^6 reports go in.
 """
 
 from __future__ import annotations
