@@ -64,6 +64,7 @@ from ldp_telemetry.shared.mechanisms.numeric.shape import concentrated
 from ldp_telemetry.shared.mechanisms.numeric.statistics import (
     PERCENTILE,
     placement_shift,
+    smoothing_error,
     statistics,
 )
 
@@ -202,10 +203,6 @@ def answer(
     def measure(distribution: np.ndarray) -> np.ndarray:
         return np.array([v for _, v in statistics(distribution, names, n, to_value)])
 
-    # Where the answers go with the penalty lifted by as many decades as the search tried
-    # after the best (PATIENCE; none: the best was the grid's last, nothing to bound).
-    smoothing = measure(sharper[-1] if sharper else fitted)
-
     boot, refits, null = replicates(channel, fitted, n, measure, counts)
     piled = functools.partial(piled_refits, channel, fitted, n, counts)
     errors = np.std(boot, axis=0, ddof=1)
@@ -236,7 +233,7 @@ def answer(
                 fitted, refits, q, spline_peak(channel), channel.window, piled
             )
         if q is not None:  # the smoothing's bias, bounded by its move (after the flags)
-            errors[j] = float(np.hypot(errors[j], smoothing[j] - values[j]))
+            errors[j] = smoothing_error(errors[j], shape[j], null[:, j])
         reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
     return flagged(base, reasons)
