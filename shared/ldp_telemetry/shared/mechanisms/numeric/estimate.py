@@ -21,8 +21,9 @@ thresholds were set on it (``python -m simulations coverage``). Two statistics n
 reconstruction and are unbiased in closed form: the mean on a linear scale (the mean output
 index is linear in the bucket) and the end buckets' shares. A percentile's SE is the refits'
 spread where the buckets are equal (unit space), taken to the task's units through the scale's
-slope, and the smoothing's bias: how far the percentile moves in the least smoothed fit the
-search tried (λ ``PATIENCE`` decades below the chosen one), added in quadrature. The refits
+slope, and the smoothing's bias: how far the percentile moves in the less smoothed fits the
+search tried, less the refits' own such moves' noise (:func:`statistics.smoothing_error`),
+added in quadrature. The refits
 are drawn from the smoothed fit, so their spread cannot show how far the smoothing pulls an
 answer off a shape it flattened (a lognormal median at ε = 1 over 128 buckets: +0.9 SE off,
 issue 39; simulations/README.md). The grid's smallest λ (all but unpenalized) bounded it too,
