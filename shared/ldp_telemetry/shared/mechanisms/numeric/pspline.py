@@ -38,7 +38,7 @@ PATIENCE = 2  # λ stops shrinking after this many steps without a smaller crite
 # ... and once a fit this many effective parameters richer than the best was tried: every λ
 # from the stiffest down to about 10^3 gives the same quadratic log-density (edf 4.0-4.1), so
 # two steps along that plateau tried no other shape (issue 39: a lognormal p95 at ε = 1 over
-# 128 buckets stopped there in 9 of 40 runs, 37.5-41.6 against the truth's 45.5, z down to -4.9).
+# 128 buckets stopped there in 4 of 40 runs, 37.5-43.8 against the truth's 45.5, z down to -4.9).
 FREEDOM = 1.0
 STEPS = 20  # Fisher-scoring steps per fit, at most (60: a point mass's answer cost 2-3 times)
 PRICE = 2.0  # AIC's, per effective parameter (Hannan-Quinn's 2 ln ln n: see the docstring)
