@@ -21,8 +21,9 @@ thresholds were set on it (``python -m simulations coverage``). Two statistics n
 reconstruction and are unbiased in closed form: the mean on a linear scale (the mean output
 index is linear in the bucket) and the end buckets' shares. A percentile's SE is the refits'
 spread where the buckets are equal (unit space), taken to the task's units through the scale's
-slope, and the smoothing's bias: how far the percentile moves in the least smoothed fit the
-search tried (λ ``PATIENCE`` decades below the chosen one), added in quadrature. The refits
+slope, and the smoothing's bias: how far the percentile moves in the less smoothed fits the
+search tried, less the refits' own such moves' noise (:func:`statistics.smoothing_error`),
+added in quadrature. The refits
 are drawn from the smoothed fit, so their spread cannot show how far the smoothing pulls an
 answer off a shape it flattened (a lognormal median at ε = 1 over 128 buckets: +0.9 SE off,
 issue 39; simulations/README.md). The grid's smallest λ (all but unpenalized) bounded it too,
@@ -64,6 +65,7 @@ from ldp_telemetry.shared.mechanisms.numeric.shape import concentrated
 from ldp_telemetry.shared.mechanisms.numeric.statistics import (
     PERCENTILE,
     placement_shift,
+    smoothing_error,
     statistics,
 )
 
@@ -202,10 +204,6 @@ def answer(
     def measure(distribution: np.ndarray) -> np.ndarray:
         return np.array([v for _, v in statistics(distribution, names, n, to_value)])
 
-    # Where the answers go with the penalty lifted by as many decades as the search tried
-    # after the best (PATIENCE; none: the best was the grid's last, nothing to bound).
-    smoothing = measure(sharper[-1] if sharper else fitted)
-
     boot, refits, null = replicates(channel, fitted, n, measure, counts)
     piled = functools.partial(piled_refits, channel, fitted, n, counts)
     errors = np.std(boot, axis=0, ddof=1)
@@ -236,7 +234,7 @@ def answer(
                 fitted, refits, q, spline_peak(channel), channel.window, piled
             )
         if q is not None:  # the smoothing's bias, bounded by its move (after the flags)
-            errors[j] = float(np.hypot(errors[j], smoothing[j] - values[j]))
+            errors[j] = smoothing_error(errors[j], shape[j], null[:, j])
         reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
     return flagged(base, reasons)
