@@ -150,11 +150,16 @@ def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> di
         results.update(http_ingest.peak_memory(sizes, rng))
         _log(f"ours: serving ({', '.join(sizes.serving_servers)}), slow clients")
         results["serving"] = serving_bench.measure(
-            sizes.serving_servers, sizes.serving_seconds, sizes.slow_seconds, rng
+            sizes.serving_servers,
+            sizes.serving_seconds,
+            sizes.slow_seconds,
+            rng,
+            sizes.serving_pool,
+            (sizes.analyst_reports, sizes.analyst_candidates),
         )
         _log("ours: heavy-hitter discovery")
         results["hh_discovery"] = {
-            **dashboard_render.hh_discovery(sizes.hh_store_reports, 3, rng),
+            **dashboard_render.hh_discovery(sizes.hh_store_reports, sizes.hh_repeat, rng),
             "store_reports": sizes.hh_store_reports,
             "loadavg": os.getloadavg()[0],
         }

@@ -41,6 +41,10 @@ class Sizes:
     serving_seconds: float  # per load run (1, 10, 500 reports per request; no-op and ours)
     slow_seconds: float  # uploads timed while the slow clients attack
     hh_store_reports: int  # the dashboard store whose hh task (a fifth) discovery reads
+    serving_pool: int  # privatized reports per batch size the serving load cycles through
+    analyst_reports: int  # reports in the sketch the analyst's estimates read while serving
+    analyst_candidates: int  # candidates per estimate of that analyst
+    hh_repeat: int  # heavy-hitter discoveries timed: the first after the fold, then repeats
 
 
 MODES: dict[str, Sizes] = {
@@ -64,6 +68,10 @@ MODES: dict[str, Sizes] = {
         serving_seconds=10.0,
         slow_seconds=15.0,
         hh_store_reports=1_000_000,
+        serving_pool=100_000,
+        analyst_reports=100_000,
+        analyst_candidates=CANDIDATES,
+        hh_repeat=3,
     ),
     "quick": Sizes(
         repeats=3,
@@ -85,6 +93,10 @@ MODES: dict[str, Sizes] = {
         serving_seconds=4.0,
         slow_seconds=6.0,
         hh_store_reports=200_000,
+        serving_pool=100_000,
+        analyst_reports=100_000,
+        analyst_candidates=CANDIDATES,
+        hh_repeat=3,
     ),
     "smoke": Sizes(
         repeats=1,
@@ -106,5 +118,9 @@ MODES: dict[str, Sizes] = {
         serving_seconds=1.0,
         slow_seconds=2.0,
         hh_store_reports=10_000,
+        serving_pool=2000,
+        analyst_reports=10_000,
+        analyst_candidates=100,
+        hh_repeat=2,
     ),
 }

@@ -260,7 +260,8 @@ def _analyst_row(found: dict[str, Any], label: str) -> Row:
     estimates = found["estimates_s"]
     return Row(
         f"Uploads beside an analyst, {label}: 4 devices' 1-report uploads while estimates of "
-        "10,000 candidates on a k = 65,536, m = 1,024 task (10^5 reports) loop",
+        f"{found['candidates']:,} candidates on a k = 65,536, m = 1,024 task "
+        f"({found['reports']:,} reports) loop",
         f"p99 {beside['p99_ms']:,.1f} ms beside vs {alone['p99_ms']:,.1f} ms alone "
         f"(p50 {beside['p50_ms']:,.1f} / {alone['p50_ms']:,.1f}, max {beside['max_ms']:,.0f} ms, "
         f"{beside['failed']} failed; {len(estimates)} estimates, "

@@ -75,17 +75,19 @@ def running_noop(server: str) -> Iterator[http_ingest.Server]:
             http_ingest._stop(process)
 
 
-def upload_templates(task: TaskConfig, batch: int, rng: np.random.Generator) -> list[bytes]:
+def upload_templates(
+    task: TaskConfig, batch: int, rng: np.random.Generator, pool: int = POOL_REPORTS
+) -> list[bytes]:
     """Return body templates of uploads of ``batch`` reports (loadgen.template), every
     report privatized by the SDK's mechanism from its own Zipf-drawn value, as devices do.
 
-    ``POOL_REPORTS`` reports in all (at most ``POOL_BODIES`` bodies): the load generator
+    ``pool`` reports in all (at most ``POOL_BODIES`` bodies): the load generator
     cycles through them, filling fresh ids into every request.
     """
     mechanism = task.mechanism_object
     if not isinstance(mechanism, CountMeanSketch):
         raise TypeError(f"expected a CMS task, got {task.mechanism}")
-    bodies = max(1, min(POOL_BODIES, POOL_REPORTS // batch))
+    bodies = max(1, min(POOL_BODIES, pool // batch))
     reports = mechanism.privatize_many(zipf_values(bodies * batch, rng), rng)
     now = task.floor_time(time.time())
     templates = []
@@ -110,9 +112,19 @@ def accepted(url: str, task_id: str) -> int:
 
 
 def measure(
-    servers: tuple[str, ...], seconds: float, slow_seconds: float, rng: np.random.Generator
+    servers: tuple[str, ...],
+    seconds: float,
+    slow_seconds: float,
+    rng: np.random.Generator,
+    pool: int = POOL_REPORTS,
+    analyst: tuple[int, int] = (ANALYST_REPORTS, ANALYST_CANDIDATES),
 ) -> dict[str, Any]:
-    """Return, per server model, the no-op and collector loads and the slow-client run."""
+    """Return, per server model, the no-op and collector loads and the slow-client run.
+
+    ``pool``: privatized reports per batch size (upload_templates); ``analyst``: reports
+    in the analyst's sketch and candidates per estimate (beside_analyst). Smaller than
+    the defaults only to keep the script working (``--smoke``).
+    """
     results: dict[str, Any] = {"tool": "wrk" if loadgen.have_wrk() else "python"}
     with tempfile.TemporaryDirectory(prefix="ldp-serving-") as scratch:
         folder = Path(scratch)
@@ -123,7 +135,7 @@ def measure(
                 for batch in BATCHES:
                     task_id = f"bench-{batch}"
                     task = _cms_task(collector, task_id)
-                    templates[batch] = (task_id, upload_templates(task, batch, rng))
+                    templates[batch] = (task_id, upload_templates(task, batch, rng, pool))
                     path = f"/v1/tasks/{task_id}/reports"
                     load = loadgen.run(
                         collector.url, path, templates[batch][1], CONNECTIONS, seconds, folder
@@ -136,7 +148,7 @@ def measure(
                     }
                 found["slow"] = _slow(collector, templates[1], slow_seconds)
                 if server == serving.DEFAULT_SERVER:
-                    found["analyst"] = beside_analyst(collector, slow_seconds, rng)
+                    found["analyst"] = beside_analyst(collector, slow_seconds, rng, pool, *analyst)
             with running_noop(server) as noop:
                 for batch in BATCHES:
                     load = loadgen.run(
@@ -234,17 +246,22 @@ def _slow(
 
 
 def beside_analyst(
-    server: http_ingest.Server, seconds: float, rng: np.random.Generator
+    server: http_ingest.Server,
+    seconds: float,
+    rng: np.random.Generator,
+    pool: int = POOL_REPORTS,
+    reports: int = ANALYST_REPORTS,
+    candidate_count: int = ANALYST_CANDIDATES,
 ) -> dict[str, Any]:
     """Return device uploads' latencies alone, then beside an analyst looping estimates."""
     task = _cms_task(server, "analyst-big", ANALYST_K, ANALYST_M)
-    for template in upload_templates(task, 5000, rng)[: ANALYST_REPORTS // 5000]:
+    for template in upload_templates(task, 5000, rng, reports)[: reports // 5000]:
         body = template.replace(loadgen.SLOT.encode(), loadgen._prefix())
         _post(server, task.task_id, body).raise_for_status()
-    devices = upload_templates(task, 1, rng)
+    devices = upload_templates(task, 1, rng, pool)
     alone = _devices(server, task.task_id, devices, seconds)
     stop, spans = threading.Event(), []
-    candidates = {"candidates": [f"item-{i}" for i in range(ANALYST_CANDIDATES)]}
+    candidates = {"candidates": [f"item-{i}" for i in range(candidate_count)]}
 
     def analyst() -> None:
         while not stop.is_set():
@@ -263,7 +280,14 @@ def beside_analyst(
     beside = _devices(server, task.task_id, devices, seconds)
     stop.set()
     thread.join(timeout=600)
-    return {"alone": alone, "beside": beside, "estimates_s": spans, "loadavg": os.getloadavg()[0]}
+    return {
+        "alone": alone,
+        "beside": beside,
+        "estimates_s": spans,
+        "loadavg": os.getloadavg()[0],
+        "reports": reports // 5000 * 5000,
+        "candidates": candidate_count,
+    }
 
 
 def _post(server: http_ingest.Server, task_id: str, body: bytes) -> requests.Response:

@@ -66,6 +66,7 @@ class Sizes:
 
 
 QUICK = Sizes(sizes=(10_000, 100_000), reps=150)
+QUICK_PERIODS, FULL_PERIODS = (5_000, 100), (20_000, 1_000)  # periods.compute's (n, reps)
 # cms's equal-slice runs cost 20× grr's: it keeps 1,000 (its rates' intervals are wide, and
 # its theory column is Šidák's bound); the extra runs go to rr and grr (simulations/README.md).
 FULL = Sizes(
@@ -385,7 +386,7 @@ def run(settings: RunSettings) -> list[Path]:
     result = table(rows)
     print(result.markdown())
     print(pooled(rows))
-    sizes = (5_000, 100) if settings.quick else (20_000, 1_000)
+    sizes = QUICK_PERIODS if settings.quick else FULL_PERIODS
     longitudinal = periods.table(periods.compute(*sizes, settings.seed))
     print(longitudinal.markdown())
     return [

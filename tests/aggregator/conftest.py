@@ -33,12 +33,24 @@ def database(backend: str, folder: Path, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(params=BACKENDS)
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Flask]:
-    """Return an app on a fresh database of each backend."""
-    app = make_app(database(request.param, tmp_path, request))
+    """Return an app on an empty database of each backend.
+
+    PostgreSQL's is one of the session's reusable empty databases (``empty_databases``:
+    emptied after the test, once the app's store is closed), not a new one per test.
+    """
+    databases: EmptyDatabases | None = None
+    if request.param == "sqlite":
+        url = database(request.param, tmp_path, request)
+    else:
+        databases = request.getfixturevalue("empty_databases")
+        url = databases.take()
+    app = make_app(url)
     yield app
     close = getattr(app.extensions["ldp_store"], "close", None)
     if close is not None:
         close()
+    if databases is not None:
+        databases.give_back(url)
 
 
 @pytest.fixture

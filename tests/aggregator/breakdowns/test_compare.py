@@ -18,18 +18,24 @@ ANDROID, IOS = (0.40, 0.20, 0.20, 0.20), (0.30, 0.30, 0.20, 0.20)  # a, b plante
 DEVICES = 20_000
 
 
-@pytest.fixture
-def platforms(client: FlaskClient) -> dict[str, list[int]]:
+def upload_platforms(client: FlaskClient, devices: int) -> dict[str, list[int]]:
+    """Create the grr task "cmp"; upload ``devices`` reports each from android and ios
+    (none from web); return each platform's true count of every value."""
     task = create(
         client, task_id="cmp", mechanism="grr", epsilon=2.0, domain=DOMAIN, dimensions=[PLATFORM]
     )
     rng, truth, sent = np.random.default_rng(38), {}, []
     for platform, shares in (("android", ANDROID), ("ios", IOS)):
-        values = list(rng.choice(DOMAIN, DEVICES, p=shares))
+        values = list(rng.choice(DOMAIN, devices, p=shares))
         truth[platform] = [values.count(v) for v in DOMAIN]
         sent += envelopes(task, values, rng, {"platform": platform})
     upload(client, task, sent)
     return truth
+
+
+@pytest.fixture
+def platforms(client: FlaskClient) -> dict[str, list[int]]:
+    return upload_platforms(client, DEVICES)
 
 
 def test_a_planted_difference_is_significant_after_holm_an_equal_value_is_not(
@@ -59,9 +65,8 @@ def test_a_planted_difference_is_significant_after_holm_an_equal_value_is_not(
     )
 
 
-def test_sides_that_share_reports_or_are_thin_are_refused(
-    client: FlaskClient, platforms: dict[str, list[int]]
-) -> None:
+def test_sides_that_share_reports_or_are_thin_are_refused(client: FlaskClient) -> None:
+    upload_platforms(client, 500)  # two slices over min_slice_size (100), web empty
     same = ask(client, "cmp", "compare", a={}, b={"where": {"platform": "ios"}})
     assert same.status_code == 400 and "share reports" in same.get_json()["detail"]
     thin = ask(

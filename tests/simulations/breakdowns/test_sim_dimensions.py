@@ -52,7 +52,11 @@ def test_counts_and_power_floor_by_hand() -> None:
     assert dimensions.planted(dimensions.SHARES)[:2] == pytest.approx((0.32, 0.18))
 
 
-def test_run_writes_plot_and_tables(tmp_path: Path) -> None:
+def test_run_writes_plot_and_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The files and their columns, not the statistics (the tests above check those): the
+    # quick run's path, at smaller sizes.
+    monkeypatch.setattr(dimensions, "QUICK", dimensions.Sizes(sizes=(10_000,), reps=15))
+    monkeypatch.setattr(dimensions, "QUICK_PERIODS", (2_000, 10))
     quick = RunSettings(out_dir=tmp_path, quick=True, show_progress=False, seed=3)
     names = sorted(path.name for path in dimensions.run(quick))
     assert names == [
