@@ -27,6 +27,9 @@ from ldp_telemetry.client.transport import Transport
 from ldp_telemetry.client.uploader.exporter import Exporter, Outcome
 
 MAX_BACKOFF = 600.0
+# While a flush waits on reports another process holds (its claims, see Storage.claim), the
+# thread looks again this often: that process may release them, or its claims lapse.
+LOOK_AGAIN = 0.25
 
 
 class Uploader:
@@ -84,18 +87,26 @@ class Uploader:
             self._wake.set()
 
     def flush(self, timeout: float) -> bool:
-        """Send everything queued; return True if the queue emptied within ``timeout``."""
+        """Send everything queued; return True if the queue emptied within ``timeout``.
+
+        On disk the queue may be shared: it has emptied when every process's reports are sent.
+        """
         deadline = time.monotonic() + timeout
         self._ensure_started()
         failed_before = self._failed_ever
         self._flush_wanted.set()
         self._wake.set()
+        look_again = time.monotonic() + LOOK_AGAIN
         with self._progress:
             while self._storage.count():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._failed_ever != failed_before or self._stopping.is_set():
+                now = time.monotonic()
+                if now >= deadline or self._failed_ever != failed_before or self._stopping.is_set():
                     return False
-                self._progress.wait(min(remaining, 0.05))
+                if now >= look_again:  # what another process claimed may be free again
+                    look_again = now + LOOK_AGAIN
+                    self._flush_wanted.set()
+                    self._wake.set()
+                self._progress.wait(min(deadline - now, 0.05))
         return True
 
     def stop(self, timeout: float) -> bool:
