@@ -23,14 +23,17 @@ reports are written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from sqlite3 import Connection
 
+from ldp_telemetry.client.fork_gate import GATE
 from ldp_telemetry.client.privacy_ledger import Charge, Limits, Permanent
 from ldp_telemetry.client.storage import Admission, Pending, Slot, admit_to, take
 
@@ -38,6 +41,7 @@ FILE_NAME = "queue.sqlite3"
 BUSY_TIMEOUT_MS = 250  # how long a record may wait for another process's transaction
 UPLOADER_BUSY_TIMEOUT_MS = 5000  # the uploader thread's connection: off the caller's thread
 CLOCK_SLACK = 5.0  # seconds a claim may seem to start in the future before it is void
+SCHEMA_VERSION = 1  # PRAGMA user_version once _SCHEMA (and _migrate) ran: 1 = with claims
 WAL_PAGES = 2048  # ~8 MB of write-ahead log at most before record() checkpoints itself
 _TABLES = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -113,18 +117,21 @@ class SqliteStorage:
         self._claimant = secrets.token_hex(8)
         self._local = threading.local()  # the uploader thread's own: claims, removals, checkpoints
         self._extra: list[sqlite3.Connection] = []
-        db = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-        )
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
-        # the caller's thread normally only appends to the WAL. A long burst of records can
-        # outrun those checkpoints; past WAL_PAGES the caller checkpoints too, bounding it.
-        db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-        db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
-        db.executescript(_SCHEMA)
-        _migrate(db)
+        with GATE.inside():
+            db = _open(self.path, BUSY_TIMEOUT_MS)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
+            # the caller's thread normally only appends to the WAL. A long burst of records can
+            # outrun those checkpoints; past WAL_PAGES the caller checkpoints too, bounding it.
+            db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+            db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
+            # The schema script writes (a row or two): a process that opens the file only runs it
+            # if the file's schema is older, so it never waits for another process's writes.
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                db.executescript(_SCHEMA)
+                _migrate(db)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         os.chmod(self.path, 0o600)
         return db
 
@@ -181,13 +188,13 @@ class SqliteStorage:
     def count(self) -> int:
         """Return how many reports are queued."""
         self._check_fork()
-        with self._lock:  # one statement needs no transaction
+        with GATE.inside(), self._lock:  # one statement needs no transaction
             return int(self._db.execute("SELECT count FROM totals").fetchone()[0])
 
     def ledger(self) -> dict[str, tuple[int, float]]:
         """Return per task id the permanent responses drawn and their ε∞ summed."""
         self._check_fork()
-        with self._lock:
+        with GATE.inside(), self._lock:
             rows = self._db.execute(
                 "SELECT task_id, COUNT(*), SUM(epsilon_inf) FROM permanent GROUP BY task_id"
             ).fetchall()
@@ -203,10 +210,16 @@ class SqliteStorage:
 
         PASSIVE: it never waits for, nor blocks, a record writing at the same time.
         """
-        self._own_connection().execute("PRAGMA wal_checkpoint(PASSIVE)")
+        db = self._own_connection()
+        with GATE.inside():
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def after_fork(self) -> None:
-        """Open a fresh connection: SQLite connections must not cross a fork."""
+        """Open a fresh connection: SQLite connections must not cross a fork.
+
+        The fork happened with no SQLite call in flight (:mod:`ldp_telemetry.client.fork_gate`),
+        so the abandoned connections hold no lock the new one could wait for.
+        """
         self._lock = threading.Lock()
         _abandoned.append(self._db)  # closing it here could disturb the parent's locks
         _abandoned.extend(self._extra)
@@ -214,31 +227,27 @@ class SqliteStorage:
 
     def close(self) -> None:
         """Close the connections; idempotent."""
-        with self._lock:
+        with GATE.inside(), self._lock:
             for db in [self._db, *self._extra]:
                 db.close()
 
-    def _transaction(self, write: bool = True) -> _Transaction:
+    def _transaction(self, write: bool = True) -> contextlib.AbstractContextManager[Connection]:
         self._check_fork()
-        return _Transaction(self._db, self._lock, write)
+        return _transaction(self._db, self._lock, write)
 
-    def _uploader_transaction(self) -> _Transaction:
+    def _uploader_transaction(self) -> contextlib.AbstractContextManager[Connection]:
         """A write transaction on the calling thread's own connection (the uploader's).
 
         It may wait longer for the file than a record does; no one else uses the connection.
         """
-        return _Transaction(self._own_connection(), threading.Lock(), write=True)
+        return _transaction(self._own_connection(), contextlib.nullcontext(), write=True)
 
     def _own_connection(self) -> sqlite3.Connection:
         self._check_fork()
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            db = self._local.db = sqlite3.connect(
-                self.path,
-                timeout=UPLOADER_BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            with GATE.inside():
+                db = self._local.db = _open(self.path, UPLOADER_BUSY_TIMEOUT_MS)
             self._extra.append(db)
         return db
 
@@ -370,23 +379,22 @@ def _once(db: sqlite3.Connection, due: Callable[[], bool], statements: Iterable[
         raise
 
 
-class _Transaction:
-    """``with``: hold the lock, BEGIN (IMMEDIATE for writes), COMMIT or ROLLBACK."""
+def _open(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    return sqlite3.connect(
+        path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+    )
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, write: bool) -> None:
-        self._db, self._lock, self._write = db, lock, write
 
-    def __enter__(self) -> sqlite3.Connection:
-        self._lock.acquire()
+@contextlib.contextmanager
+def _transaction(
+    db: sqlite3.Connection, lock: contextlib.AbstractContextManager[object], write: bool
+) -> Iterator[sqlite3.Connection]:
+    """Enter the fork gate, hold the lock, BEGIN (IMMEDIATE for writes), COMMIT or ROLLBACK."""
+    with GATE.inside(), lock:
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
-            self._db.execute("BEGIN IMMEDIATE" if self._write else "BEGIN")
+            yield db
         except BaseException:
-            self._lock.release()
+            db.execute("ROLLBACK")
             raise
-        return self._db
-
-    def __exit__(self, kind: object, error: object, traceback: object) -> None:
-        try:
-            self._db.execute("COMMIT" if kind is None else "ROLLBACK")
-        finally:
-            self._lock.release()
+        db.execute("COMMIT")

@@ -64,8 +64,8 @@ def test_a_forked_child_records_and_its_reports_arrive(
     sent = [report_id for seen in fake_collector.uploads() for report_id in seen.report_ids()]
     assert len(set(sent)) == 3
     assert len(sent) == 3  # one send per report: each is claimed by one process at a time
-    if on_disk:  # one queue file: the parent's queued report goes with whichever claims it first
-        assert sdk.stats().sent in (1, 2)
+    if on_disk:  # one queue file: each queued report goes with whichever process claims it first
+        assert sdk.stats().sent in (1, 2, 3)
     else:  # in memory the parent's queued report stays the parent's
         assert sdk.stats().sent == 2
     sdk.close(5)

@@ -12,17 +12,23 @@ import json
 import os
 import signal
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from ldp_telemetry.client import Client, Request, Response, RetryPolicy, TransportError
+from ldp_telemetry.client.privacy_ledger import Charge, Limits
+from ldp_telemetry.client.sqlite_storage import SqliteStorage
+from ldp_telemetry.client.storage import Pending, Slot
 from ldp_telemetry.client.uploader import exporter
 from ldp_telemetry.shared import TaskConfig
 from tests.client.uploader.test_fork import wait_for
 from tests.support.fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
 
+MIB = 1 << 20
+FREE = Charge(0.0, 0, None)  # a report of a task without a permanent layer, at ε = 0
 pytestmark = [
     pytest.mark.timeout(90),
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
@@ -52,7 +58,8 @@ def queue_reports(data_dir: Path, tasks: dict[str, TaskConfig], count: int) -> N
     )
     for i in range(count):
         assert offline.record("t-cms", f"value-{i}")
-    assert offline.close(0.5) is False and offline.stats().queued == count
+    assert offline.stats().queued == count
+    assert offline.close(0.5) is False  # not delivered, kept on disk
 
 
 def uploader(
@@ -146,3 +153,44 @@ def test_a_killed_process_s_claimed_reports_are_sent_after_its_lease(
     assert len(sent) == 10 and sorted(sent[:5]) == sorted(sent[5:])  # the hung upload, then ours
     assert len(fake_collector.backend.reports("t-cms")) == 5 and survivor.stats().sent == 5
     survivor.close(5)
+
+
+def test_a_fork_while_a_thread_uses_the_queue_leaves_the_child_a_working_file(
+    tmp_path: Path,
+) -> None:
+    # SQLite's lock state is per process: a child forked in the middle of another thread's
+    # transaction used to find the file locked for good, or hang (fork_gate).
+    storage = SqliteStorage(tmp_path, max_queue=1000, max_bytes=MIB)
+    for i in range(50):
+        slot = Slot("t", 0, 1, i.to_bytes(2, "big"))
+        storage.admit(slot, FREE, Limits(1000), lambda i=i: Pending("t", f"id-{i}", "x" * 300))
+    stop = threading.Event()
+
+    def churn() -> None:  # what the uploader thread does, without pause
+        while not stop.is_set():
+            storage.release(p.report_id for p in storage.claim(10, MIB, 60))
+            storage.maintain()
+
+    thread = threading.Thread(target=churn, daemon=True)
+    thread.start()
+    codes = []
+    try:
+        for n in range(40):
+            pid = os.fork()
+            if pid == 0:
+                code = 3
+                try:
+                    made = Pending("t", f"child-{n}", "x")
+                    slot = Slot("t", 0, 1, (1000 + n).to_bytes(2, "big"))
+                    storage.admit(slot, FREE, Limits(1000), lambda made=made: made)
+                    storage.release(p.report_id for p in storage.claim(5, MIB, 60))
+                    code = 0
+                finally:
+                    os._exit(code)
+            codes.append(wait_for(pid, 10))
+    finally:
+        stop.set()
+        thread.join(10)
+    assert codes == [0] * 40  # no child hung (-1) or found the file locked (3)
+    assert storage.count() == 90
+    storage.close()
