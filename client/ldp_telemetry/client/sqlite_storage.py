@@ -10,11 +10,9 @@ not yet delivered, oldest first). :meth:`SqliteStorage.admit` runs the budget ru
 (:func:`ldp_telemetry.client.storage.admit_to`) in one ``BEGIN IMMEDIATE`` transaction, so several
 threads or processes sharing a data_dir respect one budget; at ``max_queue`` reports or
 ``max_bytes`` bytes a new report is refused (``queue_full``), as in memory. An upload claims its
-batch (:meth:`SqliteStorage.claim`: ``claimed_by``/``claimed_until`` set in the ``BEGIN
-IMMEDIATE`` transaction that picks it), then removes or releases it: while the claim holds no other
-process (or other client on the file) sends those reports; a process killed mid-upload leaves a
-claim that lapses after its lease, and the reports go with the next upload of any process sharing
-the data_dir, or after a restart. Commits are not fsynced
+batch (:meth:`SqliteStorage.claim`), then removes or releases it: while the claim holds no other
+process sends those reports; a process killed mid-upload leaves a claim that lapses after its
+lease, then any process on the data_dir (or a restart) sends them. Commits are not fsynced
 (``synchronous=NORMAL``): a power loss may forget the last reports, never corrupt the file.
 Checkpoints (which do fsync) run in :meth:`SqliteStorage.maintain` on the uploader thread; only a
 burst that grows the log past ``WAL_PAGES`` makes ``record`` checkpoint. Only privatized, encoded

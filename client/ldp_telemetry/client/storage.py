@@ -7,11 +7,10 @@ period, each with its memo key, :mod:`ldp_telemetry.client.budget`), the privacy
 :meth:`Storage.admit` checks and updates them in one step (:func:`admit_to`, written once over
 the :class:`DeviceState` view each storage provides), so the limits hold with several threads
 and, on disk (:class:`ldp_telemetry.client.sqlite_storage.SqliteStorage`), several processes.
-The uploader claims a batch (:meth:`Storage.claim`), then removes or releases it: until then, or
-until its lease ends, no other uploader gets it. A full queue (``max_queue`` reports or
-``max_bytes`` bytes) refuses a new report (``queue_full``) and deletes nothing queued: each was
-admitted against the budget and cannot be made again in its period. Only encoded, privatized
-reports and HMAC keys are stored, never a value.
+The uploader claims a batch (:meth:`Storage.claim`) and removes or releases it; meanwhile (or
+until the lease ends) no other uploader gets it. A full queue (``max_queue`` reports or
+``max_bytes`` bytes) refuses a new report (``queue_full``), deleting nothing queued (each was
+admitted against the budget). Only encoded, privatized reports and HMAC keys are stored.
 """
 
 from __future__ import annotations
