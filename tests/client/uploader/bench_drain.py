@@ -7,6 +7,11 @@ Queues ``--reports`` reports of 300 bytes in one data_dir, then 1, 2 and 4 proce
 (``SqliteStorage.claim``, then ``remove``); ``no claim`` is the queue before claims (read the
 oldest batch, send, delete), in the same run. Prints the drain time, the reports sent (each
 once: ``sent`` = ``reports``) and how many sends were duplicates.
+
+2026-11-29, ``--reports 5000``, load 15: claim 0.56 / 1.00 / 0.75 s for 1 / 2 / 4 processes,
+never a duplicate; no claim 0.52 / 0.55 / 0.66 s with 0 / 4,000 / 4,500 duplicate sends. With
+20,000 reports (load 8-12, 4 processes without claims not finished): claim 2.45 / 1.51 / 1.65 s,
+no claim 1.00 / 0.63 s with 0 / 19,000 duplicates; a claim writes each row once more.
 """
 
 from __future__ import annotations
