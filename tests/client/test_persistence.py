@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ldp_telemetry.client import Client, InMemoryTransport, Request, Response, TransportError
+from ldp_telemetry.client import (
+    Client,
+    InMemoryTransport,
+    Request,
+    Response,
+    TransportError,
+    sqlite_storage,
+)
 from ldp_telemetry.client.privacy_ledger import Charge, Limits
 from ldp_telemetry.client.settings import MAX_REPORTS_PER_PERIOD
 from ldp_telemetry.client.sqlite_storage import WAL_PAGES, SqliteStorage
@@ -70,7 +77,17 @@ def pending(i: int, size: int = 100) -> Pending:
     return Pending("task", f"id-{i}", "x" * size)
 
 
-def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
+def ids(batch: list[Pending]) -> list[str]:
+    return [p.report_id for p in batch]
+
+
+def queue(storage: SqliteStorage, count: int) -> None:
+    for i in range(count):
+        slot = Slot("task", 0, 1, bytes([i]))
+        assert storage.admit(slot, FREE, Limits(count), lambda i=i: pending(i))
+
+
+def test_storage_claims_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
     storage = SqliteStorage(tmp_path, max_queue=100, max_bytes=1 << 20)
     for i, task in enumerate(["a", "b", "a"]):
         storage.admit(
@@ -79,9 +96,11 @@ def test_storage_peeks_one_task_at_a_time_and_removes(tmp_path: Path) -> None:
             Limits(MAX_REPORTS_PER_PERIOD),
             lambda i=i, t=task: Pending(t, f"id{i}", "{}"),
         )
-    assert [p.report_id for p in storage.peek(10, MIB)] == ["id0", "id2"]
+    assert ids(storage.claim(10, MIB, 60)) == ["id0", "id2"]
+    assert ids(storage.claim(10, MIB, 60)) == ["id1"]  # task a's are claimed: task b's
+    storage.release(["id1"])
     storage.remove(["id0", "id2"])
-    assert [p.report_id for p in storage.peek(10, MIB)] == ["id1"] and storage.count() == 1
+    assert ids(storage.claim(10, MIB, 60)) == ["id1"] and storage.count() == 1
     assert storage.clear() == 1 and storage.count() == 0
     storage.close()
 
@@ -147,14 +166,14 @@ def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:
         storage.admit(Slot("task", 86400, 2 * 86400, b"\x01"), FREE, Limits(1), lambda: pending(2))
         is Admission.REUSED
     )
-    assert [p.report_id for p in storage.peek(10, MIB)] == ["id-old"]
+    assert ids(storage.claim(10, MIB, 60)) == ["id-old"]
     next_day = Slot("task", 2 * 86400, 3 * 86400, b"\x03")
     assert storage.admit(next_day, FREE, Limits(1), lambda: pending(3)) is Admission.NEW
     storage.close()
     SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB).close()
 
 
-def test_peek_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
+def test_a_claim_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
     storages = [
         MemoryStorage(max_queue=100, max_bytes=MIB),
         SqliteStorage(tmp_path, max_queue=100, max_bytes=MIB),
@@ -167,9 +186,41 @@ def test_peek_bounds_a_batch_by_bytes(tmp_path: Path) -> None:
                 Limits(MAX_REPORTS_PER_PERIOD),
                 lambda i=i, s=size: pending(i, s),
             )
-        assert [p.report_id for p in storage.peek(10, 1000)] == ["id-0", "id-1", "id-2"]
-        assert [p.report_id for p in storage.peek(2, 1000)] == ["id-0", "id-1"]
-        assert [p.report_id for p in storage.peek(10, 600)] == ["id-0"]  # 2 x 301 > 600
+        assert ids(storage.claim(10, 1000, 60)) == ["id-0", "id-1", "id-2"]
+        storage.release(["id-0", "id-1", "id-2"])
+        assert ids(storage.claim(2, 1000, 60)) == ["id-0", "id-1"]
+        storage.release(["id-0", "id-1"])
+        assert ids(storage.claim(10, 600, 60)) == ["id-0"]  # 2 x 301 > 600
         storage.remove(["id-0", "id-1", "id-2"])
-        assert [p.report_id for p in storage.peek(10, 1000)] == ["id-3"]  # alone, too big
+        assert ids(storage.claim(10, 1000, 60)) == ["id-3"]  # alone, too big
+        storage.close()
+
+
+def test_two_storages_on_one_file_never_claim_the_same_report(tmp_path: Path) -> None:
+    first = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB)
+    second = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB)  # as another process would
+    queue(first, 4)
+    assert ids(first.claim(2, MIB, 60)) == ["id-0", "id-1"]
+    assert ids(second.claim(10, MIB, 60)) == ["id-2", "id-3"]
+    second.release(["id-0", "id-1", "id-2"])  # only its own claims: id-2
+    assert ids(first.claim(10, MIB, 60)) == ["id-2"]
+    # A clock set back an hour: claims seem to start in the future; they are void, not held
+    # for an hour more. (The same as moving the claims forward by an hour.)
+    with sqlite3.connect(tmp_path / "queue.sqlite3") as db:
+        db.execute("UPDATE outbox SET claimed_at = claimed_at + 3600, claimed_until = 1e12")
+    assert ids(second.claim(10, MIB, 60)) == ["id-0", "id-1", "id-2", "id-3"]
+    first.close()
+    second.close()
+
+
+def test_a_queue_of_the_schema_before_claims_gains_them(tmp_path: Path) -> None:
+    old = sqlite3.connect(tmp_path / "queue.sqlite3")
+    old.executescript(sqlite_storage._TABLES.replace(", {claims}", ""))  # the schema before
+    old.execute("INSERT INTO outbox (report_id, task_id, report, size) VALUES ('old', 't', '', 0)")
+    old.commit()
+    old.close()
+    storages = [SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB) for _ in range(2)]
+    assert storages[0].count() == 1
+    assert ids(storages[0].claim(10, MIB, 60)) == ["old"] and storages[1].claim(10, MIB, 60) == []
+    for storage in storages:
         storage.close()

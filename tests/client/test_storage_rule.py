@@ -3,6 +3,7 @@ storages."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,10 @@ def report(name: str, size: int = 10) -> Pending:
     return Pending("t", name, "x" * size)
 
 
+def ids(batch: list[Pending]) -> list[str]:
+    return [p.report_id for p in batch]
+
+
 def slot(value: bytes, start: int = 0, length: int = DAY) -> Slot:
     return Slot("t", start, start + length, value)
 
@@ -48,7 +53,7 @@ def test_the_same_value_in_a_period_reuses_its_report(storage: Storage) -> None:
     assert made == ["new"] and storage.count() == 1  # no fresh noise, queued once
     storage.remove(["first"])
     assert storage.admit(slot(b"v"), FREE, Limits(2), lambda: report("third")) is Admission.REUSED
-    assert [p.report_id for p in storage.peek(10, 1 << 20)] == ["first"]  # same bytes again
+    assert ids(storage.claim(10, 1 << 20, 60)) == ["first"]  # same bytes again
 
 
 def test_the_limit_counts_every_overlapping_period(storage: Storage) -> None:
@@ -76,7 +81,7 @@ def test_a_full_queue_refuses_new_reports_and_keeps_the_queued_ones(storage: Sto
         is Admission.FULL
     )
     assert calls == []  # refused before privatizing: no noise drawn for nothing
-    assert [p.report_id for p in storage.peek(10, 1 << 20)] == ["r0", "r1", "r2", "r3"]
+    assert ids(storage.claim(10, 1 << 20, 60)) == ["r0", "r1", "r2", "r3"]
     storage.remove(["r0"])
     assert storage.admit(slot(b"x"), FREE, Limits(100), lambda: report("x")) is Admission.NEW
 
@@ -93,3 +98,22 @@ def test_a_memoized_report_that_no_longer_fits_is_refused(storage: Storage) -> N
     storage.remove(["v"])
     assert storage.admit(slot(b"w"), FREE, Limits(100), lambda: report("w", 600)) is Admission.NEW
     assert storage.admit(slot(b"v"), FREE, Limits(100), lambda: report("v2")) is Admission.FULL
+
+
+def test_a_claimed_report_goes_to_no_other_claim_until_released_removed_or_lapsed(
+    storage: Storage,
+) -> None:
+    for name in ("r0", "r1", "r2"):
+        made = storage.admit(slot(name.encode()), FREE, Limits(3), lambda name=name: report(name))
+        assert made is Admission.NEW
+    assert ids(storage.claim(2, 1 << 20, 60)) == ["r0", "r1"]
+    assert ids(storage.claim(10, 1 << 20, 60)) == ["r2"]  # the rest, never r0 or r1 again
+    assert storage.claim(10, 1 << 20, 60) == [] and storage.count() == 3
+    storage.release(["r1"])
+    storage.remove(["r0"])
+    assert ids(storage.claim(10, 1 << 20, 60)) == ["r1"] and storage.count() == 2
+    storage.release(["r1", "r2"])
+    assert ids(storage.claim(10, 1 << 20, 0.05)) == ["r1", "r2"]
+    assert storage.claim(10, 1 << 20, 60) == []
+    time.sleep(0.1)  # the lease has passed: free again (a killed uploader's reports go later)
+    assert ids(storage.claim(10, 1 << 20, 60)) == ["r1", "r2"]

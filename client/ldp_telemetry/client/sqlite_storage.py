@@ -9,7 +9,10 @@ value, summed in ``lifetime``; ``spending``: ε per device period) and ``outbox`
 not yet delivered, oldest first). :meth:`SqliteStorage.admit` runs the budget rule
 (:func:`ldp_telemetry.client.storage.admit_to`) in one ``BEGIN IMMEDIATE`` transaction, so several
 threads or processes sharing a data_dir respect one budget; at ``max_queue`` reports or
-``max_bytes`` bytes a new report is refused (``queue_full``), as in memory. Commits are not fsynced
+``max_bytes`` bytes a new report is refused (``queue_full``), as in memory. An upload claims its
+batch (:meth:`SqliteStorage.claim`), then removes or releases it: while the claim holds no other
+process sends those reports; a process killed mid-upload leaves a claim that lapses after its
+lease, then any process on the data_dir (or a restart) sends them. Commits are not fsynced
 (``synchronous=NORMAL``): a power loss may forget the last reports, never corrupt the file.
 Checkpoints (which do fsync) run in :meth:`SqliteStorage.maintain` on the uploader thread; only a
 burst that grows the log past ``WAL_PAGES`` makes ``record`` checkpoint. Only privatized, encoded
@@ -18,19 +21,27 @@ reports are written.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from sqlite3 import Connection
 
+from ldp_telemetry.client.fork_gate import GATE
 from ldp_telemetry.client.privacy_ledger import Charge, Limits, Permanent
 from ldp_telemetry.client.storage import Admission, Pending, Slot, admit_to, take
 
 FILE_NAME = "queue.sqlite3"
 BUSY_TIMEOUT_MS = 250  # how long a record may wait for another process's transaction
+UPLOADER_BUSY_TIMEOUT_MS = 5000  # the uploader thread's connection: off the caller's thread
+CLOCK_SLACK = 5.0  # seconds a claim may seem to start in the future before it is void
+SCHEMA_VERSION = 1  # PRAGMA user_version once _SCHEMA (and _migrate) ran: 1 = with claims
 WAL_PAGES = 2048  # ~8 MB of write-ahead log at most before record() checkpoints itself
-_SCHEMA = """
+_TABLES = """
 CREATE TABLE IF NOT EXISTS ledger (
     task_id TEXT NOT NULL, period INTEGER NOT NULL, period_end INTEGER NOT NULL,
     lookup BLOB NOT NULL, report_id TEXT NOT NULL, report TEXT NOT NULL,
@@ -46,7 +57,7 @@ CREATE TRIGGER IF NOT EXISTS ledger_removed AFTER DELETE ON ledger BEGIN
     AND period = OLD.period AND period_end = OLD.period_end; END;
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY, report_id TEXT NOT NULL UNIQUE,
-    task_id TEXT NOT NULL, report TEXT NOT NULL, size INTEGER NOT NULL);
+    task_id TEXT NOT NULL, report TEXT NOT NULL, size INTEGER NOT NULL, {claims});
 CREATE TABLE IF NOT EXISTS totals (
     id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL, bytes INTEGER NOT NULL);
 INSERT OR IGNORE INTO totals VALUES (1, 0, 0);
@@ -76,6 +87,16 @@ INSERT OR IGNORE INTO ledger
 DROP TABLE memo;
 DROP TABLE IF EXISTS spent;
 """
+# An upload's claim on its reports (see SqliteStorage.claim); a queue made before has them added.
+_CLAIMS = (
+    "claimed_by TEXT",
+    "claimed_at REAL NOT NULL DEFAULT 0",
+    "claimed_until REAL NOT NULL DEFAULT 0",
+)
+# Free: never claimed, released, past its lease, or claimed "later" than now (the clock was set
+# back: a lease measured on that clock would last too long).
+_FREE = "(claimed_until <= :now OR claimed_at > :now + :slack)"
+_SCHEMA = _TABLES.format(claims=", ".join(_CLAIMS))
 _abandoned: list[sqlite3.Connection] = []  # a forked child's inherited connections
 
 
@@ -90,20 +111,25 @@ class SqliteStorage:
 
     def _connect(self) -> sqlite3.Connection:
         self._pid = os.getpid()
-        self._local = threading.local()  # the uploader thread's checkpoint connection
+        # Who holds a claim: this storage in this process (a forked child is someone else).
+        self._claimant = secrets.token_hex(8)
+        self._local = threading.local()  # the uploader thread's own: claims, removals, checkpoints
         self._extra: list[sqlite3.Connection] = []
-        db = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-        )
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
-        # the caller's thread normally only appends to the WAL. A long burst of records can
-        # outrun those checkpoints; past WAL_PAGES the caller checkpoints too, bounding it.
-        db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-        db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
-        db.executescript(_SCHEMA)
-        _migrate(db)
+        with GATE.inside():
+            db = _open(self.path, BUSY_TIMEOUT_MS)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
+            # the caller's thread normally only appends to the WAL. A long burst of records can
+            # outrun those checkpoints; past WAL_PAGES the caller checkpoints too, bounding it.
+            db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+            db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
+            # The schema script writes (a row or two): a process that opens the file only runs it
+            # if the file's schema is older, so it never waits for another process's writes.
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                db.executescript(_SCHEMA)
+                _migrate(db)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         os.chmod(self.path, 0o600)
         return db
 
@@ -115,22 +141,44 @@ class SqliteStorage:
             state = _DiskState(db, self._max_queue, self._max_bytes)
             return admit_to(state, slot, charge, limits, make)
 
-    def peek(self, limit: int, max_bytes: int) -> list[Pending]:
-        """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
-        with self._transaction(write=False) as db:
-            first = db.execute("SELECT task_id FROM outbox ORDER BY seq LIMIT 1").fetchone()
+    def claim(self, limit: int, max_bytes: int, lease: float) -> list[Pending]:
+        """Claim the oldest free reports of one task for ``lease`` seconds, see :func:`take`.
+
+        One ``BEGIN IMMEDIATE`` transaction picks the batch and marks it, so two processes
+        never claim the same report while its claim holds; a killed process's claims lapse.
+        """
+        now = time.time()
+        free = {"now": now, "slack": CLOCK_SLACK}
+        with self._uploader_transaction() as db:
+            first = db.execute(
+                f"SELECT task_id FROM outbox WHERE {_FREE} ORDER BY seq LIMIT 1", free
+            ).fetchone()
             if first is None:
                 return []
             rows = db.execute(
-                "SELECT task_id, report_id, report FROM outbox WHERE task_id = ? "
-                "ORDER BY seq LIMIT ?",
-                (first[0], limit),
+                "SELECT task_id, report_id, report FROM outbox "
+                f"WHERE task_id = :task_id AND {_FREE} ORDER BY seq LIMIT :limit",
+                {**free, "task_id": first[0], "limit": limit},
             ).fetchall()
-        return take((Pending(*row) for row in rows), limit, max_bytes)
+            batch = take((Pending(*row) for row in rows), limit, max_bytes)
+            db.executemany(
+                "UPDATE outbox SET claimed_by = ?, claimed_at = ?, claimed_until = ? "
+                "WHERE report_id = ?",
+                [(self._claimant, now, now + lease, p.report_id) for p in batch],
+            )
+        return batch
+
+    def release(self, report_ids: Iterable[str]) -> None:
+        """Give back this storage's claims on reports not delivered."""
+        with self._uploader_transaction() as db:
+            db.executemany(
+                "UPDATE outbox SET claimed_until = 0 WHERE report_id = ? AND claimed_by = ?",
+                [(report_id, self._claimant) for report_id in report_ids],
+            )
 
     def remove(self, report_ids: Iterable[str]) -> None:
         """Forget delivered (or definitively refused) reports."""
-        with self._transaction() as db:
+        with self._uploader_transaction() as db:
             db.executemany(
                 "DELETE FROM outbox WHERE report_id = ?", [(report_id,) for report_id in report_ids]
             )
@@ -138,13 +186,13 @@ class SqliteStorage:
     def count(self) -> int:
         """Return how many reports are queued."""
         self._check_fork()
-        with self._lock:  # one statement needs no transaction
+        with GATE.inside(), self._lock:  # one statement needs no transaction
             return int(self._db.execute("SELECT count FROM totals").fetchone()[0])
 
     def ledger(self) -> dict[str, tuple[int, float]]:
         """Return per task id the permanent responses drawn and their ε∞ summed."""
         self._check_fork()
-        with self._lock:
+        with GATE.inside(), self._lock:
             rows = self._db.execute(
                 "SELECT task_id, COUNT(*), SUM(epsilon_inf) FROM permanent GROUP BY task_id"
             ).fetchall()
@@ -160,20 +208,16 @@ class SqliteStorage:
 
         PASSIVE: it never waits for, nor blocks, a record writing at the same time.
         """
-        self._check_fork()
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = self._local.db = sqlite3.connect(
-                self.path,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            self._extra.append(db)
-        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        db = self._own_connection()
+        with GATE.inside():
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def after_fork(self) -> None:
-        """Open a fresh connection: SQLite connections must not cross a fork."""
+        """Open a fresh connection: SQLite connections must not cross a fork.
+
+        The fork happened with no SQLite call in flight (:mod:`ldp_telemetry.client.fork_gate`),
+        so the abandoned connections hold no lock the new one could wait for.
+        """
         self._lock = threading.Lock()
         _abandoned.append(self._db)  # closing it here could disturb the parent's locks
         _abandoned.extend(self._extra)
@@ -181,13 +225,29 @@ class SqliteStorage:
 
     def close(self) -> None:
         """Close the connections; idempotent."""
-        with self._lock:
+        with GATE.inside(), self._lock:
             for db in [self._db, *self._extra]:
                 db.close()
 
-    def _transaction(self, write: bool = True) -> _Transaction:
+    def _transaction(self, write: bool = True) -> contextlib.AbstractContextManager[Connection]:
         self._check_fork()
-        return _Transaction(self._db, self._lock, write)
+        return _transaction(self._db, self._lock, write)
+
+    def _uploader_transaction(self) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction on the calling thread's own connection (the uploader's).
+
+        It may wait longer for the file than a record does; no one else uses the connection.
+        """
+        return _transaction(self._own_connection(), contextlib.nullcontext(), write=True)
+
+    def _own_connection(self) -> sqlite3.Connection:
+        self._check_fork()
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            with GATE.inside():
+                db = self._local.db = _open(self.path, UPLOADER_BUSY_TIMEOUT_MS)
+            self._extra.append(db)
+        return db
 
     def _check_fork(self) -> None:
         if os.getpid() != self._pid:
@@ -292,14 +352,23 @@ class _DiskState:
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    """Move a budget of the fingerprint-keyed schema into ``ledger``, once."""
-    exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memo'"
-    if db.execute(exists).fetchone() is None:
-        return
+    """Move a budget of the fingerprint-keyed schema into ``ledger``; add claims to a queue made
+    without them. Once: the check is repeated inside the transaction (another process may have
+    done it)."""
+    memo = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memo'"
+    if db.execute(memo).fetchone() is not None:
+        _once(db, lambda: db.execute(memo).fetchone() is not None, _MIGRATE.split(";"))
+    claims = "SELECT 1 FROM pragma_table_info('outbox') WHERE name = 'claimed_until'"
+    if db.execute(claims).fetchone() is None:
+        adds = [f"ALTER TABLE outbox ADD COLUMN {column}" for column in _CLAIMS]
+        _once(db, lambda: db.execute(claims).fetchone() is None, adds)
+
+
+def _once(db: sqlite3.Connection, due: Callable[[], bool], statements: Iterable[str]) -> None:
     db.execute("BEGIN IMMEDIATE")
     try:
-        if db.execute(exists).fetchone() is not None:  # not already done by another process
-            for statement in _MIGRATE.split(";"):
+        if due():
+            for statement in statements:
                 if statement.strip():
                     db.execute(statement)
         db.execute("COMMIT")
@@ -308,23 +377,22 @@ def _migrate(db: sqlite3.Connection) -> None:
         raise
 
 
-class _Transaction:
-    """``with``: hold the lock, BEGIN (IMMEDIATE for writes), COMMIT or ROLLBACK."""
+def _open(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    return sqlite3.connect(
+        path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+    )
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, write: bool) -> None:
-        self._db, self._lock, self._write = db, lock, write
 
-    def __enter__(self) -> sqlite3.Connection:
-        self._lock.acquire()
+@contextlib.contextmanager
+def _transaction(
+    db: sqlite3.Connection, lock: contextlib.AbstractContextManager[object], write: bool
+) -> Iterator[sqlite3.Connection]:
+    """Enter the fork gate, hold the lock, BEGIN (IMMEDIATE for writes), COMMIT or ROLLBACK."""
+    with GATE.inside(), lock:
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
-            self._db.execute("BEGIN IMMEDIATE" if self._write else "BEGIN")
+            yield db
         except BaseException:
-            self._lock.release()
+            db.execute("ROLLBACK")
             raise
-        return self._db
-
-    def __exit__(self, kind: object, error: object, traceback: object) -> None:
-        try:
-            self._db.execute("COMMIT" if kind is None else "ROLLBACK")
-        finally:
-            self._lock.release()
+        db.execute("COMMIT")

@@ -1,26 +1,24 @@
 """The upload queue, beside the budget and the privacy ledger that admitted its reports.
 
-A :class:`Storage` holds what must change together: the budget (the reports made per task id
-and period, with each one's memo key, see :mod:`ldp_telemetry.client.budget`), the privacy
-ledger (the permanent-layer configurations, permanent responses and ε spent, see
+A :class:`Storage` holds what must change together: the budget (reports made per task id and
+period, each with its memo key, :mod:`ldp_telemetry.client.budget`), the privacy ledger
+(permanent-layer configurations, permanent responses, ε spent,
 :mod:`ldp_telemetry.client.privacy_ledger`) and the queue of encoded reports not yet delivered.
-:meth:`Storage.admit` checks and updates both in one step, so the limits hold even with
-several threads (and, on disk, several processes). Only encoded, privatized reports and
-HMAC keys are ever stored, never a value.
-
-The rule is written once, :func:`admit_to`, over a small :class:`DeviceState` view that each
-storage provides: :class:`MemoryStorage` (in memory) and
-:class:`ldp_telemetry.client.sqlite_storage.SqliteStorage` (on disk, shared by processes). Both obey
-the same queue bound: when the queue holds ``max_queue`` reports or ``max_bytes`` bytes,
-a new report is refused (``queue_full``, ``record`` returns False) and nothing queued is
-deleted — every queued report was admitted against the device's budget and cannot be
-made again in its period.
+:meth:`Storage.admit` checks and updates them in one step (:func:`admit_to`, written once over
+the :class:`DeviceState` view each storage provides), so the limits hold with several threads
+and, on disk (:class:`ldp_telemetry.client.sqlite_storage.SqliteStorage`), several processes.
+The uploader claims a batch (:meth:`Storage.claim`) and removes or releases it; meanwhile (or
+until the lease ends) no other uploader gets it. A full queue (``max_queue`` reports or
+``max_bytes`` bytes) refuses a new report (``queue_full``), deleting nothing queued (each was
+admitted against the budget). Only encoded, privatized reports and HMAC keys are stored.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -204,8 +202,14 @@ class Storage(Protocol):
         """
         ...
 
-    def peek(self, limit: int, max_bytes: int) -> list[Pending]:
-        """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
+    def claim(self, limit: int, max_bytes: int, lease: float) -> list[Pending]:
+        """Claim the oldest unclaimed reports of one task (``limit`` at most, see :func:`take`)
+        for ``lease`` seconds: until removed, released or past its lease, a claimed report is
+        returned by no other claim (on disk: of any process)."""
+        ...
+
+    def release(self, report_ids: Iterable[str]) -> None:
+        """Give back claimed reports that were not delivered: the next claim may take them."""
         ...
 
     def remove(self, report_ids: Iterable[str]) -> None:
@@ -244,6 +248,7 @@ class MemoryStorage:
         self._max_queue, self._max_bytes = max_queue, max_bytes
         self._lock = threading.Lock()
         self._queue: OrderedDict[str, Pending] = OrderedDict()
+        self._claims: dict[str, float] = {}  # report id -> monotonic end of its claim
         self._bytes = 0
         # task id -> period (start, end) -> memo key -> report
         self._budget: dict[str, dict[tuple[int, int], dict[bytes, Pending]]] = {}
@@ -263,11 +268,9 @@ class MemoryStorage:
     # -- the DeviceState view (called with the lock held) ------------------------------------
 
     def memo(self, slot: Slot) -> Pending | None:
-        """Return the report made for this slot's value and period, if any."""
         return self._budget.get(slot.task_id, {}).get((slot.start, slot.end), {}).get(slot.lookup)
 
     def spent(self, slot: Slot) -> int:
-        """Return the task's reports in periods overlapping the slot's."""
         return sum(
             len(memo)
             for (start, end), memo in self._budget.get(slot.task_id, {}).items()
@@ -275,26 +278,21 @@ class MemoryStorage:
         )
 
     def remember(self, slot: Slot, pending: Pending) -> None:
-        """Record a new report; forget the task's periods that ended before this one."""
         periods = self._budget.setdefault(slot.task_id, {})
         for ended in [key for key in periods if key[1] <= slot.start]:
             del periods[ended]  # only periods overlapping the present matter
         periods.setdefault((slot.start, slot.end), {})[slot.lookup] = pending
 
     def configurations(self, task_id: str) -> list[tuple[str, float]]:
-        """Return the task's adopted permanent configurations and their ε∞, oldest first."""
         return list(self._configurations.get(task_id, []))
 
     def drawn(self, task_id: str, permanent: Permanent) -> bool:
-        """Return whether a PRR of this value was drawn under this configuration."""
         return (task_id, permanent.configuration, permanent.value_key) in self._drawn
 
     def lifetime_epsilon_inf(self) -> float:
-        """Return the ε∞ of every PRR drawn, across tasks."""
         return self._lifetime
 
     def period_epsilon(self, period: int) -> float:
-        """Return the ε of the new reports made in the device period starting at ``period``."""
         return self._periods.get(period, 0.0)
 
     def ledger(self) -> dict[str, tuple[int, float]]:
@@ -307,33 +305,43 @@ class MemoryStorage:
         return totals
 
     def adopt(self, task_id: str, permanent: Permanent) -> None:
-        """Add a permanent configuration to the task's adopted ones."""
         adopted = self._configurations.setdefault(task_id, [])
         adopted.append((permanent.configuration, permanent.epsilon_inf))
 
     def draw(self, task_id: str, permanent: Permanent) -> None:
-        """Record that a PRR of this value was drawn under this configuration."""
         self._drawn[task_id, permanent.configuration, permanent.value_key] = permanent.epsilon_inf
         self._lifetime += permanent.epsilon_inf
 
     def spend(self, period: int, epsilon: float) -> None:
-        """Add ε to a device period (and forget the periods before it)."""
         for ended in [start for start in self._periods if start < period]:
             del self._periods[ended]
         self._periods[period] = self.period_epsilon(period) + epsilon
 
-    def peek(self, limit: int, max_bytes: int) -> list[Pending]:
-        """Return the oldest queued reports of one task: ``limit`` at most, see :func:`take`."""
+    def claim(self, limit: int, max_bytes: int, lease: float) -> list[Pending]:
+        """Claim the oldest unclaimed reports of one task for ``lease`` seconds."""
         with self._lock:
-            if not self._queue:
+            now = time.monotonic()
+            free = (p for p in self._queue.values() if self._claims.get(p.report_id, 0.0) <= now)
+            first = next(free, None)
+            if first is None:
                 return []
-            task_id = next(iter(self._queue.values())).task_id
-            return take((p for p in self._queue.values() if p.task_id == task_id), limit, max_bytes)
+            same_task = (p for p in free if p.task_id == first.task_id)
+            batch = take(itertools.chain([first], same_task), limit, max_bytes)
+            for pending in batch:
+                self._claims[pending.report_id] = now + lease
+            return batch
+
+    def release(self, report_ids: Iterable[str]) -> None:
+        """Give back claimed reports that were not delivered: the next claim may take them."""
+        with self._lock:
+            for report_id in report_ids:
+                self._claims.pop(report_id, None)
 
     def remove(self, report_ids: Iterable[str]) -> None:
         """Forget delivered (or definitively refused) reports."""
         with self._lock:
             for report_id in report_ids:
+                self._claims.pop(report_id, None)
                 pending = self._queue.pop(report_id, None)
                 if pending is not None:
                     self._bytes -= pending.size
@@ -347,6 +355,7 @@ class MemoryStorage:
         with self._lock:
             count = len(self._queue)
             self._queue.clear()
+            self._claims.clear()
             self._bytes = 0
             return count
 
@@ -356,18 +365,15 @@ class MemoryStorage:
     def after_fork(self) -> None:
         """Start the child with an empty queue: the parent delivers what it queued."""
         self._lock = threading.Lock()
-        self._queue.clear()
-        self._bytes = 0
+        self.clear()
 
     def close(self) -> None:
         """Do nothing: memory needs no release."""
 
     def has_room(self, size: int) -> bool:
-        """Return whether a report of ``size`` bytes fits in the queue."""
         return len(self._queue) < self._max_queue and self._bytes + size <= self._max_bytes
 
     def enqueue(self, pending: Pending) -> bool:
-        """Queue a report (a no-op if it is queued); False if it does not fit."""
         if pending.report_id in self._queue:
             return True  # already waiting: the server would count it once anyway
         if not self.has_room(pending.size):

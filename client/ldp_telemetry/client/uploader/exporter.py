@@ -1,8 +1,10 @@
 """The exporter: how a batch is sent and what the collector's answer means.
 
-It takes the oldest reports of one task within ``batch_size`` and ``max_batch_bytes``, frames them
-with :func:`ldp_telemetry.shared.codec.batch_body`, gzips the body once (a batch sent again is the
-very same bytes: same report ids, same noise), sends it, and settles the answer: 200 counts what was
+It claims the oldest unclaimed reports of one task within ``batch_size`` and ``max_batch_bytes``
+(:meth:`ldp_telemetry.client.storage.Storage.claim`: on disk no other process sends them while the
+claim holds; a batch not settled for good is released for the next attempt), frames them with
+:func:`ldp_telemetry.shared.codec.batch_body`, gzips the body once (a batch sent again is the very
+same bytes: same report ids, same noise), sends it, and settles the answer: 200 counts what was
 accepted (``report_replayed`` means delivered; other per-report reasons are counted,
 ``outdated_config`` has the task fetched again); 413 (body too large, or more reports than the
 collector's ``MAX_REPORTS_PER_BATCH``) halves that task's batches for the life of the client, down
@@ -14,6 +16,7 @@ answer's Retry-After (:attr:`Exporter.retry_after`).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import gzip
 import json
@@ -36,6 +39,9 @@ from ldp_telemetry.shared.contract import (
     upload_path,
 )
 
+# Beyond the upload's deadline, a claim covers the work around it: the gzip before, and after
+# it the removal, which may wait up to UPLOADER_BUSY_TIMEOUT_MS for the queue file.
+LEASE_MARGIN = 15.0
 _TRANSIENT = frozenset({408, 429})
 _TOO_LARGE = 413
 _ENVELOPE = len('{"reports":[]}')  # the body's bytes around the reports
@@ -76,13 +82,38 @@ class Exporter:
         self.retry_after: float | None = None
 
     def next_batch(self) -> list[Pending]:
-        """Return the oldest reports of one task, within the count and byte bounds."""
+        """Claim the oldest free reports of one task, within the count and byte bounds.
+
+        The claim lasts the upload's deadline plus ``LEASE_MARGIN``: :meth:`send` removes or
+        releases the batch well before; if the process dies first, the claim lapses.
+        """
         settings = self._settings
-        batch = self._storage.peek(settings.batch_size, settings.max_batch_bytes - _ENVELOPE)
-        return batch[: self._caps.get(batch[0].task_id, len(batch))] if batch else batch
+        lease = settings.retry.deadline + LEASE_MARGIN
+        max_bytes = settings.max_batch_bytes - _ENVELOPE
+        batch = self._storage.claim(settings.batch_size, max_bytes, lease)
+        cap = self._caps.get(batch[0].task_id, len(batch)) if batch else 0
+        if len(batch) > cap:
+            self._storage.release(p.report_id for p in batch[cap:])
+        return batch[:cap]
 
     def send(self, batch: list[Pending]) -> Outcome:
-        """Send one batch; remove it from the queue unless it must be sent again."""
+        """Send one claimed batch; remove it from the queue, or release it to be sent again."""
+        try:
+            outcome = self._send(batch)
+        except BaseException:
+            self._release(batch)  # the claim would lapse anyway: this only sends it sooner
+            raise
+        if outcome is Outcome.DONE:
+            self._storage.remove(p.report_id for p in batch)
+        else:
+            self._release(batch)
+        return outcome
+
+    def _release(self, batch: list[Pending]) -> None:
+        with contextlib.suppress(Exception):  # e.g. the file is busy: the claim lapses later
+            self._storage.release(p.report_id for p in batch)
+
+    def _send(self, batch: list[Pending]) -> Outcome:
         request = Request("POST", upload_path(batch[0].task_id), _HEADERS, self._body(batch))
         try:
             response = self._transport.handle(request, timeout=self._settings.retry.deadline)
@@ -97,10 +128,7 @@ class Exporter:
             return Outcome.RETRY
         self._counters.retried(response.retries)
         self.retry_after = retry_after(response.header("Retry-After"))
-        outcome = self._settle(batch, response)
-        if outcome is Outcome.DONE:
-            self._storage.remove(p.report_id for p in batch)
-        return outcome
+        return self._settle(batch, response)
 
     def _settle(self, batch: list[Pending], response: Response) -> Outcome:
         """Count what the answer says about a batch."""

@@ -27,6 +27,9 @@ from ldp_telemetry.client.transport import Transport
 from ldp_telemetry.client.uploader.exporter import Exporter, Outcome
 
 MAX_BACKOFF = 600.0
+# While a flush waits on reports another process holds (its claims, see Storage.claim), the
+# thread looks again at most this often: that process may release them, or its claims lapse.
+LOOK_AGAIN = 0.25
 
 
 class Uploader:
@@ -66,6 +69,7 @@ class Uploader:
         self._failures = 0  # consecutive failed attempts, sets the backoff
         self._failed_ever = 0  # every failed attempt, lets flush() see a new failure
         self._resume_at = 0.0  # monotonic time before which only a flush sends (backoff)
+        self._passes = 0  # the thread's passes so far (a flush sees when it went idle)
 
     def after_fork(self) -> None:
         """Forget the parent's thread and locks; the child starts its own thread on demand."""
@@ -84,18 +88,28 @@ class Uploader:
             self._wake.set()
 
     def flush(self, timeout: float) -> bool:
-        """Send everything queued; return True if the queue emptied within ``timeout``."""
+        """Send everything queued; return True if the queue emptied within ``timeout``.
+
+        On disk the queue may be shared: it has emptied when every process's reports are sent.
+        """
         deadline = time.monotonic() + timeout
         self._ensure_started()
         failed_before = self._failed_ever
         self._flush_wanted.set()
         self._wake.set()
+        look_again, passes = time.monotonic() + LOOK_AGAIN, self._passes
         with self._progress:
             while self._storage.count():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._failed_ever != failed_before or self._stopping.is_set():
+                now = time.monotonic()
+                if now >= deadline or self._failed_ever != failed_before or self._stopping.is_set():
                     return False
-                self._progress.wait(min(remaining, 0.05))
+                if self._passes != passes and now >= look_again:
+                    # The thread went idle with reports left: another process holds them; its
+                    # claims may be released or lapse, so look again.
+                    look_again, passes = now + LOOK_AGAIN, self._passes
+                    self._flush_wanted.set()
+                    self._wake.set()
+                self._progress.wait(min(deadline - now, 0.05))
         return True
 
     def stop(self, timeout: float) -> bool:
@@ -143,6 +157,7 @@ class Uploader:
                 )
                 self._failed()
             with self._progress:
+                self._passes += 1
                 self._progress.notify_all()
 
     def _wait_time(self) -> float:
