@@ -69,7 +69,8 @@ class Uploader:
         self._failures = 0  # consecutive failed attempts, sets the backoff
         self._failed_ever = 0  # every failed attempt, lets flush() see a new failure
         self._resume_at = 0.0  # monotonic time before which only a flush sends (backoff)
-        self._passes = 0  # the thread's passes so far (a flush sees when it went idle)
+        self._passes = 0  # the thread's passes ended so far (a flush sees when it went idle)
+        self._begun = 0  # ... and begun: a flush waits for one begun after it was called
 
     def after_fork(self) -> None:
         """Forget the parent's thread and locks; the child starts its own thread on demand."""
@@ -91,17 +92,27 @@ class Uploader:
         """Send everything queued; return True if the queue emptied within ``timeout``.
 
         On disk the queue may be shared: it has emptied when every process's reports are sent.
+        Once it has, the flush still waits (within ``timeout``) for a pass of the thread begun
+        after the call, so the tasks due a refresh were fetched: a pass already under way may
+        have sent the reports with what it fetched before.
         """
         deadline = time.monotonic() + timeout
         self._ensure_started()
-        failed_before = self._failed_ever
+        failed_before, begun = self._failed_ever, self._begun
         self._flush_wanted.set()
         self._wake.set()
         look_again, passes = time.monotonic() + LOOK_AGAIN, self._passes
         with self._progress:
-            while self._storage.count():
-                now = time.monotonic()
-                if now >= deadline or self._failed_ever != failed_before or self._stopping.is_set():
+            if not self._storage.count():
+                return True
+            while True:
+                queued, now = self._storage.count(), time.monotonic()
+                over = now >= deadline or self._stopping.is_set()
+                if not queued and (
+                    over or self._passes > begun or self._failed_ever != failed_before
+                ):
+                    return True  # everything is sent (a late or failed refresh changes nothing)
+                if queued and (over or self._failed_ever != failed_before):
                     return False
                 if self._passes != passes and now >= look_again:
                     # The thread went idle with reports left: another process holds them; its
@@ -110,7 +121,6 @@ class Uploader:
                     self._flush_wanted.set()
                     self._wake.set()
                 self._progress.wait(min(deadline - now, 0.05))
-        return True
 
     def stop(self, timeout: float) -> bool:
         """Stop the thread; return True if it ended within ``timeout``."""
@@ -141,6 +151,8 @@ class Uploader:
             self._wake.wait(self._wait_time())
             self._wake.clear()
             self._since_wake = 0
+            with self._progress:
+                self._begun += 1
             if self._stopping.is_set():
                 break
             try:
