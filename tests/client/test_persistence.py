@@ -10,43 +10,16 @@ import pytest
 from ldp_telemetry.client import (
     Client,
     InMemoryTransport,
-    Request,
-    Response,
-    TransportError,
     sqlite_storage,
 )
-from ldp_telemetry.client.privacy_ledger import Charge, Limits
+from ldp_telemetry.client.privacy_ledger import Limits
 from ldp_telemetry.client.settings import MAX_REPORTS_PER_PERIOD
 from ldp_telemetry.client.sqlite_storage import WAL_PAGES, SqliteStorage
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot
 from ldp_telemetry.shared import TaskConfig
+from tests.support.fake_collector import FREE, MIB, offline_client
 
 pytestmark = pytest.mark.timeout(60)
-MIB = 1 << 20
-FREE = Charge(0.0, 0, None)  # a report of a task without a permanent layer, at ε = 0
-
-
-class DownTransport:
-    """A collector that cannot be reached."""
-
-    def handle(self, request: Request, *, timeout: float) -> Response:
-        raise TransportError("connection refused")
-
-    def close(self) -> None:
-        pass
-
-
-def offline_client(data_dir: Path, tasks: dict[str, TaskConfig], **options: object) -> Client:
-    return Client(
-        "memory://test",
-        transport=DownTransport(),
-        data_dir=data_dir,
-        tasks=list(tasks.values()),
-        reports_per_period=None,
-        atexit_timeout=None,
-        flush_interval=60.0,
-        **options,
-    )
 
 
 def test_queued_reports_survive_a_restart(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:

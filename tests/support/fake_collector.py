@@ -16,12 +16,24 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
-from ldp_telemetry.client import InMemoryTransport, Request, RetryPolicy, Timeouts
+from ldp_telemetry.client import (
+    Client,
+    InMemoryTransport,
+    Request,
+    Response,
+    RetryPolicy,
+    Timeouts,
+    TransportError,
+)
+from ldp_telemetry.client.privacy_ledger import Charge
 from ldp_telemetry.shared import TaskConfig
 
 FAST_TIMEOUTS = Timeouts(connect=0.5, read=0.5, config=0.5)
 FAST_RETRY = RetryPolicy(max_retries=3, backoff=0.05, backoff_max=0.2, jitter=0.01, deadline=3.0)
+MIB = 1 << 20
+FREE = Charge(0.0, 0, None)  # a report of a task without a permanent layer, at ε = 0
 
 
 def make_tasks() -> dict[str, TaskConfig]:
@@ -34,6 +46,30 @@ def make_tasks() -> dict[str, TaskConfig]:
         "cms": TaskConfig.create(task_id="t-cms", mechanism="cms", epsilon=4.0, k=16, m=64),
         "hcms": TaskConfig.create(task_id="t-hcms", mechanism="hcms", epsilon=4.0, k=16, m=64),
     }
+
+
+class DownTransport:
+    """A collector that cannot be reached: reports stay queued."""
+
+    def handle(self, request: Request, *, timeout: float) -> Response:
+        raise TransportError("connection refused")
+
+    def close(self) -> None:
+        pass
+
+
+def offline_client(data_dir: Path, tasks: dict[str, TaskConfig], **options: object) -> Client:
+    """Return a client on ``data_dir`` whose collector cannot be reached (nothing is sent)."""
+    return Client(
+        "memory://test",
+        transport=DownTransport(),
+        data_dir=data_dir,
+        tasks=list(tasks.values()),
+        reports_per_period=None,
+        atexit_timeout=None,
+        flush_interval=60.0,
+        **options,
+    )
 
 
 @dataclass

@@ -18,44 +18,31 @@ from pathlib import Path
 
 import pytest
 
-from ldp_telemetry.client import Client, Request, Response, RetryPolicy, TransportError
-from ldp_telemetry.client.privacy_ledger import Charge, Limits
+from ldp_telemetry.client import Client, RetryPolicy
+from ldp_telemetry.client.privacy_ledger import Limits
 from ldp_telemetry.client.sqlite_storage import SqliteStorage
 from ldp_telemetry.client.storage import Pending, Slot
 from ldp_telemetry.client.uploader import exporter
 from ldp_telemetry.shared import TaskConfig
 from tests.client.uploader.test_fork import wait_for
-from tests.support.fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector
+from tests.support.fake_collector import (
+    FAST_RETRY,
+    FAST_TIMEOUTS,
+    FREE,
+    MIB,
+    FakeCollector,
+    offline_client,
+)
 
-MIB = 1 << 20
-FREE = Charge(0.0, 0, None)  # a report of a task without a permanent layer, at ε = 0
 pytestmark = [
     pytest.mark.timeout(90),
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
 ]
 
 
-class DownTransport:
-    """A collector that cannot be reached: reports stay queued."""
-
-    def handle(self, request: Request, *, timeout: float) -> Response:
-        raise TransportError("connection refused")
-
-    def close(self) -> None:
-        pass
-
-
 def queue_reports(data_dir: Path, tasks: dict[str, TaskConfig], count: int) -> None:
     """Queue ``count`` reports of task t-cms in ``data_dir``, none sent."""
-    offline = Client(
-        "memory://test",
-        transport=DownTransport(),
-        data_dir=data_dir,
-        tasks=list(tasks.values()),
-        reports_per_period=None,
-        atexit_timeout=None,
-        flush_interval=60.0,
-    )
+    offline = offline_client(data_dir, tasks)
     for i in range(count):
         assert offline.record("t-cms", f"value-{i}")
     assert offline.stats().queued == count
