@@ -230,12 +230,13 @@ def merge_rows(
 
 
 def _stored(tx: Tx, select: str, values: tuple[Any, ...], rows: list[int]) -> Iterator[list[Any]]:
-    """Yield the stored (row, n, counters) of sorted ``rows``, a statement at a time: one
-    range scan when they fill at least a quarter of their range (a fold of a dense part), else
-    ``IN`` lists of CHUNK rows (a few rows of a large sketch)."""
-    if rows and 4 * len(rows) >= rows[-1] - rows[0] + 1:
+    """Yield the stored (row, n, counters) of ``rows``, a statement at a time: one range scan
+    when they fill at least a quarter of their range (a fold of a dense part), else ``IN``
+    lists of CHUNK rows (a few rows of a large sketch)."""
+    low, high = (min(rows), max(rows)) if rows else (0, -1)
+    if rows and 4 * len(rows) >= high - low + 1:
         wanted = set(rows)
-        found = tx.execute(f"{select} AND row >= ? AND row <= ?", (*values, rows[0], rows[-1]))
+        found = tx.execute(f"{select} AND row >= ? AND row <= ?", (*values, low, high))
         yield [stored for stored in found if stored[0] in wanted]
         return
     for start in range(0, len(rows), CHUNK):
