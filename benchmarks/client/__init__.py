@@ -1,1 +1,1 @@
-"""The SDK on the caller's thread: ``record()`` latency."""
+"""The SDK on the caller's thread (`record()` latency) and its on-disk queue shared by processes."""

@@ -1,6 +1,6 @@
-"""Count forked children that find the on-disk queue unusable (not a test).
+"""Count forked children that find the on-disk queue unusable.
 
-Run: ``.venv/bin/python -m tests.client.uploader.bench_fork [--forks 200] [--no-gate]``.
+Run: ``.venv/bin/python -m benchmarks.client.fork_gate [--forks 200] [--no-gate]``.
 One thread of the parent claims and releases batches and checkpoints without pause (what the
 uploader thread does); the main thread forks ``--forks`` children, each records one report
 and claims a batch on the same storage, as a forked app process would. Prints how many

@@ -1,6 +1,6 @@
-"""Measure the on-disk queue drained by several processes at once (not a test).
+"""Measure the on-disk queue drained by several processes at once.
 
-Run: ``.venv/bin/python -m tests.client.uploader.bench_drain [--reports 20000] [--send-ms 5]``.
+Run: ``.venv/bin/python -m benchmarks.client.queue_drain [--reports 20000] [--send-ms 5]``.
 Queues ``--reports`` reports of 300 bytes in one data_dir, then 1, 2 and 4 processes
 (``os.fork``) drain it as the uploader does: take a batch of 500, "send" it (a sleep of
 ``--send-ms``, the collector's round trip), remove it. ``claim`` is the SDK's way

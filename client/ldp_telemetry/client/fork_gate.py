@@ -3,7 +3,7 @@
 SQLite keeps, per process, the lock state of each open file (and mutexes around it). A child
 forked while another thread of the parent is inside a transaction inherits that state without
 the locks: its own new connections then find the file "locked" for good, or wait forever on a
-mutex that no thread of the child will release. ``python -m tests.client.uploader.bench_fork``
+mutex that no thread of the child will release. ``python -m benchmarks.client.fork_gate``
 forks 200 children while a thread claims and releases batches: without the gate 113 found the
 file locked for good and 7 hung; with it, none (2026-11-29, load 10-15).
 
