@@ -1,6 +1,9 @@
 """POST /v1/tasks/{id}/compare: a planted difference between two platforms is significant
 after Holm's correction and an equal value is not (seeded); two periods; numeric means and
-percentiles; the sides it refuses."""
+percentiles; the sides it refuses.
+
+The reports a test draws are encoded once and posted to each backend's task (the tasks are
+the same on both, so are their fingerprints): ``drawn``, module-scoped."""
 
 from __future__ import annotations
 
@@ -11,31 +14,51 @@ import numpy as np
 import pytest
 from flask.testing import FlaskClient
 
-from tests.aggregator.breakdowns.uploads import PLATFORM, ask, create, envelopes, upload
+from tests.aggregator.breakdowns.uploads import (
+    PLATFORM,
+    ask,
+    bodies,
+    create,
+    envelopes,
+    post,
+    upload,
+)
 
 DOMAIN = ["a", "b", "c", "d"]
 ANDROID, IOS = (0.40, 0.20, 0.20, 0.20), (0.30, 0.30, 0.20, 0.20)  # a, b planted; c, d equal
 DEVICES = 20_000
+PER_PLATFORM = 5_000  # numeric reports per platform
+Drawn = dict[Any, tuple[Any, list[bytes]]]
 
 
-def upload_platforms(client: FlaskClient, devices: int) -> dict[str, list[int]]:
+@pytest.fixture(scope="module")
+def drawn() -> Drawn:
+    """Return the module's cache: (truth, upload bodies) per upload, drawn on the first
+    backend, posted again on the second."""
+    return {}
+
+
+def upload_platforms(client: FlaskClient, devices: int, cache: Drawn) -> dict[str, list[int]]:
     """Create the grr task "cmp"; upload ``devices`` reports each from android and ios
     (none from web); return each platform's true count of every value."""
     task = create(
         client, task_id="cmp", mechanism="grr", epsilon=2.0, domain=DOMAIN, dimensions=[PLATFORM]
     )
-    rng, truth, sent = np.random.default_rng(38), {}, []
-    for platform, shares in (("android", ANDROID), ("ios", IOS)):
-        values = list(rng.choice(DOMAIN, devices, p=shares))
-        truth[platform] = [values.count(v) for v in DOMAIN]
-        sent += envelopes(task, values, rng, {"platform": platform})
-    upload(client, task, sent)
-    return truth
+    if ("cmp", devices) not in cache:
+        rng, truth, sent = np.random.default_rng(38), {}, []
+        for platform, shares in (("android", ANDROID), ("ios", IOS)):
+            values = list(rng.choice(DOMAIN, devices, p=shares))
+            truth[platform] = [values.count(v) for v in DOMAIN]
+            sent += envelopes(task, values, rng, {"platform": platform})
+        cache["cmp", devices] = truth, bodies(task, sent)
+    truth, batches = cache["cmp", devices]
+    post(client, task.task_id, batches)
+    return dict(truth)
 
 
 @pytest.fixture
-def platforms(client: FlaskClient) -> dict[str, list[int]]:
-    return upload_platforms(client, DEVICES)
+def platforms(client: FlaskClient, drawn: Drawn) -> dict[str, list[int]]:
+    return upload_platforms(client, DEVICES, drawn)
 
 
 def test_a_planted_difference_is_significant_after_holm_an_equal_value_is_not(
@@ -65,8 +88,10 @@ def test_a_planted_difference_is_significant_after_holm_an_equal_value_is_not(
     )
 
 
-def test_sides_that_share_reports_or_are_thin_are_refused(client: FlaskClient) -> None:
-    upload_platforms(client, 500)  # two slices over min_slice_size (100), web empty
+def test_sides_that_share_reports_or_are_thin_are_refused(
+    client: FlaskClient, drawn: Drawn
+) -> None:
+    upload_platforms(client, 500, drawn)  # two slices over min_slice_size (100), web empty
     same = ask(client, "cmp", "compare", a={}, b={"where": {"platform": "ios"}})
     assert same.status_code == 400 and "share reports" in same.get_json()["detail"]
     thin = ask(
@@ -104,21 +129,26 @@ def test_two_periods_of_a_longitudinal_task_say_their_bound(client: FlaskClient)
     assert overlapping.status_code == 400
 
 
-def latencies(client: FlaskClient, task_id: str, spread: str) -> dict[str, np.ndarray]:
-    """Create a numeric task; upload 20,000 latencies per platform, ios's 20 ms slower."""
+def latencies(
+    client: FlaskClient, task_id: str, spread: str, cache: Drawn
+) -> dict[str, np.ndarray]:
+    """Create a numeric task; upload PER_PLATFORM latencies per platform, ios's 20 ms slower."""
     task = create(
         client, task_id=task_id, mechanism="numeric", epsilon=2.0, lo=0, hi=200,
         buckets=32, dimensions=[PLATFORM],
     )  # fmt: skip
-    rng, sent, drawn = np.random.default_rng(11), [], {}
-    for platform, centre in (("android", 80.0), ("ios", 100.0)):
-        if spread == "wide":
-            drawn[platform] = rng.uniform(centre - 80, centre + 80, 20_000)
-        else:  # concentrated: tighter than the reconstruction resolves
-            drawn[platform] = np.clip(rng.normal(centre, 20.0, 20_000), 0, 200)
-        sent += envelopes(task, list(drawn[platform]), rng, {"platform": platform})
-    upload(client, task, sent)
-    return drawn
+    if task_id not in cache:
+        rng, sent, drawn = np.random.default_rng(11), [], {}
+        for platform, centre in (("android", 80.0), ("ios", 100.0)):
+            if spread == "wide":
+                drawn[platform] = rng.uniform(centre - 80, centre + 80, PER_PLATFORM)
+            else:  # concentrated: tighter than the reconstruction resolves
+                drawn[platform] = np.clip(rng.normal(centre, 20.0, PER_PLATFORM), 0, 200)
+            sent += envelopes(task, list(drawn[platform]), rng, {"platform": platform})
+        cache[task_id] = drawn, bodies(task, sent)
+    drawn, batches = cache[task_id]
+    post(client, task.task_id, batches)
+    return dict(drawn)
 
 
 def compare_platforms(client: FlaskClient, task_id: str) -> dict[str, dict[str, Any]]:
@@ -130,11 +160,11 @@ def compare_platforms(client: FlaskClient, task_id: str) -> dict[str, dict[str, 
     return {row["value"]: row for row in body["differences"]}
 
 
-def test_numeric_tasks_compare_means_and_percentiles(client: FlaskClient) -> None:
-    drawn = latencies(client, "latency", "wide")
+def test_numeric_tasks_compare_means_and_percentiles(client: FlaskClient, drawn: Drawn) -> None:
+    values = latencies(client, "latency", "wide", drawn)
     rows = compare_platforms(client, "latency")
     assert list(rows) == ["mean", "p50", "p90"]
-    android, ios = drawn["android"], drawn["ios"]
+    android, ios = values["android"], values["ios"]
     truth = {
         "mean": android.mean() - ios.mean(),
         "p50": np.percentile(android, 50) - np.percentile(ios, 50),
@@ -146,9 +176,9 @@ def test_numeric_tasks_compare_means_and_percentiles(client: FlaskClient) -> Non
 
 
 def test_a_numeric_interval_that_cannot_be_trusted_is_shown_not_tested(
-    client: FlaskClient,
+    client: FlaskClient, drawn: Drawn
 ) -> None:
-    latencies(client, "tight", "concentrated")
+    latencies(client, "tight", "concentrated", drawn)
     rows = compare_platforms(client, "tight")
     assert rows["mean"]["significant"] and rows["mean"]["adjusted_p"] is not None
     doubted = [name for name, row in rows.items() if "reason" in row]
