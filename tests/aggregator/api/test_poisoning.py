@@ -1,22 +1,36 @@
-"""Through HTTP: fake cms reports refused as implausible, sums flagged, the published bound."""
+"""Through HTTP: fake cms reports refused as implausible, sums flagged, the published bound.
+
+The honest population's reports are privatized once (``honest``, module-scoped: every cms
+task here has the same sketch) and sent to each test's task on both backends; each test
+draws its own fake reports.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.mechanisms.poisoning import SUSPECT_Z
 from ldp_telemetry.shared.mechanisms.sketches.cms import SketchReport
 from tests.support.reports import create_task, envelopes, estimates, payloads, upload
 from tests.support.servers import Server
 
-HONEST, FAKES = 30_000, 1_000
+HONEST, FAKES = 10_000, 1_000
 SKETCH = {"mechanism": "cms", "epsilon": 4.0, "k": 32, "m": 1024, "hash_seed": 3}
 TARGETS = [f"target-{i}" for i in range(10)]
 
 
 def honest_values(rng: np.random.Generator) -> list[str]:
     return [f"w{int(x)}" for x in rng.zipf(1.3, HONEST) % 500]
+
+
+@pytest.fixture(scope="module")
+def honest() -> list[SketchReport]:
+    """Return HONEST privatized reports of Zipf-distributed words (seeded)."""
+    rng = np.random.default_rng(1)
+    sketch = TaskConfig.from_dict({"task_id": "honest", **SKETCH})
+    return payloads(sketch, honest_values(rng), rng)
 
 
 def crafted(task, rng: np.random.Generator, weight: int | None) -> list[SketchReport]:
@@ -35,10 +49,12 @@ def crafted(task, rng: np.random.Generator, weight: int | None) -> list[SketchRe
     return reports
 
 
-def test_unpadded_fake_reports_are_refused_and_honest_ones_kept(server: Server) -> None:
+def test_unpadded_fake_reports_are_refused_and_honest_ones_kept(
+    server: Server, honest: list[SketchReport]
+) -> None:
     task = create_task(server.url, task_id="poison-unpadded", **SKETCH)
     rng = np.random.default_rng(1)
-    accepted = upload(server.url, task, envelopes(task, payloads(task, honest_values(rng), rng)))
+    accepted = upload(server.url, task, envelopes(task, honest))
     assert accepted >= 0.999 * HONEST
     assert upload(server.url, task, envelopes(task, crafted(task, rng, None))) <= 0.05 * FAKES
 
@@ -55,18 +71,19 @@ def test_unpadded_fake_reports_are_refused_and_honest_ones_kept(server: Server) 
     assert bound["count_shift"]["up"] == 0.01 * answer["n"] * reach.high
 
 
-def test_an_honest_population_is_not_flagged(server: Server) -> None:
+def test_an_honest_population_is_not_flagged(server: Server, honest: list[SketchReport]) -> None:
     task = create_task(server.url, task_id="poison-honest", **SKETCH)
-    rng = np.random.default_rng(3)
-    upload(server.url, task, envelopes(task, payloads(task, honest_values(rng), rng)))
+    upload(server.url, task, envelopes(task, honest))
     anomaly = estimates(server.url, task.task_id, candidates=TARGETS).json()["anomaly"]
     assert anomaly["suspected"] is False and anomaly["implausible_refused"] == 0
 
 
-def test_fake_reports_padded_to_the_band_top_pass_but_flag_the_sums(server: Server) -> None:
+def test_fake_reports_padded_to_the_band_top_pass_but_flag_the_sums(
+    server: Server, honest: list[SketchReport]
+) -> None:
     task = create_task(server.url, task_id="poison-padded", **SKETCH)
     rng = np.random.default_rng(2)
-    upload(server.url, task, envelopes(task, payloads(task, honest_values(rng), rng)))
+    upload(server.url, task, envelopes(task, honest))
     top = task.mechanism_object.band.high
     assert upload(server.url, task, envelopes(task, crafted(task, rng, top))) == FAKES
     answer = estimates(server.url, task.task_id, candidates=TARGETS).json()
