@@ -65,11 +65,12 @@ def client(app: Flask) -> FlaskClient:
     return app.test_client()
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="session", params=BACKENDS)
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
-    """Yield one server per backend shared by a module's tests (each uses its own tasks)."""
+    """Yield one server per backend shared by every test that asks for it (each test uses
+    its own task ids, unique across modules): two starts in the session, not two per module."""
     folder = tmp_path_factory.mktemp("server")
     running = start_server(database(request.param, folder, request), folder=folder)
     yield running
