@@ -14,6 +14,7 @@ as the SDK did before the gate.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sqlite3
@@ -74,7 +75,9 @@ def main() -> None:
     storage = SqliteStorage(Path(tempfile.mkdtemp()), max_queue=10**6, max_bytes=1 << 30)
     for i in range(50):
         slot = Slot("t", 0, 1, i.to_bytes(4, "big"))
-        storage.admit(slot, FREE, Limits(10**6), lambda i=i: Pending("t", f"id-{i}", "x" * 300))
+        storage.admit(
+            slot, FREE, Limits(10**6), functools.partial(Pending, "t", f"id-{i}", "x" * 300)
+        )
     stop = threading.Event()
 
     def churn() -> None:

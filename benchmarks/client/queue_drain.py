@@ -17,6 +17,7 @@ no claim 1.00 / 0.63 s with 0 / 19,000 duplicates; a claim writes each row once 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sqlite3
@@ -40,7 +41,7 @@ def fill(data_dir: Path, reports: int) -> None:
     limits, free = Limits(MAX_REPORTS_PER_PERIOD), Charge(0.0, 0, None)
     for i in range(reports):
         slot = Slot("task", 0, 1, i.to_bytes(4, "big"))
-        storage.admit(slot, free, limits, lambda i=i: Pending("task", f"id-{i}", "x" * 300))
+        storage.admit(slot, free, limits, functools.partial(Pending, "task", f"id-{i}", "x" * 300))
     storage.close()
 
 
