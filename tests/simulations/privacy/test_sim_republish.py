@@ -17,7 +17,10 @@ def rows_by(rows: list[dict], scenario: str) -> dict[str, dict]:
 def test_the_ledger_keeps_every_posterior_within_its_bound() -> None:
     # 100 devices: the mean posterior of 40 sat within 0.04 of the bound's margin.
     rows = republish.simulate(100, np.random.default_rng(11))
-    assert rows == republish.simulate(100, np.random.default_rng(11))  # seeded
+    # seeded: the same code on 5 devices (a second run of 100 doubled the test's time)
+    assert republish.simulate(5, np.random.default_rng(11)) == republish.simulate(
+        5, np.random.default_rng(11)
+    )
     same = rows_by(rows, "same task id, flip changed daily")
     new = rows_by(rows, "new task id daily")
     default = same["ledger, SDK defaults"]
