@@ -198,7 +198,7 @@ def answer(
     fit), by concentration judged on an EMS fit, or by :func:`doubt.percentile_doubt`.
     ``row``: a breakdown's row, whose refits (the bootstrap's and a pile doubt's) step
     from the row's own fits with their information held (:mod:`held`): the same fit,
-    draws, statistics and flags, at a fraction of the cost. ``screen``: the counts' EMS
+    draws, statistics and tests, at a fraction of the cost. ``screen``: the counts' EMS
     fit, if already made (:func:`answer_rows`).
     """
     counts = np.asarray(counts)
