@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ldp_telemetry.shared.mechanisms.numeric import pspline
+from ldp_telemetry.shared.mechanisms.numeric import held, pspline
 from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 from ldp_telemetry.shared.mechanisms.numeric.shape import percentile
 
@@ -27,44 +27,73 @@ def replicates(
     n: int,
     measure: Callable[[np.ndarray], np.ndarray],
     counts: np.ndarray,
+    anchor: pspline.Search | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), the refits, and each
     refit's :func:`shape_move`.
 
     Each resample is n reports drawn from the fitted distribution's outputs, reconstructed
     by the same procedure as the fit (its own smoothness); the generator is seeded by the
-    observed ``counts``, so the same sums always give the same answer.
+    observed ``counts``, so the same sums always give the same answer. With ``anchor`` (the
+    fit's search: a breakdown's row) the refits search with the information held
+    (:mod:`held`), from the same draws.
     """
-    fits = refit(channel, fitted, n, counts.astype("<i8").tobytes(), BOOTSTRAP)
+    fits = refit(channel, fitted, n, counts.astype("<i8").tobytes(), BOOTSTRAP, anchor)
     boot = np.array([measure(best) for best, _ in fits])
     moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
     return boot, np.array([best for best, _ in fits]), np.array(moves)
 
 
 def piled_refits(
-    channel: Channel, fitted: np.ndarray, n: int, counts: np.ndarray, end: int, share: float
+    channel: Channel,
+    fitted: np.ndarray,
+    n: int,
+    counts: np.ndarray,
+    end: int,
+    share: float,
+    *,
+    anchor: pspline.Search | None = None,
 ) -> np.ndarray:
     """Return ``PILED_REFITS`` refits of the fit with ``share`` of its values moved onto
     end ``end`` (0: lo, 1: hi): how the pile varies where a pile doubt's answer lives.
 
-    Seeded by the counts, the end and the share: the same sums give the same answer.
+    Seeded by the counts, the end and the share: the same sums give the same answer. With
+    ``anchor`` (the fit's search: a breakdown's row) each is one scoring step from the
+    alternative at the fit's λ (:func:`held.piled`).
     """
     alternative = np.asarray(fitted, dtype=float) * (1.0 - share)
     alternative[-1 if end else 0] += share
     key = counts.astype("<i8").tobytes() + np.array([end, share], "<f8").tobytes()
+    if anchor is not None and channel.buckets >= pspline.FEWEST:
+        draws = _draws(channel, alternative, n, key, PILED_REFITS)
+        lam = float(pspline.GRID[anchor.best])
+        return held.piled(channel, anchor.thetas[anchor.best], lam, end, share, draws)
     return np.array([best for best, _ in refit(channel, alternative, n, key, PILED_REFITS)])
 
 
 def refit(
-    channel: Channel, distribution: np.ndarray, n: int, key: bytes, size: int
+    channel: Channel,
+    distribution: np.ndarray,
+    n: int,
+    key: bytes,
+    size: int,
+    anchor: pspline.Search | None = None,
 ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
     """Return :func:`pspline.select` on ``size`` draws of n reports from
     ``distribution``'s outputs, the generator seeded by ``key`` (the same sums, the same
-    answer)."""
+    answer); with ``anchor``, each one step from the anchor's fits (:func:`held.refit`)."""
+    draws = _draws(channel, distribution, n, key, size)
+    if anchor is not None and channel.buckets >= pspline.FEWEST:
+        return held.refit(channel, anchor, draws)
+    return [pspline.select(channel, draw.astype(float)) for draw in draws]
+
+
+def _draws(channel: Channel, distribution: np.ndarray, n: int, key: bytes, size: int) -> np.ndarray:
+    """Return ``size`` draws of n reports from ``distribution``'s outputs, seeded by ``key``."""
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
     outputs = channel.forward(distribution)
-    draws = rng.multinomial(n, outputs / outputs.sum(), size=size)
-    return [pspline.select(channel, draw.astype(float)) for draw in draws]
+    draws: np.ndarray = rng.multinomial(n, outputs / outputs.sum(), size=size)
+    return draws
 
 
 def shape_move(
