@@ -1,25 +1,27 @@
-"""A breakdown row's bootstrap refits: scoring steps from the row's own fits, information held.
+"""A breakdown row's bootstrap refits: full searches, warm-started from the row's own fits.
 
-A full refit (:func:`refits.refit`) is a P-spline search (:func:`pspline.search`): down the
-grid of λ, a Fisher-scoring fit at each, every step recomputing the Fisher information F.
-A grouped numeric answer of 20 rows did 21 answers' searches (issue 38: 17-20 times an
-ungrouped answer). A row refits its draws y* (the same seeded draws) from its own search
-instead: at each λ the row tried from ``pspline.PATIENCE`` decades above its own choice on,
-from the row's fit θ_λ, ``STEPS`` Fisher-scoring steps
+A full refit (:func:`refits.refit`) is a P-spline search (:func:`pspline.search`) per draw:
+down the grid of λ from the stiffest, a Fisher-scoring fit at each started from the last,
+every step recomputing the Fisher information F. A grouped numeric answer of 20 rows did 21
+answers' searches (issue 38: 15-20 times an ungrouped answer). A row refits its draws y*
+(the same seeded draws) by the same search, converged the same way, only started closer and
+run side by side: at each λ of ``pspline.GRID`` from :data:`FIRST` decades above the row's
+own choice on, every draw's fit starts from the row's fit θ_λ at that λ (the row's search
+made it) and takes Fisher-scoring steps
 
-    θ ← θ + (F_λ + λP)⁻¹ · s_λ(θ; y*),
+    θ ← θ + (F(θ) + λP)⁻¹ · s_λ(θ; y*),
 
-F_λ the information at the row's θ_λ, held, and s_λ the exact penalized score of y* (a step
-that loses penalized likelihood halved, at most ``HALVINGS`` times; no coefficient moved by
-more than ``MOST_MOVE`` in one step: held at a fit whose end bucket is nearly empty, an end
-term's curvature is nearly 0). One step is the one-step estimator, whose spread is the
-sandwich (F + λP)⁻¹F(F + λP)⁻¹ to first order; on the same 40 draws its percentiles spread
-0.3-0.8 times as much as full refits', four steps' 0.7-1.0 times (three populations, n =
-2,000-10,000; tests/shared/mechanisms/numeric/test_held.py pins 0.65-1.5).
-Each refit then picks its λ by the same criterion (AIC: its own log-likelihood, the row's
-edf at that λ) and patience as a search, so the SE carries the smoothness choice's variation
-too. A refit of a piled alternative (a pile doubt, :mod:`doubt`) steps the same way from the
-alternative itself at the row's λ: it lies in the spline's family (only an end term moves).
+F recomputed at every step (a step that loses penalized likelihood halved, at most
+``HALVINGS`` times; no coefficient moved by more than ``MOST_MOVE`` in one step) until a step
+gains less than ``pspline.GAIN`` per report or ``pspline.STEPS`` were taken: the rules a
+full fit stops by, so each refit reaches the optimum a full search reaches at that λ. Its
+edf is its own, its criterion AIC, and it stops down the grid by :func:`pspline.searched`
+(patience and freedom), as a full search does: a refit's λ varies as a full refit's does.
+Four steps with F held at the row's fit (the branch this replaces) spread 0.7-1.0 times as
+much as full refits and under-flagged near a range's end (85.2 % coverage at ε = 1 / 64
+buckets). A piled alternative's refits (a pile doubt, :mod:`doubt`) search the same way,
+each λ started from the row's θ_λ with its end term raised to hold the pile (the spline's
+family holds it: only an end term moves).
 Coverage: ``python -m simulations.coverage.numeric_rows --as-row`` (simulations/README.md).
 """
 
@@ -31,103 +33,201 @@ from ldp_telemetry.shared.mechanisms.numeric import pspline, spline
 from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 
 MOST_MOVE = 3.0  # the largest change of one coefficient in a step (e^3: a share × 20)
-STEPS = 4  # scoring steps per refit and λ
-HALVINGS = 4  # a step that loses is halved at most this many times
+HALVINGS = 8  # a step that loses is halved at most this many times
+FIRST = 0  # a refit's search starts this many λ above the row's choice (0: the stiffest)
 
 
 def refit(
     channel: Channel, anchor: pspline.Search, draws: np.ndarray
 ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
     """Return, per row of output counts ``draws`` (all of one n), what :func:`pspline.select`
-    answers (the best fit, the less smoothed fits after it), each fit one step from the
-    fit at that λ of ``anchor`` (the search of the row the draws come from)."""
-    y = np.atleast_2d(np.asarray(draws, dtype=float))
-    design, pen = _design(channel)
-    fits, scores = [], []
-    first = max(anchor.best - pspline.PATIENCE, 0)  # the λ a refit may choose: near the row's
-    for k in range(first, len(anchor.thetas)):
-        lam = float(pspline.GRID[k])
-        x, like = step(channel, design, pen, lam, anchor.thetas[k], y, STEPS)
-        fits.append(x)
-        scores.append(-2 * like + pspline.PRICE * anchor.edfs[k])
-    table = np.array(scores)  # (λ tried, refits)
-    out = []
-    for i in range(len(y)):
-        tried = len(table)
-        for k in range(1, len(table) + 1):  # the search's patience, over those λ
-            if k - 1 - int(np.argmin(table[:k, i])) >= pspline.PATIENCE:
-                tried = k
-                break
-        best = int(np.argmin(table[:tried, i]))
-        out.append((fits[best][i], [fits[j][i] for j in range(best + 1, tried)]))
-    return out
+    answers (the best fit, the less smoothed fits after it), each fit warm-started from
+    ``anchor``'s (the search of the row the draws come from) at the same λ."""
+    return _search(channel, anchor, list(anchor.thetas), draws)
 
 
 def piled(
-    channel: Channel,
-    fitted_theta: np.ndarray,
-    lam: float,
-    end: int,
-    share: float,
-    draws: np.ndarray,
+    channel: Channel, anchor: pspline.Search, end: int, share: float, draws: np.ndarray
 ) -> np.ndarray:
-    """Return one-step refits at ``lam`` of draws from the fit (coefficients ``fitted_theta``)
-    with ``share`` of its values moved onto end ``end`` (0: lo, 1: hi), stepped from that
-    alternative itself (its end term raised: the spline's family holds it)."""
+    """Return the best fits of the searches of ``draws``, drawn from the row's fit with
+    ``share`` of its values moved onto end ``end`` (0: lo, 1: hi), each λ started from the
+    row's fit there with that pile added (its end term raised)."""
+    design, _ = _design(channel)
+    starts = []
+    column = design.shape[1] - 2 + (1 if end else 0)
+    for theta in anchor.thetas:
+        x = _distribution(design, theta)
+        kept = x[-1 if end else 0] * (1.0 - share)
+        raised = np.array(theta, dtype=float)
+        raised[column] += np.log((kept + share) / max(kept, 1e-300))
+        starts.append(raised)
+    return np.array([best for best, _ in _search(channel, anchor, starts, draws)])
+
+
+def _search(
+    channel: Channel, anchor: pspline.Search, starts: list[np.ndarray], draws: np.ndarray
+) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+    """Search λ for every draw side by side, each λ's fits started from ``starts`` (past the
+    anchor's last λ: from the draw's own last fit, end terms reset as a search resets them)."""
     design, pen = _design(channel)
-    x = _distribution(design, fitted_theta)
-    i = -1 if end else 0
-    theta = np.array(fitted_theta, dtype=float)
-    raised = x[i] * (1.0 - share) + share
-    theta[design.shape[1] - 2 + (1 if end else 0)] += np.log(
-        raised / max(x[i] * (1 - share), 1e-300)
-    )
-    return step(channel, design, pen, lam, theta, np.atleast_2d(draws).astype(float), STEPS)[0]
+    functions = design.shape[1] - 2
+    y = np.atleast_2d(np.asarray(draws, dtype=float))
+    first = max(anchor.best - FIRST, 0) if FIRST else 0
+    scores: list[list[float]] = [[] for _ in y]
+    edfs: list[list[float]] = [[] for _ in y]
+    fits: list[list[np.ndarray]] = [[] for _ in y]
+    active = np.arange(len(y))
+    own = np.zeros((len(y), design.shape[1]))
+    for k in range(first, len(pspline.GRID)):
+        if not len(active):
+            break
+        lam = float(pspline.GRID[k])
+        if k < len(starts):
+            start = np.tile(starts[k], (len(active), 1))
+        else:
+            start = own[active].copy()
+            start[:, functions:] = 0.0
+        x, like, theta, edf = converge(channel, design, pen, lam, start, y[active])
+        own[active] = theta
+        going = []
+        for j, i in enumerate(active):
+            fits[i].append(x[j])
+            scores[i].append(float(-2 * like[j] + pspline.PRICE * edf[j]))
+            edfs[i].append(float(edf[j]))
+            if not pspline.searched(scores[i], edfs[i]):
+                going.append(i)
+        active = np.array(going, dtype=int)
+    out = []
+    for i in range(len(y)):
+        best = int(np.argmin(scores[i]))
+        out.append((fits[i][best], fits[i][best + 1 :]))
+    return out
 
 
-def step(
+def converge(
     channel: Channel,
     design: np.ndarray,
     pen: np.ndarray,
     lam: float,
     theta: np.ndarray,
     y: np.ndarray,
-    steps: int = 1,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return each row of counts ``y``'s distribution and log-likelihood ``steps``
-    Fisher-scoring steps from coefficients ``theta`` at ``lam``, the information held at
-    ``theta`` (a step halved while it loses)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return each row of counts ``y``'s fit at ``lam`` from coefficients ``theta`` (a row
+    each): distributions, log-likelihoods, coefficients and edfs.
+
+    Newton steps on the exact penalized likelihood (its observed curvature, recomputed at
+    every step), a Fisher-scoring step where that curvature is not negative definite,
+    every step halved while it loses, until a step gains less than ``pspline.GAIN`` per
+    report or ``pspline.STEPS`` were taken: the stop of a full fit (:func:`pspline.fit`),
+    reached in fewer steps (Fisher scoring converges linearly: 9-12 steps from a row's fit
+    to a draw's optimum where Newton takes 3-5). The edf is each fit's own, from its Fisher
+    information (:func:`pspline._edf`'s count).
+    """
     functions = design.shape[1] - 2
-    y = np.atleast_2d(y)
     n = y.sum(axis=1)
-    thetas = np.tile(theta, (len(y), 1))
+    thetas = np.array(theta, dtype=float)
     x, f = _evaluate(channel, design, thetas)
     value = _penalized(y, f, lam, pen, thetas)
     pin = np.zeros(design.shape[1])
     pin[:functions] = 1.0  # a constant added to every spline coefficient changes nothing
-    jacobian = channel.forward((x[0][:, None] * design).T).T - np.outer(f[0], x[0] @ design)
-    info = float(n[0]) * jacobian.T @ (jacobian / f[0][:, None])
-    size = np.trace(info) + 1.0
-    held = info + lam * pen + (np.outer(pin, pin) + 1e-9 * np.eye(len(pin))) * size
-    for _ in range(steps):
-        h = channel.backward(y / f)
-        score = (x * (h - n[:, None])) @ design - lam * thetas @ pen
-        moves = np.linalg.solve(held, score.T).T
-        largest = np.maximum(np.abs(moves).max(axis=1, keepdims=True), 1e-300)
-        moves *= np.minimum(1.0, MOST_MOVE / largest)
-        rows = np.arange(len(y))
-        for _ in range(HALVINGS):  # a step that loses is halved (rarely: it is a scoring step)
-            moved = thetas[rows] + moves[rows]
-            x2, f2 = _evaluate(channel, design, moved)
-            value2 = _penalized(y[rows], f2, lam, pen, moved)
-            up = value2 >= value[rows]
-            took = rows[up]
-            thetas[took], x[took], f[took], value[took] = moved[up], x2[up], f2[up], value2[up]
-            rows = rows[~up]
-            if not len(rows):
-                break
-            moves[rows] /= 2
-    return x, np.sum(y * np.log(f), axis=1)
+    pinned = np.outer(pin, pin) + 1e-9 * np.eye(len(pin))
+    info = np.zeros((len(y), design.shape[1], design.shape[1]))
+    rows = np.arange(len(y))  # the fits still gaining
+    for _ in range(pspline.STEPS):
+        if not len(rows):
+            break
+        h = channel.backward(y[rows] / f[rows])
+        score = (x[rows] * (h - n[rows, None])) @ design - lam * thetas[rows] @ pen
+        jacobian = _jacobian(channel, design, x[rows], f[rows])
+        info[rows] = n[rows, None, None] * _gram(jacobian, 1.0 / f[rows])
+        centred = design[None] - (x[rows] @ design)[:, None, :]  # (fits, buckets, columns)
+        curvature = _gram(jacobian, y[rows] / f[rows] ** 2) - _gram(
+            np.swapaxes(centred, 1, 2), x[rows] * (h - n[rows, None])
+        )
+        size = np.trace(info[rows], axis1=1, axis2=2) + 1.0
+        ridge = lam * pen + pinned * size[:, None, None]
+        newton = curvature + ridge
+        convex = np.all(np.linalg.eigvalsh(newton) > 0, axis=1)
+        total = np.where(convex[:, None, None], newton, info[rows] + ridge)
+        moves = np.linalg.solve(total, score[..., None])[..., 0]
+        gained = _climb(channel, design, pen, lam, y, n, rows, moves, thetas, x, f, value)
+        rows = rows[gained]
+    if len(rows):  # stopped by the step limit: their information where they stopped
+        info[rows] = n[rows, None, None] * _gram(
+            _jacobian(channel, design, x[rows], f[rows]), 1.0 / f[rows]
+        )
+    return x, np.sum(y * np.log(f), axis=1), thetas, _edf(info, lam * pen, functions)
+
+
+def _climb(
+    channel: Channel,
+    design: np.ndarray,
+    pen: np.ndarray,
+    lam: float,
+    y: np.ndarray,
+    n: np.ndarray,
+    rows: np.ndarray,
+    moves: np.ndarray,
+    thetas: np.ndarray,
+    x: np.ndarray,
+    f: np.ndarray,
+    value: np.ndarray,
+) -> np.ndarray:
+    """Move each of ``rows`` by its ``moves`` (no coefficient by more than ``MOST_MOVE``),
+    halved while it loses (at most ``HALVINGS`` times), updating ``thetas``, ``x``, ``f``
+    and ``value`` in place; return which rows gained at least ``pspline.GAIN`` per report."""
+    largest = np.maximum(np.abs(moves).max(axis=1, keepdims=True), 1e-300)
+    moves = moves * np.minimum(1.0, MOST_MOVE / largest)
+    gained = np.zeros(len(rows), dtype=bool)
+    trying = np.arange(len(rows))
+    for _ in range(HALVINGS):
+        at = rows[trying]
+        moved = thetas[at] + moves[trying]
+        x2, f2 = _evaluate(channel, design, moved)
+        value2 = _penalized(y[at], f2, lam, pen, moved)
+        up = value2 >= value[at]
+        took = at[up]
+        gained[trying[up]] = value2[up] - value[took] >= pspline.GAIN * n[took]
+        thetas[took], x[took], f[took], value[took] = moved[up], x2[up], f2[up], value2[up]
+        trying = trying[~up]
+        if not len(trying):
+            break
+        moves[trying] /= 2
+    return gained
+
+
+def _jacobian(channel: Channel, design: np.ndarray, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Return each fit's ∂(output probabilities)/∂θ, (fits, columns, outputs): the channel's
+    product with every spline column at once, through one cumulative sum over the buckets
+    (:meth:`Channel.forward`'s, without its padding copies)."""
+    weighted = x[:, None, :] * design.T[None]  # (fits, columns, buckets)
+    sums = np.zeros((*weighted.shape[:-1], weighted.shape[-1] + 1))
+    np.cumsum(weighted, axis=-1, out=sums[..., 1:])
+    total, buckets = sums[..., -1:], channel.buckets
+    inside = np.empty((*weighted.shape[:-1], channel.outputs))  # Σ over i ≤ o < i + window
+    inside[..., :buckets] = sums[..., 1:]
+    inside[..., buckets:] = total
+    inside[..., channel.window - 1 :] -= sums[..., :buckets]
+    spread = channel.far * total + (channel.near - channel.far) * inside
+    jacobian: np.ndarray = spread - f[:, None, :] * (x @ design)[:, :, None]
+    return jacobian
+
+
+def _gram(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Return a · diag(w) · aᵀ per fit (``a``: (fits, columns, points), ``w``: (fits, points))."""
+    gram: np.ndarray = a @ np.swapaxes(a * w[:, None, :], 1, 2)
+    return gram
+
+
+def _edf(info: np.ndarray, pen: np.ndarray, functions: int) -> np.ndarray:
+    """Return each fit's edf as :func:`pspline._edf` counts it (a row per fit)."""
+    v = np.zeros(info.shape[1])
+    v[:functions] = 1.0
+    size = np.trace(info, axis1=1, axis2=2) + 1.0
+    pin = (np.outer(v, v) + np.eye(len(v)) * 1e-9)[None] * size[:, None, None]
+    influence = np.linalg.solve(info + pen[None] + pin, info)
+    edf: np.ndarray = np.trace(influence[:, :functions, :functions], axis1=1, axis2=2) + 2.0
+    return edf
 
 
 def _evaluate(

@@ -66,8 +66,7 @@ def piled_refits(
     key = counts.astype("<i8").tobytes() + np.array([end, share], "<f8").tobytes()
     if anchor is not None and channel.buckets >= pspline.FEWEST:
         draws = _draws(channel, alternative, n, key, PILED_REFITS)
-        lam = float(pspline.GRID[anchor.best])
-        return held.piled(channel, anchor.thetas[anchor.best], lam, end, share, draws)
+        return held.piled(channel, anchor, end, share, draws)
     return np.array([best for best, _ in refit(channel, alternative, n, key, PILED_REFITS)])
 
 
