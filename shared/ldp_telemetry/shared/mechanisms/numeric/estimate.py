@@ -198,26 +198,21 @@ def answer(
     other statistic is read off the log-spline fit, its SE from the bootstrap's full
     refits, and flagged by :func:`moved` (the refits' bias; the move of a less smoothed
     fit), by concentration judged on an EMS fit, or by :func:`doubt.percentile_doubt`.
-    ``row``: a breakdown's row, whose refits (the bootstrap's and a pile doubt's) step
-    from the row's own fits with their information held (:mod:`held`): the same fit,
-    draws, statistics and tests, at a fraction of the cost. ``screen``: the counts' EMS
+    ``row``: a breakdown's row, whose refits (the bootstrap's and a pile doubt's) are the
+    same searches of the same draws, run side by side and warm-started (:mod:`held`): the
+    same fit, statistics and tests, at a fraction of the cost. ``screen``: the counts' EMS
     fit, if already made (:func:`answer_rows`).
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
-    anchor = None
-    if row and channel.buckets >= pspline.FEWEST:
-        anchor = pspline.search(channel, counts.astype(float))
-        fitted, sharper = anchor.fits[anchor.best], anchor.fits[anchor.best + 1 :]
-    else:
-        fitted, sharper = pspline.select(channel, counts.astype(float))
+    fitted, sharper = pspline.select(channel, counts.astype(float))
     rows = statistics(fitted, names, n, to_value)
 
     def measure(distribution: np.ndarray) -> np.ndarray:
         return np.array([v for _, v in statistics(distribution, names, n, to_value)])
 
-    boot, refits, null = replicates(channel, fitted, n, measure, counts, anchor)
-    piled = functools.partial(piled_refits, channel, fitted, n, counts, anchor=anchor)
+    boot, refits, null = replicates(channel, fitted, n, measure, counts, row)
+    piled = functools.partial(piled_refits, channel, fitted, n, counts, row=row)
     errors = np.std(boot, axis=0, ddof=1)
     values = np.array([v for _, v in rows])
     bias = np.mean(boot, axis=0) - values

@@ -34,60 +34,44 @@ from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 
 MOST_MOVE = 3.0  # the largest change of one coefficient in a step (e^3: a share × 20)
 HALVINGS = 8  # a step that loses is halved at most this many times
-FIRST = 0  # a refit's search starts this many λ above the row's choice (0: the stiffest)
+HELD_STEPS = 5  # scoring steps with the start's information held, before Newton's
+STRETCH = 4.0  # a whole step that gains is tried this many times as long
 
 
 def refit(
-    channel: Channel, anchor: pspline.Search, draws: np.ndarray
+    channel: Channel, centre: pspline.Search, draws: np.ndarray
 ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
     """Return, per row of output counts ``draws`` (all of one n), what :func:`pspline.select`
-    answers (the best fit, the less smoothed fits after it), each fit warm-started from
-    ``anchor``'s (the search of the row the draws come from) at the same λ."""
-    return _search(channel, anchor, list(anchor.thetas), draws)
-
-
-def piled(
-    channel: Channel, anchor: pspline.Search, end: int, share: float, draws: np.ndarray
-) -> np.ndarray:
-    """Return the best fits of the searches of ``draws``, drawn from the row's fit with
-    ``share`` of its values moved onto end ``end`` (0: lo, 1: hi), each λ started from the
-    row's fit there with that pile added (its end term raised)."""
-    design, _ = _design(channel)
-    starts = []
-    column = design.shape[1] - 2 + (1 if end else 0)
-    for theta in anchor.thetas:
-        x = _distribution(design, theta)
-        kept = x[-1 if end else 0] * (1.0 - share)
-        raised = np.array(theta, dtype=float)
-        raised[column] += np.log((kept + share) / max(kept, 1e-300))
-        starts.append(raised)
-    return np.array([best for best, _ in _search(channel, anchor, starts, draws)])
+    answers (the best fit, the less smoothed fits after it), each λ's fit started from
+    ``centre``'s there (the search of the draws' expected counts)."""
+    return _search(channel, list(centre.thetas), draws)
 
 
 def _search(
-    channel: Channel, anchor: pspline.Search, starts: list[np.ndarray], draws: np.ndarray
+    channel: Channel, starts: list[np.ndarray], draws: np.ndarray
 ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
-    """Search λ for every draw side by side, each λ's fits started from ``starts`` (past the
-    anchor's last λ: from the draw's own last fit, end terms reset as a search resets them)."""
+    """Search λ for every draw side by side, each λ's fits started from ``starts`` (past its
+    last λ: from the draw's own last fit, end terms reset as a search resets them)."""
     design, pen = _design(channel)
     functions = design.shape[1] - 2
     y = np.atleast_2d(np.asarray(draws, dtype=float))
-    first = max(anchor.best - FIRST, 0) if FIRST else 0
     scores: list[list[float]] = [[] for _ in y]
     edfs: list[list[float]] = [[] for _ in y]
     fits: list[list[np.ndarray]] = [[] for _ in y]
     active = np.arange(len(y))
+    n = np.array([float(y[0].sum())])
     own = np.zeros((len(y), design.shape[1]))
-    for k in range(first, len(pspline.GRID)):
+    for k in range(len(pspline.GRID)):
         if not len(active):
             break
         lam = float(pspline.GRID[k])
-        if k < len(starts):
-            start = np.tile(starts[k], (len(active), 1))
-        else:
-            start = own[active].copy()
-            start[:, functions:] = 0.0
-        x, like, theta, edf = converge(channel, design, pen, lam, start, y[active])
+        start = np.tile(starts[k], (len(active), 1)) if k < len(starts) else own[active].copy()
+        start[:, functions:] = 0.0  # as a search resets them: an emptied end gets no gradient
+        held = None
+        if HELD_STEPS and k < len(starts):
+            at, outputs = _evaluate(channel, design, start[:1])
+            held = n * _gram(_jacobian(channel, design, at, outputs), 1.0 / outputs)[0]
+        x, like, theta, edf = converge(channel, design, pen, lam, start, y[active], held)
         own[active] = theta
         going = []
         for j, i in enumerate(active):
@@ -111,6 +95,7 @@ def converge(
     lam: float,
     theta: np.ndarray,
     y: np.ndarray,
+    held: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Return each row of counts ``y``'s fit at ``lam`` from coefficients ``theta`` (a row
     each): distributions, log-likelihoods, coefficients and edfs.
@@ -132,6 +117,17 @@ def converge(
     pin[:functions] = 1.0  # a constant added to every spline coefficient changes nothing
     pinned = np.outer(pin, pin) + 1e-9 * np.eye(len(pin))
     info = np.zeros((len(y), design.shape[1], design.shape[1]))
+    if held is not None:  # scoring steps with one information for all, until they gain little
+        size = np.trace(held) + 1.0
+        inverse = np.linalg.inv(held + lam * pen + pinned * size)
+        rows = np.arange(len(y))
+        for _ in range(HELD_STEPS):
+            if not len(rows):
+                break
+            h = channel.backward(y[rows] / f[rows])
+            score = (x[rows] * (h - n[rows, None])) @ design - lam * thetas[rows] @ pen
+            moves = score @ inverse
+            rows = rows[_climb(channel, design, pen, lam, y, n, rows, moves, thetas, x, f, value)]
     rows = np.arange(len(y))  # the fits still gaining
     for _ in range(pspline.STEPS):
         if not len(rows):
@@ -178,21 +174,38 @@ def _climb(
     and ``value`` in place; return which rows gained at least ``pspline.GAIN`` per report."""
     largest = np.maximum(np.abs(moves).max(axis=1, keepdims=True), 1e-300)
     moves = moves * np.minimum(1.0, MOST_MOVE / largest)
-    gained = np.zeros(len(rows), dtype=bool)
+    before = value[rows].copy()
     trying = np.arange(len(rows))
-    for _ in range(HALVINGS):
+    whole = np.zeros(len(rows), dtype=bool)  # took the whole move
+    for halving in range(HALVINGS):
         at = rows[trying]
         moved = thetas[at] + moves[trying]
         x2, f2 = _evaluate(channel, design, moved)
         value2 = _penalized(y[at], f2, lam, pen, moved)
         up = value2 >= value[at]
         took = at[up]
-        gained[trying[up]] = value2[up] - value[took] >= pspline.GAIN * n[took]
+        whole[trying[up]] = halving == 0
         thetas[took], x[took], f[took], value[took] = moved[up], x2[up], f2[up], value2[up]
         trying = trying[~up]
         if not len(trying):
             break
         moves[trying] /= 2
+    # A whole move that gained is stretched once more (a term whose optimum is at infinity,
+    # an end bucket emptied, gains e^-1 as much per Newton step: 9 steps to the stop)
+    far = np.flatnonzero(whole)
+    if len(far):
+        extra = moves[far] * (STRETCH - 1)
+        extra *= np.minimum(
+            1.0, MOST_MOVE / np.maximum(np.abs(extra).max(axis=1, keepdims=True), 1e-300)
+        )
+        at = rows[far]
+        moved = thetas[at] + extra
+        x2, f2 = _evaluate(channel, design, moved)
+        value2 = _penalized(y[at], f2, lam, pen, moved)
+        up = value2 > value[at]
+        took = at[up]
+        thetas[took], x[took], f[took], value[took] = moved[up], x2[up], f2[up], value2[up]
+    gained: np.ndarray = value[rows] - before >= pspline.GAIN * n[rows]
     return gained
 
 
@@ -250,9 +263,3 @@ def _penalized(
 def _design(channel: Channel) -> tuple[np.ndarray, np.ndarray]:
     functions = min(pspline.FUNCTIONS, channel.buckets)
     return spline.basis(channel.buckets, functions), pspline.penalty(functions)
-
-
-def _distribution(design: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    z = design @ theta
-    x = np.exp(z - z.max())
-    return x / x.sum()

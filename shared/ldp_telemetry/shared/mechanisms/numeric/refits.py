@@ -27,18 +27,17 @@ def replicates(
     n: int,
     measure: Callable[[np.ndarray], np.ndarray],
     counts: np.ndarray,
-    anchor: pspline.Search | None = None,
+    row: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), the refits, and each
     refit's :func:`shape_move`.
 
     Each resample is n reports drawn from the fitted distribution's outputs, reconstructed
     by the same procedure as the fit (its own smoothness); the generator is seeded by the
-    observed ``counts``, so the same sums always give the same answer. With ``anchor`` (the
-    fit's search: a breakdown's row) the refits search with the information held
-    (:mod:`held`), from the same draws.
+    observed ``counts``, so the same sums always give the same answer. ``row`` (a
+    breakdown's row): the same searches of the same draws, side by side (:func:`held.refit`).
     """
-    fits = refit(channel, fitted, n, counts.astype("<i8").tobytes(), BOOTSTRAP, anchor)
+    fits = refit(channel, fitted, n, counts.astype("<i8").tobytes(), BOOTSTRAP, row)
     boot = np.array([measure(best) for best, _ in fits])
     moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
     return boot, np.array([best for best, _ in fits]), np.array(moves)
@@ -52,22 +51,19 @@ def piled_refits(
     end: int,
     share: float,
     *,
-    anchor: pspline.Search | None = None,
+    row: bool = False,
 ) -> np.ndarray:
     """Return ``PILED_REFITS`` refits of the fit with ``share`` of its values moved onto
     end ``end`` (0: lo, 1: hi): how the pile varies where a pile doubt's answer lives.
 
-    Seeded by the counts, the end and the share: the same sums give the same answer. With
-    ``anchor`` (the fit's search: a breakdown's row) each is one scoring step from the
-    alternative at the fit's λ (:func:`held.piled`).
+    Seeded by the counts, the end and the share: the same sums give the same answer.
+    ``row``: searched as :func:`refit` searches a row's.
     """
     alternative = np.asarray(fitted, dtype=float) * (1.0 - share)
     alternative[-1 if end else 0] += share
     key = counts.astype("<i8").tobytes() + np.array([end, share], "<f8").tobytes()
-    if anchor is not None and channel.buckets >= pspline.FEWEST:
-        draws = _draws(channel, alternative, n, key, PILED_REFITS)
-        return held.piled(channel, anchor, end, share, draws)
-    return np.array([best for best, _ in refit(channel, alternative, n, key, PILED_REFITS)])
+    fits = refit(channel, alternative, n, key, PILED_REFITS, row)
+    return np.array([best for best, _ in fits])
 
 
 def refit(
@@ -76,14 +72,16 @@ def refit(
     n: int,
     key: bytes,
     size: int,
-    anchor: pspline.Search | None = None,
+    row: bool = False,
 ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
     """Return :func:`pspline.select` on ``size`` draws of n reports from
     ``distribution``'s outputs, the generator seeded by ``key`` (the same sums, the same
-    answer); with ``anchor``, each one step from the anchor's fits (:func:`held.refit`)."""
+    answer); ``row``: the same searches side by side, each λ's fits started from the
+    search of the draws' expected counts (:func:`held.refit`)."""
     draws = _draws(channel, distribution, n, key, size)
-    if anchor is not None and channel.buckets >= pspline.FEWEST:
-        return held.refit(channel, anchor, draws)
+    if row and channel.buckets >= pspline.FEWEST:
+        outputs = channel.forward(np.asarray(distribution, dtype=float))
+        return held.refit(channel, pspline.search(channel, n * outputs / outputs.sum()), draws)
     return [pspline.select(channel, draw.astype(float)) for draw in draws]
 
 
