@@ -12,7 +12,7 @@ breakdown, and with ``group_by`` both dimensions (the totals and 20 rows, all fr
 
 ``--row-cost``: instead, the CPU of one numeric estimate of a slice's reports (2,000 by
 default) as the totals get it (``SquareWave.estimate``) against as a breakdown's row gets it
-(``estimate_rows``: refits stepped from the row's own fits), alternating, no store.
+(``estimate_rows``: the same refit searches side by side), alternating, no store.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ only. Prints the markdown table.
     python -m simulations.coverage.numeric_rows --seed 7 --settings 4 --populations lognormal
 
 ``--as-row`` answers every Square Wave run as a breakdown's row is answered
-(``SquareWave.estimate_rows``: refits stepped from the row's own fits, issue 38);
+(``SquareWave.estimate_rows``: the same refit searches side by side, issue 38);
 ``--devices`` and ``--runs`` set the devices per population and the runs per Square Wave case.
 
     python -m simulations.coverage.numeric_rows --as-row --devices 2000 --runs 200 --settings 0 1

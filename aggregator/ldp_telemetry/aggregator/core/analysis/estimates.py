@@ -184,7 +184,7 @@ def rows_estimated(
     task: TaskConfig, candidates: Sequence[Any] | None, window: Window, parts: list[SumsView]
 ) -> list[Estimates | None]:
     """Return the estimates of a breakdown's rows ``parts`` made by the mechanism's
-    ``estimate_rows`` (Square Wave: a row's bootstrap refits step from its own fits, issue
+    ``estimate_rows`` (Square Wave: a row's bootstrap refit searches run side by side, issue
     38), or None per row for the others' ``estimate``; None too for a row below
     ``min_batch_size`` (:func:`measure` refuses it)."""
     rows = getattr(task.mechanism_object, "estimate_rows", None)

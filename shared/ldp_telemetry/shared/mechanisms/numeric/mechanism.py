@@ -273,7 +273,7 @@ class SquareWave(NumericBase):
         level: float = DEFAULT_LEVEL,
     ) -> list[Estimates]:
         """Return each of a breakdown's rows' estimates: the fit of :meth:`estimate`, its
-        bootstrap refits stepped from the row's own fits (:mod:`held`), the EMS screens
+        bootstrap refits the same searches run side by side (:mod:`held`), the EMS screens
         of all rows in one EM."""
         for sums in many:
             check_shape(sums, 1, self.outputs, self)
