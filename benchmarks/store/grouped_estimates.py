@@ -9,6 +9,10 @@ slice holding the same number of reports, folded; then the median time of
 ``estimates.answer`` (the function behind ``POST /v1/tasks/{id}/estimates``) without a
 breakdown, and with ``group_by`` both dimensions (the totals and 20 rows, all from one
 ``read_slices``), alternating. Target (issue 38): ≤ 3×.
+
+``--row-cost``: instead, the CPU of one numeric estimate of a slice's reports (2,000 by
+default) as the totals get it (``SquareWave.estimate``) against as a breakdown's row gets it
+(``estimate_rows``: the same refit searches side by side), alternating, no store.
 """
 
 from __future__ import annotations
@@ -142,14 +146,33 @@ def stores(folder: Path) -> Iterator[Callable[[str, int], Store]]:
         yield fresh
 
 
+def row_cost(per_slice: int, repeats: int) -> None:
+    """Print the median CPU of a numeric estimate of one slice as the totals and as a row."""
+    task = TaskConfig(task_id="row", dimensions=DIMENSIONS, **TASKS["numeric"])
+    mechanism: Any = task.mechanism_object
+    rng = np.random.default_rng(38)
+    sums = mechanism.new_sums()
+    sums.add_many(mechanism.privatize_many(device_values("numeric", per_slice, rng), rng))
+    full, row = median_seconds(
+        [lambda: mechanism.estimate(sums), lambda: mechanism.estimate_rows([sums])], repeats
+    )
+    print(f"| {LABELS['numeric']}, {per_slice:,} reports | {full[1] * 1e3:.0f} ", end="")
+    print(f"| {row[1] * 1e3:.0f} | {full[1] / row[1]:.1f} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.store.grouped_estimates")
     parser.add_argument("--reports-per-slice", type=int, default=5_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--stores", default="sqlite,postgres")
     parser.add_argument("--kinds", default=",".join(TASKS))
+    parser.add_argument("--row-cost", action="store_true", help="a numeric row alone")
     args = parser.parse_args(argv)
-    rng = np.random.default_rng(38)
+    if args.row_cost:
+        print("| task | as the totals (ms CPU) | as a row (ms CPU) | ratio |")
+        print("|:---|---:|---:|---:|")
+        row_cost(args.reports_per_slice, args.repeats)
+        return
     print(
         "| store | task | ungrouped (ms) | grouped over 20 slices (ms) | ratio "
         "| ratio of CPU times |"
@@ -165,7 +188,14 @@ def main(argv: list[str] | None = None) -> None:
                     task_id=f"t{number}", dimensions=DIMENSIONS, min_batch_size=50, **TASKS[kind]
                 )
                 assert task.slice_count == 20
-                fill(store, task, args.reports_per_slice, rng)
+                # the same reports on every store (a numeric estimate's cost depends on its data:
+                # filled from one stream, PostgreSQL's data differed from SQLite's)
+                fill(
+                    store,
+                    task,
+                    args.reports_per_slice,
+                    np.random.default_rng([38, list(TASKS).index(kind)]),
+                )
                 plain, by = compare(store, task, args.repeats)
                 print(
                     f"| {backend} | {LABELS[kind]} | {plain[0] * 1e3:.2f} | {by[0] * 1e3:.2f} "

@@ -9,11 +9,18 @@ only. Prints the markdown table.
 
     .venv/bin/python -m simulations.coverage.numeric_rows --seed 2026 --settings 0 2 3
     python -m simulations.coverage.numeric_rows --seed 7 --settings 4 --populations lognormal
+
+``--as-row`` answers every Square Wave run as a breakdown's row is answered
+(``SquareWave.estimate_rows``: the same refit searches side by side, issue 38);
+``--devices`` and ``--runs`` set the devices per population and the runs per Square Wave case.
+
+    python -m simulations.coverage.numeric_rows --as-row --devices 2000 --runs 200 --settings 0 1
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,10 +30,37 @@ from simulations.coverage import experiment as coverage
 from simulations.coverage.cases import SETTINGS, numeric_cases
 
 
+class AsRow:
+    """A Square Wave mechanism whose ``estimate`` is a breakdown row's (``estimate_rows``)."""
+
+    def __init__(self, mechanism: Any) -> None:
+        self.mechanism = mechanism
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.mechanism, name)
+
+    def estimate(self, sums: Any, candidates: Any = None) -> Any:
+        """Return the row's answer of ``sums``, as a breakdown gives it."""
+        return self.mechanism.estimate_rows([sums], candidates)[0]
+
+
+def as_row(case: Any) -> Any:
+    """Return ``case`` answered as a breakdown's row (Square Wave cases; others unchanged)."""
+    if not case.costly:
+        return case
+    build = case.build
+    return dataclasses.replace(case, build=lambda seed: AsRow(build(seed)))
+
+
 def rows(
-    seed: int, settings: list[int], sizes: coverage.Sizes, populations: Sequence[str] = ()
+    seed: int,
+    settings: list[int],
+    sizes: coverage.Sizes,
+    populations: Sequence[str] = (),
+    row: bool = False,
 ) -> list[dict[str, Any]]:
-    """Return one row per (case, statistic) of the chosen numeric settings (and populations)."""
+    """Return one row per (case, statistic) of the chosen numeric settings (and populations);
+    ``row``: Square Wave answered as a breakdown's row."""
     rng = np.random.default_rng(seed)
     out = []
     for index in settings:
@@ -34,6 +68,8 @@ def rows(
         for case in numeric_cases(setting, fields, sizes.devices, rng):
             if populations and case.population not in populations:
                 continue
+            if row:
+                case = as_row(case)
             reps = sizes.costly_reps if case.costly else sizes.reps
             runs = coverage.run_case(case, reps, rng)
             head = {"kind": case.kind, "setting": case.setting, "population": case.population}
@@ -49,9 +85,18 @@ def main() -> None:
     parser.add_argument("--settings", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--populations", nargs="+", default=[], help="only these (e.g. lognormal)")
     parser.add_argument("--quick", action="store_true", help="the quick sizes")
+    parser.add_argument("--as-row", action="store_true", help="answer as a breakdown's row")
+    parser.add_argument("--devices", type=int, help="devices per population")
+    parser.add_argument("--runs", type=int, help="runs per Square Wave case")
     args = parser.parse_args()
     sizes = coverage.QUICK if args.quick else coverage.FULL
-    print(coverage.table(rows(args.seed, args.settings, sizes, args.populations), sizes).markdown())
+    sizes = dataclasses.replace(
+        sizes,
+        devices=args.devices or sizes.devices,
+        costly_reps=args.runs or sizes.costly_reps,
+    )
+    found = rows(args.seed, args.settings, sizes, args.populations, args.as_row)
+    print(coverage.table(found, sizes).markdown())
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from ldp_telemetry.aggregator.core.analysis import slices as breakdowns
 from ldp_telemetry.aggregator.core.analysis.central import Shuffle, central_fields
 from ldp_telemetry.aggregator.core.analysis.query import Breakdown, Window, check_scan
 from ldp_telemetry.aggregator.core.problems import ApiError
-from ldp_telemetry.aggregator.store import SlicedSums, SumsSource, SumsView
+from ldp_telemetry.aggregator.store import SumsSource, SumsView
 from ldp_telemetry.shared import TaskConfig
 from ldp_telemetry.shared.answers import (
     Anomaly,
@@ -105,9 +105,11 @@ def answer(
         if breakdown is not None:
             plan = breakdowns.plan(task, breakdown, sliced.counts)
             body["breakdown"] = plan.summary
+            parts = [sliced.sums(row.slices) for row in plan.rows]
+            ready = rows_estimated(task, candidates, window, parts)
             body["slices"] = [
-                _slice(task, candidates, window, sliced, asked, buckets, shuffle, row)
-                for row in plan.rows
+                _slice(task, candidates, window, part, asked, buckets, shuffle, row, result)
+                for row, part, result in zip(plan.rows, parts, ready, strict=True)
             ]
     return body
 
@@ -120,20 +122,24 @@ def measure(
     asked: Asked,
     buckets: int,
     refused: int,
+    ready: Estimates | None = None,
 ) -> Measured:
     """Return the estimates of the reports in ``sums`` (the totals, or some slices') over
     ``window``.
 
     ``buckets``: the window's buckets holding the task's reports (longitudinal tasks; a
     row's own may be fewer, and the bound on the shared permanent noise only grows with it);
-    ``refused``: the implausible reports refused (counted per task, so 0 for a row).
+    ``refused``: the implausible reports refused (counted per task, so 0 for a row);
+    ``ready``: the mechanism's estimate of ``sums`` if made already (:func:`rows_estimated`).
     """
     mechanism = task.mechanism_object
     layer = longitudinal(mechanism)
     if asked.max_cells is not None:  # a streamed sketch knows its buckets; a dense row is one
         check_scan(task, getattr(sums, "buckets", 1), asked.max_cells)
     check_min_batch(task, sums, "estimates")
-    result = mechanism.estimate(sums, candidates, level=window.level)
+    result = (
+        ready if ready is not None else mechanism.estimate(sums, candidates, level=window.level)
+    )
     checks = mechanism.check_sums(sums) if layer is None else layer.check_sums(sums, buckets)
     anomaly = poisoning.anomaly(checks, refused, result.n) if checks or refused else None
     bound, reach = None, None if asked.fake_fraction is None else mechanism.reach()
@@ -148,14 +154,16 @@ def _slice(
     task: TaskConfig,
     candidates: Sequence[Any] | None,
     window: Window,
-    sliced: SlicedSums,
+    sums: SumsView,
     asked: Asked,
     buckets: int,
     shuffle: Shuffle,
     row: breakdowns.PlannedRow,
+    ready: Estimates | None,
 ) -> EstimateSlice:
-    """Return one row of a breakdown, estimated from its own slices as the totals are."""
-    measured = measure(task, candidates, window, sliced.sums(row.slices), asked, buckets, 0)
+    """Return one row of a breakdown, estimated from its own slices' ``sums`` as the
+    totals are, or as :func:`rows_estimated` made it (``ready``)."""
+    measured = measure(task, candidates, window, sums, asked, buckets, 0, ready)
     block: EstimateSlice = {
         "dimensions": row.dimensions,
         "n": measured.n,
@@ -170,6 +178,25 @@ def _slice(
     if longitudinal(task.mechanism_object) is not None:
         block["buckets"] = buckets
     return block
+
+
+def rows_estimated(
+    task: TaskConfig, candidates: Sequence[Any] | None, window: Window, parts: list[SumsView]
+) -> list[Estimates | None]:
+    """Return the estimates of a breakdown's rows ``parts`` made by the mechanism's
+    ``estimate_rows`` (Square Wave: a row's bootstrap refit searches run side by side, issue
+    38), or None per row for the others' ``estimate``; None too for a row below
+    ``min_batch_size`` (:func:`measure` refuses it)."""
+    rows = getattr(task.mechanism_object, "estimate_rows", None)
+    ready: list[Estimates | None] = [None] * len(parts)
+    if rows is None:
+        return ready
+    kept = [i for i, part in enumerate(parts) if part.total >= task.min_batch_size]
+    for i, result in zip(
+        kept, rows([parts[i] for i in kept], candidates, window.level), strict=True
+    ):
+        ready[i] = result
+    return ready
 
 
 def check_min_batch(task: TaskConfig, sums: SumsView, what: str) -> None:

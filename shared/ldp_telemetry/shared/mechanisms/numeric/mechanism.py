@@ -266,6 +266,26 @@ class SquareWave(NumericBase):
             self.channel, sums.table[0], names, self.to_value, self.scale == "linear", level
         )
 
+    def estimate_rows(
+        self,
+        many: Sequence[Sums],
+        candidates: Sequence[str] | None = None,
+        level: float = DEFAULT_LEVEL,
+    ) -> list[Estimates]:
+        """Return each of a breakdown's rows' estimates: the fit of :meth:`estimate`, its
+        bootstrap refits the same searches run side by side (:mod:`held`), the EMS screens
+        of all rows in one EM."""
+        for sums in many:
+            check_shape(sums, 1, self.outputs, self)
+        names = list(est.DEFAULT_QUERY if candidates is None else candidates)
+        counted = [sums.table[0] for sums in many if sums.total]
+        linear = self.scale == "linear"
+        found = iter(est.answer_rows(self.channel, counted, names, self.to_value, linear, level))
+        return [
+            next(found) if sums.total else est.nothing(names, self.d, self.to_value, level)
+            for sums in many
+        ]
+
 
 class OneBitMean(NumericBase):
     """The one-bit mean: a biased coin per report, the mean debiased in closed form."""

@@ -22,6 +22,8 @@ unpenalized spline: 3.1-4.8 %; ``python -m simulations coverage``'s rows in simu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ldp_telemetry.shared.mechanisms.numeric import spline
@@ -128,28 +130,45 @@ def searched(scores: list[float], edfs: list[float]) -> bool:
     return len(scores) - 1 - best >= PATIENCE and edfs[-1] - edfs[best] >= FREEDOM
 
 
+@dataclass(frozen=True)
+class Search:
+    """What a search tried: per λ of ``GRID`` tried, the fit, its coefficients θ and its edf;
+    ``best`` the index of the smallest criterion."""
+
+    fits: list[np.ndarray]
+    thetas: list[np.ndarray]
+    edfs: list[float]
+    best: int
+
+
 def select(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """Return the fit of smallest criterion, and the fits at the smaller λ tried after it.
 
     λ shrinks until :func:`searched`. The others say how much the answer depends on the
     shapes the first was kept from.
     """
-    buckets = channel.buckets
-    if buckets < FEWEST:  # fewer buckets than a cubic's functions: each bucket its own term
-        return spline.fit(channel, np.eye(buckets), counts)[0], []
-    functions = min(FUNCTIONS, buckets)
-    design, pen = spline.basis(buckets, functions), penalty(functions)
+    if channel.buckets < FEWEST:  # fewer buckets than a cubic's functions: each bucket a term
+        return spline.fit(channel, np.eye(channel.buckets), counts)[0], []
+    found = search(channel, counts)
+    return found.fits[found.best], found.fits[found.best + 1 :]
+
+
+def search(channel: Channel, counts: np.ndarray) -> Search:
+    """Return the search of :func:`select` (at least ``FEWEST`` buckets): λ down ``GRID``
+    from the stiffest, each fit started from the previous one's θ, until :func:`searched`."""
+    functions = min(FUNCTIONS, channel.buckets)
+    design, pen = spline.basis(channel.buckets, functions), penalty(functions)
     theta = np.zeros(functions + 2)
-    fits: list[np.ndarray] = []
+    found = Search([], [], [], 0)
     scores: list[float] = []
-    edfs: list[float] = []
     for lam in GRID:
         theta[functions:] = 0.0
         x, like, theta, edf = fit(channel, design, counts, float(lam), pen, theta)
-        fits.append(x)
+        theta = np.array(theta)  # its own copy: the next λ resets its end terms
+        found.fits.append(x)
+        found.thetas.append(theta.copy())
+        found.edfs.append(edf)
         scores.append(-2 * like + PRICE * edf)
-        edfs.append(edf)
-        if searched(scores, edfs):
+        if searched(scores, found.edfs):
             break
-    best = int(np.argmin(scores))
-    return fits[best], fits[best + 1 :]
+    return Search(found.fits, found.thetas, found.edfs, int(np.argmin(scores)))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ldp_telemetry.shared.mechanisms.numeric import pspline
+from ldp_telemetry.shared.mechanisms.numeric import held, pspline
 from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 from ldp_telemetry.shared.mechanisms.numeric.shape import percentile
 
@@ -27,44 +27,70 @@ def replicates(
     n: int,
     measure: Callable[[np.ndarray], np.ndarray],
     counts: np.ndarray,
+    row: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``measure`` on ``BOOTSTRAP`` parametric refits (rows), the refits, and each
     refit's :func:`shape_move`.
 
     Each resample is n reports drawn from the fitted distribution's outputs, reconstructed
     by the same procedure as the fit (its own smoothness); the generator is seeded by the
-    observed ``counts``, so the same sums always give the same answer.
+    observed ``counts``, so the same sums always give the same answer. ``row`` (a
+    breakdown's row): the same searches of the same draws, side by side (:func:`held.refit`).
     """
-    fits = refit(channel, fitted, n, counts.astype("<i8").tobytes(), BOOTSTRAP)
+    fits = refit(channel, fitted, n, counts.astype("<i8").tobytes(), BOOTSTRAP, row)
     boot = np.array([measure(best) for best, _ in fits])
     moves = [shape_move(b, others, measure) for b, (_, others) in zip(boot, fits, strict=True)]
     return boot, np.array([best for best, _ in fits]), np.array(moves)
 
 
 def piled_refits(
-    channel: Channel, fitted: np.ndarray, n: int, counts: np.ndarray, end: int, share: float
+    channel: Channel,
+    fitted: np.ndarray,
+    n: int,
+    counts: np.ndarray,
+    end: int,
+    share: float,
+    *,
+    row: bool = False,
 ) -> np.ndarray:
     """Return ``PILED_REFITS`` refits of the fit with ``share`` of its values moved onto
     end ``end`` (0: lo, 1: hi): how the pile varies where a pile doubt's answer lives.
 
     Seeded by the counts, the end and the share: the same sums give the same answer.
+    ``row``: searched as :func:`refit` searches a row's.
     """
     alternative = np.asarray(fitted, dtype=float) * (1.0 - share)
     alternative[-1 if end else 0] += share
     key = counts.astype("<i8").tobytes() + np.array([end, share], "<f8").tobytes()
-    return np.array([best for best, _ in refit(channel, alternative, n, key, PILED_REFITS)])
+    fits = refit(channel, alternative, n, key, PILED_REFITS, row)
+    return np.array([best for best, _ in fits])
 
 
 def refit(
-    channel: Channel, distribution: np.ndarray, n: int, key: bytes, size: int
+    channel: Channel,
+    distribution: np.ndarray,
+    n: int,
+    key: bytes,
+    size: int,
+    row: bool = False,
 ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
     """Return :func:`pspline.select` on ``size`` draws of n reports from
     ``distribution``'s outputs, the generator seeded by ``key`` (the same sums, the same
-    answer)."""
+    answer); ``row``: the same searches side by side, each λ's fits started from the
+    search of the draws' expected counts (:func:`held.refit`)."""
+    draws = _draws(channel, distribution, n, key, size)
+    if row and channel.buckets >= pspline.FEWEST:
+        outputs = channel.forward(np.asarray(distribution, dtype=float))
+        return held.refit(channel, pspline.search(channel, n * outputs / outputs.sum()), draws)
+    return [pspline.select(channel, draw.astype(float)) for draw in draws]
+
+
+def _draws(channel: Channel, distribution: np.ndarray, n: int, key: bytes, size: int) -> np.ndarray:
+    """Return ``size`` draws of n reports from ``distribution``'s outputs, seeded by ``key``."""
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
     outputs = channel.forward(distribution)
-    draws = rng.multinomial(n, outputs / outputs.sum(), size=size)
-    return [pspline.select(channel, draw.astype(float)) for draw in draws]
+    draws: np.ndarray = rng.multinomial(n, outputs / outputs.sum(), size=size)
+    return draws
 
 
 def shape_move(
