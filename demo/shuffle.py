@@ -33,6 +33,7 @@ from ldp_telemetry.client import Client, Timeouts
 from ldp_telemetry.shared import TaskConfig
 
 WAIT = 60.0  # seconds for the shuffler to start, and to forward what is ready
+STILL = 2.0  # seconds the counters hold still before the shuffler counts as settled
 
 
 def start_shuffler(collector: Collector, db: Path, folder: Path, batch_min: int) -> Any:
@@ -86,12 +87,22 @@ def record(shuffler_url: str, population: Population, tasks: list[TaskConfig]) -
 
 
 def settle(shuffler_url: str, sent: int, batch_min: int) -> dict[str, int]:
-    """Wait until every report is forwarded or waits for more uploads; return counters."""
+    """Wait until every report is forwarded or waits for more uploads; return counters.
+
+    The counters must also hold still for ``STILL`` seconds (several of the forwarder's
+    passes): a group that just reached ``batch_min`` uploads is counted as waiting until a
+    pass claims it, so "forwarded + waiting = sent" alone returned once with a whole batch
+    about to go (700 forwarded and 100 waiting, then 800 counted).
+    """
     deadline = time.monotonic() + WAIT
+    last, since = None, time.monotonic()
     while True:
         counters = requests.get(shuffler_url + "/healthz", timeout=10).json()
         forwarded, waiting = counters.get("reports", 0), counters["waiting"]
-        done = forwarded + waiting == sent and waiting < 2 * batch_min
+        if (forwarded, waiting) != last:
+            last, since = (forwarded, waiting), time.monotonic()
+        still = time.monotonic() - since >= STILL
+        done = forwarded + waiting == sent and waiting < 2 * batch_min and still
         if done or time.monotonic() > deadline:
             return {"forwarded": forwarded, "waiting": waiting}
         time.sleep(0.2)
