@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ldp_telemetry.shared.mechanisms.numeric import pspline, spline
+from ldp_telemetry.shared.mechanisms.numeric import pspline
 from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 
 MOST_MOVE = 3.0  # the largest change of one coefficient in a step (e^3: a share × 20)
@@ -58,7 +58,7 @@ def _search(
 ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
     """Search λ for every draw side by side, each λ's fits started from ``starts`` (past its
     last λ: from the draw's own last fit, end terms reset as a search resets them)."""
-    design, pen = _design(channel)
+    design, pen = pspline.design(channel)
     functions = design.shape[1] - 2
     y = np.atleast_2d(np.asarray(draws, dtype=float))
     scores: list[list[float]] = [[] for _ in y]
@@ -112,7 +112,7 @@ def converge(
     report or ``pspline.STEPS`` were taken: the stop of a full fit (:func:`pspline.fit`),
     reached in fewer steps (Fisher scoring converges linearly: 9-12 steps from a row's fit
     to a draw's optimum where Newton takes 3-5). The edf is each fit's own, from its Fisher
-    information (:func:`pspline._edf`'s count).
+    information (:func:`pspline.edf`).
     """
     functions = design.shape[1] - 2
     n = y.sum(axis=1)
@@ -158,7 +158,7 @@ def converge(
         info[rows] = n[rows, None, None] * _gram(
             _jacobian(channel, design, x[rows], f[rows]), 1.0 / f[rows]
         )
-    return x, np.sum(y * np.log(f), axis=1), thetas, _edf(info, lam * pen, functions)
+    return x, np.sum(y * np.log(f), axis=1), thetas, pspline.edf(info, lam * pen, functions)
 
 
 def _climb(
@@ -238,17 +238,6 @@ def _gram(a: np.ndarray, w: np.ndarray) -> np.ndarray:
     return gram
 
 
-def _edf(info: np.ndarray, pen: np.ndarray, functions: int) -> np.ndarray:
-    """Return each fit's edf as :func:`pspline._edf` counts it (a row per fit)."""
-    v = np.zeros(info.shape[1])
-    v[:functions] = 1.0
-    size = np.trace(info, axis1=1, axis2=2) + 1.0
-    pin = (np.outer(v, v) + np.eye(len(v)) * 1e-9)[None] * size[:, None, None]
-    influence = np.linalg.solve(info + pen[None] + pin, info)
-    edf: np.ndarray = np.trace(influence[:, :functions, :functions], axis1=1, axis2=2) + 2.0
-    return edf
-
-
 def _evaluate(
     channel: Channel, design: np.ndarray, thetas: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -264,8 +253,3 @@ def _penalized(
     penalty = np.sum((thetas @ pen) * thetas, axis=1)
     value: np.ndarray = np.sum(y * np.log(f), axis=1) - 0.5 * lam * penalty
     return value
-
-
-def _design(channel: Channel) -> tuple[np.ndarray, np.ndarray]:
-    functions = min(pspline.FUNCTIONS, channel.buckets)
-    return spline.basis(channel.buckets, functions), pspline.penalty(functions)

@@ -94,7 +94,7 @@ def fit(
         if not gained:
             break
         info = _information(channel, design, x, f, n)
-    return x, like, theta, _edf(info, lam * pen, design.shape[1] - 2)
+    return x, like, theta, float(edf(info, lam * pen, design.shape[1] - 2))
 
 
 def _information(
@@ -105,8 +105,9 @@ def _information(
     return info
 
 
-def _edf(info: np.ndarray, pen: np.ndarray, functions: int) -> float:
-    """Return tr((F + λP)⁻¹F) over the spline's coefficients, plus the two end terms.
+def edf(info: np.ndarray, pen: np.ndarray, functions: int) -> np.ndarray:
+    """Return tr((F + λP)⁻¹F) over the spline's coefficients, plus the two end terms; for
+    a stack of informations (fits × columns × columns), one per fit.
 
     Adding a constant to every spline coefficient changes nothing (they sum to one in
     every bucket): that direction is pinned by a term both F and P ignore. The end terms
@@ -114,12 +115,13 @@ def _edf(info: np.ndarray, pen: np.ndarray, functions: int) -> float:
     influence, a fit that empties an end bucket (no information left) saved one and won
     the criterion with 2 % of the values piled there.
     """
-    v = np.zeros(len(info))
+    v = np.zeros(info.shape[-1])
     v[:functions] = 1.0
-    size = np.trace(info) + 1.0
-    pin = np.outer(v, v) * size + np.eye(len(info)) * 1e-9 * size
+    size = (np.trace(info, axis1=-2, axis2=-1) + 1.0)[..., None, None]
+    pin = np.outer(v, v) * size + np.eye(len(v)) * 1e-9 * size
     influence = np.linalg.solve(info + pen + pin, info)
-    return float(np.trace(influence[:functions, :functions])) + 2.0
+    effective: np.ndarray = np.trace(influence[..., :functions, :functions], axis1=-2, axis2=-1)
+    return effective + 2.0
 
 
 def searched(scores: list[float], edfs: list[float]) -> bool:
@@ -153,22 +155,29 @@ def select(channel: Channel, counts: np.ndarray) -> tuple[np.ndarray, list[np.nd
     return found.fits[found.best], found.fits[found.best + 1 :]
 
 
+def design(channel: Channel) -> tuple[np.ndarray, np.ndarray]:
+    """Return the spline's design over the buckets (with the two end terms) and its penalty."""
+    functions = min(FUNCTIONS, channel.buckets)
+    return spline.basis(channel.buckets, functions), penalty(functions)
+
+
 def search(channel: Channel, counts: np.ndarray) -> Search:
     """Return the search of :func:`select` (at least ``FEWEST`` buckets): λ down ``GRID``
     from the stiffest, each fit started from the previous one's θ, until :func:`searched`."""
-    functions = min(FUNCTIONS, channel.buckets)
-    design, pen = spline.basis(channel.buckets, functions), penalty(functions)
+    basis, pen = design(channel)
+    functions = basis.shape[1] - 2
     theta = np.zeros(functions + 2)
-    found = Search([], [], [], 0)
+    fits: list[np.ndarray] = []
+    thetas: list[np.ndarray] = []
     scores: list[float] = []
+    edfs: list[float] = []
     for lam in GRID:
         theta[functions:] = 0.0
-        x, like, theta, edf = fit(channel, design, counts, float(lam), pen, theta)
-        theta = np.array(theta)  # its own copy: the next λ resets its end terms
-        found.fits.append(x)
-        found.thetas.append(theta.copy())
-        found.edfs.append(edf)
-        scores.append(-2 * like + PRICE * edf)
-        if searched(scores, found.edfs):
+        x, like, theta, freedom = fit(channel, basis, counts, float(lam), pen, theta)
+        fits.append(x)
+        thetas.append(theta.copy())  # the next λ resets its end terms in place
+        scores.append(-2 * like + PRICE * freedom)
+        edfs.append(freedom)
+        if searched(scores, edfs):
             break
-    return Search(found.fits, found.thetas, found.edfs, int(np.argmin(scores)))
+    return Search(fits, thetas, edfs, int(np.argmin(scores)))

@@ -78,19 +78,12 @@ def refit(
     ``distribution``'s outputs, the generator seeded by ``key`` (the same sums, the same
     answer); ``row``: the same searches side by side, each λ's fits started from the
     search of the draws' expected counts (:func:`held.refit`)."""
-    draws = _draws(channel, distribution, n, key, size)
-    if row and channel.buckets >= pspline.FEWEST:
-        outputs = channel.forward(np.asarray(distribution, dtype=float))
-        return held.refit(channel, pspline.search(channel, n * outputs / outputs.sum()), draws)
-    return [pspline.select(channel, draw.astype(float)) for draw in draws]
-
-
-def _draws(channel: Channel, distribution: np.ndarray, n: int, key: bytes, size: int) -> np.ndarray:
-    """Return ``size`` draws of n reports from ``distribution``'s outputs, seeded by ``key``."""
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
     outputs = channel.forward(distribution)
-    draws: np.ndarray = rng.multinomial(n, outputs / outputs.sum(), size=size)
-    return draws
+    draws = rng.multinomial(n, outputs / outputs.sum(), size=size)
+    if row and channel.buckets >= pspline.FEWEST:  # the draws' centre: their expected counts
+        return held.refit(channel, pspline.search(channel, n * outputs / outputs.sum()), draws)
+    return [pspline.select(channel, draw.astype(float)) for draw in draws]
 
 
 def shape_move(
