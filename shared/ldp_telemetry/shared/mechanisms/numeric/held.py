@@ -33,6 +33,8 @@ Coverage: ``python -m simulations.coverage.numeric_rows --as-row`` (simulations/
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ldp_telemetry.shared.mechanisms.numeric import pspline
@@ -122,7 +124,6 @@ def converge(
     pin = np.zeros(design.shape[1])
     pin[:functions] = 1.0  # a constant added to every spline coefficient changes nothing
     pinned = np.outer(pin, pin) + 1e-9 * np.eye(len(pin))
-    info = np.zeros((len(y), design.shape[1], design.shape[1]))
     if held is not None:  # scoring steps with one information for all, until they gain little
         size = np.trace(held) + 1.0
         inverse = np.linalg.inv(held + lam * pen + pinned * size)
@@ -135,24 +136,33 @@ def converge(
             moves = score @ inverse
             rows = rows[_climb(channel, design, pen, lam, y, n, rows, moves, thetas, x, f, value)]
     rows = np.arange(len(y))  # the fits still gaining
+    pairs = _pairs(channel)
+    info = np.zeros((len(y), design.shape[1], design.shape[1]))
     for _ in range(pspline.STEPS):
         if not len(rows):
             break
-        h = channel.backward(y[rows] / f[rows])
-        score = (x[rows] * (h - n[rows, None])) @ design - lam * thetas[rows] @ pen
-        jacobian = _jacobian(channel, design, x[rows], f[rows])
-        info[rows] = n[rows, None, None] * _gram(jacobian, 1.0 / f[rows])
-        centred = design[None] - (x[rows] @ design)[:, None, :]  # (fits, buckets, columns)
-        curvature = _gram(jacobian, y[rows] / f[rows] ** 2) - _gram(
-            np.swapaxes(centred, 1, 2), x[rows] * (h - n[rows, None])
-        )
-        size = np.trace(info[rows], axis1=1, axis2=2) + 1.0
+        xs, fs = x[rows], f[rows]
+        h = channel.backward(y[rows] / fs)
+        spread = xs * (h - n[rows, None])
+        score = spread @ design - lam * thetas[rows] @ pen
+        jacobian = _jacobian(channel, design, xs, fs)
+        curvature = _gram(jacobian, y[rows] / fs**2) - _centred(pairs, xs @ design, spread)
+        # tr(F) alone sizes the pin (F itself only where Newton's step is not convex, and
+        # where a fit stops, for its edf)
+        size = n[rows] * np.sum(np.einsum("fco,fco->fo", jacobian, jacobian) / fs, axis=1) + 1
         ridge = lam * pen + pinned * size[:, None, None]
         newton = curvature + ridge
-        convex = np.all(np.linalg.eigvalsh(newton) > 0, axis=1)
-        total = np.where(convex[:, None, None], newton, info[rows] + ridge)
-        moves = np.linalg.solve(total, score[..., None])[..., 0]
+        convex = _convex(newton)
+        if not np.all(convex):  # Fisher scoring there
+            flat = np.flatnonzero(~convex)
+            newton[flat] = n[rows[flat], None, None] * _gram(jacobian[flat], 1.0 / fs[flat])
+            newton[flat] += ridge[flat]
+        moves = np.linalg.solve(newton, score[..., None])[..., 0]
         gained = _climb(channel, design, pen, lam, y, n, rows, moves, thetas, x, f, value)
+        stopped = np.flatnonzero(~gained)  # their information where this step started
+        info[rows[stopped]] = n[rows[stopped], None, None] * _gram(
+            jacobian[stopped], 1.0 / fs[stopped]
+        )
         rows = rows[gained]
     if len(rows):  # stopped by the step limit: their information where they stopped
         info[rows] = n[rows, None, None] * _gram(
@@ -227,9 +237,53 @@ def _jacobian(channel: Channel, design: np.ndarray, x: np.ndarray, f: np.ndarray
     inside[..., :buckets] = sums[..., 1:]
     inside[..., buckets:] = total
     inside[..., channel.window - 1 :] -= sums[..., :buckets]
-    spread = channel.far * total + (channel.near - channel.far) * inside
-    jacobian: np.ndarray = spread - f[:, None, :] * (x @ design)[:, :, None]
-    return jacobian
+    inside *= channel.near - channel.far  # in place: far·Σ + (near − far)·inside − f·(x·D)
+    inside += channel.far * total
+    inside -= f[:, None, :] * (x @ design)[:, :, None]
+    return inside
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs(channel: Channel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the spline's design, the pairs of its columns (i ≤ j) that share a bucket and
+    their products per bucket (buckets, pairs): a cubic B-spline overlaps only its 3
+    neighbours each side."""
+    design = pspline.design(channel)[0]
+    i, j = np.triu_indices(design.shape[1])
+    products = design[:, i] * design[:, j]
+    shared = np.flatnonzero(np.any(products != 0.0, axis=0))
+    return design, i[shared], j[shared], products[:, shared]
+
+
+def _centred(
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    m: np.ndarray,
+    v: np.ndarray,
+) -> np.ndarray:
+    """Return Σ_b v_b (d_b − m)(d_b − m)ᵀ per fit (``d_b`` the design's row of bucket b,
+    ``m``: (fits, columns), ``v``: (fits, buckets)) as Dᵀ·diag(v)·D − m·uᵀ − u·mᵀ + Σv·m·mᵀ
+    (u = Dᵀv), Dᵀ·diag(v)·D over the pairs of columns that share a bucket only (``pairs``)."""
+    design, first, second, products = pairs
+    columns = design.shape[1]
+    u = v @ design
+    gram = np.zeros((len(v), columns, columns))
+    shared = v @ products
+    gram[:, first, second] = shared
+    gram[:, second, first] = shared
+    gram -= m[:, :, None] * u[:, None, :] + u[:, :, None] * m[:, None, :]
+    gram += v.sum(axis=1)[:, None, None] * (m[:, :, None] * m[:, None, :])
+    return gram
+
+
+def _convex(newton: np.ndarray) -> np.ndarray:
+    """Return which of a stack of symmetric matrices are positive definite: all of them when
+    a Cholesky factorization of the stack succeeds, else by their eigenvalues."""
+    try:
+        np.linalg.cholesky(newton)
+    except np.linalg.LinAlgError:
+        convex: np.ndarray = np.all(np.linalg.eigvalsh(newton) > 0, axis=1)
+        return convex
+    return np.ones(len(newton), dtype=bool)
 
 
 def _gram(a: np.ndarray, w: np.ndarray) -> np.ndarray:
