@@ -138,6 +138,7 @@ def converge(
     rows = np.arange(len(y))  # the fits still gaining
     pairs = _pairs(channel)
     info = np.zeros((len(y), design.shape[1], design.shape[1]))
+    work = np.empty((2, len(y), design.shape[1], channel.outputs))  # the jacobian, a product
     for _ in range(pspline.STEPS):
         if not len(rows):
             break
@@ -145,8 +146,10 @@ def converge(
         h = channel.backward(y[rows] / fs)
         spread = xs * (h - n[rows, None])
         score = spread @ design - lam * thetas[rows] @ pen
-        jacobian = _jacobian(channel, design, xs, fs)
-        curvature = _gram(jacobian, y[rows] / fs**2) - _centred(pairs, xs @ design, spread)
+        jacobian = _jacobian(channel, design, xs, fs, work[0][: len(rows)])
+        curvature = _gram(jacobian, y[rows] / fs**2, work[1][: len(rows)]) - _centred(
+            pairs, xs @ design, spread
+        )
         # tr(F) alone sizes the pin (F itself only where Newton's step is not convex, and
         # where a fit stops, for its edf)
         size = n[rows] * np.sum(np.einsum("fco,fco->fo", jacobian, jacobian) / fs, axis=1) + 1
@@ -225,22 +228,49 @@ def _climb(
     return gained
 
 
-def _jacobian(channel: Channel, design: np.ndarray, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Return each fit's ∂(output probabilities)/∂θ, (fits, columns, outputs): the channel's
-    product with every spline column at once, through one cumulative sum over the buckets
-    (:meth:`Channel.forward`'s, without its padding copies)."""
-    weighted = x[:, None, :] * design.T[None]  # (fits, columns, buckets)
-    sums = np.zeros((*weighted.shape[:-1], weighted.shape[-1] + 1))
-    np.cumsum(weighted, axis=-1, out=sums[..., 1:])
-    total, buckets = sums[..., -1:], channel.buckets
-    inside = np.empty((*weighted.shape[:-1], channel.outputs))  # Σ over i ≤ o < i + window
-    inside[..., :buckets] = sums[..., 1:]
-    inside[..., buckets:] = total
-    inside[..., channel.window - 1 :] -= sums[..., :buckets]
-    inside *= channel.near - channel.far  # in place: far·Σ + (near − far)·inside − f·(x·D)
+def _jacobian(
+    channel: Channel,
+    design: np.ndarray,
+    x: np.ndarray,
+    f: np.ndarray,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Return each fit's ∂(output probabilities)/∂θ, (fits, columns, outputs), into ``out``
+    if given: far·Σ_b x_b·D_bc + (near − far)·Σ_{o−w<b≤o} x_b·D_bc − f_o·(x·D)_c, the window
+    sums through one cumulative sum per column over the buckets where it is not 0
+    (:func:`_windows`; elsewhere they are exactly 0)."""
+    inputs, values, outputs = _windows(channel)
+    window, length = channel.window, inputs.shape[1]
+    weighted = x[:, inputs] * values  # (fits, columns, length)
+    sums = np.empty((*weighted.shape[:-1], length + 2 * window - 1))  # 0s, Σ, totals
+    sums[..., :window] = 0.0
+    np.cumsum(weighted, axis=-1, out=sums[..., window : window + length])
+    total = sums[..., window + length - 1 : window + length]
+    sums[..., window + length :] = total
+    inside = sums[..., window : window + length + window - 1] - sums[..., : length + window - 1]
+    m = x @ design
+    jacobian = np.multiply(f[:, None, :], m[:, :, None], out=out)
+    np.subtract(channel.far * total, jacobian, out=jacobian)  # where the window sums are 0
+    inside *= channel.near - channel.far
     inside += channel.far * total
-    inside -= f[:, None, :] * (x @ design)[:, :, None]
-    return inside
+    inside -= f[:, outputs] * m[:, :, None]
+    jacobian[:, np.arange(len(inputs))[:, None], outputs] = inside
+    return jacobian
+
+
+@functools.lru_cache(maxsize=16)
+def _windows(channel: Channel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return, per design column, the buckets of a window of equal length holding every
+    bucket where it is not 0, its values there, and the outputs its window sums reach."""
+    design = pspline.design(channel)[0]
+    buckets = channel.buckets
+    nonzero = design != 0.0
+    first = nonzero.argmax(axis=0)
+    length = int((buckets - nonzero[::-1].argmax(axis=0) - first).max())
+    start = np.minimum(first, buckets - length)
+    inputs = start[:, None] + np.arange(length)
+    values = design.T[np.arange(design.shape[1])[:, None], inputs]
+    return inputs, values, start[:, None] + np.arange(length + channel.window - 1)
 
 
 @functools.lru_cache(maxsize=16)
@@ -286,9 +316,10 @@ def _convex(newton: np.ndarray) -> np.ndarray:
     return np.ones(len(newton), dtype=bool)
 
 
-def _gram(a: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Return a · diag(w) · aᵀ per fit (``a``: (fits, columns, points), ``w``: (fits, points))."""
-    gram: np.ndarray = a @ np.swapaxes(a * w[:, None, :], 1, 2)
+def _gram(a: np.ndarray, w: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+    """Return a · diag(w) · aᵀ per fit (``a``: (fits, columns, points), ``w``: (fits, points));
+    a·diag(w) into ``scratch`` if given."""
+    gram: np.ndarray = a @ np.swapaxes(np.multiply(a, w[:, None, :], out=scratch), 1, 2)
     return gram
 
 
