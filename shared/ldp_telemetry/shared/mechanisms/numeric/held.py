@@ -24,7 +24,13 @@ median per-draw difference of p2-p98 is under 1/1,000 of their spread and the sp
 within 0.91-1.03; tests/shared/mechanisms/numeric/test_held.py). A piled alternative's
 refits (a pile doubt, :mod:`doubt`) take the same path from its own draws.
 What it saves: the searches run side by side on arrays, and from the centre each λ's fit
-needs a few Newton steps; a row costs about half to two thirds of a full answer. Four held
+needs a few Newton steps; a row costs about half to two thirds of a full answer. A step's
+arrays (draws × spline columns × outputs) cost by their passes, not by numpy's calls, so the
+step takes few: the jacobian summed only where each spline column is not 0, into a reused
+buffer; tr(F) alone sizes the pin (F itself where the Newton step is not convex, and where a
+fit stops, for its edf); the curvature's centred term over the columns sharing a bucket; a
+Cholesky of the stack before any eigenvalues (0.78 of the dense step's CPU, its answers within
+1e-9: tests/shared/mechanisms/numeric/test_held.py; benchmarks/README.md, "Breakdowns"). Four held
 steps from the row's own fit (the previous version) cost a tenth but under-varied near a
 range's end (a clipped p95's refits spread 0.1-0.3 times a full search's; reliable row
 percentiles covered 85.2 % at ε = 1 over 64 buckets).
