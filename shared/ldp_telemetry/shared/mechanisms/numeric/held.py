@@ -323,9 +323,10 @@ def _convex(newton: np.ndarray) -> np.ndarray:
 
 
 def _gram(a: np.ndarray, w: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
-    """Return a · diag(w) · aᵀ per fit (``a``: (fits, columns, points), ``w``: (fits, points));
-    a·diag(w) into ``scratch`` if given."""
-    gram: np.ndarray = a @ np.swapaxes(np.multiply(a, w[:, None, :], out=scratch), 1, 2)
+    """Return a · diag(w) · aᵀ per fit (``a``: (fits, columns, points), ``w``: (fits, points),
+    w ≥ 0) as b·bᵀ, b = a·diag(√w) (into ``scratch`` if given): one symmetric product."""
+    b = np.multiply(a, np.sqrt(w)[:, None, :], out=scratch)
+    gram: np.ndarray = b @ np.swapaxes(b, 1, 2)
     return gram
 
 
