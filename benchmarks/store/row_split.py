@@ -1,6 +1,7 @@
 """Where a grouped numeric answer's rows spend their CPU: the split by part (issue 38).
 
     python -m benchmarks.store.row_split [--rows 20] [--reports-per-slice 2000]
+    python -m benchmarks.store.row_split --against OLD_HELD.py [--repeats 3]
 
 The 20 rows of the breakdown ``grouped_estimates`` answers (the same task: ε = 2 over
 [0, 100], 256 buckets; its reports drawn the same way), answered as a breakdown's rows
@@ -12,11 +13,17 @@ expected counts), the 40 bootstrap refits' and the piled alternatives' searches 
 Gram products, the fits' evaluation, the line search's rest, the penalized likelihoods, the
 linear algebra, and the Newton loop's own array operations. What is left is the statistics
 of every fit, the shape moves and the flags.
+
+``--against``: instead, the rows' CPU with another version of ``numeric/held.py`` (a file, e.g.
+``git show db766cf:shared/ldp_telemetry/shared/mechanisms/numeric/held.py``) against this one,
+alternating in one process (the median of ``--repeats`` each), and whether their answers agree.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -63,8 +70,8 @@ class Split:
         setattr(owner, name, timed)
 
 
-def measure(rows: int, per_slice: int) -> tuple[float, Split]:
-    """Return the CPU of answering ``rows`` rows of ``per_slice`` reports and its split."""
+def breakdown(rows: int, per_slice: int) -> tuple[Any, list[Any]]:
+    """Return the benchmark's numeric mechanism and ``rows`` rows' sums of ``per_slice``."""
     task = TaskConfig(task_id="split", dimensions=DIMENSIONS, **TASKS["numeric"])
     mechanism: Any = task.mechanism_object
     rng = np.random.default_rng([38, list(TASKS).index("numeric")])
@@ -74,6 +81,40 @@ def measure(rows: int, per_slice: int) -> tuple[float, Split]:
         sums.add_many(mechanism.privatize_many(device_values("numeric", per_slice, rng), rng))
         many.append(sums)
     estimate.spline_peak(mechanism.channel)  # cached once per channel
+    return mechanism, many
+
+
+def against(path: str, rows: int, per_slice: int, repeats: int) -> None:
+    """Print the rows' CPU with the ``held`` module in ``path`` and with this one."""
+    spec = importlib.util.spec_from_file_location("held_against", path)
+    assert spec is not None and spec.loader is not None
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    mechanism, many = breakdown(rows, per_slice)
+    seconds: dict[str, list[float]] = {"that": [], "this": []}
+    answers: dict[str, list[Any]] = {}
+    for _ in range(repeats):
+        for name, module in (("that", other), ("this", held)):
+            refits.held = module
+            start = time.process_time()
+            answers[name] = [answer.rows() for answer in mechanism.estimate_rows(many)]
+            seconds[name].append(time.process_time() - start)
+    refits.held = held
+    that, this = (statistics.median(seconds[name]) for name in ("that", "this"))
+    worst, flags = 0.0, 0
+    for a, b in zip(answers["that"], answers["this"], strict=True):
+        for x, y in zip(a, b, strict=True):
+            flags += (x["reliable"], x.get("reason")) != (y["reliable"], y.get("reason"))
+            for key in ("estimate", "std_error", "ci_low", "ci_high"):
+                worst = max(worst, abs(x[key] - y[key]) / max(abs(x[key]), abs(y[key]), 1e-300))
+    print(f"{rows} rows of {per_slice:,} reports, median of {repeats}, alternating:")
+    print(f"{path}: {that:.2f} s CPU; this held.py: {this:.2f} s CPU ({this / that:.2f}x)")
+    print(f"answers: largest relative difference {worst:.2g}, flags or reasons differing {flags}")
+
+
+def measure(rows: int, per_slice: int) -> tuple[float, Split]:
+    """Return the CPU of answering ``rows`` rows of ``per_slice`` reports and its split."""
+    mechanism, many = breakdown(rows, per_slice)
     split = Split()
     split.wrap(
         pspline,
@@ -121,7 +162,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.store.row_split")
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument("--reports-per-slice", type=int, default=2_000)
+    parser.add_argument("--against", help="another version of numeric/held.py, a file")
+    parser.add_argument("--repeats", type=int, default=3, help="with --against")
     args = parser.parse_args(argv)
+    if args.against:
+        against(args.against, args.rows, args.reports_per_slice, args.repeats)
+        return
     total, split = measure(args.rows, args.reports_per_slice)
     print(f"{args.rows} rows of {args.reports_per_slice:,} reports: {total:.2f} s CPU\n")
     print("| part | s CPU | share |\n|:---|---:|---:|")
