@@ -29,8 +29,9 @@ arrays (draws × spline columns × outputs) cost by their passes, not by numpy's
 step takes few: the jacobian summed only where each spline column is not 0, into a reused
 buffer; tr(F) alone sizes the pin (F itself where the Newton step is not convex, and where a
 fit stops, for its edf); the curvature's centred term over the columns sharing a bucket; a
-Cholesky of the stack before any eigenvalues (0.78 of the dense step's CPU, its answers within
-1e-9: tests/shared/mechanisms/numeric/test_held.py; benchmarks/README.md, "Breakdowns"). Four held
+Cholesky of the stack before any eigenvalues; each Gram product one symmetric product (rows
+at 0.80 of the dense step's CPU, their answers within 1e-9 of its:
+tests/shared/mechanisms/numeric/test_held.py; benchmarks/README.md, "Breakdowns"). Four held
 steps from the row's own fit (the previous version) cost a tenth but under-varied near a
 range's end (a clipped p95's refits spread 0.1-0.3 times a full search's; reliable row
 percentiles covered 85.2 % at ε = 1 over 64 buckets).
