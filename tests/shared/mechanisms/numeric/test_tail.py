@@ -252,6 +252,9 @@ def test_only_a_tail_steeper_than_resolved_is_widened(scale: float) -> None:
         assert widened == pytest.approx(least * 100.0) and widened > 1.5 * error
     else:
         assert widened == error
+    with pytest.MonkeyPatch.context() as patch:  # a share measured well enough: resolved
+        patch.setattr(st, "RESOLVED_SHARE", 10.0)
+        assert st.resolved_error(error, fitted, refits, q, half) == error
     # the median's share is never that steep; a lower tail is judged by its own share
     assert st.resolved_error(1.0, fitted, refits, 0.5, half) == 1.0
     low = st.resolved_error(error, fitted[::-1], refits[:, ::-1], 1 - q, half)

@@ -119,9 +119,14 @@ RESOLVED_TAIL = 0.35
 # Only a tail is so judged: a percentile at least this many half-windows beyond the mode its
 # density falls away from. A narrow mode's flank is steep and resolved (the eps = 1 bimodal's
 # modes of SD 4 over [0, 100], half their values each: its p75 and p90 lie 0.01-0.2 b from
-# their mode, and their refits' spread was the answers'; the lognormal's p75-p99 lie 0.3-2 b
-# beyond its mode).
+# their mode, and their refits' spread was the answers'; most fits of the lognormal put its
+# p90 and p95 0.6-1.4 b beyond its mode).
 TAIL_REACH = 0.25
+# And only a tail the reports measure badly: the share beyond the percentile known to worse
+# than this share of itself (the refits' spread of it). At eps = 2 over 256 log buckets a narrow
+# mode's flank lies half a window from its top, but its share is well measured (the bimodal's
+# p90 and p95: 0.10-0.27 of it; the 128-bucket lognormal's p95 at eps = 1: 0.28-0.50).
+RESOLVED_SHARE = 0.25
 
 
 def share_below(distribution: np.ndarray, unit: float) -> float:
@@ -153,9 +158,10 @@ def resolved_error(
     smoothing's. Fits of that lognormal put 1.6 to 2.7 times the true density at its p95
     (its tail, of share 1 − q, compressed into 0.16-0.27 b instead of 0.43 b); their refits,
     drawn from that steep tail, spread by half the answers' spread, and those were the
-    misses (seed 7: all 7 misses of 36 among its 10 steepest fits). So in a tail (at least
-    ``TAIL_REACH`` b beyond the mode its density falls from: :func:`from_mode`) the density
-    is capped at (1 − q) / (``RESOLVED_TAIL`` · b), the tail taken to be at least that long:
+    misses (seed 7: all 7 misses of 36 among its 10 steepest fits). So in a tail (at
+    least ``TAIL_REACH`` b beyond the mode its density falls from, :func:`from_mode`)
+    whose share the refits know to worse than ``RESOLVED_SHARE`` of itself, the density is
+    capped at (1 − q) / (``RESOLVED_TAIL`` · b), the tail taken to be at least that long:
     the SE is at least SD(share) · ``RESOLVED_TAIL`` · b / (1 − q) (q for a lower tail) in
     unit space, taken to the task's units by the slope ``error`` was (their ratio). It only
     widens, after the flags (judged on the refits' spread, as they were set); where the
@@ -171,6 +177,8 @@ def resolved_error(
         return error
     unit = percentile(fitted, q)
     shares = float(np.std([share_below(fit, unit) for fit in refits], ddof=1))
+    if shares < RESOLVED_SHARE * tail:
+        return error
     least = shares * RESOLVED_TAIL * half_window / tail
     return error * least / spread if least > spread else error
 
