@@ -23,7 +23,9 @@ index is linear in the bucket) and the end buckets' shares. A percentile's SE is
 spread where the buckets are equal (unit space), taken to the task's units through the scale's
 slope, and the smoothing's bias: how far the percentile moves in the less smoothed fits the
 search tried, less the refits' own such moves' noise (:func:`statistics.smoothing_error`),
-added in quadrature. The refits
+added in quadrature; in a tail, the refits' spread is first raised to what Square Wave
+resolves of the tail's density (:func:`statistics.resolved_error`: fits put a lognormal's p95
+on a tail up to 2.7 times too steep, and their refits spread by half the answers'). The refits
 are drawn from the smoothed fit, so their spread cannot show how far the smoothing pulls an
 answer off a shape it flattened (a lognormal median at ε = 1 over 128 buckets: +0.9 SE off,
 issue 39; simulations/README.md). The grid's smallest λ (all but unpenalized) bounded it too,
@@ -65,6 +67,7 @@ from ldp_telemetry.shared.mechanisms.numeric.shape import concentrated
 from ldp_telemetry.shared.mechanisms.numeric.statistics import (
     PERCENTILE,
     placement_shift,
+    resolved_error,
     smoothing_error,
     statistics,
 )
@@ -221,6 +224,7 @@ def answer(
     screen = yardstick.ems(channel, counts) if screen is None else screen
     peak = yardstick.single_value_peak(channel)
     crowded = concentrated(screen, peak)  # the same for every percentile
+    half_window = (channel.window - 1) / (2 * channel.buckets)  # Square Wave's b, unit space
     reasons: list[str | None] = []
     for j, (label, _) in enumerate(rows):
         exact = closed_form(channel, counts, label, to_value, linear)
@@ -241,8 +245,9 @@ def answer(
             reason = crowded or percentile_doubt(
                 fitted, refits, q, spline_peak(channel), channel.window, piled
             )
-        if q is not None:  # the smoothing's bias, bounded by its move (after the flags)
-            errors[j] = smoothing_error(errors[j], shape[j], null[:, j])
+        if q is not None:  # after the flags: a tail as long as resolved, the smoothing's bias
+            least = resolved_error(errors[j], fitted, refits, q, half_window)
+            errors[j] = smoothing_error(least, shape[j], null[:, j])
         reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
     return flagged(base, reasons)
