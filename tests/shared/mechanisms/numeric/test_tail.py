@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
+from ldp_telemetry.shared.mechanisms.numeric import estimate
 from ldp_telemetry.shared.mechanisms.numeric import statistics as st
 from ldp_telemetry.shared.mechanisms.numeric.mechanism import SquareWave
 from ldp_telemetry.shared.mechanisms.numeric.shape import end_piles, percentile
@@ -24,7 +27,6 @@ COUNTS = """
 """
 THIN_TAIL = [int(count) for count in COUNTS.split()]
 P95 = 45.505  # the lognormal's p95 (of 4 million draws)
-MEDIAN_SE = 1.16053  # main's (db766cf): its share's spread is no steep tail's
 
 
 def test_share_below_inverts_the_percentile() -> None:
@@ -95,13 +97,24 @@ def test_a_narrow_modes_steep_flank_is_not_widened(monkeypatch: pytest.MonkeyPat
     assert st.resolved_error(0.8, fitted, refits, 0.9, 0.25) > 1.5 * 0.8
 
 
-def test_a_thin_tailed_fits_p95_interval_holds_the_truth() -> None:
+def _thin_tail_rows() -> dict[str, Any]:
     sw = SquareWave(epsilon=1.0, lo=0.0, hi=100.0, buckets=128, scale="linear")
     sums = sw.new_sums()
     sums.load(np.array([10_000]), np.array([THIN_TAIL]))
-    rows = {row["value"]: row for row in sw.estimate(sums, ["p50", "p95"]).rows()}
-    p95 = rows["p95"]
-    assert p95["estimate"] == pytest.approx(40.68, abs=0.01)  # the fit is unchanged
+    return {row["value"]: row for row in sw.estimate(sums, ["p50", "p95"]).rows()}
+
+
+def test_a_thin_tailed_fits_p95_interval_holds_the_truth(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _thin_tail_rows()
+    # The same answer without the rule (the refits' spread and the bias bound only), compared
+    # in the same run: the bootstrap's draws may differ between numpy versions, the rule's
+    # effect on them may not.
+    monkeypatch.setattr(estimate, "resolved_error", lambda error, *_: error)
+    before = _thin_tail_rows()
+    p95, old = rows["p95"], before["p95"]
+    assert p95["estimate"] == old["estimate"] == pytest.approx(40.68, abs=0.01)  # the fit
+    # Without the rule this run's interval missed the truth (44.76 < 45.505 with numpy 2's
+    # draws; numpy 1.24's refits, other draws, reach 45.87): not asserted, it is the draws'.
     assert p95["reliable"] and p95["ci_low"] <= P95 <= p95["ci_high"]
-    assert p95["std_error"] > 1.5 * 2.08  # the refits' spread alone: 2.08
-    assert rows["p50"]["std_error"] == pytest.approx(MEDIAN_SE, abs=1e-5)  # the median's as before
+    assert p95["std_error"] > 1.5 * old["std_error"]
+    assert rows["p50"]["std_error"] == before["p50"]["std_error"]  # no steep tail: unchanged
