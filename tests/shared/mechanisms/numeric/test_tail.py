@@ -10,7 +10,7 @@ import pytest
 from ldp_telemetry.shared.mechanisms.numeric import estimate
 from ldp_telemetry.shared.mechanisms.numeric import statistics as st
 from ldp_telemetry.shared.mechanisms.numeric.mechanism import SquareWave
-from ldp_telemetry.shared.mechanisms.numeric.shape import end_piles, percentile
+from ldp_telemetry.shared.mechanisms.numeric.shape import end_piles, percentile, share_below
 
 # Output counts of one run of the coverage case (python -m simulations.coverage.numeric_rows
 # --seed 7 --settings 4 --populations lognormal, its 10th run): 10,000 devices of a lognormal
@@ -38,9 +38,9 @@ def test_share_below_inverts_the_percentile() -> None:
         low, high = end_piles(distribution)
         for q in np.linspace(0.01, 0.99, 25):
             if low < q < 1 - high:
-                assert st.share_below(distribution, percentile(distribution, q)) == pytest.approx(q)
-    assert st.share_below(distribution, 0.0) == pytest.approx(low)
-    assert st.share_below(distribution, 1.0) == pytest.approx(1 - high)
+                assert share_below(distribution, percentile(distribution, q)) == pytest.approx(q)
+    assert share_below(distribution, 0.0) == pytest.approx(low)
+    assert share_below(distribution, 1.0) == pytest.approx(1 - high)
 
 
 def tail(scale: float, offset: float = 0.0, buckets: int = 128) -> np.ndarray:
@@ -59,7 +59,7 @@ def test_only_a_tail_steeper_than_resolved_is_widened(scale: float) -> None:
     fitted = tail(scale)
     refits = np.array([tail(scale, offset) for offset in rng.normal(0, 0.01, 40)])
     units = np.array([percentile(fit, q) for fit in refits])
-    shares = [st.share_below(fit, percentile(fitted, q)) for fit in refits]
+    shares = [share_below(fit, percentile(fitted, q)) for fit in refits]
     least = np.std(shares, ddof=1) * st.RESOLVED_TAIL * half / (1 - q)
     error = np.std(units, ddof=1) * 100.0  # in a task's units, [0, 100]
     widened = st.resolved_error(error, fitted, refits, q, half)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ldp_telemetry.shared.mechanisms.numeric.shape import end_piles, percentile
+from ldp_telemetry.shared.mechanisms.numeric.shape import percentile, share_below
 
 GAUSS_POINTS = 5  # Gauss-Legendre points per bucket for a bucket's mean value
 PERCENTILE = re.compile(r"^p(\d{1,2}(\.\d{1,3})?)$")
@@ -127,19 +127,6 @@ TAIL_REACH = 0.25
 # mode's flank lies half a window from its top, but its share is well measured (the bimodal's
 # p90 and p95: 0.10-0.27 of it; the 128-bucket lognormal's p95 at eps = 1: 0.28-0.50).
 RESOLVED_SHARE = 0.25
-
-
-def share_below(distribution: np.ndarray, unit: float) -> float:
-    """Return the share of values below ``unit`` in [0, 1]: :func:`shape.percentile` inverted
-    (the end piles at 0 and 1, every other share spread evenly over its bucket)."""
-    d = len(distribution)
-    low, high = end_piles(distribution)
-    spread = np.array(distribution, dtype=float)
-    spread[0] -= low
-    spread[-1] -= high
-    x = min(max(float(unit), 0.0), 1.0) * d
-    i = min(int(x), d - 1)
-    return float(low + spread[:i].sum() + (x - i) * spread[i])
 
 
 def resolved_error(
