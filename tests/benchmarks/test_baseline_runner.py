@@ -17,7 +17,7 @@ def test_runner_folder_does_not_shadow_pure_ldp(tmp_path: Path) -> None:
     spec.write_text("{}", encoding="utf-8")
     for runner in (RUNNER, HERE / "heavy_hitters_runner.py"):
         done = subprocess.run(
-            runner_command(sys.executable, runner, str(spec), str(tmp_path / "out.json")),
+            runner_command(Path(sys.executable), runner, str(spec), str(tmp_path / "out.json")),
             input="",
             capture_output=True,
             text=True,
