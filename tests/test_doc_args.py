@@ -1,0 +1,48 @@
+"""The argument checker of the documents' not-run commands (tests/doc_args.py) reads shell
+lines as a shell would and fails on a flag the real parser does not know."""
+
+from __future__ import annotations
+
+from tests import doc_args
+
+
+def test_the_argument_checker_reads_shell_lines_and_fails_on_a_wrong_flag() -> None:
+    text = (
+        "nice -n 19 env A=1 .venv/bin/python -X dev -m benchmarks.client.fork_gate \\\n"
+        "    --forks 2 | tee out  # a comment\n"
+        "cd x && B=2 time python3 -m benchmarks.client.fork_gate --forkz 2 > log\n"
+        ".venv/bin/ldp-aggregator compare crashes --a-where platform=ios\n"
+        "ldp-aggregator compare crashes --a-wher platform=ios\n"
+        "python -m pip install . ; python -c 'print(1)'; git show x:y > z\n"
+        'make demo DEMO_ARGS="--devicez 20000"   # the recipe, with the variable in\n'
+        ".venv/bin/python -m simulations sketch_acuracy --seed 7\n"
+        "python -m benchmarks.client.fork_gate --help\n"
+    )
+    found = doc_args.checks(
+        text, 10, "x.md", {"ldp-aggregator": "ldp_telemetry.aggregator.cli:main"}
+    )
+    assert [(c.where, c.kind, c.target, c.args) for c in found] == [
+        ("x.md:10", "module", "benchmarks.client.fork_gate", ["--forks", "2"]),
+        ("x.md:12", "module", "benchmarks.client.fork_gate", ["--forkz", "2"]),
+        (
+            "x.md:13",
+            "script",
+            "ldp_telemetry.aggregator.cli:main",
+            ["compare", "crashes", "--a-where", "platform=ios"],
+        ),
+        (
+            "x.md:14",
+            "script",
+            "ldp_telemetry.aggregator.cli:main",
+            ["compare", "crashes", "--a-wher", "platform=ios"],
+        ),
+        ("x.md:16", "module", "demo", ["--devicez", "20000"]),
+        ("x.md:17", "module", "simulations", ["sketch_acuracy", "--seed", "7"]),
+        ("x.md:18", "module", "benchmarks.client.fork_gate", ["--help"]),
+    ]
+    failures = doc_args.parse_all(found)
+    assert [f.split(":", 2)[1] for f in failures] == ["12", "14", "16", "17"], failures
+    assert "unrecognized arguments: --forkz" in failures[0]
+    assert "No such option '--a-wher'" in failures[1]
+    assert "unrecognized arguments: --devicez" in failures[2]
+    assert "invalid choice: 'sketch_acuracy'" in failures[3]
