@@ -21,6 +21,7 @@ import importlib
 import io
 import json
 import os
+import re
 import runpy
 import shlex
 import subprocess
@@ -38,6 +39,7 @@ OPERATORS = {"&&", "||", "|", ";", "&", "|&"}
 REDIRECTIONS = {">", ">>", "<", ">&", "&>", "&>>"}
 PREFIXES = {"time", "nohup", "exec", "command"}
 PYTHONS = {"python", "python3"}
+EXTRAS = re.compile(r"^(\.[^\[]*)\[([^\]]+)\]$")  # ./aggregator[postgres,parquet]
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,38 @@ def checks(text: str, first_line: int, doc: str, scripts: dict[str, str]) -> lis
         elif (check := check_of(where, line, words, scripts)) is not None:
             found.append(check)
     return found
+
+
+def missing_extras(text: str, first_line: int, doc: str) -> list[str]:
+    """``pip install PATH[extra,...]`` with PATH in this checkout: each extra is one that
+    PATH's pyproject.toml declares (pip only warns about an unknown one, and installs less)."""
+    failures = []
+    for index, line, words in commands(text):
+        if not (Path(words[0]).name.startswith("pip") or words[1:3] == ["-m", "pip"]):
+            continue
+        for word in words:
+            if (named := EXTRAS.match(word)) is None:
+                continue
+            project = ROOT / named.group(1) / "pyproject.toml"
+            declared = extras_of(project)
+            for extra in named.group(2).split(","):
+                if extra.strip() not in declared:
+                    failures.append(
+                        f"{doc}:{first_line + index}: {line!r}: {project.relative_to(ROOT)} "
+                        f"declares no extra {extra.strip()!r} (it has {sorted(declared)})"
+                    )
+    return failures
+
+
+def extras_of(project: Path) -> set[str]:
+    """The extras a pyproject.toml declares (its [project.optional-dependencies] keys)."""
+    if not project.exists():
+        return set()
+    section = project.read_text(encoding="utf-8").split("[project.optional-dependencies]")
+    if len(section) < 2:
+        return set()
+    table = re.split(r"^\[", section[1], maxsplit=1, flags=re.MULTILINE)[0]
+    return set(re.findall(r"^([A-Za-z0-9][A-Za-z0-9_.-]*)\s*=", table, flags=re.MULTILINE))
 
 
 def parse_all(found: list[Check], timeout: float = 240) -> list[str]:

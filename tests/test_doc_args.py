@@ -46,3 +46,15 @@ def test_the_argument_checker_reads_shell_lines_and_fails_on_a_wrong_flag() -> N
     assert "No such option '--a-wher'" in failures[1]
     assert "unrecognized arguments: --devicez" in failures[2]
     assert "invalid choice: 'sketch_acuracy'" in failures[3]
+
+
+def test_an_extra_that_pyproject_does_not_declare_fails() -> None:
+    text = (
+        "pip install . './aggregator[postgres,parquet]'\n"
+        ".venv/bin/python -m pip install -e '.[bench]'   # py-spy\n"
+        "pip install -e './aggregator[postgress]' requests\n"
+    )
+    failures = doc_args.missing_extras(text, 5, "x.md")
+    assert [f.split(":", 2)[1] for f in failures] == ["6", "7"], failures
+    assert "pyproject.toml declares no extra 'bench' (it has ['dev'])" in failures[0]
+    assert "aggregator/pyproject.toml declares no extra 'postgress'" in failures[1]

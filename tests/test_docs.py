@@ -363,5 +363,12 @@ def test_the_not_run_commands_arguments_parse() -> None:
         for check in doc_args.checks(block.text, block.line + 1, doc, scripts)
     ]
     assert len(found) >= 50  # 94 today: nearly all from simulations/ and benchmarks/ READMEs
-    failures = doc_args.parse_all(found)
+    failures = [  # and pip install .[extra]: an extra that pyproject.toml declares
+        failure
+        for doc in existing_docs()
+        for block in blocks(ROOT / doc)
+        if block.mode == "not run" and block.language in SHELLS
+        for failure in doc_args.missing_extras(block.text, block.line + 1, doc)
+    ]
+    failures += doc_args.parse_all(found)
     assert not failures, "\n\n".join(failures)
