@@ -48,8 +48,8 @@ class Check:
 
     where: str  # file:line
     line: str  # as written (for the message)
-    kind: str  # "module" (python -m) or "script" (a console script's entry point)
-    target: str  # the module, or the entry point "package.module:attribute"
+    kind: str  # "module" (python -m), "script" (a console script's entry point) or "python"
+    target: str  # the module, the entry point "package.module:attribute", or Python code
     prog: str
     args: list[str]
 
@@ -144,8 +144,10 @@ def check_of(where: str, line: str, words: list[str], scripts: dict[str, str]) -
     rest = words[1:]
     while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
         rest = rest[2:] if rest[0] in ("-X", "-W") else rest[1:]  # the interpreter's options
+    if rest[:1] == ["-c"] and len(rest) > 1:  # what the code takes from this checkout
+        return Check(where, line, "python", rest[1], "python -c", [])
     if len(rest) < 2 or rest[0] != "-m" or not ours(rest[1]):
-        return None  # python -c CODE, a script, pip, pytest: not this check's
+        return None  # a script, pip, pytest: not this check's
     return Check(where, line, "module", rest[1], f"python -m {rest[1]}", rest[2:])
 
 
@@ -169,6 +171,11 @@ def checks(text: str, first_line: int, doc: str, scripts: dict[str, str]) -> lis
         elif (check := check_of(where, line, words, scripts)) is not None:
             found.append(check)
     return found
+
+
+def python_block(text: str, first_line: int, doc: str) -> Check:
+    """The check of a not-run Python block: what it takes from this checkout exists."""
+    return Check(f"{doc}:{first_line}", "(the Python block)", "python", text, "python", [])
 
 
 def missing_extras(text: str, first_line: int, doc: str) -> list[str]:
@@ -310,6 +317,12 @@ def parse_one(check: Check) -> str | None:
     """Parse one command's arguments; None when they parse, else why not."""
     import click
 
+    if check.kind == "python":  # tests/doc_names.py: names, attributes and calls
+        from tests import doc_names
+
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            found = doc_names.problems(check.target)
+        return "\n".join(found) or None
     sys.argv = [check.prog, *check.args]
     out = io.StringIO()
     try:
@@ -352,7 +365,8 @@ def main() -> None:
         took = time.monotonic() - started
         print(f"{took:6.2f} s  {check.where}  {check.line}", file=sys.__stderr__)
         if problem is not None:
-            failures.append(f"{check.where}: {check.line!r} does not parse:\n{problem}")
+            verb = "does not match the code" if check.kind == "python" else "does not parse"
+            failures.append(f"{check.where}: {check.line!r} {verb}:\n{problem}")
     exchange.write_text(json.dumps(failures))
 
 

@@ -36,6 +36,7 @@ def test_the_argument_checker_reads_shell_lines_and_fails_on_a_wrong_flag() -> N
             "ldp_telemetry.aggregator.cli:main",
             ["compare", "crashes", "--a-wher", "platform=ios"],
         ),
+        ("x.md:15", "python", "print(1)", []),  # tests/doc_names.py: nothing of ours in it
         ("x.md:16", "module", "demo", ["--devicez", "20000"]),
         ("x.md:17", "module", "simulations", ["sketch_acuracy", "--seed", "7"]),
         ("x.md:18", "module", "benchmarks.client.fork_gate", ["--help"]),
@@ -58,3 +59,30 @@ def test_an_extra_that_pyproject_does_not_declare_fails() -> None:
     assert [f.split(":", 2)[1] for f in failures] == ["6", "7"], failures
     assert "pyproject.toml declares no extra 'bench' (it has ['dev'])" in failures[0]
     assert "aggregator/pyproject.toml declares no extra 'postgress'" in failures[1]
+
+
+def test_a_python_block_must_match_the_code_it_names() -> None:
+    from tests import doc_names
+
+    good = (
+        "import numpy as np\n"
+        "from ldp_telemetry.shared.mechanisms.numeric import refits\n"
+        "refits.BOOTSTRAP, refits.PILED_REFITS = 10, 5\n"
+        "print(refits.shape_move(np.ones(2), [np.ones(2)], measure=np.abs), np.mean([1]))\n"
+    )
+    assert doc_names.problems(good) == []
+    bad = (
+        "from ldp_telemetry.shared.mechanisms.numeric import refits, refitz\n"
+        "import ldp_telemetry.shared.mechanisms.numeric.refits as r\n"
+        "r.BOOTSTRAPS = 10\n"
+        "refits.shape_move([1], [[1]], measure=abs, measures=abs)\n"
+        "refits.shape_move([1])\n"
+    )
+    assert doc_names.problems(bad) == [
+        "ldp_telemetry.shared.mechanisms.numeric has no 'refitz'",
+        "ldp_telemetry.shared.mechanisms.numeric.refits has no 'BOOTSTRAPS'",
+        "refits.shape_move(...): got an unexpected keyword argument 'measures'",
+        "refits.shape_move(...): missing a required argument: 'others'",
+    ]
+    # a name the code binds again is not the module any more: not looked up
+    assert doc_names.problems("import numpy as np\nnp = {}\nnp.anything(1)\n") == []

@@ -361,6 +361,11 @@ def test_the_not_run_commands_arguments_parse() -> None:
         for block in blocks(ROOT / doc)
         if block.mode == "not run" and block.language in SHELLS
         for check in doc_args.checks(block.text, block.line + 1, doc, scripts)
+    ] + [  # and what not-run Python blocks import and call exists (tests/doc_names.py)
+        doc_args.python_block(block.text, block.line + 1, doc)
+        for doc in existing_docs()
+        for block in blocks(ROOT / doc)
+        if block.mode == "not run" and block.language == "python"
     ]
     assert len(found) >= 50  # 94 today: nearly all from simulations/ and benchmarks/ READMEs
     failures = [  # and pip install .[extra]: an extra that pyproject.toml declares
