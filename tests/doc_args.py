@@ -264,6 +264,9 @@ def stop_after_parsing() -> Iterator[None]:
 
     def stopping(original: Callable[..., Any]) -> Callable[..., Any]:
         def parse(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
+            # flags spelled in full: an abbreviation argparse takes today (--fork for
+            # --forks) is an error once another flag starts the same way
+            self.allow_abbrev = False
             depth[0] += 1  # a subcommand's parser runs inside its parent's parse
             try:
                 result = original(self, *args, **kwargs)

@@ -17,6 +17,7 @@ def test_the_argument_checker_reads_shell_lines_and_fails_on_a_wrong_flag() -> N
         'make demo DEMO_ARGS="--devicez 20000"   # the recipe, with the variable in\n'
         ".venv/bin/python -m simulations sketch_acuracy --seed 7\n"
         "python -m benchmarks.client.fork_gate --help\n"
+        "python -m benchmarks.client.fork_gate --fork 2  # argparse would take it\n"
     )
     found = doc_args.checks(
         text, 10, "x.md", {"ldp-aggregator": "ldp_telemetry.aggregator.cli:main"}
@@ -40,13 +41,15 @@ def test_the_argument_checker_reads_shell_lines_and_fails_on_a_wrong_flag() -> N
         ("x.md:16", "module", "demo", ["--devicez", "20000"]),
         ("x.md:17", "module", "simulations", ["sketch_acuracy", "--seed", "7"]),
         ("x.md:18", "module", "benchmarks.client.fork_gate", ["--help"]),
+        ("x.md:19", "module", "benchmarks.client.fork_gate", ["--fork", "2"]),
     ]
     failures = doc_args.parse_all(found)
-    assert [f.split(":", 2)[1] for f in failures] == ["12", "14", "16", "17"], failures
+    assert [f.split(":", 2)[1] for f in failures] == ["12", "14", "16", "17", "19"], failures
     assert "unrecognized arguments: --forkz" in failures[0]
     assert "No such option '--a-wher'" in failures[1]
     assert "unrecognized arguments: --devicez" in failures[2]
     assert "invalid choice: 'sketch_acuracy'" in failures[3]
+    assert "unrecognized arguments: --fork 2" in failures[4]
 
 
 def test_an_extra_that_pyproject_does_not_declare_fails() -> None:
