@@ -173,6 +173,25 @@ def checks(text: str, first_line: int, doc: str, scripts: dict[str, str]) -> lis
     return found
 
 
+def inline_commands(text: str, doc: str, scripts: dict[str, str]) -> list[Check]:
+    """The checks of the commands quoted in a document's prose (`python -m ...` outside fences).
+
+    Prose often names a command without what it requires (`ldp-aggregator backup`), so only
+    UNKNOWN failures count for these: a flag, subcommand or choice that does not exist."""
+    found, fenced = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            for span in re.findall(r"`([^`]+)`", line):
+                if re.match(r"(\S*/)?(python3?|ldp-aggregator|make|nice)\b", span):
+                    found += checks(span, number, doc, scripts)
+    return found
+
+
+UNKNOWN = ("unrecognized arguments", "No such option", "invalid choice", "No such command")
+
+
 def python_block(text: str, first_line: int, doc: str) -> Check:
     """The check of a not-run Python block: what it takes from this checkout exists."""
     return Check(f"{doc}:{first_line}", "(the Python block)", "python", text, "python", [])

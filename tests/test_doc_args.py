@@ -4,6 +4,7 @@ lines as a shell would and fails on a flag the real parser does not know."""
 from __future__ import annotations
 
 from tests import doc_args
+from tests.test_docs import LINKED_ONLY, ROOT, existing_docs
 
 
 def test_the_argument_checker_reads_shell_lines_and_fails_on_a_wrong_flag() -> None:
@@ -89,3 +90,18 @@ def test_a_python_block_must_match_the_code_it_names() -> None:
     ]
     # a name the code binds again is not the module any more: not looked up
     assert doc_names.problems("import numpy as np\nnp = {}\nnp.anything(1)\n") == []
+
+
+def test_the_commands_quoted_in_prose_name_real_flags() -> None:
+    """`python -m simulations numeric --quick` in a sentence: its flags exist (the prose
+    may leave out what a command requires, so only an unknown flag or choice fails)."""
+    scripts = doc_args.console_scripts()
+    found = [
+        check
+        for doc in [*existing_docs(), *LINKED_ONLY]
+        for check in doc_args.inline_commands((ROOT / doc).read_text(), doc, scripts)
+    ]
+    assert len(found) >= 50  # 108 today
+    failures = doc_args.parse_all(found)
+    unknown = [f for f in failures if any(marker in f for marker in doc_args.UNKNOWN)]
+    assert not unknown, "\n\n".join(unknown)
