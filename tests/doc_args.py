@@ -2,15 +2,15 @@
 
 tests/test_docs.py runs most of the documents' blocks; those marked ``not run`` (minutes of
 simulation, a benchmark, a server that is not there) are only checked for existence there.
-Here every command line of such a block that starts this checkout's Python code
-(``python -m MODULE ARGS``, ``.venv/bin/python -m ...``, a console script the project installs
-such as ``ldp-aggregator ARGS``, and the ``python -m`` lines ``make -n TARGET [VAR=...]`` prints)
-has its ARGS parsed by the module's own argparse (or click) parser, in a subprocess that stops
-right after the parse succeeds: nothing the command would do is run, but a renamed flag, a
-missing required option or a bad choice fails with the parser's own message.
+Here each command of such a block that starts this checkout's Python code (``python -m
+MODULE ARGS``, a console script such as ``ldp-aggregator ARGS``, the ``python -m`` lines of
+``make -n TARGET [VAR=...]``) has its ARGS parsed by its own argparse or click parser, in one
+subprocess that stops each right after the parse: nothing is run, but a renamed flag, a
+missing required option or a bad choice fails with the parser's message. Also: ``python -c``
+code and Python blocks (tests/doc_names.py), ``pip install .[extra]``, commands in prose.
 
-Run as ``python -m tests.doc_args FILE`` (from the checkout, the way the documents' commands
-run), FILE a JSON list of checks; it writes the failures back into FILE.
+Run as ``python -m tests.doc_args FILE``, FILE a JSON list of checks; it writes the failures
+back into FILE.
 """
 
 from __future__ import annotations
