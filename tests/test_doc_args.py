@@ -4,7 +4,6 @@ lines as a shell would and fails on a flag the real parser does not know."""
 from __future__ import annotations
 
 from tests import doc_args
-from tests.test_docs import LINKED_ONLY, ROOT, existing_docs
 
 
 def test_the_argument_checker_reads_shell_lines_and_fails_on_a_wrong_flag() -> None:
@@ -92,16 +91,16 @@ def test_a_python_block_must_match_the_code_it_names() -> None:
     assert doc_names.problems("import numpy as np\nnp = {}\nnp.anything(1)\n") == []
 
 
-def test_the_commands_quoted_in_prose_name_real_flags() -> None:
-    """`python -m simulations numeric --quick` in a sentence: its flags exist (the prose
-    may leave out what a command requires, so only an unknown flag or choice fails)."""
-    scripts = doc_args.console_scripts()
-    found = [
-        check
-        for doc in [*existing_docs(), *LINKED_ONLY]
-        for check in doc_args.inline_commands((ROOT / doc).read_text(), doc, scripts)
+def test_a_command_quoted_in_prose_fails_only_on_what_does_not_exist() -> None:
+    text = (
+        "Run `ldp-aggregator backup` (it needs a TARGET) or `ldp-aggregator backup --dbb x y`;\n"
+        "```sh\nldp-aggregator backup --dbb x y\n```\n"  # in a fence: not prose
+    )
+    scripts = {"ldp-aggregator": "ldp_telemetry.aggregator.cli:main"}
+    found = doc_args.inline_commands(text, "x.md", scripts)
+    assert [(c.where, c.args, c.mention) for c in found] == [
+        ("x.md:1", ["backup"], True),
+        ("x.md:1", ["backup", "--dbb", "x", "y"], True),
     ]
-    assert len(found) >= 50  # 108 today
     failures = doc_args.parse_all(found)
-    unknown = [f for f in failures if any(marker in f for marker in doc_args.UNKNOWN)]
-    assert not unknown, "\n\n".join(unknown)
+    assert len(failures) == 1 and "No such option '--dbb'" in failures[0], failures

@@ -352,28 +352,24 @@ SHELLS = ("sh", "bash", "shell")
 
 def test_the_not_run_commands_arguments_parse() -> None:
     """Every not-run command that starts this checkout's Python code parses its arguments
-    with the real parser (tests/doc_args.py), all in one subprocess: imports are shared."""
+    with the real parser, the flags of the commands quoted in prose exist, and what a
+    not-run Python block takes from the code exists (tests/doc_args.py, doc_names.py): all
+    in one subprocess, imports shared."""
     scripts = doc_args.console_scripts()
     assert "ldp-aggregator" in scripts  # the collector's CLI is installed (make test does)
-    found = [
-        check
-        for doc in existing_docs()
-        for block in blocks(ROOT / doc)
-        if block.mode == "not run" and block.language in SHELLS
-        for check in doc_args.checks(block.text, block.line + 1, doc, scripts)
-    ] + [  # and what not-run Python blocks import and call exists (tests/doc_names.py)
-        doc_args.python_block(block.text, block.line + 1, doc)
-        for doc in existing_docs()
-        for block in blocks(ROOT / doc)
-        if block.mode == "not run" and block.language == "python"
-    ]
-    assert len(found) >= 50  # 94 today: nearly all from simulations/ and benchmarks/ READMEs
-    failures = [  # and pip install .[extra]: an extra that pyproject.toml declares
-        failure
-        for doc in existing_docs()
-        for block in blocks(ROOT / doc)
-        if block.mode == "not run" and block.language in SHELLS
-        for failure in doc_args.missing_extras(block.text, block.line + 1, doc)
-    ]
+    found: list[doc_args.Check] = []
+    failures: list[str] = []
+    for doc in existing_docs():
+        for block in blocks(ROOT / doc):
+            if block.mode != "not run":
+                continue  # run: the test above runs it
+            if block.language in SHELLS:
+                found += doc_args.checks(block.text, block.line + 1, doc, scripts)
+                failures += doc_args.missing_extras(block.text, block.line + 1, doc)
+            elif block.language == "python":
+                found.append(doc_args.python_block(block.text, block.line + 1, doc))
+    assert len(found) >= 50, found  # 100 today, most from simulations/ and benchmarks/
+    for doc in [*existing_docs(), *LINKED_ONLY]:  # and `python -m ... --flag` in sentences
+        found += doc_args.inline_commands((ROOT / doc).read_text(encoding="utf-8"), doc, scripts)
     failures += doc_args.parse_all(found)
     assert not failures, "\n\n".join(failures)
