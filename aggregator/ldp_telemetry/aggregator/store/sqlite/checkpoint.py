@@ -4,8 +4,8 @@ SQLite's automatic checkpoint (every 1,000 WAL pages) runs inside the ``COMMIT``
 the mark: that commit copies the WAL's pages into the database file and syncs both before
 it returns, while its writer still holds the node's write lock (``lock.WriterLock``), so the
 upload's acknowledgement and every other worker's transaction wait for it. Measured
-(benchmarks/README.md, "The upload tail"): 2 workers, 1 and 10 reports per upload, about 36
-such commits per 8 s taking 30-140 ms each, the write lock held by checkpoints 12-18% of the
+(benchmarks/README.md, "The upload tail"): 2 workers, 1 and 10 reports per upload, 33-55
+such commits per 8 s taking 20-140 ms each, the write lock held by checkpoints 9-20% of the
 time; wrk's p99 (which counts a stall of the whole node for every request it held back) went
 with them.
 
@@ -44,8 +44,8 @@ INTERVAL = 0.2  # s: the least time between two checkpoints while commits go on
 # frames (pages) in the WAL from which the checkpoint also takes the write lock, so that the
 # WAL restarts: 16 MiB of 4 KiB pages. Its second pass copies what the writers appended
 # during the first, and syncs: taken after every pass (SQLite's 1,000 pages at this rate),
-# the node's lock was held by checkpoints 6-13% of the time; from 4,096 frames on, 4%
-# (benchmarks/README.md, "The upload tail").
+# the node's lock was held by checkpoints 6-13% of the time; from 4,096 frames on, 1% at 1
+# report per upload and 5% at 10 (benchmarks/README.md, "The upload tail").
 RESTART_FRAMES = 4096
 IDLE = 5.0  # s without a commit after which the thread closes its connection and ends
 
