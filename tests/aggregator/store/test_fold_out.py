@@ -294,3 +294,35 @@ def test_a_node_killed_between_the_snapshot_and_the_write_loses_nothing(
     store._fold_out(task)
     assert rows_of(store, "staged") == 0
     fed.check(store)
+
+
+HOLD = """
+import fcntl, os, sys, time, zlib
+fd = os.open(sys.argv[1] + "-fold.lock", os.O_RDWR | os.O_CREAT)
+fcntl.lockf(fd, fcntl.LOCK_EX, 1, zlib.crc32(sys.argv[2].encode()))
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_task_another_process_is_folding_is_left_to_it_until_it_dies(tmp_path: Path) -> None:
+    task = cms_task()
+    store = new_store(tmp_path / "db.sqlite3", staged_bytes=1 << 30)
+    store.create_task(StoredTask(task))
+    fed = Fed(task)
+    for _ in range(3):
+        fed.upload(store)
+    store.staged_bytes = 1
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, store.path, task.task_id], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        store._fold_out(task)  # the other process folds it: not computed twice
+        assert rows_of(store, "staged") == 3
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    store._fold_out(task)  # its lock went with it
+    assert rows_of(store, "staged") == 0
+    fed.check(store)

@@ -83,6 +83,7 @@ class SqliteStore(SqlStore):
         self._writer = WriterLock(path)
         self._checkpointer = Checkpointer(self._open_checkpointer, self._writer)
         self._folds = fold.FoldThread(self._fold_out, self._close_connection)
+        self._fold_locks = fold.TaskLocks(path)
 
     # -- connections and transactions --------------------------------------------------
 
@@ -261,23 +262,26 @@ class SqliteStore(SqlStore):
         transaction (:mod:`ldp_telemetry.aggregator.store.sqlite.fold`); under the write lock
         if that keeps racing other folds or cannot be computed ahead."""
         due = self.fold_threshold(task)
-        for _ in range(fold.ATTEMPTS):
-            try:
-                with self._read() as tx:
-                    if task.mechanism_object.sums_shape[0] > 1 and not rollup.is_ready(
-                        tx, task.task_id
-                    ):
-                        break  # its first read builds the roll-up: fold as before until then
-                    prepared = fold.prepare(tx, task, due)
-                if prepared is None:
+        with self._fold_locks.held(task.task_id) as mine:
+            if not mine:
+                return  # another process is folding the task
+            for _ in range(fold.ATTEMPTS):
+                try:
+                    with self._read() as tx:
+                        if task.mechanism_object.sums_shape[0] > 1 and not rollup.is_ready(
+                            tx, task.task_id
+                        ):
+                            break  # its first read builds the roll-up: fold as before until then
+                        prepared = fold.prepare(tx, task, due)
+                    if prepared is None:
+                        return
+                    with self._write() as tx:
+                        fold.apply(tx, prepared)
                     return
-                with self._write() as tx:
-                    fold.apply(tx, prepared)
-                return
-            except fold.Raced:
-                continue  # another process folded some of them: again, from a new snapshot
-            except fold.TooLarge:
-                break
+                except fold.Raced:
+                    continue  # another process folded some of them: again, from a new snapshot
+                except fold.TooLarge:
+                    break
         with self._write() as tx:
             ((staged,),) = tx.execute(
                 "SELECT COALESCE(SUM(bytes), 0) FROM staged_size WHERE task_id = ?",
