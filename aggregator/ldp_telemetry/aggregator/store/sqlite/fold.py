@@ -5,9 +5,9 @@ upload that crossed the task's ``fold_threshold`` (8 MiB of 10-report CMS upload
 node's write lock 220-410 ms every 4-8 s while every upload of every worker waited: wrk's p99
 at 10 reports per request (benchmarks/README.md, "The upload tail"). Measured on the bench's
 task (k = m = 1,024, 1,530 staged rows), of that time: reading and unpacking the staged rows
-and folding them (numpy) 45%; reading, decoding, adding and encoding the touched sums and
-roll-up rows 20%; writing them, deleting the staged rows and the commit 35% ("Folds off the
-write lock" in the same README).
+and folding them (numpy) 45%; merging them into the touched sums and roll-up rows 37% (reading,
+decoding and encoding those 15%); deleting the staged rows 13%; the commit 4% ("Folds off the
+write lock" in the same README: the lock is now held 94-135 ms against 351-450 ms).
 
 Here the upload only asks a thread of its process (:class:`FoldThread`), which:
 
