@@ -255,10 +255,12 @@ path, marker, sent = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 task = cms_task()
 store = new_store(Path(path), staged_bytes=3 * upload_bytes(task))
 between = threading.Event()
-def stalled(tx, prepared):  # the snapshot is read and folded; the write never comes
-    between.set()
+computed = fold.prepare
+def stalled(tx, task, due):  # the snapshot is read and folded; the write never comes
+    computed(tx, task, due)
+    between.set()  # (a read snapshot: the uploads below go on)
     time.sleep(600)
-fold.apply = stalled
+fold.prepare = stalled
 fed = Fed(task)
 for _ in range(5):
     fed.upload(store)
