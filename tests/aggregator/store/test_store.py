@@ -213,6 +213,7 @@ def test_a_read_adds_the_staged_reports_to_the_folded_ones_exactly(
     path = str(tmp_path / "mixed.sqlite3")
     # Folds every second upload of 90 reports: the last upload (5 reports) stays staged.
     store = SqliteStore(path, staged_bytes=upload_bytes * 3 // 2, busy_timeout=0.5)
+    store.inline_folds = 1  # each fold inside the upload crossing the threshold: no thread
     store.initialize()
     store.create_task(StoredTask(task))
     day = task.floor_time(1.7e9)

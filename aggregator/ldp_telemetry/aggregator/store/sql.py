@@ -193,14 +193,28 @@ def add_rows(tx: Tx, task_id: str, bucket: int, slice_index: int, new: RowSums) 
     merge_rows(tx, "sums", ("task_id", "bucket", "slice"), (task_id, bucket, slice_index), new)
 
 
+Written = tuple[list[int], list[int], list[bytes]]  # rows, their n, their counters (encoded)
+
+
 def merge_rows(
     tx: Tx, table: str, key: tuple[str, ...], values: tuple[Any, ...], new: RowSums
 ) -> None:
     """Add ``new`` to the rows of ``table`` (``sums`` or ``rollup``) under ``key``.
 
-    ``new`` is left as it was: a fold adds the same part to a bucket and to the roll-up. The
-    stored rows it touches are read a chunk at a time, decoded and added with one numpy add,
-    and written back in their narrowest form (:mod:`~ldp_telemetry.aggregator.store.counters`).
+    ``new`` is left as it was: a fold adds the same part to a bucket and to the roll-up.
+    """
+    write_rows(tx, table, key, values, merged_rows(tx, table, key, values, new))
+
+
+def merged_rows(
+    tx: Tx, table: str, key: tuple[str, ...], values: tuple[Any, ...], new: RowSums
+) -> Written:
+    """Return the rows of ``table`` under ``key`` that ``new`` touches, with ``new`` added.
+
+    The stored rows it touches are read a chunk at a time, decoded and added with one numpy
+    add, and encoded in their narrowest form (:mod:`~ldp_telemetry.aggregator.store.counters`).
+    Nothing is written (:func:`write_rows` does): a fold off the write lock computes these
+    from a snapshot (:mod:`ldp_telemetry.aggregator.store.sqlite.fold`).
     """
     rows = new.rows.astype(np.int64)
     n, table_ = new.n.astype(np.int64), new.table.astype(np.int64)  # copies
@@ -213,19 +227,23 @@ def merge_rows(
             at = np.fromiter((position[r] for r, _, _ in found), dtype=np.int64, count=len(found))
             n[at] += np.fromiter((c for _, c, _ in found), dtype=np.int64, count=len(found))
             table_[at] += counters.decode([b for _, _, b in found], width)
-    blobs = counters.encode(table_)
+    return listed, n.tolist(), counters.encode(table_)
+
+
+def write_rows(
+    tx: Tx, table: str, key: tuple[str, ...], values: tuple[Any, ...], written: Written
+) -> None:
+    """Insert or replace the (row, n, counters) ``written`` of ``table`` under ``key``."""
     if isinstance(tx, BulkTx):
-        tx.upsert_rows(table, key, values, (listed, n.tolist(), blobs))
+        tx.upsert_rows(table, key, values, written)
         return
+    listed, n, blobs = written
     tx.executemany(
         f"INSERT INTO {table} ({', '.join(key)}, row, n, counters) "
         f"VALUES ({marks(len(key) + 3)}) "
         f"ON CONFLICT ({', '.join(key)}, row) "
         "DO UPDATE SET n = excluded.n, counters = excluded.counters",
-        [
-            (*values, row, count, blob)
-            for row, count, blob in zip(listed, n.tolist(), blobs, strict=True)
-        ],
+        [(*values, row, count, blob) for row, count, blob in zip(listed, n, blobs, strict=True)],
     )
 
 

@@ -4,10 +4,13 @@ Sums are kept per (task, bucket, slice, row) as the row's report count ``n`` and
 BLOB of little-endian integers (:mod:`~ldp_telemetry.aggregator.store.counters`), in rowid tables
 (migration 0010). An upload is one ``BEGIN IMMEDIATE`` transaction (the database's single writer
 lock): check and record the ids, stage the new reports packed
-(:mod:`ldp_telemetry.aggregator.store.staging`), and, once a task's staged bytes pass
-``staged_bytes``, fold them into the rows they touch (read, add, write back), then commit. Workers
-therefore serialize their read-modify-writes and any number of them give the same sums as one. The
-view answers only after ``COMMIT`` returns. Reads add what is staged in memory, from their own
+(:mod:`ldp_telemetry.aggregator.store.staging`), then commit; the view answers only after ``COMMIT``
+returns. Once a task's staged bytes pass its ``fold_threshold`` the upload asks a fold thread of
+its process, which sums them from a snapshot and writes them in a short transaction of its own
+(:mod:`ldp_telemetry.aggregator.store.sqlite.fold`; redone if another fold came between), so
+uploads wait for the writing only; past ``inline_bound`` (the thread lags) the upload folds
+them inside its own transaction, as every fold was done before. Workers serialize their writes
+and any number of them give the same sums as one. Reads add what is staged in memory, from their own
 snapshot (:mod:`ldp_telemetry.aggregator.store.staged_view`): an analyst never takes the write lock.
 What both stores do alike lives in :mod:`ldp_telemetry.aggregator.store.base`; here are SQLite's own
 connections, transactions, id claims, folds and backup.
@@ -27,9 +30,11 @@ from urllib.parse import quote
 
 from ldp_telemetry.aggregator.core.faults import classify_sqlite
 from ldp_telemetry.aggregator.core.metrics import STORE_LOCK_WAIT
-from ldp_telemetry.aggregator.store.base import SqlStore
+from ldp_telemetry.aggregator.store import rollup
+from ldp_telemetry.aggregator.store.base import FOLD_SLICES, SqlStore
 from ldp_telemetry.aggregator.store.interface import StoreFull
 from ldp_telemetry.aggregator.store.sql import CHUNK, Tx, fold_into_sums, marks
+from ldp_telemetry.aggregator.store.sqlite import fold
 from ldp_telemetry.aggregator.store.sqlite.checkpoint import Checkpointer
 from ldp_telemetry.aggregator.store.sqlite.faults import (
     CHECK_EVERY,
@@ -46,6 +51,9 @@ from ldp_telemetry.shared import TaskConfig
 READY_FREE = 1 << 20
 # rows of one INSERT of ids: 3 parameters each, under the 999 of SQLite before 3.32
 IDS_PER_INSERT = 333
+# staged bytes, in fold thresholds, from which the upload folds inside its own transaction
+# (the fold thread lags): staging stays bounded whatever that thread does (sqlite/fold.py)
+INLINE_FOLDS = 4
 
 
 class SqliteStore(SqlStore):
@@ -54,6 +62,7 @@ class SqliteStore(SqlStore):
 
     schema = SCHEMA
     duplicate = sqlite3.IntegrityError
+    inline_folds = INLINE_FOLDS  # 1: every fold inside the upload that crosses the threshold
 
     def __init__(
         self,
@@ -73,6 +82,8 @@ class SqliteStore(SqlStore):
         self._identity = FileIdentity(path)
         self._writer = WriterLock(path)
         self._checkpointer = Checkpointer(self._open_checkpointer, self._writer)
+        self._folds = fold.FoldThread(self._fold_out, self._close_connection)
+        self._fold_locks = fold.TaskLocks(path)
 
     # -- connections and transactions --------------------------------------------------
 
@@ -90,6 +101,13 @@ class SqliteStore(SqlStore):
             conn.execute("PRAGMA wal_autocheckpoint=0")
             self._local.conn, self._local.pid, self._local.commits = conn, os.getpid(), 0
         return conn
+
+    def _close_connection(self) -> None:
+        """Close this thread's connection (a thread that ends)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            conn.close()
+        self._local.conn = None
 
     def _open_checkpointer(self) -> sqlite3.Connection:
         """The checkpointer's connection: its syncs are those of the store's ``synchronous``."""
@@ -216,15 +234,61 @@ class SqliteStore(SqlStore):
         return known
 
     def _after_stage(self, tx: Tx, task: TaskConfig, added: int) -> None:
-        """Fold the task's staged reports once they pass its ``fold_threshold`` (in this
-        upload)."""
+        """Note the task's staged bytes; past its ``fold_threshold`` the fold thread is asked
+        once this upload commits, and from ``inline_bound`` on this upload folds them itself."""
         ((staged,),) = tx.execute(
             "INSERT INTO staged_size VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE "
             "SET bytes = bytes + excluded.bytes RETURNING bytes",
             (task.task_id, added),
         )
-        if staged >= self.fold_threshold(task):
+        if staged >= self.inline_bound(task):
             self._fold_in(tx, task)
+        elif staged >= self.fold_threshold(task):
+            self._folds.crossed(task.task_id)
+
+    def _after_commit(self, task: TaskConfig, added: int) -> None:
+        """Ask the fold thread for the task's fold if this upload crossed its threshold."""
+        self._folds.committed(task)
+
+    def inline_bound(self, task: TaskConfig) -> int:
+        """Return the staged bytes from which an upload folds inside its own transaction:
+        ``inline_folds`` fold thresholds, but never past ``FOLD_SLICES`` × ``staged_bytes``
+        (the most a task stages, docs/operations.md), nor under one threshold."""
+        threshold = self.fold_threshold(task)
+        return max(threshold, min(self.inline_folds * threshold, FOLD_SLICES * self.staged_bytes))
+
+    def _fold_out(self, task: TaskConfig) -> None:
+        """Fold the task's staged reports from a snapshot, then write them in a short
+        transaction (:mod:`ldp_telemetry.aggregator.store.sqlite.fold`); under the write lock
+        if that keeps racing other folds or cannot be computed ahead."""
+        due = self.fold_threshold(task)
+        with self._fold_locks.held(task.task_id) as mine:
+            if not mine:
+                return  # another process is folding the task
+            for _ in range(fold.ATTEMPTS):
+                try:
+                    with self._read() as tx:
+                        if task.mechanism_object.sums_shape[0] > 1 and not rollup.is_ready(
+                            tx, task.task_id
+                        ):
+                            break  # its first read builds the roll-up: fold as before until then
+                        prepared = fold.prepare(tx, task, due)
+                    if prepared is None:
+                        return
+                    with self._write() as tx:
+                        fold.apply(tx, prepared)
+                    return
+                except fold.Raced:
+                    continue  # another process folded some of them: again, from a new snapshot
+                except fold.TooLarge:
+                    break
+        with self._write() as tx:
+            ((staged,),) = tx.execute(
+                "SELECT COALESCE(SUM(bytes), 0) FROM staged_size WHERE task_id = ?",
+                (task.task_id,),
+            )
+            if staged >= due:
+                self._fold_in(tx, task)
 
     def _fold_in(self, tx: Tx, task: TaskConfig) -> None:
         """Add a task's staged batches to its sums (inside the caller's transaction)."""
