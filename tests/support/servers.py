@@ -16,6 +16,9 @@ import requests
 
 ADMIN, ANALYST = "admin-test-token", "analyst-test-token"
 READY_WAIT = 30.0  # seconds to wait for a started server to answer /readyz
+# A port free when probed can be bound by another process (the suite's other worker) before
+# the server binds it: the server then exits saying so, and starts again on another port.
+PORT_TRIES = 3
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -67,7 +70,6 @@ def start_server(
         if isinstance(db, Path)
         else folder / f"server-{time.monotonic_ns()}.log"
     )
-    port = free_port()
     env = {
         **os.environ,
         "LDP_ADMIN_TOKEN": ADMIN,
@@ -75,34 +77,47 @@ def start_server(
         "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(folder)),
         **(env or {}),
     }
-    command = [
-        sys.executable,
-        "-m",
-        "ldp_telemetry.aggregator.cli",
-        "--db",
-        str(db),
-        "serve",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        *(["--server", server] if server else []),
-    ]
-    log = open(log_path, "ab")  # noqa: SIM115  # closed with the process
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
-    log.close()
-    server = Server(f"http://127.0.0.1:{port}", process, db)
-    deadline = time.monotonic() + READY_WAIT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
+    for _ in range(PORT_TRIES):
+        port, logged = free_port(), log_path.stat().st_size if log_path.exists() else 0
+        command = [
+            sys.executable,
+            "-m",
+            "ldp_telemetry.aggregator.cli",
+            "--db",
+            str(db),
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            *(["--server", server] if server else []),
+        ]
+        log = open(log_path, "ab")  # noqa: SIM115  # closed with the process
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        started = Server(f"http://127.0.0.1:{port}", process, db)
+        if _ready(started):
+            return started
+        started.kill()
+        if "Address already in use" not in log_path.read_text(errors="replace")[logged:]:
             break
-        try:
-            if requests.get(server.url + "/readyz", timeout=2).status_code == 200:
-                return server
-        except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
-            time.sleep(0.1)
-    server.kill()
     raise RuntimeError(f"server did not start: {log_path.read_text()[-3000:]}")
+
+
+def _ready(server: Server) -> bool:
+    """Wait until the server answers /readyz; False if it exits or does not in READY_WAIT."""
+    deadline = time.monotonic() + READY_WAIT
+    while time.monotonic() < deadline and server.process.poll() is None:
+        try:
+            ready = requests.get(server.url + "/readyz", timeout=2).status_code == 200
+        except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
+            ready = False
+        # Asked again after the answer: a server that lost its port exits (what answered
+        # was then another's); this narrows that race, the retry above handles the exit.
+        if ready and server.process.poll() is None:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def new_seal_keys(db: Path) -> Path:
