@@ -22,10 +22,10 @@ $(STAMP): pyproject.toml aggregator/pyproject.toml
 # Playwright: Debian's build, never a downloaded one). Installed as root with apt-get when
 # missing; otherwise make test stops and says which.
 TEST_TOOLS = curl nginx openssl chromium
-# The suite runs on two workers (pytest-xdist; each its own PostgreSQL server and collectors:
-# tests/support/workers.py, tests/conftest.py). TEST_WORKERS=0 runs it in one process.
+# The suite runs on two workers (pytest-xdist; each its own PostgreSQL server and collectors,
+# scheduled by tests/support/workers.py). TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-PYTEST_WORKERS = -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_WORKERS = -n $(TEST_WORKERS)
 test: $(STAMP)
 	@missing=""; for tool in $(TEST_TOOLS); do command -v $$tool >/dev/null \
 	  || [ -x /usr/sbin/$$tool ] || missing="$$missing $$tool"; done; \

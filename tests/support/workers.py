@@ -1,13 +1,20 @@
-"""What the suite's parallel workers share: the checkout's builds, made once per run.
+"""The suite on parallel workers: which tests share one, and the builds they share.
 
 ``make test`` runs the suite on two workers (pytest-xdist, ``-n 2``). Each worker is its own
 pytest session with its own session fixtures: its own PostgreSQL server (a fresh folder,
-tests/support/postgres.py), collectors, temp folders and free ports. The checkout is not
-per worker: the TypeScript SDK is compiled into sdk-js/build and sdk-js/dist and the Java
-SDK into sdk-java/target, in place. :func:`build_once` makes such a build once per run,
-under a lock, so two workers never write it at the same time and no worker reads it while
-another rewrites it. Without workers (``-p no:xdist``) it builds once per process, as the
-session fixtures did.
+tests/support/postgres.py), collectors, temp folders and free ports.
+
+Module-scoped fixtures are made once per worker that runs a test of the module: the modules
+of :data:`ONE_WORKER_MODULES` make costly ones, so :func:`make_scheduler` hands each out
+whole to one worker (before the single tests, largest first; pytest-xdist's ``loadgroup``
+would do it from marks, but on pytest 9.2 it silently stops grouping: pytest-xdist issue
+1386). Every other test is handed out alone, in the collection's order (tests/conftest.py).
+
+The checkout is not per worker: the TypeScript SDK is compiled into sdk-js/build and
+sdk-js/dist and the Java SDK into sdk-java/target, in place. :func:`build_once` makes such a
+build once per run, under a lock, so two workers never write it at the same time and no
+worker reads it while another rewrites it. Without workers (``-p no:xdist``) it builds once
+per process, as the session fixtures did.
 """
 
 from __future__ import annotations
@@ -19,8 +26,30 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# Modules whose module-scoped fixtures cost seconds of CPU or build into shared folders: a
+# simulation's rows, both wheels and a clean venv (test_wheels: python -m build writes its
+# egg-info into the checkout), 30,000 honest reports, the uploads cached across backends,
+# two servers. None may hold a browser test (tests/conftest.py checks).
+ONE_WORKER_MODULES = frozenset(
+    {
+        "tests/test_wheels.py",
+        "tests/aggregator/api/test_poisoning.py",
+        "tests/aggregator/breakdowns/test_compare.py",
+        "tests/aggregator/store/test_group_commit_http.py",
+        "tests/simulations/breakdowns/test_sim_dimensions.py",
+        "tests/simulations/frequency/test_sim_choose_mechanism.py",
+        "tests/simulations/frequency/test_sim_rr_seed.py",
+        "tests/simulations/frequency/test_sim_rr_vs_laplace.py",
+        "tests/simulations/frequency/test_sim_sketch_accuracy.py",
+        "tests/simulations/poisoning/test_sim_poisoning.py",
+        "tests/simulations/privacy/test_sim_posterior.py",
+        "tests/simulations/privacy/test_sim_shuffle.py",
+    }
+)
 _BUILT: set[str] = set()  # what this process built, in a run without workers
 
 
@@ -54,3 +83,18 @@ def build_once(name: str, build: Callable[[], None]) -> None:
         _BUILT.add(name)
         if run:
             stamp.write_text(run)
+
+
+def make_scheduler(config: Any, log: Any) -> Any:
+    """Return pytest-xdist's scope scheduler with ONE_WORKER_MODULES as the only scopes of
+    more than one test; None (pytest-xdist's choice) for a --dist other than its default."""
+    if config.option.dist != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER_MODULES else nodeid
+
+    return OneWorkerModules(config, log)
