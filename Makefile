@@ -23,7 +23,8 @@ $(STAMP): pyproject.toml aggregator/pyproject.toml
 # missing; otherwise make test stops and says which.
 TEST_TOOLS = curl nginx openssl chromium
 # The suite runs on two workers (pytest-xdist; each its own PostgreSQL server and collectors,
-# scheduled by tests/support/workers.py). TEST_WORKERS=0 runs it in one process.
+# scheduled by tests/support/workers.py). TEST_WORKERS=0 runs it in one process; PYTEST_ARGS
+# passes more options, e.g. make test PYTEST_ARGS=--durations=30.
 TEST_WORKERS ?= 2
 PYTEST_WORKERS = -n $(TEST_WORKERS)
 test: $(STAMP)
@@ -33,7 +34,7 @@ test: $(STAMP)
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq \
 	    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
 	  || { echo "make test: install$$missing (the suite runs them)" >&2; exit 1; }; fi
-	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The TypeScript SDK's tests (tests/sdk_js) need node and sdk-js/node_modules: Debian's
 # nodejs and npm (apt-get as root when missing), then npm ci from the committed lock file.
