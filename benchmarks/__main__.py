@@ -138,14 +138,16 @@ def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> dict[str, Any]:
-    """Measure HTTP ingest and server memory; on failure say "not available" and why."""
+    """Measure HTTP ingest, server memory, serving and discovery; on a failure keep what was
+    measured and say where it stopped and why."""
     if args.no_http:
         notes.append("HTTP ingest and server memory: not run (--no-http)")
         return {}
     rng = np.random.default_rng(args.seed + 1)
+    results: dict[str, Any] = {}
     try:
         _log("ours: HTTP ingest")
-        results = http_ingest.ingest_rates(sizes, rng)
+        results.update(http_ingest.ingest_rates(sizes, rng))
         _log("ours: server memory")
         results.update(http_ingest.peak_memory(sizes, rng))
         _log(f"ours: serving ({', '.join(sizes.serving_servers)}), slow clients")
@@ -164,14 +166,18 @@ def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> di
             "loadavg": os.getloadavg()[0],
         }
     except (OSError, RuntimeError, ImportError, subprocess.SubprocessError) as error:
-        notes.append(f"HTTP ingest and server memory: not available - {error}")
-        return {}
-    notes.append(serving_bench.describe(results["serving"], sizes.serving_seconds))
-    notes.append(
-        f"HTTP: {http_ingest.CLIENT_THREADS} client threads on the same machine, "
-        f"CMS k={http_ingest.TASK_K}, median of {http_ingest.HTTP_RUNS} runs of "
-        f"{sizes.http_reports:,} reports (wall time: sensitive to other load)"
-    )
+        # What was measured before the failure is kept (a late section's server that did
+        # not start must not drop the others' rows).
+        measured = ", ".join(results) or "nothing"
+        notes.append(f"HTTP sections: stopped after {measured} - {error}")
+    if "serving" in results:
+        notes.append(serving_bench.describe(results["serving"], sizes.serving_seconds))
+    if results:
+        notes.append(
+            f"HTTP: {http_ingest.CLIENT_THREADS} client threads on the same machine, "
+            f"CMS k={http_ingest.TASK_K}, median of {http_ingest.HTTP_RUNS} runs of "
+            f"{sizes.http_reports:,} reports (wall time: sensitive to other load)"
+        )
     return results
 
 

@@ -11,7 +11,9 @@ a block changes how it runs:
 - ``<!-- docs-test: not run: REASON -->``: too long, recursive (``make test`` inside
   ``make test``) or aimed at a server that is not there. Every command in it must still
   exist: each ``make`` target is dry-run, each program must be found, Python must compile
-  and its imports resolve, JavaScript must parse (``node --check``).
+  and its imports resolve, JavaScript must parse (``node --check``), and the arguments of
+  each command that starts this checkout's Python code are parsed by its real parser
+  (tests/doc_args.py: a renamed flag fails).
 
 ``js`` blocks run as ES modules in node, where ``import ... from "ldp-telemetry"`` is the
 TypeScript SDK of this checkout (sdk-js/, built once per run, as tests/sdk_js builds it).
@@ -40,6 +42,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import doc_args
 from tests.sdk_js.helpers import build as build_sdk_js
 from tests.support.workers import build_once
 
@@ -343,3 +346,31 @@ def test_the_block_reader_sees_directives_and_languages(tmp_path: Path) -> None:
         ("python", "not run", "slow", "print(1)\n"),
         ("sh", "run", "", "echo hi\n"),
     ]
+
+
+SHELLS = ("sh", "bash", "shell")
+
+
+def test_the_not_run_commands_arguments_parse() -> None:
+    """Every not-run command that starts this checkout's Python code parses its arguments
+    with the real parser, the flags of the commands quoted in prose exist, and what a
+    not-run Python block takes from the code exists (tests/doc_args.py, doc_names.py): all
+    in one subprocess, imports shared."""
+    scripts = doc_args.console_scripts()
+    assert "ldp-aggregator" in scripts  # the collector's CLI is installed (make test does)
+    found: list[doc_args.Check] = []
+    failures: list[str] = []
+    for doc in existing_docs():
+        for block in blocks(ROOT / doc):
+            if block.mode != "not run":
+                continue  # run: the test above runs it
+            if block.language in SHELLS:
+                found += doc_args.checks(block.text, block.line + 1, doc, scripts)
+                failures += doc_args.missing_extras(block.text, block.line + 1, doc)
+            elif block.language == "python":
+                found.append(doc_args.python_block(block.text, block.line + 1, doc))
+    assert len(found) >= 50, found  # 100 today, most from simulations/ and benchmarks/
+    for doc in [*existing_docs(), *LINKED_ONLY]:  # and `python -m ... --flag` in sentences
+        found += doc_args.inline_commands((ROOT / doc).read_text(encoding="utf-8"), doc, scripts)
+    failures += doc_args.parse_all(found)
+    assert not failures, "\n\n".join(failures)

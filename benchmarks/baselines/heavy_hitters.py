@@ -26,7 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.baselines.pure_ldp import RUN_TIMEOUT, SINGLE_THREAD, baseline_python
+from benchmarks.baselines.pure_ldp import (
+    RUN_TIMEOUT,
+    SINGLE_THREAD,
+    baseline_python,
+    runner_command,
+)
 from ldp_telemetry.shared.mechanisms.hh.mechanism import HeavyHitters
 from simulations.frequency.heavy_hitters import LETTERS, strings
 
@@ -83,12 +88,12 @@ def theirs(values: list[str], folder: Path) -> list[dict[str, Any]]:
     (folder / "in.json").write_text(json.dumps(spec), encoding="utf-8")
     python = baseline_python(HERE.parents[1] / "bench-results" / ".baseline-venv")
     subprocess.run(
-        [
-            str(python),
-            str(HERE / "heavy_hitters_runner.py"),
+        runner_command(
+            python,
+            HERE / "heavy_hitters_runner.py",
             str(folder / "in.json"),
             str(folder / "out.json"),
-        ],
+        ),
         check=True,
         timeout=RUN_TIMEOUT,
         env={"PATH": "/usr/bin:/bin", **SINGLE_THREAD},

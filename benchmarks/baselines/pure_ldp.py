@@ -8,6 +8,7 @@ unchanged. ``pure_ldp_runner.py`` runs there as a ``BaselineSession`` and answer
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -25,6 +26,15 @@ RUN_TIMEOUT = 3600
 SINGLE_THREAD = {
     name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 }
+
+
+def runner_command(python: Path, runner: Path, *args: str) -> list[str]:
+    """Return the command that runs a baseline ``runner`` script in the baseline venv.
+
+    Isolated (``-I``): a script's own folder comes first on ``sys.path``, and this folder
+    holds ``pure_ldp.py`` (this module), which would shadow the pure-ldp package.
+    """
+    return [str(python), "-I", str(runner), *args]
 
 
 class BaselineUnavailable(RuntimeError):
@@ -64,7 +74,7 @@ class BaselineSession:
 
     def __init__(self, python: Path, folder: Path) -> None:
         self._process = subprocess.Popen(
-            [str(python), str(RUNNER)],
+            runner_command(python, RUNNER),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -95,7 +105,9 @@ class BaselineSession:
     def close(self) -> None:
         """Stop the runner (end of input, then a bounded wait, then kill)."""
         if self._process.stdin:
-            self._process.stdin.close()
+            # A runner that already exited was reported by ask(); closing must not mask that.
+            with contextlib.suppress(BrokenPipeError):
+                self._process.stdin.close()
         try:
             self._process.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -189,7 +189,7 @@ def _spy(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
 def _py_spy() -> list[str]:
     found = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(found).exists():
-        raise SystemExit("py-spy not found: pip install 'ldp-telemetry[bench]'")
+        raise SystemExit("py-spy not found: it is in the dev extra, pip install -e '.[dev]'")
     return [found]
 
 

@@ -295,7 +295,7 @@ def _wait_ready(server: Server, workers: int, log: Path) -> None:
     while time.monotonic() < deadline and server.process.poll() is None:
         try:
             ready = requests.get(f"{server.url}/readyz", timeout=2).status_code == 200
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
             ready = False
         if ready and len(_children(server.process.pid)) >= workers:
             return

@@ -1,7 +1,7 @@
 """What a breakdown costs: an estimate grouped over 20 slices against one ungrouped estimate.
 
     python -m benchmarks.store.grouped_estimates [--reports-per-slice 5000] [--repeats 7]
-        [--stores sqlite,postgres] [--kinds rr,grr,oue,cms,numeric]
+        [--stores sqlite,postgres] [--kinds rr,grr,oue,cms,numeric] [--numeric-statistics mean]
 
 A task of each kind with two dimensions (4 platforms and 3 versions, each with ``other``:
 5 × 4 = 20 slices) on a fresh store (SQLite, and PostgreSQL on a throwaway server), each
@@ -103,12 +103,12 @@ def median_seconds(works: list[Callable[[], object]], repeats: int) -> list[tupl
 
 
 def compare(
-    store: Store, task: TaskConfig, repeats: int
+    store: Store, task: TaskConfig, repeats: int, candidates: list[str] | None = None
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """Return the median (wall, CPU) seconds of one ungrouped estimate and of one grouped
-    over 20 slices."""
+    over 20 slices (``candidates``: what the query asks; None: the kind's default)."""
     window, grouped = Window(), Breakdown(("platform", "app_version"))
-    candidates = CANDIDATES.get(task.mechanism)
+    candidates = candidates or CANDIDATES.get(task.mechanism)
     plain, by = median_seconds(
         [
             lambda: estimates.answer(task, candidates, window, store),
@@ -167,7 +167,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stores", default="sqlite,postgres")
     parser.add_argument("--kinds", default=",".join(TASKS))
     parser.add_argument("--row-cost", action="store_true", help="a numeric row alone")
+    parser.add_argument(
+        "--numeric-statistics",
+        help="comma-separated statistics a numeric estimate asks for, e.g. mean "
+        "(default: the default query: mean, percentiles, end buckets)",
+    )
     args = parser.parse_args(argv)
+    asked = args.numeric_statistics.split(",") if args.numeric_statistics else None
     if args.row_cost:
         print("| task | as the totals (ms CPU) | as a row (ms CPU) | ratio |")
         print("|:---|---:|---:|---:|")
@@ -196,9 +202,14 @@ def main(argv: list[str] | None = None) -> None:
                     args.reports_per_slice,
                     np.random.default_rng([38, list(TASKS).index(kind)]),
                 )
-                plain, by = compare(store, task, args.repeats)
+                plain, by = compare(store, task, args.repeats, asked if kind == "numeric" else None)
+                label = (
+                    f"{LABELS[kind]}: {', '.join(asked)}"
+                    if asked and kind == "numeric"
+                    else LABELS[kind]
+                )
                 print(
-                    f"| {backend} | {LABELS[kind]} | {plain[0] * 1e3:.2f} | {by[0] * 1e3:.2f} "
+                    f"| {backend} | {label} | {plain[0] * 1e3:.2f} | {by[0] * 1e3:.2f} "
                     f"| {by[0] / plain[0]:.2f} | {by[1] / plain[1]:.2f} |",
                     flush=True,
                 )

@@ -29,7 +29,7 @@ errors describe).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,15 +76,29 @@ class Runs:
     selected: bool = False  # answers chosen by the data (a discovery's top strings)
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """One run's reports, before any estimate: the hash seed, its mechanism and its sums."""
+
+    seed: int
+    mechanism: Any
+    sums: Any
+
+
 def run_case(case: Case, reps: int, rng: np.random.Generator) -> Runs:
     """Return the answers of ``reps`` independent runs of one case."""
-    found: dict[str, list[np.ndarray]] = {k: [] for k in ("e", "s", "lo", "hi", "u", "t")}
-    names: list[Any] = []
+    return answer_runs(case, draw_runs(case, reps, rng))
+
+
+def draw_runs(case: Case, reps: int, rng: np.random.Generator) -> Iterator[Drawn]:
+    """Yield ``reps`` independent runs' sums of one case, drawn when asked for (answering
+    draws nothing from ``rng``: drawing every run first gives :func:`run_case`'s answers)."""
     values = case.values
     if isinstance(values, np.ndarray) and values.dtype == object:
         values = list(values)  # strings: the sketches take a sequence of str
     for _ in range(reps):
-        mechanism: Any = case.build(int(rng.integers(0, MAX_SEED + 1)))
+        seed = int(rng.integers(0, MAX_SEED + 1))
+        mechanism: Any = case.build(seed)
         sums = mechanism.new_sums()
         if case.draw is not None:  # a numeric population: new devices from its distribution
             values = case.draw(rng)
@@ -94,6 +108,15 @@ def run_case(case: Case, reps: int, rng: np.random.Generator) -> Runs:
             prr = mechanism.permanent.privatize_many(values, rng)
             for _ in range(case.repeats):
                 sums.add_many(mechanism.permanent.reflip_many(prr, mechanism.threshold, rng))
+        yield Drawn(seed, mechanism, sums)
+
+
+def answer_runs(case: Case, drawn: Iterable[Drawn]) -> Runs:
+    """Return what the case's query answers of each run's sums (:func:`draw_runs`)."""
+    found: dict[str, list[np.ndarray]] = {k: [] for k in ("e", "s", "lo", "hi", "u", "t")}
+    names: list[Any] = []
+    for run in drawn:
+        mechanism, sums = run.mechanism, run.sums
         if case.discover:
             discovery = mechanism.discover(sums, top=case.discover)
             answer, flags = discovery.estimates, discovery.reliable

@@ -33,5 +33,5 @@ def test_smoke_run_writes_the_table(tmp_path: Path, capsys: pytest.CaptureFixtur
         "SS aggregation d=256",
     ):
         assert label in written, label
-    assert "not available" not in written
+    assert "not available" not in written and "stopped after" not in written
     assert list(tmp_path.glob("bench-smoke-*.json"))

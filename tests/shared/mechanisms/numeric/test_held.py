@@ -7,6 +7,7 @@ import pytest
 
 from ldp_telemetry.shared.mechanisms.numeric import ems, held, pspline, refits
 from ldp_telemetry.shared.mechanisms.numeric import estimate as est
+from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 from ldp_telemetry.shared.mechanisms.numeric.mechanism import NumericSums, SquareWave
 from ldp_telemetry.shared.mechanisms.numeric.shape import percentile, pile_shares
 
@@ -103,3 +104,96 @@ def test_a_rows_intervals_hold_its_truth() -> None:
     ratio = np.sqrt(np.mean(errors**2)) / np.std(estimates, ddof=1)
     assert 0.75 < ratio < 1.6
     assert np.sum(np.abs(estimates - truth) <= 1.96 * errors) >= 10
+
+
+def test_a_steps_pieces_are_their_definitions() -> None:
+    # held.converge's Newton step, built from sparse pieces (issue 38, rows-cheap): each equal
+    # to its dense definition, for fits with emptied ends too.
+    rng = np.random.default_rng(38)
+    for sw in (SW, SquareWave(epsilon=1.0, lo=0.0, hi=100.0, buckets=6, scale="linear")):
+        channel = sw.channel
+        design = pspline.design(channel)[0]
+        thetas = rng.normal(size=(7, design.shape[1])) * 2.0
+        thetas[:3, -2:] = -700.0  # end buckets emptied: shares of e^-700
+        x, f = held._evaluate(channel, design, thetas)
+        m = x @ design
+        dense = (
+            np.einsum("fb,bc,ob->fco", x, design, channel.dense()) - f[:, None, :] * m[..., None]
+        )
+        jacobian = held._jacobian(channel, design, x, f)
+        assert np.allclose(jacobian, dense, rtol=1e-12, atol=1e-15)
+        buffer = np.full((9, *jacobian.shape[1:]), np.nan)
+        assert np.array_equal(held._jacobian(channel, design, x, f, buffer[:7]), jacobian)
+        v = rng.normal(size=x.shape) * x
+        centred = design[None] - m[:, None, :]
+        direct = np.einsum("fbc,fb,fbd->fcd", centred, v, centred)
+        pieces = held._centred(held._pairs(channel), m, v)
+        assert np.allclose(pieces, direct, rtol=1e-12, atol=1e-14 * np.abs(direct).max())
+    stacks = rng.normal(size=(50, 6, 6))
+    symmetric = stacks @ np.swapaxes(stacks, 1, 2) - rng.uniform(
+        0.0, 3.0, size=(50, 1, 1)
+    ) * np.eye(6)
+    truth = np.all(np.linalg.eigvalsh(symmetric) > 0, axis=1)
+    assert 0 < truth.sum() < 50
+    assert np.array_equal(held._convex(symmetric), truth)
+    assert np.all(held._convex(symmetric[truth]))
+
+
+def newton_as_before(
+    channel: Channel, lam: float, theta: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """held.converge's Newton steps as first built (main db766cf): every piece dense."""
+    design, pen = pspline.design(channel)
+    functions = design.shape[1] - 2
+    n, thetas = y.sum(axis=1), np.array(theta, dtype=float)
+    x, f = held._evaluate(channel, design, thetas)
+    value = held._penalized(y, f, lam, pen, thetas)
+    pin = np.r_[np.ones(functions), 0.0, 0.0]
+    pinned = np.outer(pin, pin) + 1e-9 * np.eye(len(pin))
+    info = np.zeros((len(y), len(pin), len(pin)))
+    rows = np.arange(len(y))
+    for _ in range(pspline.STEPS):
+        if not len(rows):
+            break
+        xs, fs = x[rows], f[rows]
+        h = channel.backward(y[rows] / fs)
+        score = (xs * (h - n[rows, None])) @ design - lam * thetas[rows] @ pen
+        m = xs @ design
+        jacobian = (
+            np.einsum("fb,bc,ob->fco", xs, design, channel.dense()) - fs[:, None] * m[..., None]
+        )
+        info[rows] = n[rows, None, None] * np.einsum("fco,fo,fdo->fcd", jacobian, 1 / fs, jacobian)
+        centred = design[None] - m[:, None, :]
+        curvature = np.einsum("fco,fo,fdo->fcd", jacobian, y[rows] / fs**2, jacobian) - np.einsum(
+            "fbc,fb,fbd->fcd", centred, xs * (h - n[rows, None]), centred
+        )
+        ridge = lam * pen + pinned * (np.trace(info[rows], axis1=1, axis2=2) + 1.0)[:, None, None]
+        convex = np.all(np.linalg.eigvalsh(curvature + ridge) > 0, axis=1)
+        total = np.where(convex[:, None, None], curvature, info[rows]) + ridge
+        moves = np.linalg.solve(total, score[..., None])[..., 0]
+        rows = rows[held._climb(channel, design, pen, lam, y, n, rows, moves, thetas, x, f, value)]
+    for i in rows:  # stopped by the step limit
+        xs, fs = x[i : i + 1], f[i : i + 1]
+        m = xs @ design
+        jacobian = (
+            np.einsum("fb,bc,ob->fco", xs, design, channel.dense()) - fs[:, None] * m[..., None]
+        )
+        info[i] = n[i] * np.einsum("fco,fo,fdo->fcd", jacobian, 1 / fs, jacobian)[0]
+    return x, thetas, pspline.edf(info, lam * pen, functions)
+
+
+@pytest.mark.parametrize("lam", [1e3, 1.0])
+def test_a_rows_newton_steps_answer_as_before(lam: float) -> None:
+    # The sparse, buffered step (rows-cheap) reaches the fits the dense one reached, to
+    # 1e-9: values piled at both ends (empty and full end buckets), one start for all draws.
+    sw = SquareWave(epsilon=1.0, lo=0.0, hi=100.0, buckets=64, scale="linear")
+    rng = np.random.default_rng(39)
+    truth = np.r_[0.05, np.full(62, 0.9 / 62), 0.05]  # 5 % clipped at each end
+    outputs = sw.channel.forward(truth)
+    y = rng.multinomial(2_000, outputs / outputs.sum(), size=12).astype(float)
+    start = np.tile(pspline.search(sw.channel, 2_000 * outputs).thetas[0], (12, 1))
+    design, pen = pspline.design(sw.channel)
+    x, _, thetas, edf = held.converge(sw.channel, design, pen, lam, start, y)
+    before = newton_as_before(sw.channel, lam, start, y)
+    for now, then in zip((x, thetas, edf), before, strict=True):
+        assert np.allclose(now, then, rtol=1e-9, atol=1e-12)

@@ -310,3 +310,24 @@ def test_an_end_bucket_whose_output_was_never_seen_still_has_a_standard_error() 
     assert share < 0 < error
     expected = np.sqrt(2 / (counts.sum() + 4) * (1 - 2 / (counts.sum() + 4)) / (counts.sum() + 4))
     assert error == pytest.approx(expected / (channel.near - channel.far))
+
+
+@pytest.mark.parametrize(("scale", "spread"), [("linear", 1.0), ("linear", 0.0), ("log", 1.0)])
+def test_a_query_of_closed_forms_only_fits_nothing_and_answers_the_same_rows(
+    scale: str, spread: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # spread 0: every device holds one value, so the mean is flagged (values in one bucket)
+    mechanism = SquareWave(epsilon=2.0, lo=1.0, hi=1000.0, buckets=64, scale=scale)
+    rng = np.random.default_rng(11)
+    sums = mechanism.new_sums()
+    sums.add_many(mechanism.privatize_many(rng.lognormal(5, spread, 20_000), rng))
+    asked = ["first_bucket", "last_bucket"] + (["mean"] if scale == "linear" else [])
+    full = {row["value"]: row for row in mechanism.estimate(sums, [*asked, "p50"]).rows()}
+    assert ("reason" in full.get("mean", {})) == (spread == 0.0)
+
+    def no_fit(*_: object) -> object:
+        raise AssertionError("a closed-form query fitted a spline")
+
+    monkeypatch.setattr(est.pspline, "select", no_fit)
+    for answered in (mechanism.estimate(sums, asked), *mechanism.estimate_rows([sums], asked)):
+        assert answered.rows() == [full[name] for name in asked]

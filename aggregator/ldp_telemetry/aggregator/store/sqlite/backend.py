@@ -30,6 +30,7 @@ from ldp_telemetry.aggregator.core.metrics import STORE_LOCK_WAIT
 from ldp_telemetry.aggregator.store.base import SqlStore
 from ldp_telemetry.aggregator.store.interface import StoreFull
 from ldp_telemetry.aggregator.store.sql import CHUNK, Tx, fold_into_sums, marks
+from ldp_telemetry.aggregator.store.sqlite.checkpoint import Checkpointer
 from ldp_telemetry.aggregator.store.sqlite.faults import (
     CHECK_EVERY,
     WAL_LIMIT,
@@ -71,6 +72,7 @@ class SqliteStore(SqlStore):
         self._local = threading.local()
         self._identity = FileIdentity(path)
         self._writer = WriterLock(path)
+        self._checkpointer = Checkpointer(self._open_checkpointer, self._writer)
 
     # -- connections and transactions --------------------------------------------------
 
@@ -84,7 +86,17 @@ class SqliteStore(SqlStore):
             # last commits. FULL also fsyncs each commit.
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+            # no checkpoint inside a COMMIT: the checkpointer thread does it (checkpoint.py)
+            conn.execute("PRAGMA wal_autocheckpoint=0")
             self._local.conn, self._local.pid, self._local.commits = conn, os.getpid(), 0
+        return conn
+
+    def _open_checkpointer(self) -> sqlite3.Connection:
+        """The checkpointer's connection: its syncs are those of the store's ``synchronous``."""
+        self._identity.check()
+        conn = self._open()
+        conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        conn.execute("PRAGMA wal_autocheckpoint=0")
         return conn
 
     def _open(self) -> sqlite3.Connection:
@@ -130,6 +142,7 @@ class SqliteStore(SqlStore):
             if fault is not None:
                 raise fault from error
             raise
+        self._checkpointer.poke()
         self._local.commits += 1
         if self._local.commits % CHECK_EVERY == 0:
             bound_wal(conn, self.path)

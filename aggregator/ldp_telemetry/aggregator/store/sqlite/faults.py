@@ -11,10 +11,11 @@
   at restart. Ingest resumes once the right file is back at its path (its identity
   matches again), or restart the collector on the file it should use; no connection
   opened meanwhile creates a file (the store connects with ``mode=rw``).
-- The WAL is kept bounded: SQLite's automatic checkpoints cannot reset the WAL while
-  writers keep it busy, so every ``CHECK_EVERY`` commits a connection looks at the WAL's
-  size and, past ``WAL_LIMIT``, runs a TRUNCATE checkpoint (it waits for readers within
-  the busy timeout); ``journal_size_limit`` trims the file after a reset.
+- The WAL is kept bounded: the checkpointer (:mod:`.checkpoint`) restarts it every
+  ``RESTART_FRAMES`` pages, but a reader can keep it from doing so, so every ``CHECK_EVERY``
+  commits a connection looks at the WAL's size and, past ``WAL_LIMIT``, runs a TRUNCATE
+  checkpoint (it waits for readers within the busy timeout); ``journal_size_limit`` trims
+  the file after a reset.
 """
 
 from __future__ import annotations

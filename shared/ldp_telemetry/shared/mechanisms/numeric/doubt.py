@@ -122,13 +122,19 @@ def concentrated_mean(
     i = int(np.argmax(fitted))  # on a log scale buckets differ in width: the densest one's
     edges = to_value(np.array([i, i + 1]) / len(fitted))
     half = float(edges[1] - edges[0]) / 2
-    if share < MEAN_CONCENTRATION * peak or half <= MEAN_SLACK * error:
+    if share < MEAN_CONCENTRATION * peak or not bucket_matters(half, error):
         return None
     return (
         f"most values concentrate in one bucket (its reconstruction holds {share / peak:.0%} "
         "of one repeated value's): the mean is known only to within half a bucket "
         f"(± {half:.6g}), more than its interval allows"
     )
+
+
+def bucket_matters(half: float, error: float) -> bool:
+    """Return whether half a bucket (``half``) is wide enough, against a mean's SE, that
+    values concentrated in one bucket could mislead its interval."""
+    return half > MEAN_SLACK * error
 
 
 def placement_doubt(shift: float, error: float) -> str | None:

@@ -23,7 +23,9 @@ index is linear in the bucket) and the end buckets' shares. A percentile's SE is
 spread where the buckets are equal (unit space), taken to the task's units through the scale's
 slope, and the smoothing's bias: how far the percentile moves in the less smoothed fits the
 search tried, less the refits' own such moves' noise (:func:`statistics.smoothing_error`),
-added in quadrature. The refits
+added in quadrature; in a tail, the refits' spread is first raised to what Square Wave
+resolves of the tail's density (:func:`statistics.resolved_error`: fits put a lognormal's p95
+on a tail up to 2.7 times too steep, and their refits spread by half the answers'). The refits
 are drawn from the smoothed fit, so their spread cannot show how far the smoothing pulls an
 answer off a shape it flattened (a lognormal median at ε = 1 over 128 buckets: +0.9 SE off,
 issue 39; simulations/README.md). The grid's smallest λ (all but unpenalized) bounded it too,
@@ -51,6 +53,7 @@ from ldp_telemetry.shared.mechanisms.numeric import ems as yardstick
 from ldp_telemetry.shared.mechanisms.numeric import pspline
 from ldp_telemetry.shared.mechanisms.numeric.channel import Channel
 from ldp_telemetry.shared.mechanisms.numeric.doubt import (
+    bucket_matters,
     concentrated_mean,
     percentile_doubt,
     placement_doubt,
@@ -65,6 +68,7 @@ from ldp_telemetry.shared.mechanisms.numeric.shape import concentrated
 from ldp_telemetry.shared.mechanisms.numeric.statistics import (
     PERCENTILE,
     placement_shift,
+    resolved_error,
     smoothing_error,
     statistics,
 )
@@ -201,10 +205,14 @@ def answer(
     ``row``: a breakdown's row, whose refits (the bootstrap's and a pile doubt's) are the
     same searches of the same draws, run side by side and warm-started (:mod:`held`): the
     same fit, statistics and tests, at a fraction of the cost. ``screen``: the counts' EMS
-    fit, if already made (:func:`answer_rows`).
+    fit, if already made (:func:`answer_rows`). A query only of closed-form statistics
+    (a linear scale's mean, the end buckets' shares) fits no spline and draws no refits:
+    the same rows, at the cost of the EMS screen if a mean is asked.
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
+    if names and all(has_closed_form(name, linear) for name in names):  # no fit, no refits
+        return closed_form_answer(channel, counts, names, to_value, level, screen)
     fitted, sharper = pspline.select(channel, counts.astype(float))
     rows = statistics(fitted, names, n, to_value)
 
@@ -221,11 +229,12 @@ def answer(
     screen = yardstick.ems(channel, counts) if screen is None else screen
     peak = yardstick.single_value_peak(channel)
     crowded = concentrated(screen, peak)  # the same for every percentile
+    half_window = (channel.window - 1) / (2 * channel.buckets)  # Square Wave's b, unit space
     reasons: list[str | None] = []
     for j, (label, _) in enumerate(rows):
-        exact = closed_form(channel, counts, label, to_value, linear)
-        if exact is not None:
-            values[j], errors[j] = exact
+        unbiased = closed_form(channel, counts, label, to_value, linear)
+        if unbiased is not None:
+            values[j], errors[j] = unbiased
             mean = label == "mean"
             reasons.append(concentrated_mean(screen, peak, to_value, errors[j]) if mean else None)
             continue
@@ -241,8 +250,9 @@ def answer(
             reason = crowded or percentile_doubt(
                 fitted, refits, q, spline_peak(channel), channel.window, piled
             )
-        if q is not None:  # the smoothing's bias, bounded by its move (after the flags)
-            errors[j] = smoothing_error(errors[j], shape[j], null[:, j])
+        if q is not None:  # after the flags: a tail as long as resolved, the smoothing's bias
+            least = resolved_error(errors[j], fitted, refits, q, half_window)
+            errors[j] = smoothing_error(least, shape[j], null[:, j])
         reasons.append(reason)
     base = Estimates.from_variance([r for r, _ in rows], values, errors**2, n, level)
     return flagged(base, reasons)
@@ -261,11 +271,38 @@ def answer_rows(
     every row stops on its own gain)."""
     if not many:
         return []
+    if all(has_closed_form(name, linear) for name in names):  # screens only where needed
+        return [closed_form_answer(channel, counts, names, to_value, level) for counts in many]
     screens = np.atleast_2d(yardstick.ems(channel, np.array(many, dtype=float)))
     return [
         answer(channel, counts, names, to_value, linear, level, row=True, screen=screen)
         for counts, screen in zip(many, screens, strict=True)
     ]
+
+
+def closed_form_answer(
+    channel: Channel,
+    counts: np.ndarray,
+    names: Sequence[str],
+    to_value: Callable[[np.ndarray], np.ndarray],
+    level: float,
+    screen: np.ndarray | None = None,
+) -> NumericEstimates:
+    """Answer a query of closed-form statistics only (:func:`has_closed_form`, a linear
+    scale) with the rows :func:`answer` gives them. The EMS ``screen`` (fitted here when
+    None) is needed only for a mean whose SE is small against half a bucket."""
+    found = [closed_form(channel, counts, name, to_value, True) for name in names]
+    values = np.array([value for value, _ in filter(None, found)])
+    errors = np.array([error for _, error in filter(None, found)])
+    half = float(to_value(np.array([1.0]))[0] - to_value(np.array([0.0]))[0]) / channel.buckets / 2
+    reasons: list[str | None] = [None] * len(names)
+    for j, name in enumerate(names):
+        if name == "mean" and bucket_matters(half, errors[j]):
+            screen = yardstick.ems(channel, counts) if screen is None else screen
+            peak = yardstick.single_value_peak(channel)
+            reasons[j] = concentrated_mean(screen, peak, to_value, errors[j])
+    n = int(counts.sum())
+    return flagged(Estimates.from_variance(list(names), values, errors**2, n, level), reasons)
 
 
 def moved(bias: float, shape: float, error: float) -> str | None:
@@ -299,6 +336,11 @@ def spline_peak(channel: Channel) -> float:
     )
 
 
+def has_closed_form(name: str, linear: bool) -> bool:
+    """Return whether statistic ``name`` is answered in closed form (:func:`closed_form`)."""
+    return (name == "mean" and linear) or name in ("first_bucket", "last_bucket")
+
+
 def closed_form(
     channel: Channel,
     counts: np.ndarray,
@@ -311,21 +353,21 @@ def closed_form(
     Output 0 is near only for the first bucket and output D − 1 only for the last, so
     P(o = 0) = far + (near − far)·share of the first bucket: debiased like rr.
     """
+    if not has_closed_form(name, linear):
+        return None
     n = counts.sum()
-    if name == "mean" and linear:
+    if name == "mean":
         index, error = index_mean(channel, counts)
         width = float(to_value(np.array([1.0]))[0] - to_value(np.array([0.0]))[0])
         centre = float(to_value(np.array([(index + 0.5) / channel.buckets]))[0])
         return centre, error * width / channel.buckets
-    if name in ("first_bucket", "last_bucket"):
-        count = counts[0 if name == "first_bucket" else -1]
-        gap = channel.near - channel.far
-        # The SE from the share with two reports added each way (Agresti and Coull 1998):
-        # an end output is rare (about 14 of 10^4 reports at eps = 2 over 256 log buckets),
-        # and the plug-in SE, small exactly when the count is, gave z -0.16 and 92.6 %
-        # coverage over 1,000 runs; this one -0.13 and 95.3 %. The estimate stays unbiased.
-        smoothed = (count + 2) / (n + 4)
-        return (count / n - channel.far) / gap, float(
-            np.sqrt(smoothed * (1 - smoothed) / (n + 4))
-        ) / gap
-    return None
+    count = counts[0 if name == "first_bucket" else -1]
+    gap = channel.near - channel.far
+    # The SE from the share with two reports added each way (Agresti and Coull 1998):
+    # an end output is rare (about 14 of 10^4 reports at eps = 2 over 256 log buckets),
+    # and the plug-in SE, small exactly when the count is, gave z -0.16 and 92.6 %
+    # coverage over 1,000 runs; this one -0.13 and 95.3 %. The estimate stays unbiased.
+    smoothed = (count + 2) / (n + 4)
+    return (count / n - channel.far) / gap, float(
+        np.sqrt(smoothed * (1 - smoothed) / (n + 4))
+    ) / gap

@@ -24,7 +24,14 @@ median per-draw difference of p2-p98 is under 1/1,000 of their spread and the sp
 within 0.91-1.03; tests/shared/mechanisms/numeric/test_held.py). A piled alternative's
 refits (a pile doubt, :mod:`doubt`) take the same path from its own draws.
 What it saves: the searches run side by side on arrays, and from the centre each λ's fit
-needs a few Newton steps; a row costs about half to two thirds of a full answer. Four held
+needs a few Newton steps; a row costs about half to two thirds of a full answer. A step's
+arrays (draws × spline columns × outputs) cost by their passes, not by numpy's calls, so the
+step takes few: the jacobian summed only where each spline column is not 0, into a reused
+buffer; tr(F) alone sizes the pin (F itself where the Newton step is not convex, and where a
+fit stops, for its edf); the curvature's centred term over the columns sharing a bucket; a
+Cholesky of the stack before any eigenvalues; each Gram product one symmetric product (rows
+at 0.80 of the dense step's CPU, their answers within 1e-9 of its:
+tests/shared/mechanisms/numeric/test_held.py; benchmarks/README.md, "Breakdowns"). Four held
 steps from the row's own fit (the previous version) cost a tenth but under-varied near a
 range's end (a clipped p95's refits spread 0.1-0.3 times a full search's; reliable row
 percentiles covered 85.2 % at ε = 1 over 64 buckets).
@@ -32,6 +39,8 @@ Coverage: ``python -m simulations.coverage.numeric_rows --as-row`` (simulations/
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -122,7 +131,6 @@ def converge(
     pin = np.zeros(design.shape[1])
     pin[:functions] = 1.0  # a constant added to every spline coefficient changes nothing
     pinned = np.outer(pin, pin) + 1e-9 * np.eye(len(pin))
-    info = np.zeros((len(y), design.shape[1], design.shape[1]))
     if held is not None:  # scoring steps with one information for all, until they gain little
         size = np.trace(held) + 1.0
         inverse = np.linalg.inv(held + lam * pen + pinned * size)
@@ -135,24 +143,36 @@ def converge(
             moves = score @ inverse
             rows = rows[_climb(channel, design, pen, lam, y, n, rows, moves, thetas, x, f, value)]
     rows = np.arange(len(y))  # the fits still gaining
+    pairs = _pairs(channel)
+    info = np.zeros((len(y), design.shape[1], design.shape[1]))
+    work = np.empty((2, len(y), design.shape[1], channel.outputs))  # the jacobian, a product
     for _ in range(pspline.STEPS):
         if not len(rows):
             break
-        h = channel.backward(y[rows] / f[rows])
-        score = (x[rows] * (h - n[rows, None])) @ design - lam * thetas[rows] @ pen
-        jacobian = _jacobian(channel, design, x[rows], f[rows])
-        info[rows] = n[rows, None, None] * _gram(jacobian, 1.0 / f[rows])
-        centred = design[None] - (x[rows] @ design)[:, None, :]  # (fits, buckets, columns)
-        curvature = _gram(jacobian, y[rows] / f[rows] ** 2) - _gram(
-            np.swapaxes(centred, 1, 2), x[rows] * (h - n[rows, None])
+        xs, fs = x[rows], f[rows]
+        h = channel.backward(y[rows] / fs)
+        spread = xs * (h - n[rows, None])
+        score = spread @ design - lam * thetas[rows] @ pen
+        jacobian = _jacobian(channel, design, xs, fs, work[0][: len(rows)])
+        curvature = _gram(jacobian, y[rows] / fs**2, work[1][: len(rows)]) - _centred(
+            pairs, xs @ design, spread
         )
-        size = np.trace(info[rows], axis1=1, axis2=2) + 1.0
+        # tr(F) alone sizes the pin (F itself only where Newton's step is not convex, and
+        # where a fit stops, for its edf)
+        size = n[rows] * np.sum(np.einsum("fco,fco->fo", jacobian, jacobian) / fs, axis=1) + 1
         ridge = lam * pen + pinned * size[:, None, None]
         newton = curvature + ridge
-        convex = np.all(np.linalg.eigvalsh(newton) > 0, axis=1)
-        total = np.where(convex[:, None, None], newton, info[rows] + ridge)
-        moves = np.linalg.solve(total, score[..., None])[..., 0]
+        convex = _convex(newton)
+        if not np.all(convex):  # Fisher scoring there
+            flat = np.flatnonzero(~convex)
+            newton[flat] = n[rows[flat], None, None] * _gram(jacobian[flat], 1.0 / fs[flat])
+            newton[flat] += ridge[flat]
+        moves = np.linalg.solve(newton, score[..., None])[..., 0]
         gained = _climb(channel, design, pen, lam, y, n, rows, moves, thetas, x, f, value)
+        stopped = np.flatnonzero(~gained)  # their information where this step started
+        info[rows[stopped]] = n[rows[stopped], None, None] * _gram(
+            jacobian[stopped], 1.0 / fs[stopped]
+        )
         rows = rows[gained]
     if len(rows):  # stopped by the step limit: their information where they stopped
         info[rows] = n[rows, None, None] * _gram(
@@ -215,26 +235,99 @@ def _climb(
     return gained
 
 
-def _jacobian(channel: Channel, design: np.ndarray, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Return each fit's ∂(output probabilities)/∂θ, (fits, columns, outputs): the channel's
-    product with every spline column at once, through one cumulative sum over the buckets
-    (:meth:`Channel.forward`'s, without its padding copies)."""
-    weighted = x[:, None, :] * design.T[None]  # (fits, columns, buckets)
-    sums = np.zeros((*weighted.shape[:-1], weighted.shape[-1] + 1))
-    np.cumsum(weighted, axis=-1, out=sums[..., 1:])
-    total, buckets = sums[..., -1:], channel.buckets
-    inside = np.empty((*weighted.shape[:-1], channel.outputs))  # Σ over i ≤ o < i + window
-    inside[..., :buckets] = sums[..., 1:]
-    inside[..., buckets:] = total
-    inside[..., channel.window - 1 :] -= sums[..., :buckets]
-    spread = channel.far * total + (channel.near - channel.far) * inside
-    jacobian: np.ndarray = spread - f[:, None, :] * (x @ design)[:, :, None]
+def _jacobian(
+    channel: Channel,
+    design: np.ndarray,
+    x: np.ndarray,
+    f: np.ndarray,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Return each fit's ∂(output probabilities)/∂θ, (fits, columns, outputs), into ``out``
+    if given: far·Σ_b x_b·D_bc + (near − far)·Σ_{o−w<b≤o} x_b·D_bc − f_o·(x·D)_c, the window
+    sums through one cumulative sum per column over the buckets where it is not 0
+    (:func:`_windows`; elsewhere they are exactly 0)."""
+    inputs, values, outputs = _windows(channel)
+    window, length = channel.window, inputs.shape[1]
+    weighted = x[:, inputs] * values  # (fits, columns, length)
+    sums = np.empty((*weighted.shape[:-1], length + 2 * window - 1))  # 0s, Σ, totals
+    sums[..., :window] = 0.0
+    np.cumsum(weighted, axis=-1, out=sums[..., window : window + length])
+    total = sums[..., window + length - 1 : window + length]
+    sums[..., window + length :] = total
+    inside = sums[..., window : window + length + window - 1] - sums[..., : length + window - 1]
+    m = x @ design
+    jacobian = np.multiply(f[:, None, :], m[:, :, None], out=out)
+    np.subtract(channel.far * total, jacobian, out=jacobian)  # where the window sums are 0
+    inside *= channel.near - channel.far
+    inside += channel.far * total
+    inside -= f[:, outputs] * m[:, :, None]
+    jacobian[:, np.arange(len(inputs))[:, None], outputs] = inside
     return jacobian
 
 
-def _gram(a: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Return a · diag(w) · aᵀ per fit (``a``: (fits, columns, points), ``w``: (fits, points))."""
-    gram: np.ndarray = a @ np.swapaxes(a * w[:, None, :], 1, 2)
+@functools.lru_cache(maxsize=16)
+def _windows(channel: Channel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return, per design column, the buckets of a window of equal length holding every
+    bucket where it is not 0, its values there, and the outputs its window sums reach."""
+    design = pspline.design(channel)[0]
+    buckets = channel.buckets
+    nonzero = design != 0.0
+    first = nonzero.argmax(axis=0)
+    length = int((buckets - nonzero[::-1].argmax(axis=0) - first).max())
+    start = np.minimum(first, buckets - length)
+    inputs = start[:, None] + np.arange(length)
+    values = design.T[np.arange(design.shape[1])[:, None], inputs]
+    return inputs, values, start[:, None] + np.arange(length + channel.window - 1)
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs(channel: Channel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the spline's design, the pairs of its columns (i ≤ j) that share a bucket and
+    their products per bucket (buckets, pairs): a cubic B-spline overlaps only its 3
+    neighbours each side."""
+    design = pspline.design(channel)[0]
+    i, j = np.triu_indices(design.shape[1])
+    products = design[:, i] * design[:, j]
+    shared = np.flatnonzero(np.any(products != 0.0, axis=0))
+    return design, i[shared], j[shared], products[:, shared]
+
+
+def _centred(
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    m: np.ndarray,
+    v: np.ndarray,
+) -> np.ndarray:
+    """Return Σ_b v_b (d_b − m)(d_b − m)ᵀ per fit (``d_b`` the design's row of bucket b,
+    ``m``: (fits, columns), ``v``: (fits, buckets)) as Dᵀ·diag(v)·D − m·uᵀ − u·mᵀ + Σv·m·mᵀ
+    (u = Dᵀv), Dᵀ·diag(v)·D over the pairs of columns that share a bucket only (``pairs``)."""
+    design, first, second, products = pairs
+    columns = design.shape[1]
+    u = v @ design
+    gram = np.zeros((len(v), columns, columns))
+    shared = v @ products
+    gram[:, first, second] = shared
+    gram[:, second, first] = shared
+    gram -= m[:, :, None] * u[:, None, :] + u[:, :, None] * m[:, None, :]
+    gram += v.sum(axis=1)[:, None, None] * (m[:, :, None] * m[:, None, :])
+    return gram
+
+
+def _convex(newton: np.ndarray) -> np.ndarray:
+    """Return which of a stack of symmetric matrices are positive definite: all of them when
+    a Cholesky factorization of the stack succeeds, else by their eigenvalues."""
+    try:
+        np.linalg.cholesky(newton)
+    except np.linalg.LinAlgError:
+        convex: np.ndarray = np.all(np.linalg.eigvalsh(newton) > 0, axis=1)
+        return convex
+    return np.ones(len(newton), dtype=bool)
+
+
+def _gram(a: np.ndarray, w: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+    """Return a · diag(w) · aᵀ per fit (``a``: (fits, columns, points), ``w``: (fits, points),
+    w ≥ 0) as b·bᵀ, b = a·diag(√w) (into ``scratch`` if given): one symmetric product."""
+    b = np.multiply(a, np.sqrt(w)[:, None, :], out=scratch)
+    gram: np.ndarray = b @ np.swapaxes(b, 1, 2)
     return gram
 
 

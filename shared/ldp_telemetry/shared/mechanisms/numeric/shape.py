@@ -80,6 +80,19 @@ def percentile(distribution: np.ndarray, q: float) -> float:
     return (i + float(np.clip(inside, 0.0, 1.0))) / d
 
 
+def share_below(distribution: np.ndarray, unit: float) -> float:
+    """Return the share of values below ``unit`` in [0, 1]: :func:`percentile` inverted
+    (the end piles at 0 and 1, every other share spread evenly over its bucket)."""
+    d = len(distribution)
+    low, high = end_piles(distribution)
+    spread = np.array(distribution, dtype=float)
+    spread[0] -= low
+    spread[-1] -= high
+    x = min(max(float(unit), 0.0), 1.0) * d
+    i = min(int(x), d - 1)
+    return float(low + spread[:i].sum() + (x - i) * spread[i])
+
+
 def pile_shares(distributions: np.ndarray, reach: int) -> np.ndarray:
     """Return, per row, the shares piled at lo and hi: what each end's ``reach`` buckets
     hold beyond the even level of the ``reach`` buckets inside them (negative when less)."""
