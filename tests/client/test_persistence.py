@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from ldp_telemetry.client import (
 )
 from ldp_telemetry.client.privacy_ledger import Limits
 from ldp_telemetry.client.settings import MAX_REPORTS_PER_PERIOD
-from ldp_telemetry.client.sqlite_storage import WAL_PAGES, SqliteStorage
+from ldp_telemetry.client.sqlite_storage import BUSY_TIMEOUT_MS, WAL_PAGES, SqliteStorage
 from ldp_telemetry.client.storage import Admission, MemoryStorage, Pending, Slot
 from ldp_telemetry.shared import TaskConfig
 from tests.support.fake_collector import FREE, MIB, offline_client
@@ -118,6 +120,27 @@ def test_a_failing_disk_is_counted_not_raised(tasks: dict[str, TaskConfig], tmp_
     assert offline.stats().dropped == {"storage_error": 1} and offline.stats().queued == 0
     assert offline.flush(0.5) is False
     assert offline.close(0.5) is False
+
+
+def test_a_queue_held_by_another_transaction_drops_the_record_in_bounded_time(
+    tasks: dict[str, TaskConfig], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sdk = offline_client(tmp_path, tasks)
+    other = sqlite3.connect(tmp_path / "queue.sqlite3", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holding the queue's write lock
+    try:
+        started = time.monotonic()
+        assert sdk.record("t-rr", True) is False
+        waited = time.monotonic() - started
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert BUSY_TIMEOUT_MS / 1000 <= waited < 5.0  # waits its busy timeout, then gives up
+    assert sdk.stats().dropped == {"storage_error": 1}
+    # the warning names SQLite's result code (no data): why the queue failed
+    assert "OperationalError SQLITE_BUSY" in caplog.text or sys.version_info < (3, 11)
+    assert sdk.record("t-rr", True) is True  # the lock gone, records are queued again
+    sdk.close(0.5)
 
 
 def test_a_ledger_of_the_old_schema_still_counts(tmp_path: Path) -> None:

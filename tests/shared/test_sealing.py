@@ -329,3 +329,11 @@ def test_sealing_twice_gives_two_ciphertexts() -> None:
     key = SealKey("k", public_key_bytes(new_private_key()))
     report = copy.deepcopy(OPEN_VECTOR["opened"])
     assert seal_report("t", key, report)["sealed"] != seal_report("t", key, report)["sealed"]
+
+
+def test_a_key_id_never_starts_like_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ldp_telemetry.shared import sealing
+
+    draws = iter([b"\xf8" + bytes(8), bytes(9)])  # the first encodes to "-...": drawn again
+    monkeypatch.setattr(sealing.os, "urandom", lambda _: next(draws))
+    assert sealing.new_key_id() == "AAAAAAAAAAAA"

@@ -192,10 +192,13 @@ class Client:
                 task_id,
             )
         except sqlite3.Error as error:
+            # SQLite's result code names the cause and carries no data: SQLITE_BUSY (another
+            # transaction held the queue past record's wait), SQLITE_FULL, SQLITE_IOERR_...
+            code = getattr(error, "sqlite_errorname", None)  # Python 3.11+
             return self._drop(
                 "storage_error",
                 "ldp-telemetry: the on-disk queue failed (%s)",
-                type(error).__name__,
+                f"{type(error).__name__} {code}" if code else type(error).__name__,
             )
         except Exception as error:  # never into the host app; the type only, no message
             return self._drop(

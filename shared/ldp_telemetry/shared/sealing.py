@@ -276,5 +276,9 @@ def public_key_bytes(key: X25519PrivateKey) -> bytes:
 
 
 def new_key_id() -> str:
-    """Return a fresh random key id (12 base64url characters)."""
-    return b64encode(os.urandom(9))
+    """Return a fresh random key id (12 base64url characters, the first not ``-``: a
+    command line such as ``keys retire KEY_ID`` would read such an id as an option)."""
+    while True:
+        key_id = b64encode(os.urandom(9))
+        if not key_id.startswith("-"):
+            return key_id

@@ -58,6 +58,7 @@ def test_a_commit_of_the_store_does_not_checkpoint_its_thread_does(tmp_path: Pat
     store = SqliteStore(str(tmp_path / "db.sqlite3"))
     store.initialize()
     store._checkpointer.restart_frames = 1  # every checkpoint also restarts the WAL
+    store._checkpointer.idle = 0.2  # its thread ends soon after the last commit
     with store._write() as tx:
         assert tx.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
         tx.execute("CREATE TABLE filler (x BLOB)")
@@ -66,6 +67,9 @@ def test_a_commit_of_the_store_does_not_checkpoint_its_thread_does(tmp_path: Pat
             tx.execute("INSERT INTO filler VALUES (randomblob(4000))")
     wal = tmp_path / "db.sqlite3-wal"
     wait_until(lambda: in_file(tmp_path / "db.sqlite3", "filler") == 50, "not checkpointed")
+    # the rows can reach the file before the checkpoint that copies them has ended (and
+    # marked the WAL copied): a write then appends; once the thread has ended, none runs
+    wait_until(lambda: store._checkpointer._thread is None, "the checkpointer did not end")
     size = wal.stat().st_size
     with store._write() as tx:  # the WAL is wholly in the database: this restarts it
         tx.execute("INSERT INTO filler VALUES (randomblob(4000))")
