@@ -32,7 +32,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -44,6 +43,7 @@ import pytest
 
 from tests import doc_args
 from tests.sdk_js.helpers import build as build_sdk_js
+from tests.support.servers import free_port
 from tests.support.workers import build_once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,12 +116,6 @@ def blocks(path: Path) -> list[Block]:
 
 def existing_docs() -> list[str]:
     return [doc for doc in DOCS if (ROOT / doc).exists()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Session:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -16,8 +18,9 @@ import requests
 
 ADMIN, ANALYST = "admin-test-token", "analyst-test-token"
 READY_WAIT = 30.0  # seconds to wait for a started server to answer /readyz
-# A port free when probed can be bound by another process (the suite's other worker) before
-# the server binds it: the server then exits saying so, and starts again on another port.
+# A port of this worker's (free_port) is bound by no other process of the run, but something
+# else on the machine may take it between the probe and the server's bind: the server then
+# exits saying so, and starts again on another port.
 PORT_TRIES = 3
 
 
@@ -43,10 +46,51 @@ class Server:
 
 
 def free_port() -> int:
-    """Return a loopback port that was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """Return a loopback port of this worker's own range that was free a moment ago.
+
+    Not one the kernel hands out (port 0): a port free when probed could be bound, before
+    the server binds it, by another worker's server or taken by any outgoing connection,
+    and a server that lost its port could then be answered by another's. This worker's
+    ports are in none of those: below the ephemeral range (which port 0 and connections
+    use) and in no other worker's slice. Consecutive calls return different ports.
+    """
+    for _ in range(len(_PORTS.range)):
+        port = _PORTS.range[next(_PORTS.turn) % len(_PORTS.range)]
+        with socket.socket() as probe:  # held by something outside this run: skipped
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {_PORTS.range}")
+
+
+def worker_ports(worker: str | None, workers: int, ephemeral_low: int) -> range:
+    """Return the ports of a worker (``gw<i>`` of ``workers``; None: the only process):
+    its equal slice of [FIRST_PORT, ephemeral_low)."""
+    index = int(worker[2:]) if worker else 0
+    size = (ephemeral_low - FIRST_PORT) // max(workers, 1)
+    if size < 100:
+        raise RuntimeError(f"too few ports below the ephemeral range ({ephemeral_low})")
+    return range(FIRST_PORT + index * size, FIRST_PORT + (index + 1) * size)
+
+
+class _Ports:
+    """This process's ports (pytest-xdist sets the variables in each worker) and where the
+    next is looked for: a random start, so that a rerun does not meet its last run's ports."""
+
+    def __init__(self) -> None:
+        try:
+            low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # not Linux: its documented default
+            low = 32768
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        self.range = worker_ports(os.environ.get("PYTEST_XDIST_WORKER"), count, low)
+        self.turn = itertools.count(random.randrange(len(self.range)))
+
+
+FIRST_PORT = 10000  # below: well-known services' ports
+_PORTS = _Ports()
 
 
 def start_server(
@@ -112,8 +156,8 @@ def _ready(server: Server) -> bool:
             ready = requests.get(server.url + "/readyz", timeout=2).status_code == 200
         except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
             ready = False
-        # Asked again after the answer: a server that lost its port exits (what answered
-        # was then another's); this narrows that race, the retry above handles the exit.
+        # Asked again after the answer: a server that lost its port (to something outside
+        # this run, see free_port) exits, and what answered was not it.
         if ready and server.process.poll() is None:
             return True
         time.sleep(0.1)
