@@ -85,16 +85,46 @@ def build_once(name: str, build: Callable[[], None]) -> None:
             stamp.write_text(run)
 
 
-def make_scheduler(config: Any, log: Any) -> Any:
-    """Return pytest-xdist's scope scheduler with ONE_WORKER_MODULES as the only scopes of
-    more than one test; None (pytest-xdist's choice) for a --dist other than its default."""
+# The pytest-xdist versions make_scheduler was verified on (tests/test_workers.py runs it):
+# pyproject.toml's dev extra and make test-min-versions install exactly this range.
+XDIST_RANGE = ((3, 8), (3, 9))  # from, up to (not included)
+XDIST = "pytest-xdist>={}.{},<{}.{}".format(*XDIST_RANGE[0], *XDIST_RANGE[1])
+
+
+def make_scheduler(config: Any, log: Any, modules: frozenset[str] = ONE_WORKER_MODULES) -> Any:
+    """Return pytest-xdist's scope scheduler with ``modules`` as the only scopes of more than
+    one test; None (pytest-xdist's choice) for a --dist other than its default.
+
+    It overrides ``LoadScopeScheduling._split_scope``, an internal of pytest-xdist (its
+    ``loadgroup``, the public way, is broken on pytest 9.2, see above): a pytest-xdist outside
+    XDIST stops the run at once, saying so, rather than schedule silently otherwise.
+    """
     if config.option.dist != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    check_xdist()
+
     class OneWorkerModules(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return module if module in ONE_WORKER_MODULES else nodeid
+            return module if module in modules else nodeid
 
     return OneWorkerModules(config, log)
+
+
+def check_xdist() -> None:
+    """Stop the run (pytest.UsageError) unless the installed pytest-xdist is in XDIST."""
+    import pytest
+    import xdist
+    from xdist.scheduler import LoadScopeScheduling
+
+    version = tuple(int(part) for part in xdist.__version__.split(".")[:2])
+    if not XDIST_RANGE[0] <= version < XDIST_RANGE[1] or not callable(
+        vars(LoadScopeScheduling).get("_split_scope")
+    ):
+        raise pytest.UsageError(
+            f"tests/support/workers.py schedules with pytest-xdist's internals, verified for "
+            f"{XDIST}: {xdist.__version__} is installed (pip install '{XDIST}', or verify "
+            "it with tests/test_workers.py and widen XDIST, pyproject.toml and the Makefile)"
+        )
