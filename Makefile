@@ -22,9 +22,9 @@ $(STAMP): pyproject.toml aggregator/pyproject.toml
 # Playwright: Debian's build, never a downloaded one). Installed as root with apt-get when
 # missing; otherwise make test stops and says which.
 TEST_TOOLS = curl nginx openssl chromium
-# The suite runs on two workers (pytest-xdist; each its own PostgreSQL server and collectors,
-# scheduled by tests/support/workers.py). TEST_WORKERS=0 runs it in one process; PYTEST_ARGS
-# passes more options, e.g. make test PYTEST_ARGS=--durations=30.
+# The suite runs on two workers (pytest-xdist, pinned; each its own PostgreSQL server,
+# collectors and ports, scheduled by tests/support/workers.py). TEST_WORKERS=0 runs it in one
+# process (test-min-versions too); PYTEST_ARGS passes more, e.g. PYTEST_ARGS='-x tests/shared'.
 TEST_WORKERS ?= 2
 PYTEST_WORKERS = -n $(TEST_WORKERS)
 test: $(STAMP)
