@@ -22,6 +22,11 @@ $(STAMP): pyproject.toml aggregator/pyproject.toml
 # Playwright: Debian's build, never a downloaded one). Installed as root with apt-get when
 # missing; otherwise make test stops and says which.
 TEST_TOOLS = curl nginx openssl chromium
+# The suite runs on two workers (pytest-xdist, pinned; each its own PostgreSQL server,
+# collectors and ports, scheduled by tests/support/workers.py). TEST_WORKERS=0 runs it in one
+# process (test-min-versions too); PYTEST_ARGS passes more, e.g. PYTEST_ARGS='-x tests/shared'.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS = -n $(TEST_WORKERS)
 test: $(STAMP)
 	@missing=""; for tool in $(TEST_TOOLS); do command -v $$tool >/dev/null \
 	  || [ -x /usr/sbin/$$tool ] || missing="$$missing $$tool"; done; \
@@ -29,7 +34,7 @@ test: $(STAMP)
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq \
 	    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
 	  || { echo "make test: install$$missing (the suite runs them)" >&2; exit 1; }; fi
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The TypeScript SDK's tests (tests/sdk_js) need node and sdk-js/node_modules: Debian's
 # nodejs and npm (apt-get as root when missing), then npm ci from the committed lock file.
@@ -98,10 +103,10 @@ test-min-versions:
 	$(MIN_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PYTHON) .ci/min_requirements.py > $(MIN_VENV)/requirements.txt
 	$(MIN_VENV)/bin/python -m pip install --quiet -r $(MIN_VENV)/requirements.txt \
-		pytest pytest-timeout hypothesis scipy pgserver jsonschema
+		pytest pytest-timeout 'pytest-xdist>=3.8,<3.9' hypothesis scipy pgserver jsonschema
 	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps -e . -e ./aggregator
 	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|mmh3|rfc8785|cryptography|requests|urllib3|flask|gunicorn|granian|prometheus.client|pyarrow|psycopg|psycopg.pool|dask|distributed)=='
-	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/shared tests/client tests/aggregator \
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_WORKERS) tests/shared tests/client tests/aggregator \
 		tests/shuffler --ignore=tests/aggregator/dashboard
 
 clean:

@@ -16,7 +16,7 @@ a block changes how it runs:
   (tests/doc_args.py: a renamed flag fails).
 
 ``js`` blocks run as ES modules in node, where ``import ... from "ldp-telemetry"`` is the
-TypeScript SDK of this checkout (sdk-js/, built when it is not).
+TypeScript SDK of this checkout (sdk-js/, built once per run, as tests/sdk_js builds it).
 
 Port 8000 in the documents is replaced by a free port, so the suite never needs a fixed
 one (and 8100, a shuffler's, by another). Blocks without a language (sample output) are not run.
@@ -32,7 +32,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,6 +42,9 @@ from pathlib import Path
 import pytest
 
 from tests import doc_args
+from tests.sdk_js.helpers import build as build_sdk_js
+from tests.support.servers import free_port
+from tests.support.workers import build_once
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [
@@ -116,12 +118,6 @@ def existing_docs() -> list[str]:
     return [doc for doc in DOCS if (ROOT / doc).exists()]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Session:
     """A terminal: a working folder, an environment, and what runs in the background."""
 
@@ -191,8 +187,7 @@ class Session:
 
     def node_script(self, text: str) -> Path:
         """Write a js block as a module that imports this checkout's sdk-js as ldp-telemetry."""
-        if not (SDK_JS / "dist" / "ldp-telemetry.js").exists():
-            subprocess.run(["npm", "run", "--silent", "build"], cwd=SDK_JS, check=True, timeout=240)
+        build_once("sdk-js", build_sdk_js)  # the sdk fixture's build, if it ran first
         link = self.folder / "node_modules" / "ldp-telemetry"
         if not link.exists():
             link.parent.mkdir(exist_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -111,6 +112,24 @@ def test_the_write_ahead_log_stays_bounded(tasks: dict[str, TaskConfig], tmp_pat
     assert sdk.flush(10) and len(transport.reports("t-cms")) == 1500
     assert (tmp_path / "queue.sqlite3-wal").stat().st_size < (WAL_PAGES + 512) * 4096
     sdk.close(5)
+
+
+def test_no_connection_of_the_queue_fsyncs_its_commits(tmp_path: Path) -> None:
+    # The uploader thread's claims and removals committed with SQLite's default
+    # synchronous=FULL: an fsync while holding the write lock, which a record (waiting at most
+    # BUSY_TIMEOUT_MS) outlasted under disk pressure. Every connection is NORMAL (fsyncs only
+    # in checkpoints, without the write lock) and checkpoints past WAL_PAGES alike.
+    storage = SqliteStorage(tmp_path, max_queue=10, max_bytes=MIB)
+    connections = [storage._db]
+    uploader = threading.Thread(target=lambda: connections.append(storage._own_connection()))
+    uploader.start()
+    uploader.join()
+    assert connections[1] is not storage._db  # the uploader thread's own connection
+    for db in connections:
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_PAGES
+        assert db.execute("PRAGMA journal_size_limit").fetchone()[0] == WAL_PAGES * 4096
+    storage.close()
 
 
 def test_a_failing_disk_is_counted_not_raised(tasks: dict[str, TaskConfig], tmp_path: Path) -> None:

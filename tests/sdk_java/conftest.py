@@ -8,12 +8,14 @@ import pytest
 
 from tests.sdk_java.helpers import build
 from tests.support.servers import start_server
+from tests.support.workers import build_once
 
 
 @pytest.fixture(scope="session")
 def java_sdk() -> None:
-    """Compile sdk-java (and the driver) once per session, offline."""
-    build()
+    """Compile sdk-java (and the driver) once per run, offline (once for all workers: it is
+    built in place, in sdk-java/target)."""
+    build_once("sdk-java", build)
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,13 @@ import pytest
 
 from tests.sdk_js.helpers import build
 from tests.support.servers import start_server
+from tests.support.workers import build_once
 
 
 @pytest.fixture(scope="session")
 def sdk() -> None:
-    """Compile and bundle sdk-js once per session."""
-    build()
+    """Compile and bundle sdk-js once per run (once for all workers: it is built in place)."""
+    build_once("sdk-js", build)
 
 
 @pytest.fixture(scope="module")

@@ -26,11 +26,11 @@ def build() -> None:
     run(["npm", "run", "--silent", "build"])
 
 
-def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    """Run a command in sdk-js/ and fail with its output unless it succeeds."""
+def run(command: list[str], cwd: Path = SDK, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run a command in sdk-js/ (or ``cwd``) and fail with its output unless it succeeds."""
     done = subprocess.run(
         command,
-        cwd=SDK,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=NODE_TIMEOUT,

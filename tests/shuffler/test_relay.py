@@ -11,7 +11,6 @@ collector's does, not 500.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from flask import Flask
 from ldp_telemetry.shared import Envelope, TaskConfig, encode_batch
 from ldp_telemetry.shared.codec import new_report_id
 from ldp_telemetry.shuffler.app import create_app
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.timeout(60)
 TASK = TaskConfig.create(task_id="slow", mechanism="rr", epsilon=1.0)
@@ -127,9 +127,7 @@ def test_relays_to_a_stopped_collector_are_bounded_and_leave_uploads_a_thread(
 
 
 def test_a_collector_that_is_down_gets_task_requests_a_retry_after(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # nothing listens here
+    port = free_port()  # nothing listens here (this worker's: no other test's server either)
     app = shuffler(f"http://127.0.0.1:{port}", tmp_path)
     try:
         answer = app.test_client().get("/v1/tasks/slow")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -16,6 +18,10 @@ import requests
 
 ADMIN, ANALYST = "admin-test-token", "analyst-test-token"
 READY_WAIT = 30.0  # seconds to wait for a started server to answer /readyz
+# A port of this worker's (free_port) is bound by no other process of the run, but something
+# else on the machine may take it between the probe and the server's bind: the server then
+# exits saying so, and starts again on another port.
+PORT_TRIES = 3
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -40,10 +46,51 @@ class Server:
 
 
 def free_port() -> int:
-    """Return a loopback port that was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """Return a loopback port of this worker's own range that was free a moment ago.
+
+    Not one the kernel hands out (port 0): a port free when probed could be bound, before
+    the server binds it, by another worker's server or taken by any outgoing connection,
+    and a server that lost its port could then be answered by another's. This worker's
+    ports are in none of those: below the ephemeral range (which port 0 and connections
+    use) and in no other worker's slice. Consecutive calls return different ports.
+    """
+    for _ in range(len(_PORTS.range)):
+        port = _PORTS.range[next(_PORTS.turn) % len(_PORTS.range)]
+        with socket.socket() as probe:  # held by something outside this run: skipped
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {_PORTS.range}")
+
+
+def worker_ports(worker: str | None, workers: int, ephemeral_low: int) -> range:
+    """Return the ports of a worker (``gw<i>`` of ``workers``; None: the only process):
+    its equal slice of [FIRST_PORT, ephemeral_low)."""
+    index = int(worker[2:]) if worker else 0
+    size = (ephemeral_low - FIRST_PORT) // max(workers, 1)
+    if size < 100:
+        raise RuntimeError(f"too few ports below the ephemeral range ({ephemeral_low})")
+    return range(FIRST_PORT + index * size, FIRST_PORT + (index + 1) * size)
+
+
+class _Ports:
+    """This process's ports (pytest-xdist sets the variables in each worker) and where the
+    next is looked for: a random start, so that a rerun does not meet its last run's ports."""
+
+    def __init__(self) -> None:
+        try:
+            low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # not Linux: its documented default
+            low = 32768
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        self.range = worker_ports(os.environ.get("PYTEST_XDIST_WORKER"), count, low)
+        self.turn = itertools.count(random.randrange(len(self.range)))
+
+
+FIRST_PORT = 10000  # below: well-known services' ports
+_PORTS = _Ports()
 
 
 def start_server(
@@ -67,7 +114,6 @@ def start_server(
         if isinstance(db, Path)
         else folder / f"server-{time.monotonic_ns()}.log"
     )
-    port = free_port()
     env = {
         **os.environ,
         "LDP_ADMIN_TOKEN": ADMIN,
@@ -75,34 +121,47 @@ def start_server(
         "PROMETHEUS_MULTIPROC_DIR": "" if own_metrics_dir else str(_metrics_dir(folder)),
         **(env or {}),
     }
-    command = [
-        sys.executable,
-        "-m",
-        "ldp_telemetry.aggregator.cli",
-        "--db",
-        str(db),
-        "serve",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        *(["--server", server] if server else []),
-    ]
-    log = open(log_path, "ab")  # noqa: SIM115  # closed with the process
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
-    log.close()
-    server = Server(f"http://127.0.0.1:{port}", process, db)
-    deadline = time.monotonic() + READY_WAIT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
+    for _ in range(PORT_TRIES):
+        port, logged = free_port(), log_path.stat().st_size if log_path.exists() else 0
+        command = [
+            sys.executable,
+            "-m",
+            "ldp_telemetry.aggregator.cli",
+            "--db",
+            str(db),
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            *(["--server", server] if server else []),
+        ]
+        log = open(log_path, "ab")  # noqa: SIM115  # closed with the process
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        started = Server(f"http://127.0.0.1:{port}", process, db)
+        if _ready(started):
+            return started
+        started.kill()
+        if "Address already in use" not in log_path.read_text(errors="replace")[logged:]:
             break
-        try:
-            if requests.get(server.url + "/readyz", timeout=2).status_code == 200:
-                return server
-        except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
-            time.sleep(0.1)
-    server.kill()
     raise RuntimeError(f"server did not start: {log_path.read_text()[-3000:]}")
+
+
+def _ready(server: Server) -> bool:
+    """Wait until the server answers /readyz; False if it exits or does not in READY_WAIT."""
+    deadline = time.monotonic() + READY_WAIT
+    while time.monotonic() < deadline and server.process.poll() is None:
+        try:
+            ready = requests.get(server.url + "/readyz", timeout=2).status_code == 200
+        except (requests.ConnectionError, requests.Timeout):  # not listening, or starting
+            ready = False
+        # Asked again after the answer: a server that lost its port (to something outside
+        # this run, see free_port) exits, and what answered was not it.
+        if ready and server.process.poll() is None:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def new_seal_keys(db: Path) -> Path:

@@ -118,12 +118,6 @@ class SqliteStorage:
         with GATE.inside():
             db = _open(self.path, BUSY_TIMEOUT_MS)
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            # A checkpoint fsyncs: maintain() does it from the uploader thread, so record() on
-            # the caller's thread normally only appends to the WAL. A long burst of records can
-            # outrun those checkpoints; past WAL_PAGES the caller checkpoints too, bounding it.
-            db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
-            db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
             # The schema script writes (a row or two): a process that opens the file only runs it
             # if the file's schema is older, so it never waits for another process's writes.
             if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -378,9 +372,17 @@ def _once(db: sqlite3.Connection, due: Callable[[], bool], statements: Iterable[
 
 
 def _open(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    return sqlite3.connect(
+    """Open the queue with the settings SQLite keeps per connection, the uploader's too (it
+    committed with SQLite's default ``synchronous=FULL``: an fsync under the write lock, which
+    a record waiting its BUSY_TIMEOUT_MS behind it outlasted under disk pressure)."""
+    db = sqlite3.connect(
         path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
     )
+    db.execute("PRAGMA synchronous=NORMAL")
+    # Checkpoints (fsyncs) run in maintain(); past WAL_PAGES a writer's, after its COMMIT, too.
+    db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+    db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
+    return db
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from ldp_telemetry.client.transport import retry_after
 from ldp_telemetry.client.transport.http import DeadlineRetry
 from ldp_telemetry.shared import TaskConfig
 from tests.support.fake_collector import FAST_RETRY, FAST_TIMEOUTS, FakeCollector, make_tasks
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.timeout(60)
 TASK_IDS = [task.task_id for task in make_tasks().values()]
@@ -43,10 +44,7 @@ def http_client(url: str, **options: object) -> Client:
 @pytest.fixture
 def dead_url() -> str:
     """Return a loopback URL where nothing listens."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"  # this worker's: no other test's server is there
 
 
 @pytest.fixture

@@ -126,17 +126,20 @@ public final class E2eDriver {
       return;
     }
     if ("kill-record".equals(mode) && !client.waitForTasks(30_000, task)) throw new IllegalStateException("no task");
-    long worst = 0;
     long[] times = new long[count];
     for (int i = 0; i < count; i++) {
       long start = System.nanoTime();
       if (!client.record(task, "value-" + i)) throw new IllegalStateException("not recorded: " + client.stats());
       times[i] = System.nanoTime() - start;
-      worst = Math.max(worst, times[i]);
       if ("kill-record".equals(mode) && i % 50 == 0) Thread.sleep(5); // uploads interleave with records
     }
     if ("stall".equals(mode)) {
-      System.out.println("{\"worst_ms\":" + worst / 1e6 + ",\"queued\":" + client.stats().queued + "}");
+      // The first record loads and compiles the SDK's classes with nothing queued for an upload
+      // to hold (the worst of the 2,000 in 2 of 2 runs beside busy loops): reported apart.
+      long warm = 0;
+      for (int i = 1; i < count; i++) warm = Math.max(warm, times[i]);
+      System.out.println("{\"worst_ms\":" + warm / 1e6 + ",\"first_ms\":" + times[0] / 1e6
+          + ",\"queued\":" + client.stats().queued + "}");
       System.out.flush();
       long flushStart = System.nanoTime();
       boolean flushed = client.flush(500);
