@@ -10,12 +10,12 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.aggregator.store.sqlite.checkpoint import Checkpointer, checkpoint
 from ldp_telemetry.aggregator.store.sqlite.lock import WriterLock
+from tests.support.waiting import wait_until
 
 WAIT = 30.0  # s: bound on every wait below (they end at once when the code is right)
 
@@ -45,13 +45,6 @@ def in_file(path: Path, table: str = "t") -> int:
         return int(rows)
     finally:
         conn.close()
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 
 def test_a_commit_of_the_store_does_not_checkpoint_its_thread_does(tmp_path: Path) -> None:

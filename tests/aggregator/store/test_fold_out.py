@@ -13,8 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +25,8 @@ from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.aggregator.store.staging import pack, stack
 from ldp_telemetry.shared import TaskConfig
 from tests.support.reports import envelopes, payloads
+from tests.support.waiting import wait_until
 
-WAIT = 30.0  # s: bound on every wait below (they end at once when the code is right)
 DAY = 86_400
 TASK = {"task_id": "fold-out", "mechanism": "cms", "epsilon": 3.0, "k": 64, "m": 32}
 
@@ -95,13 +93,6 @@ def rows_of(store: SqliteStore, table: str) -> int:
         return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
     finally:
         conn.close()
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 
 def test_the_thread_folds_what_an_upload_crossed_the_threshold_with(tmp_path: Path) -> None:

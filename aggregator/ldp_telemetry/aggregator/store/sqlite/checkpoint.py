@@ -34,6 +34,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from typing import Protocol
 
 from ldp_telemetry.aggregator.core.faults import StoreUnavailable
 from ldp_telemetry.aggregator.store.sqlite.lock import WriterLock
@@ -69,8 +70,7 @@ class Checkpointer:
         self.checkpoints = 0  # completed checkpoints (for tests)
         # a forked child (a server's worker) starts its own thread on its first commit: the
         # parent's does not cross the fork, and its lock may have been held at that moment
-        mine = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _forked(mine))
+        renew_in_child(self)
 
     def _forked(self) -> None:
         self._lock = threading.Lock()
@@ -114,10 +114,23 @@ class Checkpointer:
                 conn.close()
 
 
-def _forked(checkpointer: weakref.ref[Checkpointer]) -> None:
-    found = checkpointer()
-    if found is not None:
-        found._forked()
+class Renewable(Protocol):
+    """An object owning a thread and locks of its process, which it makes anew in a child."""
+
+    def _forked(self) -> None: ...
+
+
+def renew_in_child(owner: Renewable) -> None:
+    """Call ``owner._forked()`` in every forked child while ``owner`` lives (a weak reference:
+    the registration never keeps it alive; ``os.register_at_fork`` cannot be undone)."""
+    mine = weakref.ref(owner)
+
+    def renew() -> None:
+        found = mine()
+        if found is not None:
+            found._forked()
+
+    os.register_at_fork(after_in_child=renew)
 
 
 def checkpoint(conn: sqlite3.Connection, writer: WriterLock, restart_frames: int) -> None:

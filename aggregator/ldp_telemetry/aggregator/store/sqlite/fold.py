@@ -41,7 +41,6 @@ import fcntl
 import logging
 import os
 import threading
-import weakref
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -50,6 +49,7 @@ from typing import Any
 
 from ldp_telemetry.aggregator.store.folding import fold_parts
 from ldp_telemetry.aggregator.store.sql import Tx, Written, merged_rows, write_rows
+from ldp_telemetry.aggregator.store.sqlite.checkpoint import renew_in_child
 from ldp_telemetry.aggregator.store.staging import unpack
 from ldp_telemetry.shared import TaskConfig
 
@@ -219,8 +219,7 @@ class FoldThread:
         self.folds = 0  # folds run (for tests)
         # a forked child (a server's worker) starts its own thread when first asked: the
         # parent's does not cross the fork, and its lock may have been held at that moment
-        mine = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _forked(mine))
+        renew_in_child(self)
 
     def _forked(self) -> None:
         self._wake = threading.Condition()
@@ -267,9 +266,3 @@ class FoldThread:
                 self.folds += 1
         finally:
             self._done()
-
-
-def _forked(thread: weakref.ref[FoldThread]) -> None:
-    found = thread()
-    if found is not None:
-        found._forked()
