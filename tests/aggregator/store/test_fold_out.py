@@ -319,3 +319,41 @@ def test_a_task_another_process_is_folding_is_left_to_it_until_it_dies(tmp_path:
     store._fold_out(task)  # its lock went with it
     assert rows_of(store, "staged") == 0
     fed.check(store)
+
+
+EXITS = """
+import sys, time
+from pathlib import Path
+from ldp_telemetry.aggregator.store.sqlite import fold
+from tests.aggregator.store.test_fold_out import Fed, cms_task, new_store, upload_bytes
+path, marker = Path(sys.argv[1]), Path(sys.argv[2])
+task = cms_task()
+store = new_store(path, staged_bytes=2 * upload_bytes(task))
+computed = fold.prepare
+
+def slow_prepare(*args):
+    marker.write_text("folding")
+    time.sleep(1.0)  # the interpreter exits meanwhile
+    return computed(*args)
+
+fold.prepare = slow_prepare
+Fed(task).upload(store)
+Fed(task, 8).upload(store)  # past the threshold: the thread is asked
+while not marker.exists():
+    time.sleep(0.01)
+"""
+
+
+def test_the_interpreters_exit_waits_for_the_fold_under_way(tmp_path: Path) -> None:
+    # a daemon thread left folding at exit is ended inside numpy's C++ code: SIGABRT
+    task = cms_task()
+    path, marker = tmp_path / "db.sqlite3", tmp_path / "marker"
+    store = new_store(path, staged_bytes=1 << 30)
+    store.create_task(StoredTask(task))
+    root = Path(__file__).resolve().parents[3]
+    exiting = subprocess.run(
+        [sys.executable, "-c", EXITS, str(path), str(marker)], cwd=root, timeout=60
+    )
+    assert exiting.returncode == 0 and marker.exists()
+    assert rows_of(store, "staged") == 0  # the fold under way ended before the process did
+    assert rows_of(store, "sums") > 0
