@@ -183,7 +183,7 @@ def test_a_staged_id_used_again_after_another_fold_is_seen(tmp_path: Path) -> No
 def test_a_wide_sketch_is_folded_off_the_lock_when_its_rows_as_stored_fit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # issue 41's 1.6 s upload: on k = 65,536 a fold's rows were counted at 8 bytes a counter,
+    # issue 41, beside_analyst's fill: on k = 65,536 rows were counted at 8 bytes a counter,
     # 8 times what they keep (1 byte each here), and folded under the write lock as too large
     task = TaskConfig.create(**{**TASK, "k": 1024, "m": 256}, min_batch_size=1)
     store = new_store(tmp_path / "db.sqlite3", staged_bytes=1 << 30)

@@ -21,8 +21,9 @@
   waits, within the busy timeout). That wait stalls the node's uploads for as long as the
   read under way (an estimate: seconds), hence a bound for the disk only. At 64 MiB, reached
   16 s into a looping analyst beside 4 paced devices (the WAL grew ~5 MB/s) or by one fold
-  of a wide sketch (130 MB of WAL), it held every upload 1.3-20 s (issue 41's 1.6 s upload;
-  benchmarks/README.md, "The 1.6 s upload"); 1 GiB is minutes of reads without a gap.
+  of a wide sketch (130 MB of WAL), it held every upload 1.3-20 s (issue 41's 1.6 s upload:
+  benchmarks/README.md, "The 1.6 s upload beside the analyst"). 1 GiB is minutes of reads
+  without a gap.
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ log = logging.getLogger(__name__)
 # encoded as narrow as they allow: 1 KiB for a CMS row of m = 1,024, not 8); a larger fold is
 # folded block by block under the lock as before. Counted at 8 bytes per counter, a fold of
 # 85,000 reports on k = 65,536 (41,000 rows each in sums and roll-up: 84 MB kept, 670 MB so
-# counted) went under the lock and held it 1.0-2.0 s (issue 41's 1.6 s upload beside the
-# analyst; benchmarks/README.md, "The 1.6 s upload"); written off the lock, 0.5-0.75 s.
+# counted) went under the lock and held it 1.0-2.0 s (uploads of 1.0-2.7 s in the fill of
+# benchmarks/README.md's "The 1.6 s upload beside the analyst"); written off it, 0.5-0.8 s.
 PREPARED_BYTES = 256 << 20
 ROW_OBJECTS = 113  # bytes of Python objects per kept row beside its blob: the blob's header,
 # 33, its row and n as ints, 2 x 28, and three list slots, 24 (sys.getsizeof, CPython 3.11)
