@@ -255,9 +255,12 @@ def beside_analyst(
 ) -> dict[str, Any]:
     """Return device uploads' latencies alone, then beside an analyst looping estimates."""
     task = _cms_task(server, "analyst-big", ANALYST_K, ANALYST_M)
+    filled = []  # the fill's latencies: its fold (13 uploads in) stalls the node as well
     for template in upload_templates(task, 5000, rng, reports)[: reports // 5000]:
         body = template.replace(loadgen.SLOT.encode(), loadgen._prefix())
+        started = time.perf_counter()
         _post(server, task.task_id, body).raise_for_status()
+        filled.append(time.perf_counter() - started)
     devices = upload_templates(task, 1, rng, pool)
     alone = _devices(server, task.task_id, devices, seconds)
     stop, spans = threading.Event(), []
@@ -284,6 +287,7 @@ def beside_analyst(
         "alone": alone,
         "beside": beside,
         "estimates_s": spans,
+        "fill_max_ms": max(filled, default=float("nan")) * 1e3,
         "loadavg": os.getloadavg()[0],
         "reports": reports // 5000 * 5000,
         "candidates": candidate_count,
@@ -340,19 +344,32 @@ def _devices(
         "p50_ms": loadgen._percentile(ordered, 0.5) * 1e3,
         "p99_ms": loadgen._percentile(ordered, 0.99) * 1e3,
         "max_ms": (ordered[-1] if ordered else float("nan")) * 1e3,
+        "over_1s": sum(latency > 1 for latency in ordered),
     }
 
 
 def main() -> None:
-    """Measure alone: ``python -m benchmarks.serving.bench --servers granian gthread``."""
+    """Measure alone: ``python -m benchmarks.serving.bench --servers granian gthread``, or
+    only the uploads beside an analyst: ``... --only analyst --slow-seconds 15``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.serving.bench")
     parser.add_argument(
         "--servers", nargs="+", default=list(serving.SERVERS), choices=serving.SERVERS
     )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--slow-seconds", type=float, default=15.0)
+    parser.add_argument(
+        "--only",
+        choices=["analyst"],
+        help="run only beside_analyst (its phases last --slow-seconds), on the default server",
+    )
+    parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
-    found = measure(tuple(args.servers), args.seconds, args.slow_seconds, np.random.default_rng(3))
+    rng = np.random.default_rng(args.seed)
+    if args.only == "analyst":
+        with http_ingest.running_server(WORKERS) as collector:
+            found = beside_analyst(collector, args.slow_seconds, rng)
+    else:
+        found = measure(tuple(args.servers), args.seconds, args.slow_seconds, rng)
     print(json.dumps(found, indent=1))
 
 

@@ -12,6 +12,9 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from ldp_telemetry.aggregator.store.sqlite import backend, faults
 from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.aggregator.store.sqlite.checkpoint import Checkpointer, checkpoint
 from ldp_telemetry.aggregator.store.sqlite.lock import WriterLock
@@ -151,3 +154,35 @@ def test_a_failing_checkpoint_is_tried_again_on_a_new_connection(tmp_path: Path)
     wait_until(lambda: checkpointer.checkpoints == 1, "not tried again")
     assert in_file(path) == 200
     data.close()
+
+
+def test_a_reader_pinning_the_wal_holds_no_commit_below_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 41's 1.6 s upload: past 64 MiB every 64th commit truncated the WAL, and waited
+    # (the node's write lock held) for the analyst's estimate under way to end its read
+    path = tmp_path / "db.sqlite3"
+    store = SqliteStore(str(path), busy_timeout=2.0)
+    store.initialize()
+    monkeypatch.setattr(faults, "WAL_LIMIT", 1 << 20)  # the size the WAL passes below (6 MB)
+    # no checkpoint runs: a reader that begins on a WAL wholly copied would not pin it
+    monkeypatch.setattr(store._checkpointer, "poke", lambda: None)
+    with store._write() as tx:
+        tx.execute("CREATE TABLE t (x BLOB)")
+        tx.executemany("INSERT INTO t VALUES (randomblob(2000))", [()] * 3000)
+    monkeypatch.setattr(backend, "CHECK_EVERY", 1)  # look at the WAL's size after every commit
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM t").fetchall()  # its snapshot pins the WAL
+    started = time.monotonic()
+    with store._write() as tx:
+        tx.execute("INSERT INTO t VALUES (randomblob(2000))")
+    assert time.monotonic() - started < 1.0  # it waited 2 s (busy_timeout) for the reader
+    wal = Path(f"{path}-wal")
+    assert wal.stat().st_size > 1 << 22
+    reader.execute("COMMIT")
+    reader.close()
+    monkeypatch.setattr(faults, "WAL_BOUND", 1 << 22)  # past the bound, it is truncated
+    with store._write() as tx:
+        tx.execute("INSERT INTO t VALUES (randomblob(2000))")
+    assert wal.stat().st_size == 0

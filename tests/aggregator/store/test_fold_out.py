@@ -180,6 +180,31 @@ def test_a_staged_id_used_again_after_another_fold_is_seen(tmp_path: Path) -> No
     fed.check(one)
 
 
+def test_a_wide_sketch_is_folded_off_the_lock_when_its_rows_as_stored_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 41, beside_analyst's fill: on k = 65,536 rows were counted at 8 bytes a counter,
+    # 8 times what they keep (1 byte each here), and folded under the write lock as too large
+    task = TaskConfig.create(**{**TASK, "k": 1024, "m": 256}, min_batch_size=1)
+    store = new_store(tmp_path / "db.sqlite3", staged_bytes=1 << 30)
+    store.create_task(StoredTask(task))
+    fed = Fed(task)
+    fed.upload(store, count=2000)
+    blobs = [blob for *_, (_, _, written) in prepared_from(store, task).writes for blob in written]
+    assert {len(blob) for blob in blobs} == {256}  # int8 counters
+    kept = sum(map(len, blobs)) + fold.ROW_OBJECTS * len(blobs)
+    under_lock: list[str] = []
+    monkeypatch.setattr(store, "_fold_in", lambda tx, t: under_lock.append(t.task_id))
+    monkeypatch.setattr(fold, "PREPARED_BYTES", kept // 2)
+    with pytest.raises(fold.TooLarge):
+        prepared_from(store, task)
+    monkeypatch.setattr(fold, "PREPARED_BYTES", kept)  # under 8 bytes a counter (2,048 a row)
+    store.staged_bytes = 1
+    store._fold_out(task)
+    assert under_lock == [] and rows_of(store, "staged") == 0
+    fed.check(store)
+
+
 def test_a_lagging_thread_cannot_let_staging_grow_past_the_inline_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,7 +22,7 @@ lock is held by checkpoints a few times less long than with the automatic checkp
 syncs of the store's ``synchronous``: what a commit made durable (its WAL frames, written
 before ``COMMIT`` returns) is unchanged, and a process killed mid-checkpoint leaves a
 database SQLite recovers as always. If no checkpoint runs (the thread failed, a reader pins
-the WAL), ``faults.bound_wal`` still truncates the WAL past ``WAL_LIMIT``.
+the WAL), ``faults.bound_wal`` still truncates the WAL past ``WAL_BOUND``.
 """
 
 from __future__ import annotations

@@ -12,10 +12,18 @@
   matches again), or restart the collector on the file it should use; no connection
   opened meanwhile creates a file (the store connects with ``mode=rw``).
 - The WAL is kept bounded: the checkpointer (:mod:`.checkpoint`) restarts it every
-  ``RESTART_FRAMES`` pages, but a reader can keep it from doing so, so every ``CHECK_EVERY``
-  commits a connection looks at the WAL's size and, past ``WAL_LIMIT``, runs a TRUNCATE
-  checkpoint (it waits for readers within the busy timeout); ``journal_size_limit`` trims
-  the file after a reset.
+  ``RESTART_FRAMES`` pages, and ``journal_size_limit`` trims the file to ``WAL_LIMIT`` after
+  a restart. A reader keeps it from restarting for as long as its snapshot lasts, and
+  overlapping reads (an analyst looping estimates of seconds each) for as long as they
+  overlap: the WAL grows meanwhile. So every ``CHECK_EVERY`` commits a connection looks at
+  the WAL's size and, past ``WAL_BOUND``, runs a TRUNCATE checkpoint, which makes every
+  writer wait until the readers of the WAL are done (SQLite blocks new writers while it
+  waits, within the busy timeout). That wait stalls the node's uploads for as long as the
+  read under way (an estimate: seconds), hence a bound for the disk only. At 64 MiB, reached
+  16 s into a looping analyst beside 4 paced devices (the WAL grew ~5 MB/s) or by one fold
+  of a wide sketch (130 MB of WAL), it held every upload 1.3-20 s (issue 41's 1.6 s upload:
+  benchmarks/README.md, "The 1.6 s upload beside the analyst"). 1 GiB is minutes of reads
+  without a gap.
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ import sqlite3
 
 from ldp_telemetry.aggregator.core.faults import StoreUnavailable
 
-WAL_LIMIT = 64 << 20  # bytes: the WAL is truncated once it passes this
+WAL_LIMIT = 64 << 20  # bytes: the WAL file's size after a restart (journal_size_limit)
+WAL_BOUND = 1 << 30  # bytes: past this a writer waits for the readers to truncate the WAL
 CHECK_EVERY = 64  # commits per connection between two looks at the WAL's size
 
 
@@ -58,9 +67,9 @@ class FileIdentity:
 
 
 def bound_wal(conn: sqlite3.Connection, path: str) -> None:
-    """Truncate the WAL if it has grown past WAL_LIMIT (after a commit, outside any tx)."""
+    """Truncate the WAL if it has grown past WAL_BOUND (after a commit, outside any tx)."""
     try:
-        if os.path.getsize(path + "-wal") > WAL_LIMIT:
+        if os.path.getsize(path + "-wal") > WAL_BOUND:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     except (OSError, sqlite3.OperationalError):
         pass  # busy or gone: the next look tries again; a missing file is caught elsewhere

@@ -57,9 +57,15 @@ from ldp_telemetry.shared import TaskConfig
 
 log = logging.getLogger(__name__)
 
-# bytes of int64 counters (touched rows x width) a fold may compute ahead of its write; a larger
-# fold (a wide sketch spread over many rows) is folded block by block under the lock as before
+# bytes of rows a fold may keep computed ahead of its write, counted as stored (counters are
+# encoded as narrow as they allow: 1 KiB for a CMS row of m = 1,024, not 8); a larger fold is
+# folded block by block under the lock as before. Counted at 8 bytes per counter, a fold of
+# 85,000 reports on k = 65,536 (41,000 rows each in sums and roll-up: 84 MB kept, 670 MB so
+# counted) went under the lock and held it 1.0-2.0 s (uploads of 1.0-2.7 s in the fill of
+# benchmarks/README.md's "The 1.6 s upload beside the analyst"); written off it, 0.5-0.8 s.
 PREPARED_BYTES = 256 << 20
+ROW_OBJECTS = 113  # bytes of Python objects per kept row beside its blob: the blob's header,
+# 33, its row and n as ints, 2 x 28, and three list slots, 24 (sys.getsizeof, CPython 3.11)
 IDLE = 30.0  # s without a fold asked after which the thread closes its connection and ends
 CLOSE_WAIT = 30.0  # s the interpreter's exit waits for a fold under way
 ATTEMPTS = 3  # snapshots tried before a fold that keeps racing others is done under the lock
@@ -134,7 +140,7 @@ class TooLarge(Exception):
 def prepare(tx: Tx, task: TaskConfig, due: int) -> Prepared | None:
     """Compute the task's fold from ``tx``'s snapshot; None if under ``due`` bytes are staged.
 
-    Raises :class:`TooLarge` past ``PREPARED_BYTES``.
+    Raises :class:`TooLarge` once the rows computed pass ``PREPARED_BYTES`` (as stored).
     """
     staged_size = list(
         tx.execute("SELECT bytes FROM staged_size WHERE task_id = ?", (task.task_id,))
@@ -157,14 +163,11 @@ def prepare(tx: Tx, task: TaskConfig, due: int) -> Prepared | None:
     del staged
     mechanism = task.mechanism_object
     rolled_up = mechanism.sums_shape[0] > 1
-    width, budget = mechanism.sums_shape[1], PREPARED_BYTES
+    budget = PREPARED_BYTES
     for (bucket, slice_index), blobs in sorted(by_key.items()):
         batch = unpack(mechanism, blobs)
         blobs.clear()
         for part in fold_parts(mechanism, batch):
-            budget -= len(part.rows) * width * 8 * (2 if rolled_up else 1)
-            if budget < 0:
-                raise TooLarge(task.task_id)
             low, high = int(part.rows.min()), int(part.rows.max())
             targets: list[tuple[str, tuple[str, ...], tuple[Any, ...]]] = [
                 ("sums", SUMS_KEY, (task.task_id, bucket, slice_index))
@@ -174,9 +177,12 @@ def prepare(tx: Tx, task: TaskConfig, due: int) -> Prepared | None:
             for table, key, values in targets:
                 before = _n_between(tx, table, key, values, low, high)
                 prepared.checks.append((table, key, values, low, high, before))
-                prepared.writes.append(
-                    (table, key, values, merged_rows(tx, table, key, values, part))
-                )
+                written = merged_rows(tx, table, key, values, part)
+                # as kept: the part's int64 block (ROWS_PER_PART rows at most) is gone by now
+                budget -= sum(map(len, written[2])) + ROW_OBJECTS * len(written[2])
+                if budget < 0:
+                    raise TooLarge(task.task_id)
+                prepared.writes.append((table, key, values, written))
     return prepared
 
 
