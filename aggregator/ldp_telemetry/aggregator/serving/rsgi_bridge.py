@@ -33,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -112,6 +114,18 @@ class _Deadline:
         self.handle.cancel()
 
 
+def yield_to_uploads() -> None:
+    """Lower the calling thread's CPU priority by ``serving.APP_NICENESS`` (Linux: a thread's
+    own nice value), so an analyst's query gives way to the loop and the writer whenever they
+    want the same core; elsewhere, or if refused, the thread keeps its priority."""
+    try:
+        thread = threading.get_native_id()
+        niceness = os.getpriority(os.PRIO_PROCESS, thread) + serving.APP_NICENESS
+        os.setpriority(os.PRIO_PROCESS, thread, min(niceness, 19))
+    except (AttributeError, OSError):  # no per-thread priority here: run as the loop does
+        pass
+
+
 class RsgiBridge:
     """An RSGI application that runs ``app`` (WSGI) once the request body is complete."""
 
@@ -124,7 +138,11 @@ class RsgiBridge:
     ) -> None:
         self.app = app
         self.max_body = max_body
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi") if threads else None
+        self.pool = (
+            ThreadPoolExecutor(threads, thread_name_prefix="wsgi", initializer=yield_to_uploads)
+            if threads
+            else None
+        )
         self.intake = intake  # the collector's uploads (None: every request goes to the app)
         self.waiting = 0  # requests awaiting their bodies (the loop's only thread counts)
         # Every series exists from the start: no metrics file grows on a fault's first hit.
