@@ -28,6 +28,7 @@ from benchmarks.common.settings import MODES, Sizes
 from benchmarks.dashboard import render as dashboard_render
 from benchmarks.serving import bench as serving_bench
 from benchmarks.serving import http_ingest
+from benchmarks.store import cluster_ingest
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -165,6 +166,10 @@ def measure_http(args: argparse.Namespace, sizes: Sizes, notes: list[str]) -> di
             "store_reports": sizes.hh_store_reports,
             "loadavg": os.getloadavg()[0],
         }
+        _log("ours: 2 PostgreSQL nodes vs 1 SQLite node, both flushing every commit")
+        results["cluster"] = cluster_ingest.measure(
+            list(cluster_ingest.BENCH_BATCHES), sizes.cluster_seconds, sqlite_synchronous="FULL"
+        )
     except (OSError, RuntimeError, ImportError, subprocess.SubprocessError) as error:
         # What was measured before the failure is kept (a late section's server that did
         # not start must not drop the others' rows).
@@ -210,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         + table.http_rows(http)
         + table.serving_rows(http.get("serving", {}))
         + table.hh_rows(http.get("hh_discovery"))
+        + cluster_ingest.table_rows(http.get("cluster"))
         + table.accuracy_rows(mine, baseline)
     )
     report = table.render(rows, notes, args.mode)

@@ -45,6 +45,7 @@ class Sizes:
     analyst_reports: int  # reports in the sketch the analyst's estimates read while serving
     analyst_candidates: int  # candidates per estimate of that analyst
     hh_repeat: int  # heavy-hitter discoveries timed: the first after the fold, then repeats
+    cluster_seconds: float  # per figure of 2 PostgreSQL nodes vs 1 SQLite node (1, 10 reports)
 
 
 MODES: dict[str, Sizes] = {
@@ -72,6 +73,7 @@ MODES: dict[str, Sizes] = {
         analyst_reports=100_000,
         analyst_candidates=CANDIDATES,
         hh_repeat=3,
+        cluster_seconds=10.0,
     ),
     "quick": Sizes(
         repeats=3,
@@ -97,6 +99,7 @@ MODES: dict[str, Sizes] = {
         analyst_reports=100_000,
         analyst_candidates=CANDIDATES,
         hh_repeat=3,
+        cluster_seconds=4.0,
     ),
     "smoke": Sizes(
         repeats=1,
@@ -122,5 +125,6 @@ MODES: dict[str, Sizes] = {
         analyst_reports=10_000,
         analyst_candidates=100,
         hh_repeat=2,
+        cluster_seconds=1.0,
     ),
 }

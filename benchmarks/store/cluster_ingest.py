@@ -25,16 +25,19 @@ import tempfile
 import threading
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import requests
 
+from benchmarks.common.table import Row
 from benchmarks.serving import http_ingest, loadgen
 from benchmarks.serving.bench import upload_templates
 from demo.postgres import PostgresServer
 from ldp_telemetry.shared import TaskConfig
 
 CONNECTIONS = 16
+BENCH_BATCHES = (1, 10)  # reports per request of make bench's rows (issue 41's two lines)
 
 
 def _task(node: http_ingest.Server, task_id: str) -> TaskConfig:
@@ -51,7 +54,9 @@ def _counted(node: http_ingest.Server, task_id: str) -> int:
     return int(response.json().get("n", 0))
 
 
-def load(nodes: list[http_ingest.Server], batch: int, seconds: float, folder: Path) -> dict:
+def load(
+    nodes: list[http_ingest.Server], batch: int, seconds: float, folder: Path
+) -> dict[str, Any]:
     """Post ``batch``-report uploads to the nodes for ``seconds``; return rates and checks."""
     task_id = f"bench-{batch}-{secrets.token_hex(3)}"
     task = _task(nodes[0], task_id)
@@ -83,6 +88,93 @@ def load(nodes: list[http_ingest.Server], batch: int, seconds: float, folder: Pa
     }
 
 
+def measure(
+    batches: list[int],
+    seconds: float,
+    sqlite_synchronous: str = "NORMAL",
+    synchronous_commit: str = "on",
+) -> dict[str, Any]:
+    """Return each set-up's figure per batch size: the single SQLite node, then the cluster.
+
+    The durability settings reach the servers through their environment, set for this call
+    only (``make bench`` starts other servers after it, at their defaults).
+    """
+    settings = {
+        "LDP_POSTGRES_SYNCHRONOUS_COMMIT": json.dumps(synchronous_commit),
+        "LDP_SQLITE_SYNCHRONOUS": json.dumps(sqlite_synchronous),
+    }
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    rows: dict[str, dict[int, dict[str, Any]]] = {"single": {}, "cluster": {}}
+    try:
+        with tempfile.TemporaryDirectory(prefix="ldp-cluster-bench-") as scratch:
+            folder = Path(scratch)
+            with http_ingest.running_server(2) as single:
+                for batch in batches:
+                    rows["single"][batch] = load([single], batch, seconds, folder)
+            with ExitStack() as stack:
+                postgres = PostgresServer()
+                stack.callback(postgres.stop)
+                database = postgres.new_database()
+                tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
+                nodes = [
+                    stack.enter_context(
+                        http_ingest.running_server(1, database=database, tokens=tokens)
+                    )
+                    for _ in range(2)
+                ]
+                for batch in batches:
+                    rows["cluster"][batch] = load(nodes, batch, seconds, folder)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return {
+        "seconds": seconds,
+        "sqlite_synchronous": sqlite_synchronous,
+        "synchronous_commit": synchronous_commit,
+        "rows": rows,
+    }
+
+
+def _flags(one: dict[str, Any], two: dict[str, Any]) -> list[str]:
+    """What a figure's checks found amiss: errors, or fewer counted than acknowledged."""
+    return [
+        f"{name}: {r['non_2xx']} non-2xx, counted {r['counted']:,} of {r['sent']:,}"
+        for name, r in (("single", one), ("cluster", two))
+        # wrk counts the requests answered within the time; a few more finish after it
+        if r["non_2xx"] or r["counted"] < r["sent"]
+    ]
+
+
+def table_rows(found: dict[str, Any] | None) -> list[Row]:
+    """Return ``make bench``'s rows: the cluster against the single node per batch size, with
+    issue 41's target (≥ 0.8× at the same durability)."""
+    if not found:
+        return []
+    rows = []
+    for batch, one in found["rows"]["single"].items():
+        two = found["rows"]["cluster"][batch]
+        ratio = two["reports_per_s"] / one["reports_per_s"]
+        flags = _flags(one, two)
+        rows.append(
+            Row(
+                f"Two collector nodes (1 worker each) on one PostgreSQL (synchronous_commit "
+                f"{found['synchronous_commit']}) vs one SQLite node (2 workers, "
+                f"{found['sqlite_synchronous']}), {batch} report(s)/request, 16 connections",
+                f"{two['reports_per_s']:,.0f} reports/s (load {two['loadavg']:.1f})"
+                + (f"; {'; '.join(flags)}" if flags else "; every ack counted"),
+                f"SQLite node: {one['reports_per_s']:,.0f} reports/s (load {one['loadavg']:.1f})",
+                f"{ratio:.2f}× of SQLite",
+                "≥ 0.8× at the same durability",
+                "yes" if ratio >= 0.8 and not flags else "NO",
+            )
+        )
+    return rows
+
+
 def main() -> None:
     """Run both set-ups one after the other and print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -102,25 +194,8 @@ def main() -> None:
         "PostgreSQL's synchronous_commit on)",
     )
     args = parser.parse_args()
-    os.environ["LDP_POSTGRES_SYNCHRONOUS_COMMIT"] = json.dumps(args.synchronous_commit)
-    os.environ["LDP_SQLITE_SYNCHRONOUS"] = json.dumps(args.sqlite_synchronous)
-    rows: dict[str, dict[int, dict]] = {"single": {}, "cluster": {}}
-    with tempfile.TemporaryDirectory(prefix="ldp-cluster-bench-") as scratch:
-        folder = Path(scratch)
-        with http_ingest.running_server(2) as single:
-            for batch in args.batches:
-                rows["single"][batch] = load([single], batch, args.seconds, folder)
-        with ExitStack() as stack:
-            postgres = PostgresServer()
-            stack.callback(postgres.stop)
-            database = postgres.new_database()
-            tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
-            nodes = [
-                stack.enter_context(http_ingest.running_server(1, database=database, tokens=tokens))
-                for _ in range(2)
-            ]
-            for batch in args.batches:
-                rows["cluster"][batch] = load(nodes, batch, args.seconds, folder)
+    found = measure(args.batches, args.seconds, args.sqlite_synchronous, args.synchronous_commit)
+    rows = found["rows"]
     print(
         f"{args.seconds:.0f} s per figure, {CONNECTIONS} connections, "
         f"{rows['single'][args.batches[0]]['tool']}"
@@ -133,12 +208,7 @@ def main() -> None:
     print("|---|---|---|---|")
     for batch in args.batches:
         one, two = rows["single"][batch], rows["cluster"][batch]
-        flags = [
-            f"{name}: {r['non_2xx']} non-2xx, counted {r['counted']:,} of {r['sent']:,}"
-            for name, r in (("single", one), ("cluster", two))
-            # wrk counts the requests answered within the time; a few more finish after it
-            if r["non_2xx"] or r["counted"] < r["sent"]
-        ]
+        flags = _flags(one, two)
         print(
             f"| {batch} | {one['reports_per_s']:,.0f} reports/s (load {one['loadavg']:.1f}) "
             f"| {two['reports_per_s']:,.0f} reports/s (load {two['loadavg']:.1f}) "

@@ -31,6 +31,8 @@ def test_smoke_run_writes_the_table(tmp_path: Path, capsys: pytest.CaptureFixtur
         "SS privatize_many",
         "OUE aggregation d=256",
         "SS aggregation d=256",
+        "on one PostgreSQL (synchronous_commit on) vs one SQLite node (2 workers, FULL), 1 report",
+        "on one PostgreSQL (synchronous_commit on) vs one SQLite node (2 workers, FULL), 10 report",
     ):
         assert label in written, label
     assert "not available" not in written and "stopped after" not in written
