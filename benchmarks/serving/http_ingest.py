@@ -76,9 +76,10 @@ def running_server(
     database: str | None = None,
     tokens: tuple[str, str] | None = None,
     staged_bytes: int | None = None,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[Server]:
     """Run a collector on a temporary database (``staged_bytes``: its STAGED_BYTES, None for
-    the default); stop its process group on exit."""
+    the default; ``settings``: more of its environment); stop its process group on exit."""
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as folder:
         admin, analyst = tokens or (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         port = _free_port()
@@ -88,6 +89,7 @@ def running_server(
             "LDP_ANALYST_TOKEN": analyst,
             "PROMETHEUS_MULTIPROC_DIR": _made(Path(folder) / "metrics"),
             **({} if staged_bytes is None else {"LDP_STAGED_BYTES": str(staged_bytes)}),
+            **(settings or {}),
         }
         command = [
             sys.executable,

@@ -94,43 +94,33 @@ def measure(
     sqlite_synchronous: str = "NORMAL",
     synchronous_commit: str = "on",
 ) -> dict[str, Any]:
-    """Return each set-up's figure per batch size: the single SQLite node, then the cluster.
-
-    The durability settings reach the servers through their environment, set for this call
-    only (``make bench`` starts other servers after it, at their defaults).
-    """
+    """Return each set-up's figure per batch size: the single SQLite node, then the cluster
+    (the durability settings go to these servers only)."""
     settings = {
         "LDP_POSTGRES_SYNCHRONOUS_COMMIT": json.dumps(synchronous_commit),
         "LDP_SQLITE_SYNCHRONOUS": json.dumps(sqlite_synchronous),
     }
-    saved = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
     rows: dict[str, dict[int, dict[str, Any]]] = {"single": {}, "cluster": {}}
-    try:
-        with tempfile.TemporaryDirectory(prefix="ldp-cluster-bench-") as scratch:
-            folder = Path(scratch)
-            with http_ingest.running_server(2) as single:
-                for batch in batches:
-                    rows["single"][batch] = load([single], batch, seconds, folder)
-            with ExitStack() as stack:
-                postgres = PostgresServer()
-                stack.callback(postgres.stop)
-                database = postgres.new_database()
-                tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
-                nodes = [
-                    stack.enter_context(
-                        http_ingest.running_server(1, database=database, tokens=tokens)
+    with tempfile.TemporaryDirectory(prefix="ldp-cluster-bench-") as scratch:
+        folder = Path(scratch)
+        with http_ingest.running_server(2, settings=settings) as single:
+            for batch in batches:
+                rows["single"][batch] = load([single], batch, seconds, folder)
+        with ExitStack() as stack:
+            postgres = PostgresServer()
+            stack.callback(postgres.stop)
+            database = postgres.new_database()
+            tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
+            nodes = [
+                stack.enter_context(
+                    http_ingest.running_server(
+                        1, database=database, tokens=tokens, settings=settings
                     )
-                    for _ in range(2)
-                ]
-                for batch in batches:
-                    rows["cluster"][batch] = load(nodes, batch, seconds, folder)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+                )
+                for _ in range(2)
+            ]
+            for batch in batches:
+                rows["cluster"][batch] = load(nodes, batch, seconds, folder)
     return {
         "seconds": seconds,
         "sqlite_synchronous": sqlite_synchronous,

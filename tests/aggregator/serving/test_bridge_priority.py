@@ -11,6 +11,7 @@ import requests
 
 from ldp_telemetry.aggregator import serving
 from ldp_telemetry.aggregator.serving.rsgi_bridge import RsgiBridge, yield_to_uploads
+from tests.support.processes import group_members
 from tests.support.reports import create_task
 from tests.support.servers import ANALYST, bearer, start_server
 
@@ -63,13 +64,7 @@ def test_a_served_workers_query_threads_run_below_its_upload_threads(tmp_path: P
         create_task(server.url, task_id="nice", mechanism="rr", epsilon=1.0, min_batch_size=1)
         answer = requests.get(f"{server.url}/v1/tasks", headers=bearer(ANALYST), timeout=30)
         assert answer.status_code == 200  # a query: it ran on the worker's pool
-        workers = [
-            int(entry)
-            for entry in os.listdir("/proc")
-            if entry.isdigit()
-            and int(entry) != server.process.pid
-            and _group_of(int(entry)) == server.process.pid
-        ]
+        workers = [pid for pid in group_members(server.process.pid) if pid != server.process.pid]
         assert workers
         base = os.getpriority(os.PRIO_PROCESS, server.process.pid)
         for worker in workers:
@@ -79,10 +74,3 @@ def test_a_served_workers_query_threads_run_below_its_upload_threads(tmp_path: P
             assert set(values) <= {base, lowered(base)}
     finally:
         server.kill()
-
-
-def _group_of(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
-    except (OSError, ValueError, IndexError):
-        return None

@@ -20,6 +20,7 @@ import requests
 
 from ldp_telemetry.aggregator.core.metrics import ROOT_CANDIDATES, metrics_root
 from ldp_telemetry.shared import encode_batch
+from tests.support.processes import group_members
 from tests.support.reports import create_task, envelopes, payloads, post_reports
 from tests.support.servers import Server
 
@@ -122,7 +123,7 @@ def test_no_metrics_folder_outlives_its_server(server_factory: StartServer, tmp_
     gone = _group_gone(killed.process.pid, timeout=45.0)  # > GRACEFUL_SECONDS (30 s)
     if not gone:
         # what each orphan was doing (a CI run saw this once, not reproduced in 25 runs)
-        seen = [_described(pid) for pid in _live_members(killed.process.pid)]
+        seen = [_described(pid) for pid in group_members(killed.process.pid)]
         os.killpg(killed.process.pid, signal.SIGKILL)  # the orphans, before failing
         raise AssertionError("workers outlived their server:\n" + "\n".join(seen))
     assert first[0].is_dir()  # left behind ...
@@ -148,11 +149,10 @@ def _run_folders(root: Path, server: Server) -> list[Path]:
 
 
 def _group_gone(group: int, timeout: float) -> bool:
-    """Return True once no process of the group runs (zombies awaiting reaping by PID 1,
-    which can lag on a loaded machine, do not count: they serve nothing, hold nothing)."""
+    """Return True once no process of the group runs (:func:`group_members`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _live_members(group):
+        if not group_members(group):
             return True
         time.sleep(0.1)
     return False
@@ -170,19 +170,6 @@ def _described(pid: int) -> str:
         return f"{pid} {command.strip()} | {' '.join(threads)}"
     except OSError as error:
         return f"{pid}: {error}"
-
-
-def _live_members(group: int) -> list[int]:
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # exited meanwhile
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == group and state != "Z":
-            members.append(int(stat.parent.name))
-    return members
 
 
 def test_bodies_over_the_limit_are_refused_however_framed(

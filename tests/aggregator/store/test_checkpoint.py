@@ -18,9 +18,7 @@ from ldp_telemetry.aggregator.store.sqlite import backend, faults
 from ldp_telemetry.aggregator.store.sqlite.backend import SqliteStore
 from ldp_telemetry.aggregator.store.sqlite.checkpoint import Checkpointer, checkpoint
 from ldp_telemetry.aggregator.store.sqlite.lock import WriterLock
-from tests.support.waiting import wait_until
-
-WAIT = 30.0  # s: bound on every wait below (they end at once when the code is right)
+from tests.support.waiting import WAIT, wait_until
 
 
 def wal_database(path: Path, rows: int = 200) -> sqlite3.Connection:

@@ -34,10 +34,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ldp_telemetry.aggregator.core.faults import StoreUnavailable
 from ldp_telemetry.aggregator.store.sqlite.lock import WriterLock
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -120,17 +122,23 @@ class Renewable(Protocol):
     def _forked(self) -> None: ...
 
 
-def renew_in_child(owner: Renewable) -> None:
-    """Call ``owner._forked()`` in every forked child while ``owner`` lives (a weak reference:
-    the registration never keeps it alive; ``os.register_at_fork`` cannot be undone)."""
+def while_alive(owner: T, call: Callable[[T], None]) -> Callable[[], None]:
+    """Return a function that calls ``call(owner)`` while ``owner`` lives, else nothing: for
+    registrations that cannot be undone (``os.register_at_fork``, ``atexit``) and must never
+    keep their owner alive (a weak reference)."""
     mine = weakref.ref(owner)
 
-    def renew() -> None:
+    def run() -> None:
         found = mine()
         if found is not None:
-            found._forked()
+            call(found)
 
-    os.register_at_fork(after_in_child=renew)
+    return run
+
+
+def renew_in_child(owner: Renewable) -> None:
+    """Call ``owner._forked()`` in every forked child while ``owner`` lives."""
+    os.register_at_fork(after_in_child=while_alive(owner, lambda found: found._forked()))
 
 
 def checkpoint(conn: sqlite3.Connection, writer: WriterLock, restart_frames: int) -> None:

@@ -42,7 +42,6 @@ import fcntl
 import logging
 import os
 import threading
-import weakref
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -51,7 +50,7 @@ from typing import Any
 
 from ldp_telemetry.aggregator.store.folding import fold_parts
 from ldp_telemetry.aggregator.store.sql import Tx, Written, merged_rows, write_rows
-from ldp_telemetry.aggregator.store.sqlite.checkpoint import renew_in_child
+from ldp_telemetry.aggregator.store.sqlite.checkpoint import renew_in_child, while_alive
 from ldp_telemetry.aggregator.store.staging import unpack
 from ldp_telemetry.shared import TaskConfig
 
@@ -229,7 +228,8 @@ class FoldThread:
         # a forked child (a server's worker) starts its own thread when first asked: the
         # parent's does not cross the fork, and its lock may have been held at that moment
         renew_in_child(self)
-        _close_at_exit(self)
+        # the interpreter's exit waits for a fold under way (close says why)
+        atexit.register(while_alive(self, lambda found: found.close()))
 
     def _forked(self) -> None:
         self._wake = threading.Condition()
@@ -296,15 +296,3 @@ class FoldThread:
                 self.folds += 1
         finally:
             self._done()
-
-
-def _close_at_exit(owner: FoldThread) -> None:
-    """Close ``owner`` when the interpreter exits, while it lives (a weak reference)."""
-    mine = weakref.ref(owner)
-
-    def close() -> None:
-        found = mine()
-        if found is not None:
-            found.close()
-
-    atexit.register(close)
