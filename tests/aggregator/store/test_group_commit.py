@@ -11,8 +11,11 @@ import asyncio
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, wait
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
@@ -244,3 +247,55 @@ def test_a_forked_worker_gets_its_own_writer() -> None:
     # child (the parent's does not exist there). Run in a process of its own: forking the
     # test session, with its other threads, could copy a lock one of them holds.
     subprocess.run([sys.executable, "-c", FORK_SCRIPT], check=True, timeout=120)
+
+
+class Held:
+    """A store with nothing behind it: it notes each group's size, and can hold a commit."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Semaphore(0)
+        self.groups: list[int] = []
+
+    def add_uploads(self, uploads: Sequence[Upload]) -> list[set[bytes]]:
+        self.entered.release()
+        assert self.gate.wait(WAIT)
+        self.groups.append(len(uploads))
+        return [set() for _ in uploads]
+
+    def collect_expired(self, now: int) -> int:
+        return 0
+
+
+def one_report() -> Upload:
+    return cast(Upload, SimpleNamespace(envelopes=[SimpleNamespace(report_id=b"id")]))
+
+
+# max_wait is the tests' WAIT: a group that waited it out would fail the third of it below.
+def test_a_lightly_loaded_committer_commits_at_once() -> None:
+    # One upload at a time (each the only one out): no group could grow by waiting.
+    held = Held()
+    committer = GroupCommitter(cast(Store, held), max_wait=WAIT)
+    for _ in range(3):
+        assert committer.submit(one_report()).result(timeout=WAIT / 3) == set()
+    assert held.groups == [1, 1, 1]
+    committer.close()
+
+
+def test_a_group_waits_for_as_many_uploads_as_a_recent_group() -> None:
+    held = Held()
+    committer = GroupCommitter(cast(Store, held), max_wait=WAIT)
+    held.gate.clear()
+    futures = [committer.submit(one_report())]
+    assert held.entered.acquire(timeout=WAIT)  # the writer holds the first commit
+    futures += [committer.submit(one_report()) for _ in range(3)]  # they wait: a group of 3
+    held.gate.set()
+    assert not wait(futures, timeout=WAIT / 3).not_done
+    futures = [committer.submit(one_report())]
+    time.sleep(0.2)  # the writer took it alone: without the wait it would commit it now
+    futures += [committer.submit(one_report()) for _ in range(2)]
+    # the three share a commit, made once the third came, not when max_wait ran out
+    assert not wait(futures, timeout=WAIT / 3).not_done
+    assert held.groups == [1, 3, 3]
+    committer.close()
