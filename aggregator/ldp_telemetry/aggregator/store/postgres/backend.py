@@ -111,9 +111,10 @@ class PostgresStore(SqlStore):
 
     schema = SCHEMA
     duplicate = errors.UniqueViolation
-    # The group commit's wait for more uploads after the first (GROUP_COMMIT_WAIT_MS unset):
-    # a commit costs a round trip and a WAL flush whatever its size, so waiting 2 ms under
-    # load gives fewer, larger groups (benchmarks/README.md, "PostgreSQL at SQLite's pace").
+    # The group commit's longest wait for more uploads after the first (GROUP_COMMIT_WAIT_MS
+    # unset; GroupCommitter._gather stops it sooner when no more can come): a commit costs a
+    # round trip and a WAL flush whatever its size, so waiting up to 2 ms under load gives
+    # fewer, larger groups (benchmarks/README.md, "PostgreSQL at SQLite's pace").
     group_commit_wait = 0.002
 
     def __init__(
