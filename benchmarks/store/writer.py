@@ -48,7 +48,7 @@ def _task(batch: int) -> TaskConfig:
     )
 
 
-def _groups(task: TaskConfig, uploads: int, batch: int, groups: int) -> list[list[Upload]]:
+def upload_groups(task: TaskConfig, uploads: int, batch: int, groups: int) -> list[list[Upload]]:
     """Return ``groups`` groups of ``uploads`` uploads of ``batch`` fresh reports each."""
     rng = np.random.default_rng(batch)
     total = uploads * batch * groups
@@ -162,7 +162,7 @@ def main() -> None:
                 for name, store, ticks in _stores(postgres, Path(folder), batch, args.general_path):
                     store.initialize()
                     store.create_task(StoredTask(task, None, False))
-                    groups = _groups(task, args.uploads, batch, args.groups)
+                    groups = upload_groups(task, args.uploads, batch, args.groups)
                     runners.append(_Runner(name, store, groups, ticks))
                 for index in range(args.groups):
                     for runner in runners:
