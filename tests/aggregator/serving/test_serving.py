@@ -122,7 +122,7 @@ def test_no_metrics_folder_outlives_its_server(server_factory: StartServer, tmp_
     killed.process.wait(timeout=30)
     gone = _group_gone(killed.process.pid, timeout=45.0)  # > GRACEFUL_SECONDS (30 s)
     if not gone:
-        # what each orphan was doing (a CI run saw this once, not reproduced in 25 runs)
+        # what each orphan was doing (2 of 7 CI rehearsals saw one wedged: test_orphans)
         seen = [_described(pid) for pid in group_members(killed.process.pid)]
         os.killpg(killed.process.pid, signal.SIGKILL)  # the orphans, before failing
         raise AssertionError("workers outlived their server:\n" + "\n".join(seen))

@@ -1,0 +1,89 @@
+"""A worker whose server process was killed (kill -9) exits within the server's drain time,
+whatever its graceful stop waits for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import suppress
+from pathlib import Path
+
+import requests
+
+from tests.support.processes import group_members
+from tests.support.servers import free_port
+
+DRAIN = 2  # s: the worker's GRACEFUL_SECONDS, lowered by the app below to keep the test short
+HANGING_APP = f"""
+import os
+import pathlib
+import threading
+
+from ldp_telemetry.aggregator import serving
+
+serving.GRACEFUL_SECONDS = {DRAIN}  # read in the worker once the app is loaded
+
+
+def hang(environ, start_response):
+    if environ["PATH_INFO"] == "/hang":  # e.g. a query stuck on a lock: it never returns
+        pathlib.Path(os.environ["HANG_FLAG"]).touch()
+        threading.Event().wait()
+    start_response("200 OK", [("content-type", "text/plain")])
+    return [b"ok"]
+
+
+app = serving.Served(hang, max_body=1000, threads=1)
+"""
+
+
+def test_an_orphan_exits_though_a_request_never_ends(tmp_path: Path) -> None:
+    # The server kills a worker still busy GRACEFUL_SECONDS after its SIGTERM; once the
+    # server is gone the worker must keep that bound itself, without its loop or the GIL
+    # (a CI run saw a worker wedged in granian's stop, every thread waiting on a lock).
+    (tmp_path / "hanging_app.py").write_text(HANGING_APP)
+    flag = tmp_path / "hanging"
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "HANG_FLAG": str(flag)}
+    command = [sys.executable, "-m", "ldp_telemetry.aggregator.serving.granian_conf"]
+    log = tmp_path / "granian.log"
+    with open(log, "wb") as output:
+        server = subprocess.Popen(
+            [*command, "--port", str(port), "hanging_app:app"],
+            env=env,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+    try:
+        _wait_for(lambda: _answers(f"http://127.0.0.1:{port}/"), log)
+        threading.Thread(
+            target=_answers, args=(f"http://127.0.0.1:{port}/hang",), daemon=True
+        ).start()
+        _wait_for(flag.exists, log)
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+        killed = time.monotonic()
+        while group_members(server.pid) and time.monotonic() < killed + DRAIN + 20:
+            time.sleep(0.1)
+        assert not group_members(server.pid), "the orphaned worker outlived its drain time"
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    with suppress(requests.RequestException):
+        return requests.get(url, timeout=60).text == "ok"
+    return False
+
+
+def _wait_for(condition: object, log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(0.2)
