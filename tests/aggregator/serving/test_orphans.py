@@ -1,5 +1,5 @@
 """A worker whose server process was killed (kill -9) exits within the server's drain time,
-whatever its graceful stop waits for."""
+whatever its graceful stop waits for; a SIGTERM before it serves ends it at once."""
 
 from __future__ import annotations
 
@@ -73,6 +73,50 @@ def test_an_orphan_exits_though_a_request_never_ends(tmp_path: Path) -> None:
     finally:
         with suppress(ProcessLookupError):
             os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+
+
+SLOW_APP = """
+import os
+import pathlib
+import time
+
+pathlib.Path(os.environ["LOADING_FLAG"]).touch()
+time.sleep(5)  # a slow import, e.g. a large store opened
+
+
+def app(environ, start_response):
+    start_response("200 OK", [("content-type", "text/plain")])
+    return [b"ok"]
+"""
+
+
+def test_a_sigterm_while_the_app_loads_ends_the_worker(tmp_path: Path) -> None:
+    # The same loss as a dead server's SIGTERM (prctl) before the worker's loop runs: the
+    # handler a worker inherits from the server process would swallow it
+    (tmp_path / "slow_app.py").write_text(SLOW_APP)
+    flag = tmp_path / "loading"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LOADING_FLAG": str(flag)}
+    log = tmp_path / "granian.log"
+    command = [sys.executable, "-m", "ldp_telemetry.aggregator.serving.granian_conf"]
+    with open(log, "wb") as output:
+        server = subprocess.Popen(
+            [*command, "--port", str(free_port()), "slow_app:app"],
+            env=env,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+    try:
+        _wait_for(flag.exists, log)
+        (worker,) = set(group_members(server.pid)) - {server.pid}
+        os.kill(worker, signal.SIGTERM)
+        sent = time.monotonic()
+        while worker in group_members(server.pid) and time.monotonic() < sent + 3:
+            time.sleep(0.05)
+        assert worker not in group_members(server.pid), "the SIGTERM was lost"
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
         server.wait(timeout=30)
 
 

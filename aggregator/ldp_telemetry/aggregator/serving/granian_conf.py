@@ -113,13 +113,26 @@ def _deadline_while_served(seconds: int) -> None:
     threading.Thread(target=push_back, name="ldp-orphan-deadline", daemon=True).start()
 
 
+def _sigterm_ends_until_served() -> None:
+    """Let SIGTERM end this worker at once until granian installs the worker's own handler
+    (its graceful stop), just before the worker serves: until then it has served nothing.
+
+    The handler a worker inherits from the server process only sets a flag of the server's
+    copy: a SIGTERM then, from the server's stop or from ``_orphan_guard``'s prctl, was lost
+    and the worker served on (a worker sent SIGTERM while it loaded the app: measured).
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _load_bridged(target: str) -> rsgi_bridge.RsgiBridge:
+    _sigterm_ends_until_served()
     app = rsgi_bridge.load(target)
     _orphan_guard()
     return app
 
 
 def _load_wsgi(target: str) -> Any:
+    _sigterm_ends_until_served()
     app = rsgi_bridge.import_app(target)
     _orphan_guard()
     return app
