@@ -119,7 +119,8 @@ def _sigterm_ends_until_served() -> None:
 
     The handler a worker inherits from the server process only sets a flag of the server's
     copy: a SIGTERM then, from the server's stop or from ``_orphan_guard``'s prctl, was lost
-    and the worker served on (a worker sent SIGTERM while it loaded the app: measured).
+    and the worker served on (a worker sent SIGTERM while it loaded the app: measured). What
+    comes later, until the loop runs, ``_stop_if_orphaned`` catches.
     """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -128,7 +129,20 @@ def _load_bridged(target: str) -> rsgi_bridge.RsgiBridge:
     _sigterm_ends_until_served()
     app = rsgi_bridge.load(target)
     _orphan_guard()
+    app.serving = _stop_if_orphaned
     return app
+
+
+def _stop_if_orphaned() -> None:
+    """Send this worker SIGTERM if the server process died before the worker's loop ran.
+
+    The prctl's SIGTERM may have come after granian installed its handler but before uvloop
+    ran the loop: uvloop then only records the signal (its wakeup fd is set as the loop
+    starts) and acts on it at the next signal (uvloop's Loop.__sighandler, _read_from_self).
+    Now that the loop runs, a SIGTERM is acted on at once.
+    """
+    if str(os.getppid()) != os.environ.get(_SERVER_PID):
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _load_wsgi(target: str) -> Any:
