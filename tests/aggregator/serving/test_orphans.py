@@ -153,7 +153,7 @@ app = serving.Served(ok, max_body=1000, threads=1)
 def test_a_server_killed_before_its_worker_runs_its_loop_stops_the_worker(tmp_path: Path) -> None:
     # uvloop acts on a signal that came before its loop ran only at the next signal: the
     # prctl's SIGTERM was lost in 5 of 8 such runs before the bridge's loop-start check (the
-    # worker lived on until the alarm). Three runs: a stray pass before the check is rare.
+    # worker lived on until the alarm). Three runs: a stray pass without the check is rare.
     (tmp_path / "early_kill_app.py").write_text(EARLY_KILL_APP)
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     command = [sys.executable, "-m", "ldp_telemetry.aggregator.serving.granian_conf"]

@@ -134,15 +134,18 @@ def _load_bridged(target: str) -> rsgi_bridge.RsgiBridge:
 
 
 def _stop_if_orphaned() -> None:
-    """Send this worker SIGTERM if the server process died before the worker's loop ran.
+    """End this worker at once if the server process died before the worker's loop ran.
 
     The prctl's SIGTERM may have come after granian installed its handler but before uvloop
     ran the loop: uvloop then only records the signal (its wakeup fd is set as the loop
     starts) and acts on it at the next signal (uvloop's Loop.__sighandler, _read_from_self).
-    Now that the loop runs, a SIGTERM is acted on at once.
+    Not by a second SIGTERM: granian's handler (WorkerSignal.set) can block holding the GIL,
+    every thread of the worker then waiting until the alarm (seen after about 1 in 100 kills
+    of the server, with or without a second SIGTERM). The loop has only just started: the
+    worker has answered nothing.
     """
     if str(os.getppid()) != os.environ.get(_SERVER_PID):
-        os.kill(os.getpid(), signal.SIGTERM)
+        os._exit(0)
 
 
 def _load_wsgi(target: str) -> Any:
