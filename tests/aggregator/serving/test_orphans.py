@@ -43,7 +43,8 @@ app = serving.Served(hang, max_body=1000, threads=1)
 def test_an_orphan_exits_though_a_request_never_ends(tmp_path: Path) -> None:
     # The server kills a worker still busy GRACEFUL_SECONDS after its SIGTERM; once the
     # server is gone the worker must keep that bound itself, without its loop or the GIL
-    # (a CI run saw a worker wedged in granian's stop, every thread waiting on a lock).
+    # (CI saw a worker wedged in granian's SIGTERM handler, holding the GIL: not reproducible
+    # on demand; a request that never ends is).
     (tmp_path / "hanging_app.py").write_text(HANGING_APP)
     flag = tmp_path / "hanging"
     port = free_port()
