@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -184,8 +185,8 @@ def _answers(url: str) -> bool:
     return False
 
 
-def _wait_for(condition: object, log: Path, timeout: float = 60.0) -> None:
+def _wait_for(condition: Callable[[], bool], log: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, log.read_text()[-2000:]
         time.sleep(0.2)
