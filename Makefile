@@ -98,12 +98,13 @@ lint: $(STAMP)
 
 # The SDK, shared, collector and shuffler tests on the oldest versions pyproject.toml
 # declares (not the dashboard's: its browser test needs Playwright, which that venv lacks).
+# py-spy: a server test's failure message shows a stuck worker's Python stacks with it.
 test-min-versions:
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PYTHON) .ci/min_requirements.py > $(MIN_VENV)/requirements.txt
 	$(MIN_VENV)/bin/python -m pip install --quiet -r $(MIN_VENV)/requirements.txt \
-		pytest pytest-timeout 'pytest-xdist>=3.8,<3.9' hypothesis scipy pgserver jsonschema
+		pytest pytest-timeout 'pytest-xdist>=3.8,<3.9' hypothesis scipy pgserver jsonschema py-spy
 	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps -e . -e ./aggregator
 	$(MIN_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(numpy|mmh3|rfc8785|cryptography|requests|urllib3|flask|gunicorn|granian|prometheus.client|pyarrow|psycopg|psycopg.pool|dask|distributed)=='
 	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_WORKERS) tests/shared tests/client tests/aggregator \

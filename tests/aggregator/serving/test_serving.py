@@ -20,7 +20,7 @@ import requests
 
 from ldp_telemetry.aggregator.core.metrics import ROOT_CANDIDATES, metrics_root
 from ldp_telemetry.shared import encode_batch
-from tests.support.processes import group_members
+from tests.support.processes import group_members, python_stacks
 from tests.support.reports import create_task, envelopes, payloads, post_reports
 from tests.support.servers import Server
 
@@ -122,7 +122,7 @@ def test_no_metrics_folder_outlives_its_server(server_factory: StartServer, tmp_
     killed.process.wait(timeout=30)
     gone = _group_gone(killed.process.pid, timeout=45.0)  # > GRACEFUL_SECONDS (30 s)
     if not gone:
-        # what each orphan was doing (a CI run saw this once, not reproduced in 25 runs)
+        # what each orphan was doing (2 of 7 CI rehearsals saw one wedged: test_orphans)
         seen = [_described(pid) for pid in group_members(killed.process.pid)]
         os.killpg(killed.process.pid, signal.SIGKILL)  # the orphans, before failing
         raise AssertionError("workers outlived their server:\n" + "\n".join(seen))
@@ -144,6 +144,21 @@ def test_the_metrics_folder_is_off_the_databases_file_system(tmp_path: Path) -> 
     assert root.parent.stat().st_dev != tmp_path.stat().st_dev
 
 
+def test_an_orphan_is_described_with_its_python_stacks() -> None:
+    # what the failure message of the test above shows of each orphan (py-spy is in the dev
+    # extra: without it the message says so, and this test fails)
+    code = "import time\ndef waiting_here():\n print(flush=True)\n time.sleep(60)\nwaiting_here()"
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == b"\n"
+        described = _described(process.pid)
+    finally:
+        process.kill()
+        process.wait()
+    assert described.startswith(f"{process.pid} {sys.executable} -c ")
+    assert f"{process.pid}:" in described and "waiting_here (<string>:4)" in described
+
+
 def _run_folders(root: Path, server: Server) -> list[Path]:
     return sorted(root.glob(f"run-{server.process.pid}-*"))
 
@@ -159,17 +174,18 @@ def _group_gone(group: int, timeout: float) -> bool:
 
 
 def _described(pid: int) -> str:
-    """A process's command line and, per thread, its name, state and kernel wait channel."""
+    """A process's command line; per thread (by id) its name, state and kernel wait channel;
+    and its Python threads' stacks (py-spy, whose thread ids are the same)."""
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         threads = []
-        for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+        for task in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda task: int(task.name)):
             name = (task / "comm").read_text().strip()
             state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            threads.append(f"{name}:{state}:{(task / 'wchan').read_text() or '-'}")
-        return f"{pid} {command.strip()} | {' '.join(threads)}"
+            threads.append(f"{task.name}:{name}:{state}:{(task / 'wchan').read_text() or '-'}")
     except OSError as error:
         return f"{pid}: {error}"
+    return f"{pid} {command.strip()} | {' '.join(threads)}\n{python_stacks(pid)}"
 
 
 def test_bodies_over_the_limit_are_refused_however_framed(

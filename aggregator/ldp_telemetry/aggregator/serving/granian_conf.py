@@ -3,7 +3,8 @@
 ``python -m ldp_telemetry.aggregator.serving.granian_conf --host H --port P --workers N module:app``
 is what ``ldp-aggregator serve`` (default server) executes. SIGTERM or SIGINT stop accepting
 connections and let every in-flight request finish (its upload commits and is answered) before the
-workers exit; a worker still busy after ``GRACEFUL_SECONDS`` is killed.
+workers exit; a worker still busy after ``GRACEFUL_SECONDS`` is killed. A worker whose server
+process dies (kill -9) stops the same way on its own, within the same bound (``_orphan_guard``).
 
 A worker that dies is respawned; when respawned workers keep dying (granian then stops,
 "Worker crash loop detected"), the server is started again after ``RESTART_SECONDS``, for
@@ -19,6 +20,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -67,7 +69,8 @@ _SERVER_PID = "LDP_GRANIAN_SERVER_PID"
 
 
 def _orphan_guard() -> None:
-    """Have this worker sent SIGTERM (a graceful stop) when the server process dies.
+    """Have this worker sent SIGTERM (a graceful stop) when the server process dies, and
+    ended by the kernel if that stop has not ended it within ``GRACEFUL_SECONDS``.
 
     granian's workers do not watch their parent: after ``kill -9`` of the server alone they
     kept serving on their own, holding the port and the metrics folder's lock (measured).
@@ -76,19 +79,79 @@ def _orphan_guard() -> None:
     it exits at once. (It used to SIGTERM itself there, before loading: that signal came
     before the worker's serve loop and was lost in about 1 of 10 runs, the worker living on.)
     """
+    _deadline_while_served(serving.GRACEFUL_SECONDS)
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
     if str(os.getppid()) != os.environ.get(_SERVER_PID):  # it died before prctl took effect
         os._exit(0)
 
 
+def _deadline_while_served(seconds: int) -> None:
+    """Keep a SIGALRM ``seconds`` ahead while the server process lives: once it is gone the
+    alarm is no longer pushed back, and its default action ends this worker.
+
+    The server kills a worker still busy ``GRACEFUL_SECONDS`` after its SIGTERM
+    (``workers_kill_timeout``); an orphan has no one to do it. Its stop can wait for ever: for
+    a request that never returns (granian's stop waits for every request under way, the
+    bridge's for its pool threads), or wedged with every thread waiting on a lock (2 of 7 CI
+    rehearsals: a worker alive 45 s after its server's kill -9, its six threads in futex
+    waits; reproduced in about 1 of 100 kills: the main thread blocked inside granian's
+    SIGTERM handler, WorkerSignal.set, holding the GIL). So the bound is one the kernel keeps,
+    armed before the server can die, needing neither the loop nor the GIL. While the server
+    lives, a worker whose GIL no other thread gets for ``seconds`` on end is ended too (and the
+    server starts another in its place).
+    """
+    if not hasattr(signal, "alarm"):  # Windows: no alarm (and no prctl)
+        return
+    server = os.environ.get(_SERVER_PID)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the default action: end the process
+    signal.alarm(seconds)  # armed now: the server may die before the thread first runs
+
+    def push_back() -> None:
+        while str(os.getppid()) == server:
+            signal.alarm(seconds)
+            time.sleep(1.0)
+
+    threading.Thread(target=push_back, name="ldp-orphan-deadline", daemon=True).start()
+
+
+def _sigterm_ends_until_served() -> None:
+    """Let SIGTERM end this worker at once until granian installs the worker's own handler
+    (its graceful stop), just before the worker serves: until then it has served nothing.
+
+    The handler a worker inherits from the server process only sets a flag of the server's
+    copy: a SIGTERM then, from the server's stop or from ``_orphan_guard``'s prctl, was lost
+    and the worker served on (a worker sent SIGTERM while it loaded the app: measured). What
+    comes later, until the loop runs, ``_stop_if_orphaned`` catches.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _load_bridged(target: str) -> rsgi_bridge.RsgiBridge:
+    _sigterm_ends_until_served()
     app = rsgi_bridge.load(target)
     _orphan_guard()
+    app.serving = _stop_if_orphaned
     return app
 
 
+def _stop_if_orphaned() -> None:
+    """End this worker at once if the server process died before the worker's loop ran.
+
+    The prctl's SIGTERM may have come after granian installed its handler but before uvloop
+    ran the loop: uvloop then only records the signal (its wakeup fd is set as the loop
+    starts) and acts on it at the next signal (uvloop's Loop.__sighandler, _read_from_self).
+    Not by a second SIGTERM: granian's handler (WorkerSignal.set) can block holding the GIL,
+    every thread of the worker then waiting until the alarm (seen after about 1 in 100 kills
+    of the server, with or without a second SIGTERM). The loop has only just started: the
+    worker has answered nothing.
+    """
+    if str(os.getppid()) != os.environ.get(_SERVER_PID):
+        os._exit(0)
+
+
 def _load_wsgi(target: str) -> Any:
+    _sigterm_ends_until_served()
     app = rsgi_bridge.import_app(target)
     _orphan_guard()
     return app

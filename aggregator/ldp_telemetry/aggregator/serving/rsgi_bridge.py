@@ -147,6 +147,12 @@ class RsgiBridge:
         self.waiting = 0  # requests awaiting their bodies (the loop's only thread counts)
         # Every series exists from the start: no metrics file grows on a fault's first hit.
         self.aborted = {reason: ABORTED.labels(reason) for reason in ABORT_REASONS}
+        # called once the worker's event loop runs (granian_conf: a check that its server lives)
+        self.serving: Callable[[], None] | None = None
+
+    def __rsgi_init__(self, loop: Any) -> None:
+        if self.serving is not None:  # granian calls this before it runs the loop
+            loop.call_soon(self.serving)
 
     async def __rsgi__(self, scope: Any, protocol: Any) -> None:
         if scope.proto != "http":
