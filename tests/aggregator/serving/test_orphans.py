@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import IO
 
 import requests
 
@@ -46,20 +47,11 @@ def test_an_orphan_exits_though_a_request_never_ends(tmp_path: Path) -> None:
     # server is gone the worker must keep that bound itself, without its loop or the GIL
     # (CI saw a worker wedged in granian's SIGTERM handler, holding the GIL: not reproducible
     # on demand; a request that never ends is).
-    (tmp_path / "hanging_app.py").write_text(HANGING_APP)
     flag = tmp_path / "hanging"
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "HANG_FLAG": str(flag)}
-    command = [sys.executable, "-m", "ldp_telemetry.aggregator.serving.granian_conf"]
     log = tmp_path / "granian.log"
     with open(log, "wb") as output:
-        server = subprocess.Popen(
-            [*command, "--port", str(port), "hanging_app:app"],
-            env=env,
-            stdout=output,
-            stderr=output,
-            start_new_session=True,
-        )
+        server = _serve(tmp_path, "hanging_app", HANGING_APP, output, port, HANG_FLAG=str(flag))
     try:
         _wait_for(lambda: _answers(f"http://127.0.0.1:{port}/"), log)
         threading.Thread(
@@ -96,19 +88,10 @@ def app(environ, start_response):
 def test_a_sigterm_while_the_app_loads_ends_the_worker(tmp_path: Path) -> None:
     # The same loss as a dead server's SIGTERM (prctl) before the worker's loop runs: the
     # handler a worker inherits from the server process would swallow it
-    (tmp_path / "slow_app.py").write_text(SLOW_APP)
     flag = tmp_path / "loading"
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LOADING_FLAG": str(flag)}
     log = tmp_path / "granian.log"
-    command = [sys.executable, "-m", "ldp_telemetry.aggregator.serving.granian_conf"]
     with open(log, "wb") as output:
-        server = subprocess.Popen(
-            [*command, "--port", str(free_port()), "slow_app:app"],
-            env=env,
-            stdout=output,
-            stderr=output,
-            start_new_session=True,
-        )
+        server = _serve(tmp_path, "slow_app", SLOW_APP, output, LOADING_FLAG=str(flag))
     try:
         _wait_for(flag.exists, log)
         (worker,) = set(group_members(server.pid)) - {server.pid}
@@ -156,17 +139,8 @@ def test_a_server_killed_before_its_worker_runs_its_loop_stops_the_worker(tmp_pa
     # uvloop acts on a signal that came before its loop ran only at the next signal: the
     # prctl's SIGTERM was lost in 5 of 8 such runs before the bridge's loop-start check (the
     # worker lived on until the alarm). Three runs: a stray pass without the check is rare.
-    (tmp_path / "early_kill_app.py").write_text(EARLY_KILL_APP)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    command = [sys.executable, "-m", "ldp_telemetry.aggregator.serving.granian_conf"]
     for _ in range(3):
-        server = subprocess.Popen(
-            [*command, "--port", str(free_port()), "early_kill_app:app"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        server = _serve(tmp_path, "early_kill_app", EARLY_KILL_APP, subprocess.DEVNULL)
         try:
             server.wait(timeout=60)  # killed by its worker's thread
             killed = time.monotonic()
@@ -177,6 +151,28 @@ def test_a_server_killed_before_its_worker_runs_its_loop_stops_the_worker(tmp_pa
             with suppress(ProcessLookupError):
                 os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
+
+
+def _serve(
+    tmp_path: Path, name: str, source: str, output: IO[bytes] | int, port: int = 0, **env: str
+) -> subprocess.Popen[bytes]:
+    """Start ``granian_conf`` (one worker, its own process group) on the app ``source``, saved
+    as ``name``.py in ``tmp_path``, with ``env`` added to the environment (port 0: a free one)."""
+    (tmp_path / f"{name}.py").write_text(source)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ldp_telemetry.aggregator.serving.granian_conf",
+            "--port",
+            str(port or free_port()),
+            f"{name}:app",
+        ],
+        env={**os.environ, "PYTHONPATH": str(tmp_path), **env},
+        stdout=output,
+        stderr=output,
+        start_new_session=True,
+    )
 
 
 def _answers(url: str) -> bool:
